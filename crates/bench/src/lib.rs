@@ -1,0 +1,1 @@
+//! Cellar benchmarks.

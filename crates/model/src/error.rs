@@ -1,0 +1,84 @@
+//! The error type shared by every layer. Each variant names what a user needs to act on:
+//! the file and offset of a corruption, the option that is invalid, the family that is unknown.
+
+use std::io;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("io error on {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("checksum mismatch in {file} at offset {offset}: {detail}")]
+    Checksum {
+        file: String,
+        offset: u64,
+        detail: String,
+    },
+    #[error("corruption in {file} at offset {offset}: {detail}")]
+    Corruption {
+        file: String,
+        offset: u64,
+        detail: String,
+    },
+    #[error("{file}: bad magic {found:#x}, not a Cellar {kind}")]
+    BadMagic {
+        file: String,
+        kind: &'static str,
+        found: u64,
+    },
+    #[error(
+        "{file}: format version {found} is newer than this build supports (up to {supported})"
+    )]
+    UnsupportedVersion {
+        file: String,
+        found: u32,
+        supported: u32,
+    },
+    #[error("invalid schema: {0}")]
+    InvalidSchema(String),
+    #[error("no such column family: {0}")]
+    NoSuchFamily(String),
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error("row is outside this region: {0}")]
+    WrongRegion(String),
+    #[error("region {0} is closed")]
+    Closed(String),
+    #[error("write-ahead log failed earlier; region must be reopened: {0}")]
+    WalFailed(String),
+}
+
+pub type Result<T> = std::result::Result<T, Error>;
+
+impl Error {
+    /// Wraps an IO error with the path it happened on.
+    pub fn io(path: impl std::fmt::Display, source: io::Error) -> Error {
+        Error::Io {
+            path: path.to_string(),
+            source,
+        }
+    }
+
+    pub fn corruption(
+        file: impl std::fmt::Display,
+        offset: u64,
+        detail: impl Into<String>,
+    ) -> Error {
+        Error::Corruption {
+            file: file.to_string(),
+            offset,
+            detail: detail.into(),
+        }
+    }
+
+    pub fn checksum(file: impl std::fmt::Display, offset: u64, detail: impl Into<String>) -> Error {
+        Error::Checksum {
+            file: file.to_string(),
+            offset,
+            detail: detail.into(),
+        }
+    }
+}

@@ -1,0 +1,15 @@
+//! Cellar's data model: cells, keys and their order, mutations, schemas and errors.
+//!
+//! This crate does no IO. Everything above it (storage, server, client) shares these types,
+//! so the key order defined in [`key`] is the one order of the whole system.
+
+pub mod cell;
+pub mod error;
+pub mod key;
+pub mod mutation;
+pub mod schema;
+
+pub use cell::{Cell, CellType, LATEST_TIMESTAMP};
+pub use error::{Error, Result};
+pub use mutation::{Durability, Entry, RowMutation};
+pub use schema::{BloomType, Compression, FamilySchema, TableSchema};

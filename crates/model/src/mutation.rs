@@ -1,0 +1,102 @@
+//! Mutations: what a client asks a region to write.
+
+use crate::cell::CellType;
+use bytes::Bytes;
+
+/// How durable a mutation must be before it is acknowledged (HBase's levels).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Durability {
+    /// The family's or table's default: `SyncWal`.
+    #[default]
+    UseDefault,
+    /// Not logged: lost if the process dies before a flush.
+    SkipWal,
+    /// Logged, written to the OS in the background shortly after the acknowledgement.
+    AsyncWal,
+    /// Logged and handed to the OS (on HDFS, hflushed) before the acknowledgement: survives a
+    /// process crash.
+    SyncWal,
+    /// Logged and fdatasync'ed (on HDFS, hsynced) before the acknowledgement: survives power loss.
+    FsyncWal,
+}
+
+impl Durability {
+    /// The level `UseDefault` stands for.
+    pub fn resolve(self) -> Durability {
+        match self {
+            Durability::UseDefault => Durability::SyncWal,
+            d => d,
+        }
+    }
+}
+
+/// One cell of a mutation. For deletes the value is empty; family deletes use the empty
+/// qualifier. A timestamp of [`crate::LATEST_TIMESTAMP`] is replaced by the server's clock
+/// (for `Delete` of the latest version, HBase semantics apply: see the region's delete path).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    pub family: Bytes,
+    pub qualifier: Bytes,
+    pub timestamp: u64,
+    pub cell_type: CellType,
+    pub value: Bytes,
+}
+
+/// All changes to one row, applied atomically.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowMutation {
+    pub row: Bytes,
+    pub entries: Vec<Entry>,
+    pub durability: Durability,
+}
+
+impl RowMutation {
+    pub fn new(row: impl Into<Bytes>) -> RowMutation {
+        RowMutation {
+            row: row.into(),
+            entries: Vec::new(),
+            durability: Durability::UseDefault,
+        }
+    }
+
+    fn push(mut self, family: &[u8], qualifier: &[u8], ts: u64, t: CellType, value: Bytes) -> Self {
+        self.entries.push(Entry {
+            family: Bytes::copy_from_slice(family),
+            qualifier: Bytes::copy_from_slice(qualifier),
+            timestamp: ts,
+            cell_type: t,
+            value,
+        });
+        self
+    }
+
+    /// Adds a put of `value` at `ts`.
+    pub fn put(self, family: &[u8], qualifier: &[u8], ts: u64, value: impl Into<Bytes>) -> Self {
+        self.push(family, qualifier, ts, CellType::Put, value.into())
+    }
+
+    /// Deletes the version of the column at exactly `ts` (the latest, if `ts` is LATEST).
+    pub fn delete_version(self, family: &[u8], qualifier: &[u8], ts: u64) -> Self {
+        self.push(family, qualifier, ts, CellType::Delete, Bytes::new())
+    }
+
+    /// Deletes every version of the column at or before `ts`.
+    pub fn delete_column(self, family: &[u8], qualifier: &[u8], ts: u64) -> Self {
+        self.push(family, qualifier, ts, CellType::DeleteColumn, Bytes::new())
+    }
+
+    /// Deletes every column of the family at or before `ts`.
+    pub fn delete_family(self, family: &[u8], ts: u64) -> Self {
+        self.push(family, b"", ts, CellType::DeleteFamily, Bytes::new())
+    }
+
+    /// Deletes every column of the family at exactly `ts`.
+    pub fn delete_family_version(self, family: &[u8], ts: u64) -> Self {
+        self.push(family, b"", ts, CellType::DeleteFamilyVersion, Bytes::new())
+    }
+
+    pub fn with_durability(mut self, d: Durability) -> Self {
+        self.durability = d;
+        self
+    }
+}

@@ -1,0 +1,192 @@
+//! [`FileSystem`] on the local disk.
+
+use super::{FileSystem, RandomAccessFile, WritableFile};
+use bytes::Bytes;
+use cellar_model::{Error, Result};
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Local disk. Writes are buffered in user space until `flush`.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct LocalFs;
+
+impl LocalFs {
+    pub fn new() -> LocalFs {
+        LocalFs
+    }
+
+    /// A `LocalFs` as the shared handle type.
+    pub fn shared() -> super::FsRef {
+        Arc::new(LocalFs)
+    }
+}
+
+fn io_err(path: &Path) -> impl FnOnce(io::Error) -> Error + '_ {
+    move |e| Error::io(path.display(), e)
+}
+
+struct LocalWritable {
+    path: PathBuf,
+    file: File,
+    buf: Vec<u8>,
+    len: u64,
+}
+
+const WRITE_BUFFER: usize = 256 * 1024;
+
+impl WritableFile for LocalWritable {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.len += data.len() as u64;
+        if self.buf.len() + data.len() > WRITE_BUFFER {
+            self.flush()?;
+            if data.len() > WRITE_BUFFER {
+                return self.file.write_all(data).map_err(io_err(&self.path));
+            }
+        }
+        self.buf.extend_from_slice(data);
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        if !self.buf.is_empty() {
+            self.file.write_all(&self.buf).map_err(io_err(&self.path))?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        self.file.sync_data().map_err(io_err(&self.path))
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl Drop for LocalWritable {
+    fn drop(&mut self) {
+        // Hand what is buffered to the OS; a caller that needed to know has called flush.
+        let _ = self.flush();
+    }
+}
+
+struct LocalRandomAccess {
+    path: PathBuf,
+    file: File,
+    len: u64,
+}
+
+impl RandomAccessFile for LocalRandomAccess {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        if offset
+            .checked_add(len as u64)
+            .is_none_or(|end| end > self.len)
+        {
+            return Err(Error::corruption(
+                self.path.display(),
+                offset,
+                format!(
+                    "read of {len} bytes past the end of a {}-byte file",
+                    self.len
+                ),
+            ));
+        }
+        let mut buf = vec![0u8; len];
+        self.file
+            .read_exact_at(&mut buf, offset)
+            .map_err(io_err(&self.path))?;
+        Ok(Bytes::from(buf))
+    }
+
+    fn len(&self) -> u64 {
+        self.len
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+impl FileSystem for LocalFs {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        Ok(Box::new(LocalWritable {
+            path: path.to_path_buf(),
+            file,
+            buf: Vec::with_capacity(WRITE_BUFFER),
+            len: 0,
+        }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(io_err(path))?;
+        let len = file.metadata().map_err(io_err(path))?.len();
+        Ok(Arc::new(LocalRandomAccess {
+            path: path.to_path_buf(),
+            file,
+            len,
+        }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        fs::rename(from, to).map_err(io_err(from))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in fs::read_dir(dir).map_err(io_err(dir))? {
+            let entry = entry.map_err(io_err(dir))?;
+            names.push(entry.file_name().to_string_lossy().into_owned());
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn delete(&self, path: &Path) -> Result<()> {
+        fs::remove_file(path).map_err(io_err(path))
+    }
+
+    fn delete_dir_all(&self, dir: &Path) -> Result<()> {
+        match fs::remove_dir_all(dir) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            r => r.map_err(io_err(dir)),
+        }
+    }
+
+    fn create_dir_all(&self, dir: &Path) -> Result<()> {
+        fs::create_dir_all(dir).map_err(io_err(dir))
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool> {
+        path.try_exists().map_err(io_err(path))
+    }
+
+    fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        let f = OpenOptions::new()
+            .write(true)
+            .open(path)
+            .map_err(io_err(path))?;
+        f.set_len(len).map_err(io_err(path))?;
+        f.sync_all().map_err(io_err(path))
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(io_err(dir))
+    }
+}

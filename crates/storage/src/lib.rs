@@ -1,0 +1,18 @@
+//! Cellar's storage engine.
+//!
+//! Write path: [`region::Region::mutate`] → [`wal`] (group commit) → [`memstore`] →
+//! flush to a [`storefile`] → [`region::compaction`].
+//! Read path: [`region::Region::get`] / [`region::Region::scan`] → per-family store scanners
+//! merging the memstore and store files ([`iter`]) under an MVCC read point, store files read
+//! through the [`block_cache`].
+//! All file access goes through [`fs::FileSystem`].
+
+pub mod block_cache;
+pub mod fs;
+pub mod iter;
+pub mod memstore;
+pub mod region;
+pub mod storefile;
+pub mod wal;
+
+pub use cellar_model as model;
