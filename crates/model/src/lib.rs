@@ -7,9 +7,11 @@ pub mod cell;
 pub mod error;
 pub mod key;
 pub mod mutation;
+pub mod query;
 pub mod schema;
 
 pub use cell::{Cell, CellType, LATEST_TIMESTAMP};
 pub use error::{Error, Result};
 pub use mutation::{Durability, Entry, RowMutation};
+pub use query::{Column, Get, Scan, TimeRange};
 pub use schema::{BloomType, Compression, FamilySchema, TableSchema};

@@ -1,0 +1,166 @@
+//! Reads: what a client asks a region for.
+
+use bytes::Bytes;
+
+/// Which columns a read returns: whole families or single qualifiers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Column {
+    pub family: Bytes,
+    /// `None`: every qualifier of the family.
+    pub qualifier: Option<Bytes>,
+}
+
+/// A half-open timestamp interval `[min, max)`, HBase's `TimeRange`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TimeRange {
+    pub min: u64,
+    pub max: u64,
+}
+
+impl TimeRange {
+    pub const ALL: TimeRange = TimeRange { min: 0, max: u64::MAX };
+
+    pub fn contains(&self, ts: u64) -> bool {
+        ts >= self.min && ts < self.max
+    }
+
+    /// Whether `[lo, hi]` (a file's time range) meets this range.
+    pub fn overlaps(&self, lo: u64, hi: u64) -> bool {
+        lo < self.max && hi >= self.min
+    }
+}
+
+impl Default for TimeRange {
+    fn default() -> Self {
+        TimeRange::ALL
+    }
+}
+
+/// A read of one row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Get {
+    pub row: Bytes,
+    /// Empty: every family.
+    pub columns: Vec<Column>,
+    pub time_range: TimeRange,
+    /// Versions returned per column (HBase default 1).
+    pub max_versions: u32,
+}
+
+impl Get {
+    pub fn new(row: impl Into<Bytes>) -> Get {
+        Get {
+            row: row.into(),
+            columns: Vec::new(),
+            time_range: TimeRange::ALL,
+            max_versions: 1,
+        }
+    }
+
+    pub fn family(mut self, family: &[u8]) -> Get {
+        self.columns.push(Column {
+            family: Bytes::copy_from_slice(family),
+            qualifier: None,
+        });
+        self
+    }
+
+    pub fn column(mut self, family: &[u8], qualifier: &[u8]) -> Get {
+        self.columns.push(Column {
+            family: Bytes::copy_from_slice(family),
+            qualifier: Some(Bytes::copy_from_slice(qualifier)),
+        });
+        self
+    }
+
+    pub fn versions(mut self, n: u32) -> Get {
+        self.max_versions = n;
+        self
+    }
+
+    pub fn time_range(mut self, min: u64, max: u64) -> Get {
+        self.time_range = TimeRange { min, max };
+        self
+    }
+}
+
+/// A read of a range of rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Scan {
+    /// Inclusive; empty: from the first row (for reversed scans: the row to start from,
+    /// going down; empty: the last row).
+    pub start_row: Bytes,
+    /// Exclusive; empty: to the end (for reversed scans, the lower bound, exclusive).
+    pub stop_row: Bytes,
+    pub columns: Vec<Column>,
+    pub time_range: TimeRange,
+    pub max_versions: u32,
+    /// Stop after this many rows (0: no limit).
+    pub limit: u64,
+    pub reversed: bool,
+    /// Whether blocks read by this scan enter the block cache (HBase's `setCacheBlocks`).
+    pub cache_blocks: bool,
+}
+
+impl Scan {
+    pub fn new() -> Scan {
+        Scan {
+            start_row: Bytes::new(),
+            stop_row: Bytes::new(),
+            columns: Vec::new(),
+            time_range: TimeRange::ALL,
+            max_versions: 1,
+            limit: 0,
+            reversed: false,
+            cache_blocks: true,
+        }
+    }
+
+    pub fn range(mut self, start: &[u8], stop: &[u8]) -> Scan {
+        self.start_row = Bytes::copy_from_slice(start);
+        self.stop_row = Bytes::copy_from_slice(stop);
+        self
+    }
+
+    pub fn family(mut self, family: &[u8]) -> Scan {
+        self.columns.push(Column {
+            family: Bytes::copy_from_slice(family),
+            qualifier: None,
+        });
+        self
+    }
+
+    pub fn column(mut self, family: &[u8], qualifier: &[u8]) -> Scan {
+        self.columns.push(Column {
+            family: Bytes::copy_from_slice(family),
+            qualifier: Some(Bytes::copy_from_slice(qualifier)),
+        });
+        self
+    }
+
+    pub fn versions(mut self, n: u32) -> Scan {
+        self.max_versions = n;
+        self
+    }
+
+    pub fn limit(mut self, n: u64) -> Scan {
+        self.limit = n;
+        self
+    }
+
+    pub fn reversed(mut self) -> Scan {
+        self.reversed = true;
+        self
+    }
+
+    pub fn time_range(mut self, min: u64, max: u64) -> Scan {
+        self.time_range = TimeRange { min, max };
+        self
+    }
+}
+
+impl Default for Scan {
+    fn default() -> Self {
+        Scan::new()
+    }
+}
