@@ -1,1 +1,7 @@
 //! Cellar benchmarks.
+//!
+//! [`engine_bench`] is the storage-engine harness behind the `engine_bench` binary: db_bench-style
+//! workloads run against Cellar's [`cellar_storage::region::Region`] and, with the `rocksdb`
+//! feature, against RocksDB with the same options, one child process per engine.
+
+pub mod engine_bench;

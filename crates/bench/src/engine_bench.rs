@@ -1,0 +1,20 @@
+//! The storage-engine benchmark: Cellar's region against RocksDB, side by side.
+//!
+//! Layout: [`args`] (flags), [`keys`] (key and value generation), [`engines`] (the [`Engine`]
+//! trait and one adapter per engine), [`workload`] (timed loops), [`sys`] (what `/proc` says
+//! about this process), [`report`] (results, JSON, the Markdown table), [`child`] (one engine in
+//! one process, driven over stdin/stdout) and [`driver`] (the parent that starts the children).
+//! How to run it and what it measures: `docs/engine-bench.md`.
+
+pub mod args;
+pub mod child;
+pub mod driver;
+pub mod engines;
+pub mod error;
+pub mod keys;
+pub mod report;
+pub mod sys;
+pub mod workload;
+
+pub use engines::{Engine, Session};
+pub use error::{BenchError, Result};

@@ -1,0 +1,139 @@
+//! Cellar under test: one [`Region`] of a one-family table, entries stored as the single
+//! column `cf:v` of the row named by the key.
+
+use crate::engine_bench::args::{CompressionArg, EngineKind, SyncMode};
+use crate::engine_bench::engines::{CacheCounters, Engine, EngineConfig, Session};
+use crate::engine_bench::error::{Context, Result};
+use cellar_model::{
+    BloomType, Compression, Durability, FamilySchema, Get, RowMutation, Scan, TableSchema,
+    LATEST_TIMESTAMP,
+};
+use cellar_storage::region::{Region, StorageConfig};
+use std::path::Path;
+
+const FAMILY: &[u8] = b"cf";
+const QUALIFIER: &[u8] = b"v";
+
+/// A Cellar region with the benchmark's options.
+pub struct CellarEngine {
+    region: Region,
+    durability: Durability,
+}
+
+/// The family schema for `config`: block size, compression and bloom filter as asked.
+pub fn family_schema(config: &EngineConfig) -> FamilySchema {
+    let mut family = FamilySchema::new("cf");
+    family.block_size = config.block_size;
+    family.compression = match config.compression {
+        CompressionArg::None => Compression::None,
+        CompressionArg::Lz4 => Compression::Lz4,
+        CompressionArg::Zstd => Compression::Zstd,
+        CompressionArg::Snappy => Compression::Snappy,
+    };
+    if config.bloom_bits == 0 {
+        family.bloom = BloomType::None;
+    } else {
+        family.bloom = BloomType::Row;
+        family.bloom_bits_per_key = config.bloom_bits;
+    }
+    family
+}
+
+/// The durability level standing for `sync`.
+pub fn durability(sync: SyncMode) -> Durability {
+    match sync {
+        SyncMode::None => Durability::SkipWal,
+        SyncMode::Sync => Durability::SyncWal,
+        SyncMode::Fsync => Durability::FsyncWal,
+    }
+}
+
+impl CellarEngine {
+    pub fn open(dir: &Path, config: &EngineConfig) -> Result<CellarEngine> {
+        std::fs::create_dir_all(dir).context(format!("creating {}", dir.display()))?;
+        let schema = TableSchema::new("bench", vec![family_schema(config)]);
+        let storage = StorageConfig {
+            block_cache_bytes: config.cache_bytes,
+            memstore_flush_bytes: config.effective_memstore_bytes(),
+            ..StorageConfig::default()
+        };
+        let region = Region::open_with_config(dir, schema, storage)
+            .context(format!("opening a Cellar region in {}", dir.display()))?;
+        Ok(CellarEngine {
+            region,
+            durability: durability(config.sync),
+        })
+    }
+}
+
+impl Engine for CellarEngine {
+    fn kind(&self) -> EngineKind {
+        EngineKind::Cellar
+    }
+
+    fn session(&self) -> Result<Box<dyn Session + '_>> {
+        Ok(Box::new(CellarSession { engine: self }))
+    }
+
+    fn flush(&self) -> Result<()> {
+        self.region.flush().context("cellar flush")
+    }
+
+    fn wait_for_background(&self) -> Result<()> {
+        self.region.wait_for_background();
+        Ok(())
+    }
+
+    fn cache_counters(&self) -> Option<CacheCounters> {
+        let c = self.region.stats().block_cache;
+        Some(CacheCounters {
+            hits: c.hits,
+            misses: c.misses,
+        })
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        self.region.close().context("closing the Cellar region")
+    }
+}
+
+struct CellarSession<'a> {
+    engine: &'a CellarEngine,
+}
+
+impl Session for CellarSession<'_> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        let m = RowMutation::new(key.to_vec())
+            .put(FAMILY, QUALIFIER, LATEST_TIMESTAMP, value.to_vec())
+            .with_durability(self.engine.durability);
+        self.engine.region.mutate(&m).context("cellar put")
+    }
+
+    fn get(&mut self, key: &[u8]) -> Result<Option<usize>> {
+        let cells = self
+            .engine
+            .region
+            .get(&Get::new(key.to_vec()))
+            .context("cellar get")?;
+        if cells.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(cells.iter().map(|c| c.value.len()).sum()))
+    }
+
+    fn scan(&mut self, start: &[u8], count: usize) -> Result<(u64, u64)> {
+        let scan = Scan::new().range(start, b"").limit(count as u64);
+        let scanner = self.engine.region.scan(&scan).context("cellar scan")?;
+        let (mut entries, mut bytes) = (0u64, 0u64);
+        // `take` bounds the loop even if the scanner ignored its limit.
+        for row in scanner.take(count) {
+            let cells = row.context("cellar scan")?;
+            entries += 1;
+            bytes += cells
+                .iter()
+                .map(|c| (c.row.len() + c.value.len()) as u64)
+                .sum::<u64>();
+        }
+        Ok((entries, bytes))
+    }
+}
