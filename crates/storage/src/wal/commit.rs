@@ -324,7 +324,12 @@ impl Shared {
         let mut writer = self.writer.lock();
         let seg = match writer.as_mut() {
             Some(seg) => seg,
-            None => return Err(Error::Closed(format!("write-ahead log {}", self.dir.display()))),
+            None => {
+                return Err(Error::Closed(format!(
+                    "write-ahead log {}",
+                    self.dir.display()
+                )))
+            }
         };
         if !batch.is_empty() {
             seg.write(batch)?;

@@ -103,10 +103,7 @@ pub enum Decoded {
 /// Decodes the record starting at `pos`. Never panics, whatever `data` holds.
 pub fn decode_at(data: &[u8], pos: usize) -> Decoded {
     let available = data.len().saturating_sub(pos) as u64;
-    let header = match data
-        .get(pos..)
-        .and_then(|d| d.get(..RECORD_HEADER_LEN))
-    {
+    let header = match data.get(pos..).and_then(|d| d.get(..RECORD_HEADER_LEN)) {
         Some(h) => h,
         None => {
             return Decoded::Incomplete {
@@ -115,9 +112,17 @@ pub fn decode_at(data: &[u8], pos: usize) -> Decoded {
             }
         }
     };
-    let field = |at: usize| read_array::<8>(header, at).map(u64::from_le_bytes).unwrap_or(0);
-    let stored = read_array::<4>(header, 0).map(u32::from_le_bytes).unwrap_or(0);
-    let len = read_array::<4>(header, 4).map(u32::from_le_bytes).unwrap_or(0) as usize;
+    let field = |at: usize| {
+        read_array::<8>(header, at)
+            .map(u64::from_le_bytes)
+            .unwrap_or(0)
+    };
+    let stored = read_array::<4>(header, 0)
+        .map(u32::from_le_bytes)
+        .unwrap_or(0);
+    let len = read_array::<4>(header, 4)
+        .map(u32::from_le_bytes)
+        .unwrap_or(0) as usize;
     let start = pos + RECORD_HEADER_LEN;
     let payload = match data.get(start..).and_then(|d| d.get(..len)) {
         Some(p) => p,
@@ -149,7 +154,9 @@ mod tests {
     use super::*;
 
     fn framed(region: u64, seq: u64, payload: &[u8]) -> Vec<u8> {
-        let mut v = record_header(region, seq, payload).expect("header").to_vec();
+        let mut v = record_header(region, seq, payload)
+            .expect("header")
+            .to_vec();
         v.extend_from_slice(payload);
         v
     }
@@ -200,10 +207,7 @@ mod tests {
 
     #[test]
     fn zeros_are_not_a_record() {
-        assert!(matches!(
-            decode_at(&[0u8; 64], 0),
-            Decoded::BadCrc { .. }
-        ));
+        assert!(matches!(decode_at(&[0u8; 64], 0), Decoded::BadCrc { .. }));
     }
 
     #[test]

@@ -50,9 +50,9 @@ pub fn replay_segment(file: &str, data: &Bytes) -> Result<SegmentReplay> {
                 pos = next;
                 continue;
             }
-            Decoded::Incomplete { needed, available } => format!(
-                "record needs {needed} bytes but only {available} remain in the segment"
-            ),
+            Decoded::Incomplete { needed, available } => {
+                format!("record needs {needed} bytes but only {available} remain in the segment")
+            }
             Decoded::BadCrc { stored, computed } => {
                 format!("record CRC mismatch (stored {stored:#010x}, computed {computed:#010x})")
             }
