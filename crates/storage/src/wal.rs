@@ -5,12 +5,12 @@
 //!
 //! Layout: [`format`] (segment header, record framing, CRC), `writer` (the active segment),
 //! `commit` (append buffer, group commit, background flusher, rolling), `reader` (replay and
-//! torn-tail handling), [`segments`] (segment names and per-region bookkeeping for deletion).
+//! torn-tail handling), `segments` (segment names and per-region bookkeeping for deletion).
 
 mod commit;
 pub mod format;
 mod reader;
-pub mod segments;
+mod segments;
 mod writer;
 
 use crate::fs::FsRef;

@@ -91,11 +91,17 @@ pub enum Decoded {
     Record {
         region: u64,
         seq: u64,
+        /// Where the payload lies in the decoded slice.
         payload: Range<usize>,
         next: usize,
     },
     /// The record header or its payload runs past the end of the data.
-    Incomplete { needed: u64, available: u64 },
+    Incomplete {
+        /// Bytes the record needs from its start (header, or header + payload).
+        needed: u64,
+        /// Bytes left from its start to the end of the data.
+        available: u64,
+    },
     /// The record fits but its CRC does not match.
     BadCrc { stored: u32, computed: u32 },
 }

@@ -33,8 +33,10 @@ pub fn parse_segment_name(name: &str) -> Option<u64> {
 /// One segment and the highest sequence id per region it holds.
 #[derive(Debug)]
 pub struct SegmentMeta {
+    /// The number in the segment's file name.
     pub id: u64,
     pub path: PathBuf,
+    /// Region → highest sequence id of that region in this segment.
     pub max_seq: HashMap<u64, u64>,
 }
 
