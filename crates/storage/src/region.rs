@@ -353,8 +353,8 @@ impl RegionInner {
     fn check_open(&self) -> Result<()> {
         if self.closed.load(Ordering::Acquire) {
             return Err(Error::Closed(format!(
-                "{}/{}",
-                self.schema.name, self.info.id
+                "region {} of table '{}'",
+                self.info.id, self.schema.name
             )));
         }
         Ok(())
