@@ -64,7 +64,12 @@ fn crash_child() {
                 // Bounded: the parent kills us long before this ends.
                 for i in 0..2_000_000u64 {
                     let k = key(round, t, i);
-                    let m = RowMutation::new(k.clone().into_bytes()).put(b"cf", b"q", LATEST_TIMESTAMP, value_of(&k));
+                    let m = RowMutation::new(k.clone().into_bytes()).put(
+                        b"cf",
+                        b"q",
+                        LATEST_TIMESTAMP,
+                        value_of(&k),
+                    );
                     region.mutate(&m).expect("child write");
                     let mut o = out.lock().expect("stdout");
                     writeln!(o, "ACK {k}").expect("write");
@@ -86,7 +91,10 @@ fn parse_key(k: &str) -> Option<(u32, usize, u64)> {
 
 #[test]
 fn acknowledged_sync_writes_survive_sigkill() {
-    let kills: u32 = std::env::var("CELLAR_CRASH_KILLS").ok().and_then(|v| v.parse().ok()).unwrap_or(50);
+    let kills: u32 = std::env::var("CELLAR_CRASH_KILLS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(50);
     let dir = tempfile::tempdir().expect("tempdir");
     let exe = std::env::current_exe().expect("test binary");
     let mut rng = rand::rngs::StdRng::seed_from_u64(0xce11a5);
@@ -117,7 +125,9 @@ fn acknowledged_sync_writes_survive_sigkill() {
             }
             acks
         });
-        ready_rx.recv_timeout(Duration::from_secs(60)).expect("child opened the region");
+        ready_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("child opened the region");
         std::thread::sleep(Duration::from_millis(rng.gen_range(5..250)));
         child.kill().expect("SIGKILL child"); // std's kill sends SIGKILL on Unix
         child.wait().expect("reap child");
@@ -129,14 +139,23 @@ fn acknowledged_sync_writes_survive_sigkill() {
         }
         total_acked += acks.len() as u64;
 
-        let region = Region::open_with_config(dir.path(), schema(), config()).expect("reopen after SIGKILL");
+        let region =
+            Region::open_with_config(dir.path(), schema(), config()).expect("reopen after SIGKILL");
         // Every acknowledged write is there with its value.
         for (&(r, t), &n) in &acked {
             for i in 0..n {
                 let k = key(r, t, i);
                 let cells = region.get(&Get::new(k.clone().into_bytes())).expect("get");
-                assert_eq!(cells.len(), 1, "round {round}: acknowledged key {k} is missing");
-                assert_eq!(cells[0].value, value_of(&k), "round {round}: key {k} has a wrong value");
+                assert_eq!(
+                    cells.len(),
+                    1,
+                    "round {round}: acknowledged key {k} is missing"
+                );
+                assert_eq!(
+                    cells[0].value,
+                    value_of(&k),
+                    "round {round}: key {k} has a wrong value"
+                );
             }
         }
         // Nothing was invented: every row is a key some writer attempted, with its value, and at
@@ -144,11 +163,22 @@ fn acknowledged_sync_writes_survive_sigkill() {
         for row in region.scan(&Scan::new()).expect("scan") {
             let row = row.expect("scan row");
             let k = String::from_utf8(row[0].row.to_vec()).expect("utf8 key");
-            let (r, t, i) = parse_key(&k).unwrap_or_else(|| panic!("round {round}: unknown row {k}"));
-            assert!(r <= round && t < THREADS, "round {round}: row {k} was never written");
+            let (r, t, i) =
+                parse_key(&k).unwrap_or_else(|| panic!("round {round}: unknown row {k}"));
+            assert!(
+                r <= round && t < THREADS,
+                "round {round}: row {k} was never written"
+            );
             let limit = acked.get(&(r, t)).copied().unwrap_or(0);
-            assert!(i <= limit, "round {round}: row {k} is beyond the in-flight write (acked up to {limit})");
-            assert_eq!(row[0].value, value_of(&k), "round {round}: row {k} has a value never written");
+            assert!(
+                i <= limit,
+                "round {round}: row {k} is beyond the in-flight write (acked up to {limit})"
+            );
+            assert_eq!(
+                row[0].value,
+                value_of(&k),
+                "round {round}: row {k} has a value never written"
+            );
             // Unacknowledged but durable writes count as written from now on.
             let e = acked.entry((r, t)).or_insert(0);
             *e = (*e).max(i + 1);
@@ -159,6 +189,12 @@ fn acknowledged_sync_writes_survive_sigkill() {
             drop(region); // a crash of the verifier too
         }
     }
-    eprintln!("{kills} kills, {total_acked} acknowledged writes, {:?}", started.elapsed());
-    assert!(total_acked > 0, "the child acknowledged nothing: the test tested nothing");
+    eprintln!(
+        "{kills} kills, {total_acked} acknowledged writes, {:?}",
+        started.elapsed()
+    );
+    assert!(
+        total_acked > 0,
+        "the child acknowledged nothing: the test tested nothing"
+    );
 }

@@ -6,7 +6,9 @@
 //! and applies a major compaction by replacing the flushed cells with the puts that survive.
 
 use bytes::Bytes;
-use cellar_model::{BloomType, Cell, CellType, Compression, FamilySchema, Get, RowMutation, Scan, TableSchema};
+use cellar_model::{
+    BloomType, Cell, CellType, Compression, FamilySchema, Get, RowMutation, Scan, TableSchema,
+};
 use cellar_storage::region::{ManualClock, Region, StorageConfig};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
@@ -33,14 +35,45 @@ fn schema() -> TableSchema {
 
 #[derive(Debug, Clone)]
 enum Op {
-    Put { row: u8, fam: u8, qual: u8, ts: u64, value: u8 },
-    Delete { kind: CellType, row: u8, fam: u8, qual: u8, ts: u64 },
-    Get { row: u8, fam: Option<u8>, qual: Option<u8>, versions: u32, range: Option<(u64, u64)> },
-    Scan { start: Option<u8>, stop: Option<u8>, fam: Option<u8>, versions: u32, reversed: bool, limit: u64 },
+    Put {
+        row: u8,
+        fam: u8,
+        qual: u8,
+        ts: u64,
+        value: u8,
+    },
+    Delete {
+        kind: CellType,
+        row: u8,
+        fam: u8,
+        qual: u8,
+        ts: u64,
+    },
+    Get {
+        row: u8,
+        fam: Option<u8>,
+        qual: Option<u8>,
+        versions: u32,
+        range: Option<(u64, u64)>,
+    },
+    Scan {
+        start: Option<u8>,
+        stop: Option<u8>,
+        fam: Option<u8>,
+        versions: u32,
+        reversed: bool,
+        limit: u64,
+    },
     Flush,
-    Compact { major: bool },
-    Advance { ms: u64 },
-    Reopen { crash: bool },
+    Compact {
+        major: bool,
+    },
+    Advance {
+        ms: u64,
+    },
+    Reopen {
+        crash: bool,
+    },
 }
 
 fn ts_strategy() -> impl Strategy<Value = u64> {
@@ -75,7 +108,11 @@ fn fam_name(f: u8) -> &'static [u8] {
 }
 
 fn qual_name(q: u8) -> Vec<u8> {
-    if q == 0 { Vec::new() } else { format!("q{q}").into_bytes() }
+    if q == 0 {
+        Vec::new()
+    } else {
+        format!("q{q}").into_bytes()
+    }
 }
 
 #[derive(Clone, Debug)]
@@ -102,9 +139,27 @@ struct ReadQ<'a> {
 }
 
 impl Model {
-    fn write(&mut self, row: Vec<u8>, fam: &[u8], qual: Vec<u8>, ts: u64, kind: CellType, value: Vec<u8>) {
+    fn write(
+        &mut self,
+        row: Vec<u8>,
+        fam: &[u8],
+        qual: Vec<u8>,
+        ts: u64,
+        kind: CellType,
+        value: Vec<u8>,
+    ) {
         self.order += 1;
-        self.cells.entry((row, fam.to_vec())).or_default().push(MCell { qual, ts, kind, order: self.order, value, flushed: false });
+        self.cells
+            .entry((row, fam.to_vec()))
+            .or_default()
+            .push(MCell {
+                qual,
+                ts,
+                kind,
+                order: self.order,
+                value,
+                flushed: false,
+            });
     }
 
     fn flush(&mut self) {
@@ -118,24 +173,44 @@ impl Model {
     /// The puts of one (row, family) a reader may see, per column newest first, from `cells`.
     fn surviving(cells: &[&MCell], fam: &FamilySchema, now: u64) -> BTreeMap<Vec<u8>, Vec<MCell>> {
         let mut out: BTreeMap<Vec<u8>, Vec<MCell>> = BTreeMap::new();
-        let fam_deletes: Vec<&&MCell> = cells.iter().filter(|c| c.kind.is_family_delete()).collect();
-        let mut quals: Vec<&Vec<u8>> = cells.iter().filter(|c| c.kind == CellType::Put).map(|c| &c.qual).collect();
+        let fam_deletes: Vec<&&MCell> =
+            cells.iter().filter(|c| c.kind.is_family_delete()).collect();
+        let mut quals: Vec<&Vec<u8>> = cells
+            .iter()
+            .filter(|c| c.kind == CellType::Put)
+            .map(|c| &c.qual)
+            .collect();
         quals.sort();
         quals.dedup();
         for q in quals {
             // Newest write per timestamp wins.
             let mut by_ts: BTreeMap<u64, &MCell> = BTreeMap::new();
-            for c in cells.iter().filter(|c| c.kind == CellType::Put && &c.qual == q) {
+            for c in cells
+                .iter()
+                .filter(|c| c.kind == CellType::Put && &c.qual == q)
+            {
                 let e = by_ts.entry(c.ts).or_insert(c);
                 if c.order > e.order {
                     *e = c;
                 }
             }
             let masked = |ts: u64| {
-                fam_deletes.iter().any(|d| (d.kind == CellType::DeleteFamily && d.ts >= ts) || (d.kind == CellType::DeleteFamilyVersion && d.ts == ts))
-                    || cells.iter().any(|d| &d.qual == q && ((d.kind == CellType::DeleteColumn && d.ts >= ts) || (d.kind == CellType::Delete && d.ts == ts)))
+                fam_deletes.iter().any(|d| {
+                    (d.kind == CellType::DeleteFamily && d.ts >= ts)
+                        || (d.kind == CellType::DeleteFamilyVersion && d.ts == ts)
+                }) || cells.iter().any(|d| {
+                    &d.qual == q
+                        && ((d.kind == CellType::DeleteColumn && d.ts >= ts)
+                            || (d.kind == CellType::Delete && d.ts == ts))
+                })
             };
-            let live: Vec<MCell> = by_ts.values().rev().filter(|c| !masked(c.ts)).take(fam.max_versions as usize).map(|c| (*c).clone()).collect();
+            let live: Vec<MCell> = by_ts
+                .values()
+                .rev()
+                .filter(|c| !masked(c.ts))
+                .take(fam.max_versions as usize)
+                .map(|c| (*c).clone())
+                .collect();
             let ttl_cut = fam.ttl_secs.map_or(0, |t| now.saturating_sub(t * 1000));
             let kept: Vec<MCell> = live
                 .into_iter()
@@ -150,16 +225,36 @@ impl Model {
         out
     }
 
-    fn read(&self, row: &[u8], fam: &FamilySchema, q: &ReadQ<'_>, now: u64) -> Vec<(Vec<u8>, Vec<u8>, u64, Vec<u8>)> {
-        let Some(cells) = self.cells.get(&(row.to_vec(), fam.name.as_bytes().to_vec())) else { return Vec::new() };
+    fn read(
+        &self,
+        row: &[u8],
+        fam: &FamilySchema,
+        q: &ReadQ<'_>,
+        now: u64,
+    ) -> Vec<(Vec<u8>, Vec<u8>, u64, Vec<u8>)> {
+        let Some(cells) = self
+            .cells
+            .get(&(row.to_vec(), fam.name.as_bytes().to_vec()))
+        else {
+            return Vec::new();
+        };
         let refs: Vec<&MCell> = cells.iter().collect();
         let mut out = Vec::new();
         for (qual, puts) in Self::surviving(&refs, fam, now) {
             if q.quals.is_some_and(|qs| !qs.contains(&qual)) {
                 continue;
             }
-            for c in puts.iter().filter(|c| c.ts >= q.range.0 && c.ts < q.range.1).take(q.versions as usize) {
-                out.push((fam.name.as_bytes().to_vec(), qual.clone(), c.ts, c.value.clone()));
+            for c in puts
+                .iter()
+                .filter(|c| c.ts >= q.range.0 && c.ts < q.range.1)
+                .take(q.versions as usize)
+            {
+                out.push((
+                    fam.name.as_bytes().to_vec(),
+                    qual.clone(),
+                    c.ts,
+                    c.value.clone(),
+                ));
             }
         }
         out
@@ -168,9 +263,14 @@ impl Model {
     /// A major compaction: flushed cells become the flushed puts that survive among themselves.
     fn major_compact(&mut self, schema: &TableSchema, now: u64) {
         for ((_, fam), cells) in self.cells.iter_mut() {
-            let Some(f) = schema.family(fam) else { continue };
+            let Some(f) = schema.family(fam) else {
+                continue;
+            };
             let flushed: Vec<&MCell> = cells.iter().filter(|c| c.flushed).collect();
-            let survivors: Vec<MCell> = Self::surviving(&flushed, f, now).into_values().flatten().collect();
+            let survivors: Vec<MCell> = Self::surviving(&flushed, f, now)
+                .into_values()
+                .flatten()
+                .collect();
             let mut next: Vec<MCell> = cells.iter().filter(|c| !c.flushed).cloned().collect();
             next.extend(survivors);
             *cells = next;
@@ -190,7 +290,17 @@ fn flatten(cells: &[Cell]) -> Flat {
     for c in cells {
         assert_eq!(c.cell_type, CellType::Put, "reads return only puts");
     }
-    cells.iter().map(|c| (c.family.to_vec(), c.qualifier.to_vec(), c.timestamp, c.value.to_vec())).collect()
+    cells
+        .iter()
+        .map(|c| {
+            (
+                c.family.to_vec(),
+                c.qualifier.to_vec(),
+                c.timestamp,
+                c.value.to_vec(),
+            )
+        })
+        .collect()
 }
 
 fn open(dir: &Path, clock: &Arc<ManualClock>) -> Region {
@@ -213,13 +323,41 @@ fn run(ops: Vec<Op>) {
         let r = region.as_ref().expect("region open");
         let now = clock.now_millis_for_test();
         match op {
-            Op::Put { row, fam, qual, ts, value } => {
-                let m = RowMutation::new(row_name(row)).put(fam_name(fam), &qual_name(qual), ts, vec![value]);
+            Op::Put {
+                row,
+                fam,
+                qual,
+                ts,
+                value,
+            } => {
+                let m = RowMutation::new(row_name(row)).put(
+                    fam_name(fam),
+                    &qual_name(qual),
+                    ts,
+                    vec![value],
+                );
                 r.mutate(&m).expect("put");
-                model.write(row_name(row), fam_name(fam), qual_name(qual), ts, CellType::Put, vec![value]);
+                model.write(
+                    row_name(row),
+                    fam_name(fam),
+                    qual_name(qual),
+                    ts,
+                    CellType::Put,
+                    vec![value],
+                );
             }
-            Op::Delete { kind, row, fam, qual, ts } => {
-                let q = if kind.is_family_delete() { Vec::new() } else { qual_name(qual) };
+            Op::Delete {
+                kind,
+                row,
+                fam,
+                qual,
+                ts,
+            } => {
+                let q = if kind.is_family_delete() {
+                    Vec::new()
+                } else {
+                    qual_name(qual)
+                };
                 let m = RowMutation::new(row_name(row));
                 let m = match kind {
                     CellType::Delete => m.delete_version(fam_name(fam), &q, ts),
@@ -230,9 +368,17 @@ fn run(ops: Vec<Op>) {
                 r.mutate(&m).expect("delete");
                 model.write(row_name(row), fam_name(fam), q, ts, kind, Vec::new());
             }
-            Op::Get { row, fam, qual, versions, range } => {
+            Op::Get {
+                row,
+                fam,
+                qual,
+                versions,
+                range,
+            } => {
                 let mut g = Get::new(row_name(row)).versions(versions);
-                let range = range.map(|(a, b)| (a.min(b), a.max(b))).unwrap_or((0, u64::MAX));
+                let range = range
+                    .map(|(a, b)| (a.min(b), a.max(b)))
+                    .unwrap_or((0, u64::MAX));
                 g = g.time_range(range.0, range.1);
                 if let Some(f) = fam {
                     g = match qual {
@@ -247,11 +393,27 @@ fn run(ops: Vec<Op>) {
                     if fam.is_some_and(|x| fam_name(x) != f.name.as_bytes()) {
                         continue;
                     }
-                    want.extend(model.read(&row_name(row), f, &ReadQ { quals: quals.as_deref(), versions, range }, now));
+                    want.extend(model.read(
+                        &row_name(row),
+                        f,
+                        &ReadQ {
+                            quals: quals.as_deref(),
+                            versions,
+                            range,
+                        },
+                        now,
+                    ));
                 }
                 assert_eq!(got, want, "step {step}: get {g:?}");
             }
-            Op::Scan { start, stop, fam, versions, reversed, limit } => {
+            Op::Scan {
+                start,
+                stop,
+                fam,
+                versions,
+                reversed,
+                limit,
+            } => {
                 let mut s = Scan::new().versions(versions).limit(limit);
                 if let Some(st) = start {
                     s.start_row = Bytes::from(row_name(st));
@@ -265,15 +427,31 @@ fn run(ops: Vec<Op>) {
                 if let Some(f) = fam {
                     s = s.family(fam_name(f));
                 }
-                let got: Vec<Flat> = r.scan(&s).expect("scan").map(|row| flatten(&row.expect("scan row"))).collect();
+                let got: Vec<Flat> = r
+                    .scan(&s)
+                    .expect("scan")
+                    .map(|row| flatten(&row.expect("scan row")))
+                    .collect();
                 let mut rows = model.rows();
                 rows.retain(|row| {
-                    let (lo, hi) = if reversed { (stop, start) } else { (start, stop) };
+                    let (lo, hi) = if reversed {
+                        (stop, start)
+                    } else {
+                        (start, stop)
+                    };
                     let above = lo.is_none_or(|l| {
-                        if reversed { row.as_slice() > row_name(l).as_slice() } else { row.as_slice() >= row_name(l).as_slice() }
+                        if reversed {
+                            row.as_slice() > row_name(l).as_slice()
+                        } else {
+                            row.as_slice() >= row_name(l).as_slice()
+                        }
                     });
                     let below = hi.is_none_or(|h| {
-                        if reversed { row.as_slice() <= row_name(h).as_slice() } else { row.as_slice() < row_name(h).as_slice() }
+                        if reversed {
+                            row.as_slice() <= row_name(h).as_slice()
+                        } else {
+                            row.as_slice() < row_name(h).as_slice()
+                        }
                     });
                     above && below
                 });
@@ -287,7 +465,16 @@ fn run(ops: Vec<Op>) {
                         if fam.is_some_and(|x| fam_name(x) != f.name.as_bytes()) {
                             continue;
                         }
-                        cells.extend(model.read(&row, f, &ReadQ { quals: None, versions, range: (0, u64::MAX) }, now));
+                        cells.extend(model.read(
+                            &row,
+                            f,
+                            &ReadQ {
+                                quals: None,
+                                versions,
+                                range: (0, u64::MAX),
+                            },
+                            now,
+                        ));
                     }
                     if !cells.is_empty() {
                         want.push(cells);
@@ -349,12 +536,42 @@ proptest! {
 fn delete_masks_a_later_put_with_an_older_timestamp_until_major_compaction() {
     use Op::*;
     run(vec![
-        Delete { kind: CellType::DeleteColumn, row: 1, fam: 0, qual: 1, ts: BASE_TS + 5000 },
-        Put { row: 1, fam: 0, qual: 1, ts: BASE_TS + 1000, value: 7 },
-        Get { row: 1, fam: Some(0), qual: Some(1), versions: 1, range: None },
+        Delete {
+            kind: CellType::DeleteColumn,
+            row: 1,
+            fam: 0,
+            qual: 1,
+            ts: BASE_TS + 5000,
+        },
+        Put {
+            row: 1,
+            fam: 0,
+            qual: 1,
+            ts: BASE_TS + 1000,
+            value: 7,
+        },
+        Get {
+            row: 1,
+            fam: Some(0),
+            qual: Some(1),
+            versions: 1,
+            range: None,
+        },
         Flush,
         Compact { major: true },
-        Put { row: 1, fam: 0, qual: 1, ts: BASE_TS + 1000, value: 8 },
-        Get { row: 1, fam: Some(0), qual: Some(1), versions: 1, range: None },
+        Put {
+            row: 1,
+            fam: 0,
+            qual: 1,
+            ts: BASE_TS + 1000,
+            value: 8,
+        },
+        Get {
+            row: 1,
+            fam: Some(0),
+            qual: Some(1),
+            versions: 1,
+            range: None,
+        },
     ]);
 }

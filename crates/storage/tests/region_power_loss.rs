@@ -19,12 +19,17 @@ fn open(fs: &FaultFs, dir: &Path) -> Region {
         background: false,
         ..StorageConfig::default()
     };
-    Region::open_standalone(Arc::new(fs.clone()) as FsRef, dir, schema(), config).expect("open region")
+    Region::open_standalone(Arc::new(fs.clone()) as FsRef, dir, schema(), config)
+        .expect("open region")
 }
 
 fn put(region: &Region, i: u32, d: Durability) -> cellar_model::Result<()> {
     let k = format!("key{i:05}");
-    region.mutate(&RowMutation::new(k.clone().into_bytes()).put(b"cf", b"q", 1000 + i as u64, format!("v-{k}").into_bytes()).with_durability(d))
+    region.mutate(
+        &RowMutation::new(k.clone().into_bytes())
+            .put(b"cf", b"q", 1000 + i as u64, format!("v-{k}").into_bytes())
+            .with_durability(d),
+    )
 }
 
 fn check(region: &Region, keys: impl Iterator<Item = u32>) {
@@ -32,12 +37,20 @@ fn check(region: &Region, keys: impl Iterator<Item = u32>) {
         let k = format!("key{i:05}");
         let cells = region.get(&Get::new(k.clone().into_bytes())).expect("get");
         assert_eq!(cells.len(), 1, "acknowledged {k} lost");
-        assert_eq!(cells[0].value, format!("v-{k}").into_bytes(), "{k} has a wrong value");
+        assert_eq!(
+            cells[0].value,
+            format!("v-{k}").into_bytes(),
+            "{k} has a wrong value"
+        );
     }
     for row in region.scan(&Scan::new()).expect("scan") {
         let row = row.expect("row");
         let k = String::from_utf8(row[0].row.to_vec()).expect("utf8");
-        assert_eq!(row[0].value, format!("v-{k}").into_bytes(), "{k}: value never written");
+        assert_eq!(
+            row[0].value,
+            format!("v-{k}").into_bytes(),
+            "{k}: value never written"
+        );
     }
 }
 
@@ -81,7 +94,11 @@ fn power_cut_anywhere_in_flush_or_compaction_loses_nothing() {
         }
         // A deletion, so the major compaction drops something.
         region
-            .mutate(&RowMutation::new(b"key00007".to_vec()).delete_column(b"cf", b"q", u64::MAX >> 2).with_durability(Durability::FsyncWal))
+            .mutate(
+                &RowMutation::new(b"key00007".to_vec())
+                    .delete_column(b"cf", b"q", u64::MAX >> 2)
+                    .with_durability(Durability::FsyncWal),
+            )
             .expect("delete");
         fs.cut_after(n);
         let flushed = region.flush();
@@ -92,10 +109,19 @@ fn power_cut_anywhere_in_flush_or_compaction_loses_nothing() {
         fs.restore_power();
         let region = open(&fs, dir.path());
         check(&region, (0..300).filter(|&i| i != 7));
-        assert!(region.get(&Get::new(b"key00007".to_vec())).expect("get").is_empty(), "cut {n}: deleted row came back");
+        assert!(
+            region
+                .get(&Get::new(b"key00007".to_vec()))
+                .expect("get")
+                .is_empty(),
+            "cut {n}: deleted row came back"
+        );
         region.close().expect("close");
         if finished {
-            assert!(cuts > 5, "the sweep must land cuts inside flush and compaction");
+            assert!(
+                cuts > 5,
+                "the sweep must land cuts inside flush and compaction"
+            );
             return;
         }
         cuts += 1;
