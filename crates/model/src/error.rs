@@ -45,7 +45,7 @@ pub enum Error {
     InvalidArgument(String),
     #[error("row is outside this region: {0}")]
     WrongRegion(String),
-    #[error("region {0} is closed")]
+    #[error("{0} is closed")]
     Closed(String),
     #[error("write-ahead log failed earlier; region must be reopened: {0}")]
     WalFailed(String),

@@ -18,7 +18,10 @@ pub struct TimeRange {
 }
 
 impl TimeRange {
-    pub const ALL: TimeRange = TimeRange { min: 0, max: u64::MAX };
+    pub const ALL: TimeRange = TimeRange {
+        min: 0,
+        max: u64::MAX,
+    };
 
     pub fn contains(&self, ts: u64) -> bool {
         ts >= self.min && ts < self.max

@@ -45,3 +45,9 @@ impl<T: CellIter + ?Sized> CellIter for Box<T> {
         (**self).seek_to_first()
     }
 }
+
+pub mod merge;
+pub mod range;
+
+pub use merge::MergeIter;
+pub use range::RangeIter;

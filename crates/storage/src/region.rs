@@ -1,1 +1,769 @@
-//! Regions.
+//! A region: the rows `[start_key, end_key)` of one table, one [`store::Store`] per family.
+//!
+//! Write path ([`Region::mutate`]): validate → take the write lock → sequence id ([`mvcc`]) →
+//! WAL append (buffered) → memstore insert → release the lock → WAL sync to the requested
+//! durability (group commit with other writers) → MVCC complete (the write becomes visible).
+//! Read path ([`Region::get`], [`Region::scan`]): read point → per-family merge of memstores
+//! and pruned store files → [`matcher`] (deletes, versions, TTL, time range).
+//! Layout on disk: `docs/region-layout.md`.
+
+mod background;
+pub mod compaction;
+pub mod config;
+pub mod descriptor;
+pub mod edit;
+pub mod matcher;
+pub mod mvcc;
+pub mod scanner;
+pub mod split;
+pub mod store;
+pub mod store_files;
+
+pub use config::{Clock, ManualClock, StorageConfig, SystemClock};
+pub use descriptor::RegionInfo;
+pub use scanner::RegionScanner;
+
+use crate::block_cache::{BlockCache, CacheStats};
+use crate::fs::{FsRef, LocalFs};
+use crate::iter::MergeIter;
+use crate::wal::{Wal, WalRecord};
+use background::Background;
+use bytes::Bytes;
+use cellar_model::key::{encode_key, first_on_row, KeyRef, MAX_ROW_LEN};
+use cellar_model::{
+    Cell, CellType, Durability, Error, Get, Result, RowMutation, TableSchema, LATEST_TIMESTAMP,
+};
+use matcher::{ReadSpec, RowMatcher};
+use mvcc::Mvcc;
+use parking_lot::{Condvar, Mutex};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use store::Store;
+
+/// What a region shares with the other regions of a server: file system, WAL, block cache,
+/// flush and compaction threads, configuration.
+pub struct StorageServices {
+    pub fs: FsRef,
+    pub wal: Arc<Wal>,
+    pub block_cache: Arc<BlockCache>,
+    pub config: StorageConfig,
+    background: Background,
+}
+
+impl StorageServices {
+    /// Opens the WAL in `wal_dir` and returns the services and the replayed WAL records (to be
+    /// handed to the regions they belong to when they open).
+    pub fn open(
+        fs: FsRef,
+        wal_dir: &Path,
+        config: StorageConfig,
+    ) -> Result<(Arc<StorageServices>, Vec<WalRecord>)> {
+        let (wal, records) = Wal::open(Arc::clone(&fs), wal_dir, config.wal.clone())?;
+        let services = StorageServices {
+            fs,
+            wal,
+            block_cache: Arc::new(BlockCache::new(config.block_cache_bytes)),
+            background: Background::start(config.background),
+            config,
+        };
+        Ok((Arc::new(services), records))
+    }
+
+    /// Stops the background threads and closes the WAL.
+    pub fn shutdown(&self) -> Result<()> {
+        self.background.stop();
+        self.wal.close()
+    }
+}
+
+/// Counters for benchmarks and status pages.
+#[derive(Debug, Clone, Default)]
+pub struct RegionStats {
+    pub memstore_bytes: u64,
+    pub store_files: usize,
+    pub store_file_bytes: u64,
+    pub flushes: u64,
+    pub compactions: u64,
+    pub bytes_flushed: u64,
+    pub bytes_compacted: u64,
+    pub block_cache: CacheStats,
+}
+
+pub(crate) struct RegionInner {
+    pub info: RegionInfo,
+    pub schema: TableSchema,
+    pub dir: PathBuf,
+    pub services: Arc<StorageServices>,
+    /// Sorted by family name, the order reads return cells in.
+    pub stores: Vec<Store>,
+    pub mvcc: Mvcc,
+    write_lock: Mutex<()>,
+    flush_lock: Mutex<Option<u64>>,
+    next_file_number: AtomicU64,
+    closed: AtomicBool,
+    wal_failed: AtomicBool,
+    /// Signalled when a flush or compaction finishes, for writers held back.
+    pressure: (Mutex<()>, Condvar),
+    pub flushes: AtomicU64,
+    pub compactions: AtomicU64,
+    pub bytes_flushed: AtomicU64,
+    pub bytes_compacted: AtomicU64,
+}
+
+/// An open region. Thread-safe: share by reference or `Arc`; all methods take `&self`.
+pub struct Region {
+    inner: Arc<RegionInner>,
+    /// Set when the region opened its own services (standalone use): closed with it.
+    owns_services: bool,
+}
+
+impl Region {
+    /// Opens (creating if needed) a region holding all rows of `schema`'s table at `dir`, on
+    /// local disk, with its own WAL in `dir/wal` and default configuration.
+    pub fn open(dir: &Path, schema: TableSchema) -> Result<Region> {
+        Region::open_with_config(dir, schema, StorageConfig::default())
+    }
+
+    /// [`Region::open`] with a configuration.
+    pub fn open_with_config(
+        dir: &Path,
+        schema: TableSchema,
+        config: StorageConfig,
+    ) -> Result<Region> {
+        Region::open_standalone(LocalFs::shared(), dir, schema, config)
+    }
+
+    /// A standalone region on any file system.
+    pub fn open_standalone(
+        fs: FsRef,
+        dir: &Path,
+        schema: TableSchema,
+        config: StorageConfig,
+    ) -> Result<Region> {
+        fs.create_dir_all(dir)?;
+        let (services, records) = StorageServices::open(Arc::clone(&fs), &dir.join("wal"), config)?;
+        let info = RegionInfo::whole(1);
+        match Region::open_in(&services, dir, info, schema, &records) {
+            Ok(mut r) => {
+                r.owns_services = true;
+                Ok(r)
+            }
+            Err(e) => {
+                let _ = services.shutdown();
+                Err(e)
+            }
+        }
+    }
+
+    /// Opens a region with shared services. If `dir` holds a descriptor, its id and key range
+    /// are used (and checked); otherwise `info` is written. The given schema is authoritative
+    /// (families added since are created) and recorded. `replay`: the WAL records from
+    /// [`StorageServices::open`]; those of this region not yet in store files are re-applied.
+    pub fn open_in(
+        services: &Arc<StorageServices>,
+        dir: &Path,
+        info: RegionInfo,
+        schema: TableSchema,
+        replay: &[WalRecord],
+    ) -> Result<Region> {
+        schema.validate()?;
+        let fs = &services.fs;
+        fs.create_dir_all(dir)?;
+        let info = if fs.exists(&dir.join(descriptor::DESCRIPTOR_FILE))? {
+            let (stored, stored_schema) = descriptor::read(fs.as_ref(), dir)?;
+            if stored_schema != schema {
+                descriptor::write(fs.as_ref(), dir, &stored, &schema)?;
+            }
+            stored
+        } else {
+            descriptor::write(fs.as_ref(), dir, &info, &schema)?;
+            info
+        };
+        let mut families = schema.families.clone();
+        families.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut stores = Vec::with_capacity(families.len());
+        let mut max_number = 0;
+        for f in families {
+            let (store, n) = Store::open(
+                fs,
+                &dir.join(&f.name),
+                f,
+                Some(Arc::clone(&services.block_cache)),
+            )?;
+            max_number = max_number.max(n);
+            stores.push(store);
+        }
+        let mut last_seq = stores.iter().map(Store::max_flushed_seq).max().unwrap_or(0);
+        let flushed: Vec<u64> = stores.iter().map(Store::max_flushed_seq).collect();
+        let mut replayed = 0u64;
+        for rec in replay.iter().filter(|r| r.region == info.id) {
+            let what = format!("WAL record of region {} seq {}", info.id, rec.seq);
+            for cell in edit::decode(&rec.payload, &what)? {
+                let Some(i) = stores.iter().position(|s| s.name == cell.family) else {
+                    tracing::warn!(region = info.id, family = %String::from_utf8_lossy(cell.family), "WAL names a family the schema no longer has; skipped");
+                    continue;
+                };
+                let seq = KeyRef::parse(cell.key)
+                    .map(|k| k.seq())
+                    .ok_or_else(|| Error::corruption(&what, 0, "malformed key in WAL edit"))?;
+                if seq > flushed[i] {
+                    stores[i].insert(cell.key, cell.value);
+                    replayed += 1;
+                }
+            }
+            last_seq = last_seq.max(rec.seq);
+        }
+        if replayed > 0 {
+            tracing::info!(region = info.id, cells = replayed, "replayed WAL");
+        }
+        let inner = Arc::new(RegionInner {
+            info,
+            schema,
+            dir: dir.to_path_buf(),
+            services: Arc::clone(services),
+            stores,
+            mvcc: Mvcc::new(last_seq),
+            write_lock: Mutex::new(()),
+            flush_lock: Mutex::new(None),
+            next_file_number: AtomicU64::new(max_number + 1),
+            closed: AtomicBool::new(false),
+            wal_failed: AtomicBool::new(false),
+            pressure: (Mutex::new(()), Condvar::new()),
+            flushes: AtomicU64::new(0),
+            compactions: AtomicU64::new(0),
+            bytes_flushed: AtomicU64::new(0),
+            bytes_compacted: AtomicU64::new(0),
+        });
+        // Replayed data stays in the memstore and the WAL until the next flush: nothing is lost
+        // if we crash again, and opening stays fast.
+        inner.request_compaction_if_needed();
+        Ok(Region {
+            inner,
+            owns_services: false,
+        })
+    }
+
+    pub fn info(&self) -> &RegionInfo {
+        &self.inner.info
+    }
+
+    pub fn schema(&self) -> &TableSchema {
+        &self.inner.schema
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.inner.dir
+    }
+
+    /// Applies a row mutation atomically; returns once it is as durable as asked.
+    pub fn mutate(&self, m: &RowMutation) -> Result<()> {
+        self.inner.mutate(m)
+    }
+
+    /// The row's cells that `get` asks for, sorted (family, qualifier, newest first).
+    pub fn get(&self, get: &Get) -> Result<Vec<Cell>> {
+        let inner = &self.inner;
+        inner.check_open()?;
+        inner.check_row(&get.row)?;
+        inner.get_at(get, inner.mvcc.read_point())
+    }
+
+    /// A scanner over the rows `scan` asks for, restricted to this region's rows.
+    pub fn scan(&self, scan: &cellar_model::Scan) -> Result<RegionScanner> {
+        self.inner.check_open()?;
+        RegionScanner::new(Arc::clone(&self.inner), scan)
+    }
+
+    /// Flushes every memstore to store files; returns when they are durable.
+    pub fn flush(&self) -> Result<()> {
+        self.inner.flush()
+    }
+
+    /// Compacts every store: `major` rewrites all files into one, dropping deleted, expired and
+    /// excess-version cells; otherwise the ratio policy picks files, if any qualify.
+    pub fn compact(&self, major: bool) -> Result<()> {
+        for i in 0..self.inner.stores.len() {
+            self.inner.compact_store(i, major)?;
+        }
+        Ok(())
+    }
+
+    /// Waits until no flush or compaction of this region is queued or running.
+    pub fn wait_for_background(&self) {
+        self.inner.services.background.wait_idle(self.inner.info.id);
+    }
+
+    pub fn stats(&self) -> RegionStats {
+        let inner = &self.inner;
+        let mut s = RegionStats {
+            flushes: inner.flushes.load(Ordering::Relaxed),
+            compactions: inner.compactions.load(Ordering::Relaxed),
+            bytes_flushed: inner.bytes_flushed.load(Ordering::Relaxed),
+            bytes_compacted: inner.bytes_compacted.load(Ordering::Relaxed),
+            block_cache: inner.services.block_cache.stats(),
+            ..RegionStats::default()
+        };
+        for store in &inner.stores {
+            let v = store.view();
+            s.memstore_bytes += store.memstore_bytes() as u64;
+            s.store_files += v.files.len();
+            s.store_file_bytes += v.files.iter().map(|f| f.size()).sum::<u64>();
+        }
+        s
+    }
+
+    /// Stops writes, flushes, and waits for background work. With its own services (opened by
+    /// [`Region::open`]), also closes the WAL.
+    pub fn close(self) -> Result<()> {
+        let inner = &self.inner;
+        inner.closed.store(true, Ordering::SeqCst);
+        self.wait_for_background();
+        let flushed = if inner.wal_failed.load(Ordering::SeqCst) {
+            Ok(())
+        } else {
+            inner.flush_unchecked()
+        };
+        self.wait_for_background();
+        if self.owns_services {
+            inner.services.shutdown()?;
+        }
+        flushed
+    }
+
+    /// The shared services (WAL, cache, file system) this region uses.
+    pub fn services(&self) -> &Arc<StorageServices> {
+        &self.inner.services
+    }
+}
+
+impl Drop for Region {
+    fn drop(&mut self) {
+        // No flush here: dropping without `close` is what a crash looks like, and the WAL
+        // covers it. Only stop the threads this region started.
+        self.inner.closed.store(true, Ordering::SeqCst);
+        if self.owns_services {
+            self.inner.services.background.stop();
+        }
+    }
+}
+
+impl RegionInner {
+    fn check_open(&self) -> Result<()> {
+        if self.closed.load(Ordering::Acquire) {
+            return Err(Error::Closed(format!(
+                "region {} of table '{}'",
+                self.info.id, self.schema.name
+            )));
+        }
+        Ok(())
+    }
+
+    fn check_row(&self, row: &[u8]) -> Result<()> {
+        if !self.info.contains_row(row) {
+            return Err(Error::WrongRegion(format!(
+                "row {:?} is not in [{:?}, {:?}) of region {}",
+                String::from_utf8_lossy(row),
+                String::from_utf8_lossy(&self.info.start_key),
+                String::from_utf8_lossy(&self.info.end_key),
+                self.info.id
+            )));
+        }
+        Ok(())
+    }
+
+    fn store_index(&self, family: &[u8]) -> Result<usize> {
+        self.stores
+            .iter()
+            .position(|s| s.name == family)
+            .ok_or_else(|| {
+                Error::NoSuchFamily(format!(
+                    "'{}' in table '{}'",
+                    String::from_utf8_lossy(family),
+                    self.schema.name
+                ))
+            })
+    }
+
+    fn validate(&self, m: &RowMutation) -> Result<()> {
+        if m.row.is_empty() {
+            return Err(Error::InvalidArgument("row key is empty".into()));
+        }
+        if m.row.len() > MAX_ROW_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "row key is {} bytes; the limit is {MAX_ROW_LEN}",
+                m.row.len()
+            )));
+        }
+        if m.entries.is_empty() {
+            return Err(Error::InvalidArgument("mutation has no cells".into()));
+        }
+        self.check_row(&m.row)?;
+        for e in &m.entries {
+            self.store_index(&e.family)?;
+            if e.cell_type.is_family_delete() && !e.qualifier.is_empty() {
+                return Err(Error::InvalidArgument(
+                    "a family delete has no qualifier".into(),
+                ));
+            }
+            if e.timestamp > LATEST_TIMESTAMP {
+                return Err(Error::InvalidArgument(format!(
+                    "timestamp {} is beyond the largest allowed ({LATEST_TIMESTAMP})",
+                    e.timestamp
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Holds a writer back while the region is over its memstore bound or a store has too many
+    /// files, up to `blocking_wait`; then lets it through (slowed, never failed).
+    fn wait_for_pressure(&self) {
+        let cfg = &self.services.config;
+        let memstore_limit = cfg
+            .memstore_flush_bytes
+            .saturating_mul(cfg.memstore_block_multiplier);
+        let over = || {
+            self.stores
+                .iter()
+                .map(|s| s.memstore_bytes() as u64)
+                .sum::<u64>()
+                > memstore_limit
+                || self
+                    .stores
+                    .iter()
+                    .any(|s| s.file_count() >= cfg.blocking_store_files)
+        };
+        if !cfg.background || !over() {
+            return;
+        }
+        let deadline = Instant::now() + cfg.blocking_wait;
+        let (lock, cv) = &self.pressure;
+        let mut g = lock.lock();
+        while over() && !self.closed.load(Ordering::Acquire) {
+            if cv.wait_until(&mut g, deadline).timed_out() {
+                tracing::warn!(region = self.info.id, "writes held back for {:?} by too many store files or a full memstore; proceeding", cfg.blocking_wait);
+                break;
+            }
+        }
+    }
+
+    fn mutate(self: &Arc<Self>, m: &RowMutation) -> Result<()> {
+        self.check_open()?;
+        self.validate(m)?;
+        if self.wal_failed.load(Ordering::Acquire) {
+            return Err(Error::WalFailed(format!("region {}", self.info.id)));
+        }
+        self.wait_for_pressure();
+        let durability = m.durability.resolve();
+        let now = self.services.config.clock.now_millis();
+
+        let guard = self.write_lock.lock();
+        self.check_open()?;
+        let seq = self.mvcc.begin();
+        let cells = match self.build_cells(m, seq, now) {
+            Ok(c) => c,
+            Err(e) => {
+                drop(guard);
+                self.mvcc.complete_and_wait(seq);
+                return Err(e);
+            }
+        };
+        let mut ticket = None;
+        if durability != Durability::SkipWal {
+            let mut payload =
+                Vec::with_capacity(cells.iter().map(|(_, k, v)| k.len() + v.len() + 12).sum());
+            let refs: Vec<(&[u8], &[u8], &[u8])> = cells
+                .iter()
+                .map(|(i, k, v)| (&self.stores[*i].name[..], &k[..], &v[..]))
+                .collect();
+            edit::encode(&mut payload, &refs);
+            match self.services.wal.append(self.info.id, seq, &payload) {
+                Ok(t) => ticket = Some(t),
+                Err(e) => {
+                    self.wal_failed.store(true, Ordering::Release);
+                    drop(guard);
+                    self.mvcc.complete_and_wait(seq);
+                    return Err(e);
+                }
+            }
+        }
+        for (i, key, value) in &cells {
+            self.stores[*i].insert(key, value);
+        }
+        drop(guard);
+
+        let synced = match ticket {
+            Some(t) => self.services.wal.sync(t, durability),
+            None => Ok(()),
+        };
+        if synced.is_err() {
+            // The edit is in the memstore but maybe not in the log: refuse further writes so
+            // nothing unlogged is acknowledged after it (HBase aborts the server here).
+            self.wal_failed.store(true, Ordering::Release);
+        }
+        self.mvcc.complete_and_wait(seq);
+        synced?;
+        self.request_flush_if_needed();
+        Ok(())
+    }
+
+    /// Internal keys and values of a mutation: timestamps resolved, later duplicates of the same
+    /// cell coordinates replacing earlier ones.
+    fn build_cells(
+        &self,
+        m: &RowMutation,
+        seq: u64,
+        now: u64,
+    ) -> Result<Vec<(usize, Vec<u8>, Bytes)>> {
+        let mut cells: Vec<(usize, Vec<u8>, Bytes)> = Vec::with_capacity(m.entries.len());
+        for e in &m.entries {
+            let i = self.store_index(&e.family)?;
+            let ts = if e.timestamp != LATEST_TIMESTAMP {
+                e.timestamp
+            } else if e.cell_type == CellType::Delete {
+                // HBase: deleting "the latest version" deletes the newest existing one.
+                self.latest_version_ts(i, &m.row, &e.qualifier)?
+                    .unwrap_or(now)
+            } else {
+                now
+            };
+            let mut key = Vec::with_capacity(2 + m.row.len() + e.qualifier.len() + 17);
+            encode_key(&mut key, &m.row, &e.qualifier, ts, e.cell_type.code(), seq);
+            if let Some(pos) = cells.iter().position(|(j, k, _)| *j == i && *k == key) {
+                cells[pos].2 = e.value.clone();
+            } else {
+                cells.push((i, key, e.value.clone()));
+            }
+        }
+        Ok(cells)
+    }
+
+    /// Timestamp of the newest visible version of a column, seeing every write made so far
+    /// (called under the write lock, so that is every write that will precede this one).
+    fn latest_version_ts(&self, store: usize, row: &[u8], qualifier: &[u8]) -> Result<Option<u64>> {
+        let get = Get::new(Bytes::copy_from_slice(row)).column(&self.stores[store].name, qualifier);
+        let cells = self.get_at(&get, u64::MAX)?;
+        Ok(cells.first().map(|c| c.timestamp))
+    }
+
+    pub(crate) fn read_spec(
+        &self,
+        columns: &[cellar_model::Column],
+        family: &[u8],
+        read_point: u64,
+        tr: cellar_model::TimeRange,
+        versions: u32,
+    ) -> Option<ReadSpec> {
+        let qualifiers = if columns.is_empty() {
+            None
+        } else {
+            let mine: Vec<&cellar_model::Column> =
+                columns.iter().filter(|c| c.family == family).collect();
+            if mine.is_empty() {
+                return None; // family not asked for
+            }
+            if mine.iter().any(|c| c.qualifier.is_none()) {
+                None
+            } else {
+                let mut qs: Vec<Bytes> = mine.iter().filter_map(|c| c.qualifier.clone()).collect();
+                qs.sort();
+                qs.dedup();
+                Some(qs)
+            }
+        };
+        Some(ReadSpec {
+            read_point,
+            time_range: tr,
+            max_versions: versions.max(1),
+            qualifiers,
+        })
+    }
+
+    pub(crate) fn get_at(&self, get: &Get, read_point: u64) -> Result<Vec<Cell>> {
+        for c in &get.columns {
+            self.store_index(&c.family)?;
+        }
+        let now = self.services.config.clock.now_millis();
+        let mut out = Vec::new();
+        let row_end = {
+            let mut r = get.row.to_vec();
+            r.push(0);
+            r
+        };
+        for store in &self.stores {
+            let Some(spec) = self.read_spec(
+                &get.columns,
+                &store.name,
+                read_point,
+                get.time_range,
+                get.max_versions,
+            ) else {
+                continue;
+            };
+            let view = store.view();
+            let sources = store.sources(
+                &view,
+                &get.row,
+                &row_end,
+                &get.time_range,
+                Some((&get.row, spec.qualifiers.as_deref())),
+                true,
+            );
+            if sources.is_empty() {
+                continue;
+            }
+            let mut merge = MergeIter::new(sources);
+            // From the row's first cell: family delete markers sort there.
+            merge.seek(&first_on_row(&get.row))?;
+            let mut matcher = RowMatcher::new(&store.family, &spec, now);
+            read_row_cells(&mut merge, &get.row, &store.name, &mut matcher, &mut out)?;
+        }
+        Ok(out)
+    }
+
+    pub(crate) fn next_file_number(&self) -> u64 {
+        self.next_file_number.fetch_add(1, Ordering::Relaxed)
+    }
+
+    fn flush(self: &Arc<Self>) -> Result<()> {
+        self.check_open()?;
+        self.flush_unchecked()
+    }
+
+    /// Swaps every memstore aside under the write lock, writes the snapshots, then tells the WAL
+    /// the data up to the swap's sequence id is persisted.
+    pub(crate) fn flush_unchecked(self: &Arc<Self>) -> Result<()> {
+        let mut pending = self.flush_lock.lock();
+        let flush_seq = match *pending {
+            Some(seq) => seq, // a failed flush left snapshots: finish them first
+            None => {
+                let _w = self.write_lock.lock();
+                for s in &self.stores {
+                    s.swap_for_flush();
+                }
+                self.mvcc.last_assigned()
+            }
+        };
+        *pending = Some(flush_seq);
+        let mut wrote = false;
+        for s in &self.stores {
+            let before = s.view().files.iter().map(|f| f.size()).sum::<u64>();
+            if s.flush_snapshot(self.next_file_number())? {
+                wrote = true;
+                let after = s.view().files.iter().map(|f| f.size()).sum::<u64>();
+                self.bytes_flushed
+                    .fetch_add(after.saturating_sub(before), Ordering::Relaxed);
+            }
+        }
+        *pending = None;
+        drop(pending);
+        self.services.wal.mark_flushed(self.info.id, flush_seq);
+        if wrote {
+            self.flushes.fetch_add(1, Ordering::Relaxed);
+            self.notify_pressure();
+            self.request_compaction_if_needed();
+        }
+        Ok(())
+    }
+
+    pub(crate) fn notify_pressure(&self) {
+        let _g = self.pressure.0.lock();
+        self.pressure.1.notify_all();
+    }
+
+    fn request_flush_if_needed(self: &Arc<Self>) {
+        let cfg = &self.services.config;
+        if !cfg.background {
+            return;
+        }
+        let total: u64 = self
+            .stores
+            .iter()
+            .map(|s| s.view().active.approximate_bytes() as u64)
+            .sum();
+        if total >= cfg.memstore_flush_bytes {
+            let weak = Arc::downgrade(self);
+            self.services.background.submit_flush(self.info.id, move || {
+                if let Some(r) = weak.upgrade() {
+                    let total: u64 = r.stores.iter().map(|s| s.view().active.approximate_bytes() as u64).sum();
+                    if total >= r.services.config.memstore_flush_bytes || r.stores.iter().any(|s| s.view().snapshot.is_some()) {
+                        if let Err(e) = r.flush_unchecked() {
+                            tracing::error!(region = r.info.id, error = %e, "background flush failed; will retry on the next trigger");
+                        }
+                    }
+                }
+            });
+        }
+    }
+
+    pub(crate) fn request_compaction_if_needed(self: &Arc<Self>) {
+        if !self.services.config.background
+            || !self.stores.iter().any(|s| self.store_wants_compaction(s))
+        {
+            return;
+        }
+        let weak = Arc::downgrade(self);
+        self.services.background.submit_compaction(self.info.id, move || {
+            let Some(r) = weak.upgrade() else { return };
+            for (i, s) in r.stores.iter().enumerate() {
+                if r.closed.load(Ordering::Acquire) {
+                    return;
+                }
+                if !r.store_wants_compaction(s) {
+                    continue;
+                }
+                // References to a parent's files are rewritten by a major compaction, so the
+                // parent's files can be let go.
+                let has_refs = s.view().files.iter().any(|f| f.reference.is_some());
+                if let Err(e) = r.compact_store(i, has_refs) {
+                    tracing::error!(region = r.info.id, family = %s.family.name, error = %e, "background compaction failed");
+                }
+            }
+        });
+    }
+
+    fn store_wants_compaction(&self, s: &Store) -> bool {
+        let v = s.view();
+        v.files.len() >= self.services.config.compaction_min_files
+            || v.files.iter().any(|f| f.reference.is_some())
+    }
+}
+
+/// Reads the cells of `row` from `merge` (positioned at or before the row's first cell) through
+/// `matcher`, appending visible ones to `out`; leaves `merge` at the first cell past the row.
+pub(crate) fn read_row_cells(
+    merge: &mut MergeIter,
+    row: &[u8],
+    family: &Bytes,
+    matcher: &mut RowMatcher<'_>,
+    out: &mut Vec<Cell>,
+) -> Result<()> {
+    matcher.reset();
+    let row_bytes = Bytes::copy_from_slice(row);
+    while merge.valid() {
+        let Some(key) = KeyRef::parse(merge.key()) else {
+            merge.advance()?;
+            continue;
+        };
+        if key.row() != row {
+            break;
+        }
+        if matcher.matches(&key) {
+            if let Some(cell_type) = key.cell_type() {
+                out.push(Cell {
+                    row: row_bytes.clone(),
+                    family: family.clone(),
+                    qualifier: Bytes::copy_from_slice(key.qualifier()),
+                    timestamp: key.timestamp(),
+                    cell_type,
+                    seq_id: key.seq(),
+                    value: Bytes::copy_from_slice(merge.value()),
+                });
+            }
+        }
+        merge.advance()?;
+    }
+    Ok(())
+}

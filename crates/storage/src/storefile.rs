@@ -130,6 +130,12 @@ impl StoreFile {
         unimplemented!()
     }
 
+    /// A key near the middle of the file (the first key of its middle data block), for
+    /// choosing a split point; `None` for an empty file.
+    pub fn middle_key(&self) -> Option<Vec<u8>> {
+        unimplemented!()
+    }
+
     /// Reads every block and checks its checksum.
     pub fn verify(&self) -> Result<()> {
         unimplemented!()

@@ -2,14 +2,30 @@
 //! specified in `docs/wal-format.md`.
 //!
 //! HOT PATH: every logged write appends here. Group commit: many writers, one flush/sync.
+//!
+//! Layout: [`format`] (segment header, record framing, CRC), `writer` (the active segment),
+//! `commit` (append buffer, group commit, background flusher, rolling), `reader` (replay and
+//! torn-tail handling), `segments` (segment names and per-region bookkeeping for deletion).
+
+mod commit;
+pub mod format;
+mod reader;
+mod segments;
+mod writer;
 
 use crate::fs::FsRef;
 use bytes::Bytes;
-use cellar_model::{Durability, Result};
+use cellar_model::{Durability, Error, Result};
+use commit::Shared;
+use parking_lot::Mutex;
+use segments::{SegmentMeta, SegmentSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::thread::JoinHandle;
 use std::time::Duration;
+use writer::SegmentWriter;
 
+/// How the log is laid out and flushed.
 #[derive(Debug, Clone)]
 pub struct WalOptions {
     /// A segment is rolled once it is this large.
@@ -30,13 +46,42 @@ impl Default for WalOptions {
 /// A record read back during replay.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WalRecord {
+    /// The region the record belongs to.
     pub region: u64,
+    /// The region's sequence id of the edit.
     pub seq: u64,
+    /// The edit itself, opaque to the log.
     pub payload: Bytes,
 }
 
-/// Thread-safe; share as `Arc<Wal>`.
-pub struct Wal {}
+/// Counters since the log was opened: how well group commit is doing.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct WalStats {
+    /// Records appended.
+    pub appends: u64,
+    /// Framed bytes handed to segment files (segment headers not counted).
+    pub bytes_written: u64,
+    /// Write rounds that handed bytes to the OS.
+    pub flushes: u64,
+    /// fdatasyncs of segment files.
+    pub syncs: u64,
+    /// Segments rolled (closed and replaced by a new one).
+    pub rolls: u64,
+}
+
+impl WalStats {
+    /// Records per fdatasync: above 1 means group commit shared syncs between writers.
+    pub fn records_per_sync(&self) -> f64 {
+        self.appends as f64 / self.syncs.max(1) as f64
+    }
+}
+
+/// The write-ahead log. Thread-safe; share as `Arc<Wal>`. Dropping it flushes what is
+/// buffered (without syncing) and stops its background thread; call [`Wal::close`] to sync.
+pub struct Wal {
+    shared: Arc<Shared>,
+    background: Mutex<Option<JoinHandle<()>>>,
+}
 
 impl Wal {
     /// Opens the log in `dir` (creating it), replays every existing segment in order and
@@ -45,44 +90,82 @@ impl Wal {
     /// the segment and offset. Replayed segments are kept until their regions mark the data
     /// flushed.
     pub fn open(fs: FsRef, dir: &Path, opts: WalOptions) -> Result<(Arc<Wal>, Vec<WalRecord>)> {
-        let _ = (fs, dir, opts);
-        unimplemented!()
+        let recovered = reader::recover(&*fs, dir)?;
+        let active = SegmentWriter::create(&*fs, dir, recovered.next_id)?;
+        let mut set = SegmentSet::default();
+        for seg in recovered.segments {
+            set.push(seg);
+        }
+        set.push(SegmentMeta::new(active.id(), active.path().to_path_buf()));
+        // Replayed segments holding no record at all need no flush to go.
+        let empty = set.take_obsolete();
+        let shared = Arc::new(Shared::new(fs, dir, opts, active, set));
+        shared.delete_segments(empty);
+        let bg = Arc::clone(&shared);
+        let handle = std::thread::Builder::new()
+            .name("cellar-wal-flush".into())
+            .spawn(move || bg.run_background())
+            .map_err(|e| Error::io(dir.display(), e))?;
+        let wal = Wal {
+            shared,
+            background: Mutex::new(Some(handle)),
+        };
+        Ok((Arc::new(wal), recovered.records))
     }
 
     /// Appends a record to the buffer and returns its ticket. Records reach the log in the
     /// order `append` calls return.
     pub fn append(&self, region: u64, seq: u64, payload: &[u8]) -> Result<u64> {
-        let _ = (region, seq, payload);
-        unimplemented!()
+        self.shared.append(region, seq, payload)
     }
 
     /// Returns once the record with `ticket` (and all before it) meets `durability`:
     /// `SyncWal`: written to the OS; `FsyncWal`: fdatasync'ed; `AsyncWal`/`SkipWal`: at once.
     /// One flush/sync serves every waiter whose record it covers (group commit).
     pub fn sync(&self, ticket: u64, durability: Durability) -> Result<()> {
-        let _ = (ticket, durability);
-        unimplemented!()
+        self.shared.sync(ticket, durability)
     }
 
     /// Everything `region` logged with a sequence id ≤ `seq` is in durable store files.
     /// Segments none of whose records are still needed are deleted (never the active one).
     pub fn mark_flushed(&self, region: u64, seq: u64) {
-        let _ = (region, seq);
-        unimplemented!()
+        self.shared.mark_flushed(region, seq)
     }
 
     /// Closes the active segment and starts a new one.
     pub fn roll(&self) -> Result<()> {
-        unimplemented!()
+        self.shared.roll()
     }
 
     /// Paths of the segments still on disk, oldest first.
     pub fn segments(&self) -> Vec<PathBuf> {
-        unimplemented!()
+        self.shared.segment_paths()
+    }
+
+    /// Group-commit counters since the log was opened.
+    pub fn stats(&self) -> WalStats {
+        self.shared.stats()
     }
 
     /// Flushes and syncs, stops the background thread. Later appends fail.
     pub fn close(&self) -> Result<()> {
-        unimplemented!()
+        let result = self.shared.close();
+        self.join_background();
+        result
+    }
+
+    fn join_background(&self) {
+        if let Some(handle) = self.background.lock().take() {
+            if handle.join().is_err() {
+                tracing::error!("WAL background thread panicked");
+            }
+        }
+    }
+}
+
+impl Drop for Wal {
+    fn drop(&mut self) {
+        self.shared.shutdown();
+        self.join_background();
     }
 }

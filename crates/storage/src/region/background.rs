@@ -1,0 +1,172 @@
+//! Flush and compaction threads shared by the regions of a server: one thread each, so a long
+//! compaction never delays a flush (which would hold writers back).
+
+use parking_lot::{Condvar, Mutex};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle, ThreadId};
+
+type Job = Box<dyn FnOnce() + Send>;
+
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+enum Kind {
+    Flush,
+    Compaction,
+}
+
+struct Queued {
+    region: u64,
+    job: Job,
+}
+
+#[derive(Default)]
+struct State {
+    queues: HashMap<(Kind,), VecDeque<Queued>>,
+    /// Regions with a queued job of a kind: a second request is dropped, the queued job will
+    /// look at the region's state when it runs.
+    queued: HashSet<(Kind, u64)>,
+    /// Jobs queued or running per region.
+    outstanding: HashMap<u64, usize>,
+    stopped: bool,
+}
+
+struct Shared {
+    state: Mutex<State>,
+    work: Condvar,
+    idle: Condvar,
+}
+
+pub struct Background {
+    shared: Option<Arc<Shared>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    thread_ids: Vec<ThreadId>,
+}
+
+impl Background {
+    /// Starts the threads; with `enabled` false, submissions are ignored.
+    pub fn start(enabled: bool) -> Background {
+        if !enabled {
+            return Background {
+                shared: None,
+                threads: Mutex::new(Vec::new()),
+                thread_ids: Vec::new(),
+            };
+        }
+        let shared = Arc::new(Shared {
+            state: Mutex::new(State::default()),
+            work: Condvar::new(),
+            idle: Condvar::new(),
+        });
+        let mut threads = Vec::new();
+        for (kind, name) in [
+            (Kind::Flush, "cellar-flush"),
+            (Kind::Compaction, "cellar-compact"),
+        ] {
+            let sh = Arc::clone(&shared);
+            match thread::Builder::new()
+                .name(name.into())
+                .spawn(move || worker(sh, kind))
+            {
+                Ok(h) => threads.push(h),
+                Err(e) => tracing::error!(error = %e, "could not start the {name} thread"),
+            }
+        }
+        let thread_ids = threads.iter().map(|h| h.thread().id()).collect();
+        Background {
+            shared: Some(shared),
+            threads: Mutex::new(threads),
+            thread_ids,
+        }
+    }
+
+    fn submit(&self, kind: Kind, region: u64, job: Job) {
+        let Some(sh) = &self.shared else { return };
+        let mut st = sh.state.lock();
+        if st.stopped || !st.queued.insert((kind, region)) {
+            return;
+        }
+        *st.outstanding.entry(region).or_default() += 1;
+        st.queues
+            .entry((kind,))
+            .or_default()
+            .push_back(Queued { region, job });
+        sh.work.notify_all();
+    }
+
+    pub fn submit_flush(&self, region: u64, job: impl FnOnce() + Send + 'static) {
+        self.submit(Kind::Flush, region, Box::new(job));
+    }
+
+    pub fn submit_compaction(&self, region: u64, job: impl FnOnce() + Send + 'static) {
+        self.submit(Kind::Compaction, region, Box::new(job));
+    }
+
+    /// Waits until `region` has no queued or running job.
+    pub fn wait_idle(&self, region: u64) {
+        let Some(sh) = &self.shared else { return };
+        let mut st = sh.state.lock();
+        while st.outstanding.get(&region).copied().unwrap_or(0) > 0 && !st.stopped {
+            sh.idle.wait(&mut st);
+        }
+    }
+
+    /// Stops the threads after their current job; queued jobs are dropped. Idempotent.
+    pub fn stop(&self) {
+        let Some(sh) = &self.shared else { return };
+        {
+            let mut st = sh.state.lock();
+            st.stopped = true;
+            st.queues.clear();
+            st.queued.clear();
+            st.outstanding.clear();
+            sh.work.notify_all();
+            sh.idle.notify_all();
+        }
+        // A worker may end up dropping the last reference to what owns us: never join itself.
+        if self.thread_ids.contains(&thread::current().id()) {
+            return;
+        }
+        for h in self.threads.lock().drain(..) {
+            let _ = h.join();
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+fn worker(sh: Arc<Shared>, kind: Kind) {
+    loop {
+        let q = {
+            let mut st = sh.state.lock();
+            loop {
+                if st.stopped {
+                    return;
+                }
+                if let Some(q) = st.queues.get_mut(&(kind,)).and_then(VecDeque::pop_front) {
+                    st.queued.remove(&(kind, q.region));
+                    break q;
+                }
+                sh.work.wait(&mut st);
+            }
+        };
+        let region = q.region;
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(q.job)).is_err() {
+            tracing::error!(
+                region,
+                "a background job panicked; the region keeps serving"
+            );
+        }
+        let mut st = sh.state.lock();
+        if let Some(n) = st.outstanding.get_mut(&region) {
+            *n -= 1;
+            if *n == 0 {
+                st.outstanding.remove(&region);
+            }
+        }
+        sh.idle.notify_all();
+    }
+}

@@ -1,0 +1,92 @@
+//! Engine configuration and the clock, which sits behind a trait so TTL tests can move time.
+
+use crate::wal::WalOptions;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch, HBase's timestamp unit.
+pub trait Clock: Send + Sync {
+    fn now_millis(&self) -> u64;
+}
+
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now_millis(&self) -> u64 {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as u64)
+    }
+}
+
+/// A clock tests set by hand.
+#[derive(Default)]
+pub struct ManualClock(AtomicU64);
+
+impl ManualClock {
+    pub fn new(ms: u64) -> ManualClock {
+        ManualClock(AtomicU64::new(ms))
+    }
+
+    pub fn set(&self, ms: u64) {
+        self.0.store(ms, Ordering::SeqCst);
+    }
+
+    pub fn advance(&self, ms: u64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now_millis(&self) -> u64 {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// Tuning of the engine. Defaults follow HBase's where HBase has one.
+#[derive(Clone)]
+pub struct StorageConfig {
+    /// Block cache bound (HBase: 40 % of heap; here an absolute size).
+    pub block_cache_bytes: u64,
+    /// A region's memstores are flushed once they hold this much (HBase: 128 MiB).
+    pub memstore_flush_bytes: u64,
+    /// Writers wait once memstores reach `flush_bytes × multiplier` (HBase: 4).
+    pub memstore_block_multiplier: u64,
+    /// A minor compaction needs at least this many eligible files (HBase: 3).
+    pub compaction_min_files: usize,
+    /// and takes at most this many (HBase: 10).
+    pub compaction_max_files: usize,
+    /// A file joins a minor compaction if it is at most `ratio ×` the newer files' total
+    /// size (HBase: 1.2).
+    pub compaction_ratio: f64,
+    /// With this many files in a store, writers are slowed until compaction catches up
+    /// (HBase: 16).
+    pub blocking_store_files: usize,
+    /// The longest a writer is held back; then it proceeds anyway (writes are slowed, never
+    /// failed).
+    pub blocking_wait: Duration,
+    /// Flushes and compactions run on their own threads. Off: only explicit `flush` /
+    /// `compact` calls write files (deterministic tests).
+    pub background: bool,
+    pub wal: WalOptions,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        StorageConfig {
+            block_cache_bytes: 256 * 1024 * 1024,
+            memstore_flush_bytes: 128 * 1024 * 1024,
+            memstore_block_multiplier: 4,
+            compaction_min_files: 3,
+            compaction_max_files: 10,
+            compaction_ratio: 1.2,
+            blocking_store_files: 16,
+            blocking_wait: Duration::from_secs(10),
+            background: true,
+            wal: WalOptions::default(),
+            clock: Arc::new(SystemClock),
+        }
+    }
+}

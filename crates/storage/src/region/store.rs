@@ -1,0 +1,310 @@
+//! A store: one column family of one region. A memstore taking writes, at most one memstore
+//! snapshot being flushed, and the store files, published together as an immutable
+//! [`StoreView`] so a reader takes one consistent picture with one lock-free-ish Arc clone.
+
+use super::store_files::{
+    marker_file_name, parse_number, read_marker, store_file_name, write_marker, StoreFileHandle,
+};
+use crate::block_cache::{BlockCache, Priority};
+use crate::fs::{tmp_path, FsRef};
+use crate::iter::CellIter;
+use crate::memstore::Memstore;
+use crate::storefile::{StoreFileOptions, StoreFileWriter};
+use bytes::Bytes;
+use cellar_model::{FamilySchema, Result, TimeRange};
+use parking_lot::{Mutex, RwLock};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// What readers see of a store. Replaced, never mutated (besides the active memstore's inserts).
+pub struct StoreView {
+    pub active: Arc<Memstore>,
+    pub snapshot: Option<Arc<Memstore>>,
+    /// Newest first.
+    pub files: Vec<Arc<StoreFileHandle>>,
+}
+
+pub struct Store {
+    pub family: FamilySchema,
+    pub name: Bytes,
+    pub dir: PathBuf,
+    view: RwLock<Arc<StoreView>>,
+    /// Serializes compactions of this store.
+    pub compact_lock: Mutex<()>,
+    fs: FsRef,
+    cache: Option<Arc<BlockCache>>,
+}
+
+impl Store {
+    /// Opens the store directory: deletes half-written files, finishes interrupted compactions,
+    /// opens the store files. Returns the store and the highest file number in it.
+    pub fn open(
+        fs: &FsRef,
+        dir: &Path,
+        family: FamilySchema,
+        cache: Option<Arc<BlockCache>>,
+    ) -> Result<(Store, u64)> {
+        fs.create_dir_all(dir)?;
+        let mut names = fs.list(dir)?;
+        for name in names.iter().filter(|n| n.ends_with(".tmp")) {
+            fs.delete(&dir.join(name))?;
+        }
+        names.retain(|n| !n.ends_with(".tmp"));
+        // A marker whose output exists means the compaction committed: its inputs must go.
+        for name in names.clone().iter().filter(|n| n.ends_with(".compaction")) {
+            let Some((number, _)) = parse_number(name) else {
+                continue;
+            };
+            let marker = dir.join(name);
+            let output_done = names.contains(&store_file_name(number));
+            if let (true, Some(inputs)) = (output_done, read_marker(fs, &marker)?) {
+                for input in &inputs {
+                    if names.contains(input) {
+                        fs.delete(&dir.join(input))?;
+                    }
+                }
+                names.retain(|n| !inputs.contains(n));
+            }
+            fs.delete(&marker)?;
+            names.retain(|n| n != name);
+        }
+        fs.sync_dir(dir)?;
+        let priority = if family.in_memory {
+            Priority::InMemory
+        } else {
+            Priority::Normal
+        };
+        let mut files = Vec::new();
+        let mut max_number = 0;
+        for name in &names {
+            let Some((number, ext)) = parse_number(name) else {
+                tracing::warn!(file = %dir.join(name).display(), "ignoring an unknown file in a store directory");
+                continue;
+            };
+            if ext != "sf" && ext != "ref" {
+                continue;
+            }
+            max_number = max_number.max(number);
+            files.push(StoreFileHandle::open(
+                fs,
+                dir.join(name),
+                number,
+                cache.clone(),
+                priority,
+            )?);
+        }
+        files.sort_by_key(|f| std::cmp::Reverse(f.number));
+        let view = StoreView {
+            active: Arc::new(Memstore::new()),
+            snapshot: None,
+            files,
+        };
+        Ok((
+            Store {
+                name: Bytes::copy_from_slice(family.name.as_bytes()),
+                family,
+                dir: dir.to_path_buf(),
+                view: RwLock::new(Arc::new(view)),
+                compact_lock: Mutex::new(()),
+                fs: Arc::clone(fs),
+                cache,
+            },
+            max_number,
+        ))
+    }
+
+    pub fn view(&self) -> Arc<StoreView> {
+        Arc::clone(&self.view.read())
+    }
+
+    /// Highest sequence id in the store files: WAL records up to it are already persisted.
+    pub fn max_flushed_seq(&self) -> u64 {
+        self.view()
+            .files
+            .iter()
+            .map(|f| f.file.meta().max_seq)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Inserts into the active memstore. Callers hold the region's write lock, which is also
+    /// what `swap_for_flush` takes, so an insert never lands in a memstore being flushed.
+    pub fn insert(&self, key: &[u8], value: &[u8]) {
+        self.view.read().active.insert(key, value);
+    }
+
+    pub fn memstore_bytes(&self) -> usize {
+        let v = self.view();
+        v.active.approximate_bytes() + v.snapshot.as_ref().map_or(0, |s| s.approximate_bytes())
+    }
+
+    pub fn file_count(&self) -> usize {
+        self.view.read().files.len()
+    }
+
+    /// Moves the active memstore aside for flushing (unless a failed flush left a snapshot,
+    /// which is retried first). Called under the region's write lock.
+    pub fn swap_for_flush(&self) {
+        let mut view = self.view.write();
+        if view.snapshot.is_some() || view.active.is_empty() {
+            return;
+        }
+        *view = Arc::new(StoreView {
+            active: Arc::new(Memstore::new()),
+            snapshot: Some(Arc::clone(&view.active)),
+            files: view.files.clone(),
+        });
+    }
+
+    /// Writes the snapshot (if any) to store file `number` and publishes it.
+    /// Returns whether a file was written.
+    pub fn flush_snapshot(&self, number: u64) -> Result<bool> {
+        let Some(snapshot) = self.view().snapshot.clone() else {
+            return Ok(false);
+        };
+        let handle = self.write_file(number, None, |w| {
+            let mut it = snapshot.iter();
+            it.seek_to_first()?;
+            while it.valid() {
+                w.add(it.key(), it.value())?;
+                it.next()?;
+            }
+            Ok(())
+        })?;
+        let mut view = self.view.write();
+        let mut files = Vec::with_capacity(view.files.len() + 1);
+        files.push(handle);
+        files.extend(view.files.iter().cloned());
+        *view = Arc::new(StoreView {
+            active: Arc::clone(&view.active),
+            snapshot: None,
+            files,
+        });
+        Ok(true)
+    }
+
+    /// Writes a new store file through `fill`, syncs it and renames it into place. With
+    /// `replaces`, a compaction marker naming those inputs is written before the rename.
+    pub fn write_file(
+        &self,
+        number: u64,
+        replaces: Option<&[Arc<StoreFileHandle>]>,
+        fill: impl FnOnce(&mut StoreFileWriter) -> Result<()>,
+    ) -> Result<Arc<StoreFileHandle>> {
+        let path = self.dir.join(store_file_name(number));
+        let tmp = tmp_path(&path);
+        let mut writer =
+            StoreFileWriter::create(&self.fs, &tmp, StoreFileOptions::from_family(&self.family))?;
+        fill(&mut writer)?;
+        writer.finish()?;
+        if let Some(inputs) = replaces {
+            let names: Vec<String> = inputs
+                .iter()
+                .filter_map(|h| {
+                    h.own_path
+                        .file_name()
+                        .map(|n| n.to_string_lossy().into_owned())
+                })
+                .collect();
+            write_marker(&self.fs, &self.dir.join(marker_file_name(number)), &names)?;
+        }
+        self.fs.rename(&tmp, &path)?;
+        self.fs.sync_dir(&self.dir)?;
+        let priority = if self.family.in_memory {
+            Priority::InMemory
+        } else {
+            Priority::Normal
+        };
+        StoreFileHandle::open(&self.fs, path, number, self.cache.clone(), priority)
+    }
+
+    /// Replaces `inputs` by `output` in the published file set; the inputs' files are deleted
+    /// once no reader holds them, then the compaction marker goes.
+    pub fn commit_compaction(
+        &self,
+        inputs: &[Arc<StoreFileHandle>],
+        output: Option<Arc<StoreFileHandle>>,
+        number: u64,
+    ) -> Result<()> {
+        {
+            let mut view = self.view.write();
+            let mut files: Vec<_> = view
+                .files
+                .iter()
+                .filter(|f| !inputs.iter().any(|i| i.number == f.number))
+                .cloned()
+                .collect();
+            if let Some(out) = output {
+                files.push(out);
+            }
+            files.sort_by_key(|f| std::cmp::Reverse(f.number));
+            *view = Arc::new(StoreView {
+                active: Arc::clone(&view.active),
+                snapshot: view.snapshot.clone(),
+                files,
+            });
+        }
+        for input in inputs {
+            input.mark_obsolete();
+        }
+        self.cleanup_markers(number)
+    }
+
+    /// Deletes the marker of compaction `number` if all its inputs are gone.
+    fn cleanup_markers(&self, number: u64) -> Result<()> {
+        let marker = self.dir.join(marker_file_name(number));
+        if !self.fs.exists(&marker)? {
+            return Ok(());
+        }
+        let inputs = read_marker(&self.fs, &marker)?.unwrap_or_default();
+        for input in &inputs {
+            if self.fs.exists(&self.dir.join(input))? {
+                return Ok(()); // a reader still holds it; the next open finishes the job
+            }
+        }
+        self.fs.delete(&marker)
+    }
+
+    /// Sources for a read of rows `[start, end)`: memstores and the store files that may hold
+    /// such rows and cells in the time range. `row_probe`: for a single-row read, the row and
+    /// the qualifiers wanted, checked against bloom filters.
+    pub fn sources(
+        &self,
+        view: &StoreView,
+        start: &[u8],
+        end: &[u8],
+        time_range: &TimeRange,
+        row_probe: Option<(&[u8], Option<&[Bytes]>)>,
+        fill_cache: bool,
+    ) -> Vec<Box<dyn CellIter>> {
+        let mut out: Vec<Box<dyn CellIter>> = Vec::with_capacity(2 + view.files.len());
+        if !view.active.is_empty() {
+            out.push(Box::new(view.active.iter()));
+        }
+        if let Some(s) = &view.snapshot {
+            out.push(Box::new(s.iter()));
+        }
+        for f in &view.files {
+            // Cells older than the range may still be delete markers of no interest, but a
+            // file whose newest cell is older than the range holds nothing the read needs.
+            if f.file.meta().max_timestamp < time_range.min || !f.may_overlap_rows(start, end) {
+                continue;
+            }
+            if let Some((row, qualifiers)) = row_probe {
+                let hit = match qualifiers {
+                    // Family-wide delete markers live under the empty qualifier.
+                    Some(qs) => {
+                        f.file.may_contain_column(row, b"")
+                            || qs.iter().any(|q| f.file.may_contain_column(row, q))
+                    }
+                    None => f.file.may_contain_row(row),
+                };
+                if !hit {
+                    continue;
+                }
+            }
+            out.push(f.iter(fill_cache));
+        }
+        out
+    }
+}

@@ -1,0 +1,258 @@
+//! A store's files on disk: naming, reference files (a daughter's view of half a parent file),
+//! compaction markers, and handles that delete a replaced file once no reader holds it.
+//!
+//! Directory of a store: `<region>/<family hex>/`, holding
+//! - `<number:016x>.sf`: store files;
+//! - `<number:016x>.ref`: references to a parent's store file, restricted to a row range;
+//! - `<number:016x>.compaction`: a compaction's inputs, written before its output is renamed
+//!   into place, so a crash between the rename and the deletion of the inputs is finished on
+//!   open instead of leaving the same cells twice;
+//! - `*.tmp`: half-written files, deleted on open.
+//!
+//! Formats in `docs/region-layout.md`.
+
+use super::descriptor::{hex, unhex};
+use crate::block_cache::{BlockCache, Priority};
+use crate::fs::{read_all, write_atomic, FsRef};
+use crate::iter::{CellIter, RangeIter};
+use crate::storefile::StoreFile;
+use cellar_model::key::KeyRef;
+use cellar_model::{Error, Result};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// Process-unique ids for the block cache: two opens of one file are two ids.
+static NEXT_FILE_ID: AtomicU64 = AtomicU64::new(1);
+
+pub fn next_file_id() -> u64 {
+    NEXT_FILE_ID.fetch_add(1, Ordering::Relaxed)
+}
+
+pub fn store_file_name(number: u64) -> String {
+    format!("{number:016x}.sf")
+}
+
+pub fn ref_file_name(number: u64) -> String {
+    format!("{number:016x}.ref")
+}
+
+pub fn marker_file_name(number: u64) -> String {
+    format!("{number:016x}.compaction")
+}
+
+/// The number in a file name like `00000000000000a1.sf`.
+pub fn parse_number(name: &str) -> Option<(u64, &str)> {
+    let (stem, ext) = name.split_once('.')?;
+    if stem.len() != 16 {
+        return None;
+    }
+    Some((u64::from_str_radix(stem, 16).ok()?, ext))
+}
+
+/// A reference: rows `[start, end)` of the store file at `parent`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reference {
+    pub parent: PathBuf,
+    pub start: Vec<u8>,
+    pub end: Vec<u8>,
+}
+
+const REF_HEADER: &str = "cellar-reference v1";
+
+impl Reference {
+    pub fn write(&self, fs: &FsRef, path: &Path) -> Result<()> {
+        let body = format!(
+            "{REF_HEADER}\nparent={}\nstart={}\nend={}\n",
+            hex(self.parent.to_string_lossy().as_bytes()),
+            hex(&self.start),
+            hex(&self.end)
+        );
+        let text = format!("{body}crc={:08x}\n", crc32c::crc32c(body.as_bytes()));
+        write_atomic(fs.as_ref(), path, text.as_bytes())
+    }
+
+    pub fn read(fs: &FsRef, path: &Path) -> Result<Reference> {
+        let name = path.display().to_string();
+        let data = read_all(fs.as_ref(), path)?;
+        let text = std::str::from_utf8(&data)
+            .map_err(|_| Error::corruption(&name, 0, "reference is not UTF-8"))?;
+        let Some(crc_at) = text.rfind("crc=") else {
+            return Err(Error::corruption(&name, 0, "reference has no checksum"));
+        };
+        let (body, crc) = text.split_at(crc_at);
+        if format!("crc={:08x}\n", crc32c::crc32c(body.as_bytes())) != crc {
+            return Err(Error::checksum(&name, crc_at as u64, "reference file"));
+        }
+        let mut lines = body.lines();
+        match lines.next() {
+            Some(REF_HEADER) => {}
+            Some(h) if h.starts_with("cellar-reference v") => {
+                return Err(Error::UnsupportedVersion {
+                    file: name,
+                    found: h
+                        .trim_start_matches("cellar-reference v")
+                        .parse()
+                        .unwrap_or(u32::MAX),
+                    supported: 1,
+                })
+            }
+            _ => {
+                return Err(Error::BadMagic {
+                    file: name,
+                    kind: "reference file",
+                    found: 0,
+                })
+            }
+        }
+        let mut field = |key: &str| -> Result<Vec<u8>> {
+            lines
+                .next()
+                .and_then(|l| l.strip_prefix(key))
+                .and_then(|l| l.strip_prefix('='))
+                .and_then(unhex)
+                .ok_or_else(|| {
+                    Error::corruption(&name, 0, format!("reference lacks a valid '{key}'"))
+                })
+        };
+        let parent = String::from_utf8(field("parent")?)
+            .map_err(|_| Error::corruption(&name, 0, "parent path is not UTF-8"))?;
+        Ok(Reference {
+            parent: PathBuf::from(parent),
+            start: field("start")?,
+            end: field("end")?,
+        })
+    }
+}
+
+/// Writes the list of a compaction's input file names.
+pub fn write_marker(fs: &FsRef, path: &Path, inputs: &[String]) -> Result<()> {
+    let body = inputs.join("\n");
+    let text = format!("{body}\ncrc={:08x}\n", crc32c::crc32c(body.as_bytes()));
+    write_atomic(fs.as_ref(), path, text.as_bytes())
+}
+
+/// The inputs a marker lists; `None` if the marker is damaged (it was written atomically, so
+/// damage means outside interference: the caller keeps every file, losing nothing).
+pub fn read_marker(fs: &FsRef, path: &Path) -> Result<Option<Vec<String>>> {
+    let data = read_all(fs.as_ref(), path)?;
+    let Ok(text) = std::str::from_utf8(&data) else {
+        return Ok(None);
+    };
+    let Some(crc_at) = text.rfind("crc=") else {
+        return Ok(None);
+    };
+    let (body_nl, crc) = text.split_at(crc_at);
+    let body = body_nl.strip_suffix('\n').unwrap_or(body_nl);
+    if format!("crc={:08x}\n", crc32c::crc32c(body.as_bytes())) != crc {
+        return Ok(None);
+    }
+    Ok(Some(body.lines().map(str::to_owned).collect()))
+}
+
+/// An open store file (or reference) in a store's file set. When a compaction replaces it, it
+/// is marked obsolete and its file is deleted once the last reader lets go.
+pub struct StoreFileHandle {
+    pub number: u64,
+    /// The `.sf` or `.ref` file this store owns.
+    pub own_path: PathBuf,
+    pub file: Arc<StoreFile>,
+    pub reference: Option<Reference>,
+    obsolete: AtomicBool,
+    fs: FsRef,
+    cache: Option<Arc<BlockCache>>,
+}
+
+impl StoreFileHandle {
+    /// Opens a `.sf` or `.ref` file.
+    pub fn open(
+        fs: &FsRef,
+        own_path: PathBuf,
+        number: u64,
+        cache: Option<Arc<BlockCache>>,
+        priority: Priority,
+    ) -> Result<Arc<StoreFileHandle>> {
+        let reference = if own_path.extension().is_some_and(|e| e == "ref") {
+            Some(Reference::read(fs, &own_path)?)
+        } else {
+            None
+        };
+        let data_path = reference
+            .as_ref()
+            .map_or(own_path.as_path(), |r| r.parent.as_path());
+        let file = StoreFile::open(fs, data_path, next_file_id(), cache.clone(), priority)?;
+        Ok(Arc::new(StoreFileHandle {
+            number,
+            own_path,
+            file,
+            reference,
+            obsolete: AtomicBool::new(false),
+            fs: Arc::clone(fs),
+            cache,
+        }))
+    }
+
+    pub fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+
+    /// An iterator restricted to this handle's rows.
+    pub fn iter(&self, fill_cache: bool) -> Box<dyn CellIter> {
+        let it = self.file.iter(fill_cache);
+        match &self.reference {
+            Some(r) => Box::new(RangeIter::new(it, &r.start, &r.end)),
+            None => Box::new(it),
+        }
+    }
+
+    /// Whether any row of `[start, end)` may be in this file (empty end: unbounded).
+    pub fn may_overlap_rows(&self, start: &[u8], end: &[u8]) -> bool {
+        let meta = self.file.meta();
+        let (Some(first), Some(last)) = (
+            KeyRef::parse(&meta.first_key),
+            KeyRef::parse(&meta.last_key),
+        ) else {
+            return false; // no cells
+        };
+        let (mut lo, mut hi) = (first.row(), Some(last.row()));
+        if let Some(r) = &self.reference {
+            lo = lo.max(r.start.as_slice());
+            if !r.end.is_empty() && hi.is_some_and(|h| h >= r.end.as_slice()) {
+                // The reference ends before `r.end`: the last row in it is below that.
+                hi = None;
+                if lo >= r.end.as_slice() {
+                    return false;
+                }
+            }
+        }
+        let below_end = end.is_empty() || lo < end;
+        let above_start = hi.is_none_or(|h| h >= start);
+        below_end && above_start
+    }
+
+    /// Bytes this handle accounts for (a reference: an estimate, half its parent).
+    pub fn size(&self) -> u64 {
+        let size = self.file.meta().file_size;
+        if self.reference.is_some() {
+            size / 2
+        } else {
+            size
+        }
+    }
+}
+
+impl Drop for StoreFileHandle {
+    fn drop(&mut self) {
+        if !self.obsolete.load(Ordering::Acquire) {
+            return;
+        }
+        if self.reference.is_none() {
+            if let Some(cache) = &self.cache {
+                cache.evict_file(self.file.file_id());
+            }
+        }
+        if let Err(e) = self.fs.delete(&self.own_path) {
+            tracing::warn!(path = %self.own_path.display(), error = %e, "could not delete a compacted store file; it is removed on the next open");
+        }
+    }
+}
