@@ -358,7 +358,7 @@ mod tests {
         let engine = MemoryEngine::default();
         let dir = tempfile::tempdir().expect("tempdir");
         let fill = measure(&engine, &b, Workload::Fillrandom, dir.path()).expect("fill");
-        assert_eq!(engine.len(), 2000);
+        assert_eq!(engine.entries(), 2000);
         assert_eq!(fill.ops, 2000);
         assert_eq!(fill.user_bytes_written, 2000 * 116);
         assert!(fill.write_amp.is_some() && fill.ops_per_sec > 0.0);
@@ -373,7 +373,7 @@ mod tests {
         // Scans near the end of the key space return fewer than 10 entries.
         assert!(seek.found > 400 && seek.found <= 500, "{}", seek.found);
         let over = measure(&engine, &b, Workload::Overwrite, dir.path()).expect("overwrite");
-        assert_eq!((over.ops, engine.len()), (2000, 2000));
+        assert_eq!((over.ops, engine.entries()), (2000, 2000));
     }
 
     #[test]
@@ -382,7 +382,7 @@ mod tests {
         let engine = MemoryEngine::default();
         let dir = tempfile::tempdir().expect("tempdir");
         measure(&engine, &b, Workload::Fillseq, dir.path()).expect("fillseq");
-        assert_eq!(engine.len(), 2000);
+        assert_eq!(engine.entries(), 2000);
         let mut s: &MemoryEngine = &engine;
         assert_eq!(s.get(b"0000000000001999").expect("get"), Some(100));
         assert_eq!(s.get(b"0000000000002000").expect("get"), None);

@@ -13,7 +13,7 @@ pub struct MemoryEngine {
 }
 
 impl MemoryEngine {
-    pub fn len(&self) -> usize {
+    pub fn entries(&self) -> usize {
         self.map.read().map_or(0, |m| m.len())
     }
 }
