@@ -286,7 +286,7 @@ mod tests {
             x ^= x << 17;
             let k = key(x % 64);
             match x % 7 {
-                0 | 1 | 2 => {
+                0..=2 => {
                     s.get(&k);
                 }
                 3 => s.insert(
@@ -295,7 +295,7 @@ mod tests {
                     100 + x % 900,
                     Priority::InMemory,
                 ),
-                4 => s.evict_file(if x % 2 == 0 { 1 } else { 2 }),
+                4 => s.evict_file(if x.is_multiple_of(2) { 1 } else { 2 }),
                 _ => s.insert(
                     k,
                     block((x % 900) as usize),

@@ -97,17 +97,17 @@ impl BloomBuilder {
         // k = bits_per_key · ln 2 minimises the false-positive rate.
         let k = ((f64::from(self.bits_per_key) * std::f64::consts::LN_2).round() as u32)
             .clamp(1, MAX_PROBES);
-        let mut out = vec![0u8; HEADER_LEN + (num_bits / 8) as usize];
-        let (header, bits) = out.split_at_mut(HEADER_LEN);
-        header[0] = HASH_XXH64;
-        header[1] = k as u8;
-        header[2] = HAS_ROWS
+        let contents = HAS_ROWS
             | if self.bloom == BloomType::RowCol {
                 HAS_COLUMNS
             } else {
                 0
             };
-        header[3..11].copy_from_slice(&num_bits.to_le_bytes());
+        let mut out = Vec::with_capacity(HEADER_LEN + (num_bits / 8) as usize);
+        out.extend_from_slice(&[HASH_XXH64, k as u8, contents]);
+        out.extend_from_slice(&num_bits.to_le_bytes());
+        out.resize(HEADER_LEN + (num_bits / 8) as usize, 0);
+        let bits = out.get_mut(HEADER_LEN..).unwrap_or_default();
         for &h in &self.hashes {
             for bit in probes(h, k, num_bits) {
                 if let Some(b) = bits.get_mut((bit / 8) as usize) {
@@ -134,7 +134,9 @@ impl BloomFilter {
         let header = block
             .get(..HEADER_LEN)
             .ok_or(Malformed("bloom block too short"))?;
-        let (hash_fn, probes, contents) = (header[0], header[1], header[2]);
+        let &[hash_fn, probes, contents, ..] = header else {
+            return Err(Malformed("bloom block too short"));
+        };
         if hash_fn != HASH_XXH64 {
             return Err(Malformed("unknown bloom hash function"));
         }

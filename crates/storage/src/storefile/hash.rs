@@ -11,14 +11,18 @@ const P5: u64 = 0x27D4_EB2F_1656_67C5;
 #[inline]
 fn read_u64(b: &[u8]) -> u64 {
     let mut a = [0u8; 8];
-    a.copy_from_slice(&b[..8]);
+    if let Some(s) = b.get(..8) {
+        a.copy_from_slice(s);
+    }
     u64::from_le_bytes(a)
 }
 
 #[inline]
 fn read_u32(b: &[u8]) -> u64 {
     let mut a = [0u8; 4];
-    a.copy_from_slice(&b[..4]);
+    if let Some(s) = b.get(..4) {
+        a.copy_from_slice(s);
+    }
     u64::from(u32::from_le_bytes(a))
 }
 

@@ -47,13 +47,12 @@ pub(crate) fn decode(data: &[u8]) -> DecodeResult<FileMeta> {
     }
     let [min_timestamp, max_timestamp, max_seq, cell_count, delete_count, data_block_count, raw_data_bytes] =
         nums;
-    let codes = data
-        .get(p..p + 2)
-        .ok_or(Malformed("metadata block truncated"))?;
-    let compression = Compression::from_code(codes[0])
+    let Some(&[compression, bloom]) = data.get(p..p.saturating_add(2)) else {
+        return Err(Malformed("metadata block truncated"));
+    };
+    let compression = Compression::from_code(compression)
         .ok_or(Malformed("unknown compression code in metadata"))?;
-    let bloom =
-        BloomType::from_code(codes[1]).ok_or(Malformed("unknown bloom type in metadata"))?;
+    let bloom = BloomType::from_code(bloom).ok_or(Malformed("unknown bloom type in metadata"))?;
     Ok(FileMeta {
         format_version: 0,
         first_key,

@@ -45,8 +45,11 @@ fn read_block(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> 
         return Err(corrupt("block extends past the end of the file"));
     }
     let raw = file.read_at(handle.offset, len)?;
+    if raw.len() != len {
+        return Err(corrupt("short read"));
+    }
     let payload_len = len - BLOCK_TRAILER_LEN;
-    let (payload, trailer) = raw.split_at(payload_len);
+    let (payload, trailer) = raw.split_at_checked(payload_len).unwrap_or_default();
     let code = trailer.first().copied().unwrap_or_default();
     let mut crc = [0u8; 4];
     crc.copy_from_slice(trailer.get(1..5).unwrap_or(&[0; 4]));
@@ -81,7 +84,7 @@ fn read_footer(file: &dyn RandomAccessFile, path: &Path) -> Result<Footer> {
     }
     let read_len = file_len.min(FOOTER_V1_LEN as u64);
     let buf = file.read_at(file_len - read_len, read_len as usize)?;
-    let tail_start = buf.len() - FOOTER_TAIL_LEN;
+    let tail_start = buf.len().saturating_sub(FOOTER_TAIL_LEN);
     let tail = FooterTail::decode(buf.get(tail_start..).unwrap_or_default())
         .map_err(|m| m.at(&name, file_len - FOOTER_TAIL_LEN as u64))?;
     if tail.magic != MAGIC {
@@ -100,10 +103,9 @@ fn read_footer(file: &dyn RandomAccessFile, path: &Path) -> Result<Footer> {
         ));
     }
     let footer_start = file_len - footer_len;
-    let footer = if footer_len <= read_len {
-        buf.slice(buf.len() - footer_len as usize..)
-    } else {
-        file.read_at(footer_start, footer_len as usize)?
+    let footer = match buf.len().checked_sub(footer_len as usize) {
+        Some(start) => buf.slice(start..),
+        None => file.read_at(footer_start, footer_len as usize)?,
     };
     let actual = crc32c::crc32c(Footer::checksummed(&footer));
     if actual != tail.crc {
