@@ -1,0 +1,167 @@
+//! A block is the smallest unit of reading, checksumming, compression and caching in a store
+//! file. This module is the decoded (uncompressed) form; see `docs/storefile-format.md`:
+//!
+//! ```text
+//! entry*  |  restart: u32 LE × n  |  n: u32 LE
+//! entry = shared: varint | unshared: varint | value_len: varint | key[shared..] | value
+//! ```
+//!
+//! Invariants checked by [`Block::new`] (so the iterator may rely on them): the restart array
+//! fits, restart offsets are strictly increasing, the first is 0, and all lie inside the entry
+//! area. Entries themselves are checked as they are decoded.
+
+mod builder;
+mod iter;
+
+pub(crate) use builder::BlockBuilder;
+pub(crate) use iter::BlockIter;
+
+use super::coding::{get_slice, get_u32_le, get_varint32, DecodeResult, Malformed};
+use bytes::Bytes;
+
+/// An uncompressed block, cheap to clone (the bytes are shared).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Block {
+    data: Bytes,
+    /// Where the restart array begins (= end of the entries).
+    restarts_start: usize,
+    num_restarts: usize,
+}
+
+/// Where an entry's parts lie in the block, as decoded by [`Block::decode_entry`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct EntryPos {
+    pub shared: usize,
+    pub suffix_start: usize,
+    pub suffix_end: usize,
+    pub value_end: usize,
+}
+
+impl Block {
+    /// Parses the restart array of `data`, checking it against the invariants above.
+    pub(crate) fn new(data: Bytes) -> DecodeResult<Block> {
+        let len = data.len();
+        let count_pos = len
+            .checked_sub(4)
+            .ok_or(Malformed("block shorter than its restart count"))?;
+        let num_restarts = get_u32_le(&data, count_pos)? as usize;
+        let restarts_start = num_restarts
+            .checked_mul(4)
+            .and_then(|n| count_pos.checked_sub(n))
+            .ok_or(Malformed("restart array larger than the block"))?;
+        if num_restarts == 0 && restarts_start != 0 {
+            return Err(Malformed("block has entries but no restart points"));
+        }
+        let mut prev: Option<usize> = None;
+        for i in 0..num_restarts {
+            let r = get_u32_le(&data, restarts_start + 4 * i)? as usize;
+            let ok = match prev {
+                None => r == 0,
+                Some(p) => r > p && r < restarts_start,
+            };
+            if !ok {
+                return Err(Malformed("restart points out of order or out of range"));
+            }
+            prev = Some(r);
+        }
+        Ok(Block {
+            data,
+            restarts_start,
+            num_restarts,
+        })
+    }
+
+    /// The block's bytes (restart array included).
+    pub(crate) fn data(&self) -> &Bytes {
+        &self.data
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.num_restarts == 0
+    }
+
+    pub(crate) fn num_restarts(&self) -> usize {
+        self.num_restarts
+    }
+
+    /// End of the entry area.
+    pub(crate) fn entries_end(&self) -> usize {
+        self.restarts_start
+    }
+
+    /// Offset of restart point `i` (< `num_restarts`).
+    #[inline]
+    pub(crate) fn restart_point(&self, i: usize) -> DecodeResult<usize> {
+        Ok(get_u32_le(&self.data, self.restarts_start + 4 * i)? as usize)
+    }
+
+    /// Decodes the entry header at `pos`, checking that it lies inside the entry area and
+    /// shares no more than `prev_key_len` bytes with the previous key.
+    #[inline]
+    pub(crate) fn decode_entry(&self, pos: usize, prev_key_len: usize) -> DecodeResult<EntryPos> {
+        let area = self
+            .data
+            .get(..self.restarts_start)
+            .ok_or(Malformed("entry area out of range"))?;
+        let mut p = pos;
+        let shared = get_varint32(area, &mut p)? as usize;
+        let unshared = get_varint32(area, &mut p)? as usize;
+        let value_len = get_varint32(area, &mut p)? as usize;
+        if shared > prev_key_len {
+            return Err(Malformed(
+                "entry shares more bytes than the previous key has",
+            ));
+        }
+        let suffix_start = p;
+        get_slice(area, &mut p, unshared)?;
+        let suffix_end = p;
+        get_slice(area, &mut p, value_len)?;
+        Ok(EntryPos {
+            shared,
+            suffix_start,
+            suffix_end,
+            value_end: p,
+        })
+    }
+
+    /// The full key stored at restart point `i` (restart entries share nothing).
+    #[inline]
+    pub(crate) fn restart_key(&self, i: usize) -> DecodeResult<&[u8]> {
+        let pos = self.restart_point(i)?;
+        let e = self.decode_entry(pos, 0)?;
+        self.data
+            .get(e.suffix_start..e.suffix_end)
+            .ok_or(Malformed("restart key out of range"))
+    }
+
+    /// Decodes every entry, checking the structure (used by `verify`). Returns the count.
+    pub(crate) fn check_entries(&self) -> DecodeResult<usize> {
+        let mut it = BlockIter::new(self.clone());
+        it.seek_to_first()?;
+        let mut n = 0;
+        while it.valid() {
+            n += 1;
+            it.next()?;
+        }
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rejects_bad_restart_arrays() {
+        assert!(Block::new(Bytes::from_static(&[])).is_err());
+        assert!(Block::new(Bytes::from_static(&[0, 0, 0, 0])).is_ok());
+        // Two restarts claimed in a 4-byte block.
+        assert!(Block::new(Bytes::from_static(&[2, 0, 0, 0])).is_err());
+        // Entries but zero restarts.
+        assert!(Block::new(Bytes::from_static(&[9, 0, 0, 0, 0])).is_err());
+        // First restart not at 0.
+        assert!(Block::new(Bytes::from_static(&[0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0])).is_err());
+        // Huge count overflows.
+        assert!(Block::new(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff])).is_err());
+    }
+}

@@ -1,0 +1,95 @@
+//! Builds one block: prefix-compressed entries with a restart point every
+//! `restart_interval` entries, so a reader can binary-search the restarts and then scan at
+//! most `restart_interval` entries.
+//!
+//! The caller adds keys in ascending order; the builder does not compare them.
+
+use crate::storefile::coding::put_varint32;
+
+pub(crate) struct BlockBuilder {
+    buf: Vec<u8>,
+    restarts: Vec<u32>,
+    restart_interval: usize,
+    /// Entries since the last restart point.
+    counter: usize,
+    last_key: Vec<u8>,
+    entries: usize,
+}
+
+impl BlockBuilder {
+    /// `restart_interval` is at least 1 (the caller validates options).
+    pub(crate) fn new(restart_interval: usize) -> BlockBuilder {
+        BlockBuilder {
+            buf: Vec::new(),
+            restarts: vec![0],
+            restart_interval: restart_interval.max(1),
+            counter: 0,
+            last_key: Vec::new(),
+            entries: 0,
+        }
+    }
+
+    /// Appends an entry. Key and value lengths must fit in u32, and the block in u32 bytes
+    /// (the writer bounds entry sizes).
+    pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) {
+        let shared = if self.counter < self.restart_interval {
+            self.last_key
+                .iter()
+                .zip(key)
+                .take_while(|(a, b)| a == b)
+                .count()
+        } else {
+            self.restarts.push(self.buf.len() as u32);
+            self.counter = 0;
+            0
+        };
+        let suffix = key.get(shared..).unwrap_or_default();
+        put_varint32(&mut self.buf, shared as u32);
+        put_varint32(&mut self.buf, suffix.len() as u32);
+        put_varint32(&mut self.buf, value.len() as u32);
+        self.buf.extend_from_slice(suffix);
+        self.buf.extend_from_slice(value);
+        self.last_key.truncate(shared);
+        self.last_key.extend_from_slice(suffix);
+        self.counter += 1;
+        self.entries += 1;
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.entries == 0
+    }
+
+    pub(crate) fn last_key(&self) -> &[u8] {
+        &self.last_key
+    }
+
+    /// The size [`BlockBuilder::finish`] would return now.
+    pub(crate) fn estimated_size(&self) -> usize {
+        self.buf.len() + 4 * self.restarts.len() + 4
+    }
+
+    /// Appends the restart array and returns the finished block. Call
+    /// [`BlockBuilder::reset`] before adding again.
+    pub(crate) fn finish(&mut self) -> &[u8] {
+        // An empty block has no restart points at all (its count is 0).
+        if self.entries == 0 {
+            self.restarts.clear();
+        }
+        for r in &self.restarts {
+            self.buf.extend_from_slice(&r.to_le_bytes());
+        }
+        self.buf
+            .extend_from_slice(&(self.restarts.len() as u32).to_le_bytes());
+        &self.buf
+    }
+
+    /// Empties the builder, keeping its buffers' capacity.
+    pub(crate) fn reset(&mut self) {
+        self.buf.clear();
+        self.restarts.clear();
+        self.restarts.push(0);
+        self.counter = 0;
+        self.last_key.clear();
+        self.entries = 0;
+    }
+}

@@ -1,0 +1,275 @@
+//! The store file's bloom filter: one bit array for the whole file, probed with double
+//! hashing over XXH64 ([`super::hash`]). Layout (see `docs/storefile-format.md`):
+//!
+//! ```text
+//! hash_fn: u8 (1) | probes: u8 | contents: u8 | num_bits: u64 LE | bits
+//! ```
+//!
+//! A `Row` filter holds row hashes. A `RowCol` filter holds column hashes *and* row hashes
+//! (`contents` says which), so it answers `may_contain_row` precisely too; rows are far fewer
+//! than columns, so this costs little.
+
+use super::coding::{get_u64_le, DecodeResult, Malformed};
+use super::hash::xxh64;
+use bytes::Bytes;
+use cellar_model::key::KeyRef;
+use cellar_model::BloomType;
+
+/// `hash_fn` code of XXH64 with [`ROW_SEED`] and [`COLUMN_SEED`].
+const HASH_XXH64: u8 = 1;
+/// Seed for row hashes: XXH64(row).
+const ROW_SEED: u64 = 0x4365_6c6c_6172_5231; // "CellarR1"
+/// Seed for column hashes: XXH64(row_len: u16 BE | row | qualifier). A different seed keeps
+/// row `r` and column (`r`, "") apart.
+const COLUMN_SEED: u64 = 0x4365_6c6c_6172_4331; // "CellarC1"
+const HAS_ROWS: u8 = 1;
+const HAS_COLUMNS: u8 = 2;
+const HEADER_LEN: usize = 11;
+const MAX_PROBES: u32 = 30;
+
+fn row_hash(row: &[u8]) -> u64 {
+    xxh64(row, ROW_SEED)
+}
+
+/// `user_column` is `row_len: u16 BE | row | qualifier`, the key without its trailer.
+fn column_hash(user_column: &[u8]) -> u64 {
+    xxh64(user_column, COLUMN_SEED)
+}
+
+/// The bit positions of `hash`: `(h + i·δ) mod num_bits`, δ the hash rotated by 32 bits
+/// (forced odd), i in 0..probes (Kirsch–Mitzenmacher double hashing).
+#[inline]
+fn probes(hash: u64, probes: u32, num_bits: u64) -> impl Iterator<Item = u64> {
+    let delta = hash.rotate_left(32) | 1;
+    (0..u64::from(probes)).map(move |i| hash.wrapping_add(i.wrapping_mul(delta)) % num_bits)
+}
+
+/// Collects the hashes of a file's keys (sorted, so duplicates are adjacent and skipped).
+pub(crate) struct BloomBuilder {
+    bloom: BloomType,
+    bits_per_key: u32,
+    hashes: Vec<u64>,
+    last_row: Vec<u8>,
+    last_column: Vec<u8>,
+    started: bool,
+}
+
+impl BloomBuilder {
+    pub(crate) fn new(bloom: BloomType, bits_per_key: u32) -> BloomBuilder {
+        BloomBuilder {
+            bloom,
+            bits_per_key: bits_per_key.max(1),
+            hashes: Vec::new(),
+            last_row: Vec::new(),
+            last_column: Vec::new(),
+            started: false,
+        }
+    }
+
+    /// Records a key; keys come in ascending order.
+    pub(crate) fn add(&mut self, key: &KeyRef<'_>) {
+        if self.bloom == BloomType::None {
+            return;
+        }
+        let first = !self.started;
+        self.started = true;
+        if first || key.row() != self.last_row.as_slice() {
+            self.last_row.clear();
+            self.last_row.extend_from_slice(key.row());
+            self.hashes.push(row_hash(key.row()));
+        }
+        if self.bloom == BloomType::RowCol
+            && (first || key.user_column() != self.last_column.as_slice())
+        {
+            self.last_column.clear();
+            self.last_column.extend_from_slice(key.user_column());
+            self.hashes.push(column_hash(key.user_column()));
+        }
+    }
+
+    /// The encoded filter, or `None` when there is nothing to filter (no bloom, no keys).
+    pub(crate) fn finish(&self) -> Option<Vec<u8>> {
+        if self.bloom == BloomType::None || self.hashes.is_empty() {
+            return None;
+        }
+        let n = self.hashes.len() as u64;
+        let num_bits = (n * u64::from(self.bits_per_key)).max(64).div_ceil(8) * 8;
+        // k = bits_per_key · ln 2 minimises the false-positive rate.
+        let k = ((f64::from(self.bits_per_key) * std::f64::consts::LN_2).round() as u32)
+            .clamp(1, MAX_PROBES);
+        let contents = HAS_ROWS
+            | if self.bloom == BloomType::RowCol {
+                HAS_COLUMNS
+            } else {
+                0
+            };
+        let mut out = Vec::with_capacity(HEADER_LEN + (num_bits / 8) as usize);
+        out.extend_from_slice(&[HASH_XXH64, k as u8, contents]);
+        out.extend_from_slice(&num_bits.to_le_bytes());
+        out.resize(HEADER_LEN + (num_bits / 8) as usize, 0);
+        let bits = out.get_mut(HEADER_LEN..).unwrap_or_default();
+        for &h in &self.hashes {
+            for bit in probes(h, k, num_bits) {
+                if let Some(b) = bits.get_mut((bit / 8) as usize) {
+                    *b |= 1 << (bit % 8);
+                }
+            }
+        }
+        Some(out)
+    }
+}
+
+/// A loaded filter.
+#[derive(Debug, Clone)]
+pub(crate) struct BloomFilter {
+    bits: Bytes,
+    num_bits: u64,
+    probes: u32,
+    contents: u8,
+}
+
+impl BloomFilter {
+    /// Parses a filter block, checking its header against its length.
+    pub(crate) fn decode(block: Bytes) -> DecodeResult<BloomFilter> {
+        let header = block
+            .get(..HEADER_LEN)
+            .ok_or(Malformed("bloom block too short"))?;
+        let &[hash_fn, probes, contents, ..] = header else {
+            return Err(Malformed("bloom block too short"));
+        };
+        if hash_fn != HASH_XXH64 {
+            return Err(Malformed("unknown bloom hash function"));
+        }
+        if probes == 0 || u32::from(probes) > MAX_PROBES {
+            return Err(Malformed("bloom probe count out of range"));
+        }
+        if contents == 0 || contents & !(HAS_ROWS | HAS_COLUMNS) != 0 {
+            return Err(Malformed("unknown bloom contents"));
+        }
+        let num_bits = get_u64_le(header, 3)?;
+        let bits = block.slice(HEADER_LEN..);
+        if num_bits == 0 || num_bits % 8 != 0 || num_bits / 8 != bits.len() as u64 {
+            return Err(Malformed("bloom bit count does not match the block length"));
+        }
+        Ok(BloomFilter {
+            bits,
+            num_bits,
+            probes: u32::from(probes),
+            contents,
+        })
+    }
+
+    fn check(&self, hash: u64) -> bool {
+        probes(hash, self.probes, self.num_bits).all(|bit| {
+            self.bits
+                .get((bit / 8) as usize)
+                .is_some_and(|b| b & (1 << (bit % 8)) != 0)
+        })
+    }
+
+    /// False only if no key of `row` was added.
+    pub(crate) fn may_contain_row(&self, row: &[u8]) -> bool {
+        self.contents & HAS_ROWS == 0 || self.check(row_hash(row))
+    }
+
+    /// False only if no key of (`row`, `qualifier`) was added; a filter without column hashes
+    /// answers for the row.
+    pub(crate) fn may_contain_column(&self, row: &[u8], qualifier: &[u8]) -> bool {
+        if self.contents & HAS_COLUMNS == 0 {
+            return self.may_contain_row(row);
+        }
+        let Ok(len) = u16::try_from(row.len()) else {
+            return true;
+        };
+        let mut user_column = Vec::with_capacity(2 + row.len() + qualifier.len());
+        user_column.extend_from_slice(&len.to_be_bytes());
+        user_column.extend_from_slice(row);
+        user_column.extend_from_slice(qualifier);
+        self.check(column_hash(&user_column))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cellar_model::key::make_key;
+    use cellar_model::CellType;
+
+    fn filter(bloom: BloomType, bits: u32, rows: u32, quals: u32) -> BloomFilter {
+        let mut b = BloomBuilder::new(bloom, bits);
+        for r in 0..rows {
+            for q in 0..quals {
+                for ts in [3, 2] {
+                    let k = make_key(
+                        format!("row{r}").as_bytes(),
+                        format!("q{q}").as_bytes(),
+                        ts,
+                        CellType::Put,
+                        1,
+                    );
+                    b.add(&KeyRef::parse(&k).expect("key"));
+                }
+            }
+        }
+        BloomFilter::decode(Bytes::from(b.finish().expect("filter"))).expect("decode")
+    }
+
+    #[test]
+    fn no_false_negatives() {
+        let f = filter(BloomType::RowCol, 10, 500, 4);
+        for r in 0..500 {
+            assert!(f.may_contain_row(format!("row{r}").as_bytes()));
+            for q in 0..4 {
+                assert!(
+                    f.may_contain_column(format!("row{r}").as_bytes(), format!("q{q}").as_bytes())
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn false_positive_rate_matches_bits_per_key() {
+        // Expected rate: ~0.8% at 10 bits/key, ~2.2% at 8, ~9% at 5 (k = round(b·ln2)).
+        for (bits, limit) in [(10u32, 0.02), (8, 0.04), (5, 0.14)] {
+            let f = filter(BloomType::Row, bits, 10_000, 1);
+            let trials = 20_000;
+            let fp = (0..trials)
+                .filter(|i| f.may_contain_row(format!("absent{i}").as_bytes()))
+                .count();
+            let rate = fp as f64 / f64::from(trials);
+            assert!(rate < limit, "{bits} bits/key: rate {rate}");
+            assert!(
+                rate > 0.0 || bits >= 10,
+                "{bits} bits/key: suspiciously perfect"
+            );
+        }
+    }
+
+    #[test]
+    fn row_filter_answers_columns_by_row() {
+        let f = filter(BloomType::Row, 10, 100, 2);
+        assert!(f.may_contain_column(b"row7", b"anything"));
+        let absent = (0..1000)
+            .filter(|i| f.may_contain_column(format!("nope{i}").as_bytes(), b"q0"))
+            .count();
+        assert!(absent < 50);
+    }
+
+    #[test]
+    fn decode_rejects_inconsistent_headers() {
+        let good = filter(BloomType::Row, 10, 10, 1);
+        let mut raw = vec![HASH_XXH64, 7, HAS_ROWS];
+        raw.extend_from_slice(&good.num_bits.to_le_bytes());
+        raw.extend_from_slice(&good.bits);
+        assert!(BloomFilter::decode(Bytes::from(raw.clone())).is_ok());
+        for (i, v) in [(0, 9u8), (1, 0), (1, 31), (2, 0), (2, 8), (3, 1)] {
+            let mut bad = raw.clone();
+            bad[i] = v;
+            assert!(
+                BloomFilter::decode(Bytes::from(bad)).is_err(),
+                "byte {i} = {v}"
+            );
+        }
+        assert!(BloomFilter::decode(Bytes::from(raw[..raw.len() - 1].to_vec())).is_err());
+    }
+}

@@ -1,0 +1,102 @@
+//! The metadata block: the [`FileMeta`] fields a reader needs without reading data.
+//!
+//! ```text
+//! first_key: varint len | bytes      last_key: varint len | bytes
+//! min_timestamp | max_timestamp | max_seq | cell_count | delete_count |
+//! data_block_count | raw_data_bytes            (varint64 each)
+//! compression: u8 | bloom: u8
+//! ```
+//!
+//! Readers ignore bytes after these fields: later versions may append fields without breaking
+//! older readers. `format_version` and `file_size` come from the footer and the file itself.
+
+use super::coding::{
+    get_length_prefixed, get_varint64, put_length_prefixed, put_varint64, DecodeResult, Malformed,
+};
+use super::FileMeta;
+use cellar_model::{BloomType, Compression};
+
+pub(crate) fn encode(m: &FileMeta) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 + m.first_key.len() + m.last_key.len());
+    put_length_prefixed(&mut out, &m.first_key);
+    put_length_prefixed(&mut out, &m.last_key);
+    for v in [
+        m.min_timestamp,
+        m.max_timestamp,
+        m.max_seq,
+        m.cell_count,
+        m.delete_count,
+        m.data_block_count,
+        m.raw_data_bytes,
+    ] {
+        put_varint64(&mut out, v);
+    }
+    out.push(m.compression.code());
+    out.push(m.bloom.code());
+    out
+}
+
+/// Decodes the block; the caller fills `format_version` and `file_size`.
+pub(crate) fn decode(data: &[u8]) -> DecodeResult<FileMeta> {
+    let mut p = 0;
+    let first_key = get_length_prefixed(data, &mut p)?.to_vec();
+    let last_key = get_length_prefixed(data, &mut p)?.to_vec();
+    let mut nums = [0u64; 7];
+    for n in &mut nums {
+        *n = get_varint64(data, &mut p)?;
+    }
+    let [min_timestamp, max_timestamp, max_seq, cell_count, delete_count, data_block_count, raw_data_bytes] =
+        nums;
+    let Some(&[compression, bloom]) = data.get(p..p.saturating_add(2)) else {
+        return Err(Malformed("metadata block truncated"));
+    };
+    let compression = Compression::from_code(compression)
+        .ok_or(Malformed("unknown compression code in metadata"))?;
+    let bloom = BloomType::from_code(bloom).ok_or(Malformed("unknown bloom type in metadata"))?;
+    Ok(FileMeta {
+        format_version: 0,
+        first_key,
+        last_key,
+        min_timestamp,
+        max_timestamp,
+        max_seq,
+        cell_count,
+        delete_count,
+        data_block_count,
+        raw_data_bytes,
+        file_size: 0,
+        compression,
+        bloom,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_and_tolerates_appended_fields() {
+        let m = FileMeta {
+            format_version: 0,
+            first_key: b"first".to_vec(),
+            last_key: b"last".to_vec(),
+            min_timestamp: 1,
+            max_timestamp: u64::MAX,
+            max_seq: 99,
+            cell_count: 1000,
+            delete_count: 3,
+            data_block_count: 4,
+            raw_data_bytes: 123_456,
+            file_size: 0,
+            compression: Compression::Zstd,
+            bloom: BloomType::RowCol,
+        };
+        let mut raw = encode(&m);
+        assert_eq!(decode(&raw), Ok(m.clone()));
+        raw.extend_from_slice(b"future");
+        assert_eq!(decode(&raw), Ok(m));
+        for cut in 0..raw.len() - 6 {
+            assert!(decode(&raw[..cut]).is_err(), "cut at {cut}");
+        }
+    }
+}
