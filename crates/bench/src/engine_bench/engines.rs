@@ -13,6 +13,7 @@ pub mod rocks;
 
 use crate::engine_bench::args::{Args, CompressionArg, EngineKind, SyncMode};
 use crate::engine_bench::error::{BenchError, Result};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The options both engines get, from the flags.
@@ -72,6 +73,10 @@ pub trait Engine: Send + Sync {
 
     /// Block-cache hits and misses so far, if the engine counts them.
     fn cache_counters(&self) -> Option<CacheCounters>;
+
+    /// Engine-internal counters worth keeping with a result (file counts, bytes flushed and
+    /// compacted, ...), under the engine's own names.
+    fn stats(&self) -> BTreeMap<String, u64>;
 
     /// Closes the store cleanly.
     fn close(self: Box<Self>) -> Result<()>;

@@ -3,6 +3,7 @@
 
 use crate::engine_bench::args::{Args, EngineKind, Workload};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
 /// What one engine did in one workload.
@@ -45,6 +46,9 @@ pub struct WorkloadResult {
     pub peak_rss_is_per_workload: bool,
     /// Size of the database directory after the workload.
     pub db_bytes: u64,
+    /// The engine's own counters after the workload ([`crate::engine_bench::Engine::stats`]).
+    #[serde(default)]
+    pub engine_stats: BTreeMap<String, u64>,
 }
 
 /// What `--json` writes.
@@ -183,7 +187,7 @@ pub fn summary_line(r: &WorkloadResult) -> String {
             r.file_bytes_read_per_op / 1024.0
         );
     }
-    if let Some(h) = r.cache_hit_rate {
+    if let Some(h) = r.cache_hit_rate.filter(|_| !r.workload.writes()) {
         let _ = write!(s, "  cache hits {:.1}%", h * 100.0);
     }
     let _ = write!(
@@ -222,6 +226,7 @@ mod tests {
             peak_rss_bytes: 100 << 20,
             peak_rss_is_per_workload: true,
             db_bytes: 0,
+            engine_stats: BTreeMap::new(),
         }
     }
 

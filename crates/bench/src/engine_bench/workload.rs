@@ -325,6 +325,7 @@ pub fn measure(
         peak_rss_bytes: peak_rss,
         peak_rss_is_per_workload: per_workload_rss,
         db_bytes: sys::dir_size(db_dir)?,
+        engine_stats: engine.stats(),
     })
 }
 

@@ -9,6 +9,7 @@ use cellar_model::{
     LATEST_TIMESTAMP,
 };
 use cellar_storage::region::{Region, StorageConfig};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 const FAMILY: &[u8] = b"cf";
@@ -90,6 +91,24 @@ impl Engine for CellarEngine {
             hits: c.hits,
             misses: c.misses,
         })
+    }
+
+    fn stats(&self) -> BTreeMap<String, u64> {
+        let s = self.region.stats();
+        BTreeMap::from([
+            ("memstore_bytes".to_string(), s.memstore_bytes),
+            ("store_files".to_string(), s.store_files as u64),
+            ("store_file_bytes".to_string(), s.store_file_bytes),
+            ("flushes".to_string(), s.flushes),
+            ("compactions".to_string(), s.compactions),
+            ("bytes_flushed".to_string(), s.bytes_flushed),
+            ("bytes_compacted".to_string(), s.bytes_compacted),
+            (
+                "block_cache_used_bytes".to_string(),
+                s.block_cache.used_bytes,
+            ),
+            ("block_cache_evictions".to_string(), s.block_cache.evictions),
+        ])
     }
 
     fn close(self: Box<Self>) -> Result<()> {

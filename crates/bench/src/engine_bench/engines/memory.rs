@@ -38,6 +38,9 @@ impl Engine for MemoryEngine {
     fn cache_counters(&self) -> Option<CacheCounters> {
         None
     }
+    fn stats(&self) -> BTreeMap<String, u64> {
+        BTreeMap::from([("entries".to_string(), self.entries() as u64)])
+    }
     fn close(self: Box<Self>) -> Result<()> {
         Ok(())
     }

@@ -9,6 +9,7 @@ use crate::engine_bench::error::{Context, Result};
 use rocksdb::{
     BlockBasedOptions, Cache, DBCompressionType, Options, WaitForCompactOptions, WriteOptions, DB,
 };
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// RocksDB's default number of levels; every one gets the same compression.
@@ -93,6 +94,30 @@ impl Engine for RocksEngine {
         // Counting hits needs RocksDB statistics, which cost throughput; the workloads report
         // bytes read from files instead, which both engines share.
         None
+    }
+
+    fn stats(&self) -> BTreeMap<String, u64> {
+        let mut names: Vec<String> = [
+            "total-sst-files-size",
+            "live-sst-files-size",
+            "estimate-num-keys",
+            "block-cache-usage",
+            "cur-size-all-mem-tables",
+            "num-running-compactions",
+            "num-running-flushes",
+        ]
+        .iter()
+        .map(|n| format!("rocksdb.{n}"))
+        .collect();
+        names.extend((0..LEVELS).map(|l| format!("rocksdb.num-files-at-level{l}")));
+        names
+            .into_iter()
+            .filter_map(|name| {
+                // A property this RocksDB version lacks is left out rather than failing the run.
+                let v = self.db.property_int_value(name.as_str()).ok().flatten()?;
+                Some((name.trim_start_matches("rocksdb.").to_string(), v))
+            })
+            .collect()
     }
 
     fn close(self: Box<Self>) -> Result<()> {
