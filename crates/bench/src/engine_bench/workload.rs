@@ -81,16 +81,21 @@ struct Progress<'a> {
 }
 
 impl Progress<'_> {
-    fn print(&self) {
+    /// Prints the share done and the throughput since the previous line (`last`: operations
+    /// done and time then), and returns the new snapshot.
+    fn print(&self, last: (u64, Instant)) -> (u64, Instant) {
+        let now = Instant::now();
         let done = self.done.load(Ordering::Relaxed);
-        let secs = self.start.elapsed().as_secs_f64();
+        let secs = now.duration_since(last.1).as_secs_f64().max(1e-9);
         eprintln!(
-            "[{}] {}: {:5.1}% done, {:.0} ops/s",
+            "[{}] {}: {:5.1}% done, {:.0} ops/s now, {:.0} s elapsed",
             self.label,
             self.phase,
             100.0 * done as f64 / self.total.max(1) as f64,
-            done as f64 / secs.max(1e-9),
+            done.saturating_sub(last.0) as f64 / secs,
+            now.duration_since(self.start).as_secs_f64(),
         );
+        (done, now)
     }
 }
 
@@ -132,7 +137,7 @@ where
                     let mut hist = Histogram::<u64>::new_with_bounds(1, MAX_LATENCY_NS, 3)
                         .context("creating a latency histogram")?;
                     let mut sum = OpOut::default();
-                    let mut last_print = Instant::now();
+                    let mut last_print = (0, Instant::now());
                     for i in lo..hi {
                         let t0 = Instant::now();
                         let out = op(session.as_mut(), &mut ctx, i)?;
@@ -142,9 +147,8 @@ where
                         if (i - lo + 1).is_multiple_of(PROGRESS_EVERY) {
                             progress.done.fetch_add(PROGRESS_EVERY, Ordering::Relaxed);
                             // One thread prints, so lines do not interleave.
-                            if t == 0 && last_print.elapsed() >= PROGRESS_INTERVAL {
-                                last_print = Instant::now();
-                                progress.print();
+                            if t == 0 && last_print.1.elapsed() >= PROGRESS_INTERVAL {
+                                last_print = progress.print(last_print);
                             }
                         }
                     }
