@@ -182,6 +182,12 @@ none ran, the child loads the store with an unmeasured fillrandom first. After e
 write workload both engines flush their memtable and wait for background flushes and
 compactions; those bytes count in write amplification but not in ops/s.
 
+Measured per engine and workload: ops/s and MB/s (key+value bytes, 10^6) of the timed
+operations; p50/p99 latency (HdrHistogram, µs); write amplification = bytes written by
+the process (/proc/self/io wchar: WAL, flushes, compactions) until background work is
+done, divided by key+value bytes put; peak RSS (VmHWM, reset before each workload).
+Progress lines and per-result summaries go to stderr, the Markdown table to stdout.
+
 Each engine runs in its own child process (this binary re-executed with --child), so
 peak RSS is per engine; with --engine both the workloads alternate cellar, rocksdb.
 Sizes accept K/M/G (powers of 1024) suffixes, e.g. --cache-bytes 64M.
