@@ -13,6 +13,9 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 
+/// Lines of other output a child may print before its answer.
+const MAX_STRAY_LINES: usize = 100_000;
+
 /// A running child and its pipes.
 struct ChildProc {
     kind: EngineKind,
@@ -47,24 +50,34 @@ impl ChildProc {
         writeln!(self.stdin, "run {w}")
             .and_then(|()| self.stdin.flush())
             .context(format!("sending {w} to the {kind} child"))?;
-        let mut line = String::new();
-        let n = self
-            .stdout
-            .read_line(&mut line)
-            .context(format!("reading the {kind} child's answer"))?;
-        if n == 0 {
-            let status = self.process.wait().context("waiting for the child")?;
-            return Err(BenchError::new(format!(
-                "the {kind} child exited ({status}) during {w}; see its output above"
-            )));
+        // Anything else an engine library prints to stdout is passed on, not parsed.
+        for _ in 0..MAX_STRAY_LINES {
+            let mut line = String::new();
+            let n = self
+                .stdout
+                .read_line(&mut line)
+                .context(format!("reading the {kind} child's answer"))?;
+            if n == 0 {
+                let status = self.process.wait().context("waiting for the child")?;
+                return Err(BenchError::new(format!(
+                    "the {kind} child exited ({status}) during {w}; see its output above"
+                )));
+            }
+            if !line.starts_with('{') {
+                eprint!("[{kind} stdout] {line}");
+                continue;
+            }
+            return match serde_json::from_str::<Reply>(&line).context(format!(
+                "parsing the {kind} child's answer '{}'",
+                line.trim()
+            ))? {
+                Reply::Ok(r) => Ok(*r),
+                Reply::Error(e) => Err(BenchError::new(format!("{kind}, {w}: {e}"))),
+            };
         }
-        match serde_json::from_str::<Reply>(&line).context(format!(
-            "parsing the {kind} child's answer '{}'",
-            line.trim()
-        ))? {
-            Reply::Ok(r) => Ok(*r),
-            Reply::Error(e) => Err(BenchError::new(format!("{kind}, {w}: {e}"))),
-        }
+        Err(BenchError::new(format!(
+            "the {kind} child printed {MAX_STRAY_LINES} lines without answering {w}"
+        )))
     }
 
     /// Asks the child to close its engine and waits for it.
