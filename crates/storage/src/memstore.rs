@@ -121,3 +121,239 @@ impl CellIter for MemstoreIter {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cellar_model::cell::CellType;
+    use cellar_model::key::{compare_keys, first_on_column, first_on_row, make_key};
+    use proptest::prelude::*;
+    use std::cmp::Ordering;
+
+    const TYPES: [CellType; 5] = [
+        CellType::Put,
+        CellType::Delete,
+        CellType::DeleteFamilyVersion,
+        CellType::DeleteColumn,
+        CellType::DeleteFamily,
+    ];
+
+    /// Every (key, value) from the first entry on.
+    fn scan(memstore: &Arc<Memstore>) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut it = memstore.iter();
+        it.seek_to_first().expect("seek");
+        let mut out = Vec::new();
+        while it.valid() {
+            out.push((it.key().to_vec(), it.value().to_vec()));
+            it.next().expect("next");
+        }
+        out
+    }
+
+    /// Small alphabets so rows and qualifiers collide and prefixes of each other occur.
+    fn arb_key() -> impl Strategy<Value = Vec<u8>> {
+        (
+            prop::collection::vec(prop::sample::select(vec![0u8, b'a', b'b', 0xff]), 0..4),
+            prop::collection::vec(prop::sample::select(vec![0u8, b'a', b'b', 0xff]), 0..3),
+            prop::sample::select(vec![0u64, 1, 2, u64::MAX]),
+            prop::sample::select(TYPES.to_vec()),
+            0u64..4,
+        )
+            .prop_map(|(row, qual, ts, t, seq)| make_key(&row, &qual, ts, t, seq))
+    }
+
+    /// Keys no insert could have: seek keys at row and column starts.
+    fn arb_probe() -> impl Strategy<Value = Vec<u8>> {
+        prop_oneof![
+            arb_key(),
+            prop::collection::vec(prop::sample::select(vec![0u8, b'a', b'b', 0xff]), 0..4)
+                .prop_map(|row| first_on_row(&row)),
+            (
+                prop::collection::vec(prop::sample::select(vec![b'a', b'b']), 0..3),
+                prop::collection::vec(prop::sample::select(vec![b'a', b'b']), 0..3),
+            )
+                .prop_map(|(row, qual)| first_on_column(&row, &qual)),
+        ]
+    }
+
+    fn cases() -> u32 {
+        if cfg!(miri) {
+            4
+        } else {
+            128
+        }
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: cases(), failure_persistence: None, ..ProptestConfig::default() })]
+
+        #[test]
+        fn iteration_and_seeks_match_a_sorted_vec(
+            entries in prop::collection::vec(
+                (arb_key(), prop::collection::vec(any::<u8>(), 0..24)),
+                0..if cfg!(miri) { 24 } else { 300 },
+            ),
+            probes in prop::collection::vec(arb_probe(), 1..40),
+            small_chunks in any::<bool>(),
+        ) {
+            let memstore = Arc::new(if small_chunks {
+                Memstore::with_chunk_size(4096)
+            } else {
+                Memstore::new()
+            });
+            let mut expected: Vec<(Vec<u8>, Vec<u8>)> = Vec::new();
+            for (key, value) in entries {
+                if expected.iter().any(|(k, _)| *k == key) {
+                    continue; // keys are unique by contract
+                }
+                memstore.insert(&key, &value);
+                expected.push((key, value));
+            }
+            expected.sort_by(|a, b| compare_keys(&a.0, &b.0));
+            prop_assert_eq!(memstore.len(), expected.len());
+            prop_assert_eq!(&scan(&memstore), &expected);
+
+            let mut it = memstore.iter();
+            let inserted: Vec<Vec<u8>> = expected.iter().map(|(k, _)| k.clone()).collect();
+            for probe in probes.iter().chain(&inserted) {
+                let ge = expected.partition_point(|(k, _)| compare_keys(k, probe) == Ordering::Less);
+                it.seek(probe).expect("seek");
+                match expected.get(ge) {
+                    Some((k, v)) => {
+                        prop_assert!(it.valid());
+                        prop_assert_eq!(it.key(), &k[..]);
+                        prop_assert_eq!(it.value(), &v[..]);
+                        // `next` continues in order from a seek.
+                        it.next().expect("next");
+                        match expected.get(ge + 1) {
+                            Some((k, _)) => prop_assert_eq!(it.key(), &k[..]),
+                            None => prop_assert!(!it.valid()),
+                        }
+                    }
+                    None => prop_assert!(!it.valid()),
+                }
+
+                let le = expected.partition_point(|(k, _)| compare_keys(k, probe) != Ordering::Greater);
+                it.seek_for_prev(probe).expect("seek_for_prev");
+                match le.checked_sub(1).and_then(|i| expected.get(i)) {
+                    Some((k, v)) => {
+                        prop_assert!(it.valid());
+                        prop_assert_eq!(it.key(), &k[..]);
+                        prop_assert_eq!(it.value(), &v[..]);
+                    }
+                    None => prop_assert!(!it.valid()),
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn values_larger_than_a_chunk() {
+        let chunk = 4096;
+        let memstore = Arc::new(Memstore::with_chunk_size(chunk));
+        let mut expected = Vec::new();
+        for (i, len) in [
+            10usize,
+            chunk + 1,
+            3,
+            chunk * 3,
+            chunk / 4 + 1,
+            0,
+            chunk - 1,
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            let key = make_key(format!("row{i}").as_bytes(), b"q", 7, CellType::Put, 1);
+            let value: Vec<u8> = (0..len).map(|b| (b * 31 + i) as u8).collect();
+            memstore.insert(&key, &value);
+            expected.push((key, value));
+        }
+        expected.sort_by(|a, b| compare_keys(&a.0, &b.0));
+        assert_eq!(scan(&memstore), expected);
+        let payload: usize = expected.iter().map(|(k, v)| k.len() + v.len()).sum();
+        assert!(memstore.approximate_bytes() >= payload);
+        assert!(memstore.approximate_bytes() <= memstore.reserved_bytes());
+    }
+
+    #[test]
+    fn value_larger_than_the_default_chunk() {
+        let memstore = Arc::new(Memstore::new());
+        let big = vec![0xabu8; DEFAULT_CHUNK_SIZE + 17];
+        let key = make_key(b"big", b"q", 1, CellType::Put, 1);
+        memstore.insert(&make_key(b"a", b"q", 1, CellType::Put, 2), b"small");
+        memstore.insert(&key, &big);
+        let mut it = memstore.iter();
+        it.seek(&key).expect("seek");
+        assert_eq!(it.key(), &key[..]);
+        assert_eq!(it.value(), &big[..]);
+        assert!(memstore.approximate_bytes() > DEFAULT_CHUNK_SIZE);
+    }
+
+    #[test]
+    fn empty_values_and_empty_qualifiers() {
+        let memstore = Arc::new(Memstore::new());
+        let keys = [
+            make_key(b"r", b"", 5, CellType::DeleteFamily, 3),
+            make_key(b"r", b"", 5, CellType::Put, 3),
+            make_key(b"r", b"q", 5, CellType::Put, 3),
+            make_key(b"", b"", 0, CellType::Put, 0),
+        ];
+        for key in &keys {
+            memstore.insert(key, b"");
+        }
+        let scanned = scan(&memstore);
+        let mut sorted = keys.to_vec();
+        sorted.sort_by(|a, b| compare_keys(a, b));
+        assert_eq!(
+            scanned.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>(),
+            sorted
+        );
+        assert!(scanned.iter().all(|(_, v)| v.is_empty()));
+
+        let mut it = memstore.iter();
+        it.seek(&first_on_row(b"r")).expect("seek");
+        assert_eq!(
+            it.key(),
+            &keys[0][..],
+            "DeleteFamily sorts first in its column"
+        );
+    }
+
+    #[test]
+    fn counts_and_bytes() {
+        let memstore = Memstore::new();
+        assert!(memstore.is_empty());
+        assert_eq!(memstore.approximate_bytes(), 0);
+        assert_eq!(memstore.reserved_bytes(), 0);
+        let mut last = 0;
+        for seq in 0..100u64 {
+            memstore.insert(&make_key(b"row", b"q", 1, CellType::Put, seq), &[0u8; 100]);
+            assert!(memstore.approximate_bytes() > last + 100);
+            last = memstore.approximate_bytes();
+        }
+        assert_eq!(memstore.len(), 100);
+        assert!(!memstore.is_empty());
+        assert_eq!(memstore.reserved_bytes(), DEFAULT_CHUNK_SIZE);
+    }
+
+    #[test]
+    fn iterator_outlives_the_callers_handle() {
+        let memstore = Arc::new(Memstore::new());
+        let key = make_key(b"row", b"q", 1, CellType::Put, 1);
+        memstore.insert(&key, b"value");
+        let mut it = memstore.iter();
+        drop(memstore);
+        it.seek_to_first().expect("seek");
+        assert_eq!(it.key(), &key[..]);
+        assert_eq!(it.value(), b"value");
+    }
+
+    #[test]
+    fn memstore_and_iterator_cross_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        fn send<T: Send>() {}
+        send_sync::<Memstore>();
+        send::<MemstoreIter>();
+    }
+}

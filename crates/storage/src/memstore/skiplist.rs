@@ -361,9 +361,7 @@ impl SkipIter {
     }
 
     pub(crate) fn seek(&mut self, target: &[u8]) {
-        self.node = self
-            .list
-            .find_greater_or_equal(&Target::new(target), None);
+        self.node = self.list.find_greater_or_equal(&Target::new(target), None);
     }
 
     pub(crate) fn seek_for_prev(&mut self, target: &[u8]) {
@@ -452,6 +450,9 @@ mod tests {
             seen.push(it.key().to_vec());
             it.next();
         }
-        assert_eq!(seen, vec![b"".to_vec(), b"a".to_vec(), b"ab".to_vec(), b"b".to_vec()]);
+        assert_eq!(
+            seen,
+            vec![b"".to_vec(), b"a".to_vec(), b"ab".to_vec(), b"b".to_vec()]
+        );
     }
 }
