@@ -303,12 +303,16 @@ impl SkipList {
     /// The value bytes of a node of this list.
     #[inline]
     fn node_value(&self, node: NonNull<Node>) -> &[u8] {
-        let key = self.node_key(node);
         let node = node.as_ptr().cast_const();
         // SAFETY: as in `node_key`; the value's `value_len` bytes follow the key in the same
-        // allocation.
+        // allocation. The pointer is derived from `node` (whose provenance covers the whole
+        // allocation), not from the key slice, whose provenance ends at the key.
         unsafe {
-            let value = key.as_ptr().add(key.len());
+            let key_len = (*node).key_len as usize;
+            let value = Self::tower_of(node)
+                .add((*node).height as usize)
+                .cast::<u8>()
+                .add(key_len);
             std::slice::from_raw_parts(value, (*node).value_len as usize)
         }
     }
