@@ -326,12 +326,9 @@ pub(crate) struct SkipIter {
 }
 
 // SAFETY: `node` points into memory owned by `list`, which the iterator keeps alive, and
-// published nodes are immutable except for atomics; so the iterator may move to, or be
-// shared with, another thread exactly like the `Arc<SkipList>` it holds (`SkipList` is
-// `Send + Sync`).
+// published nodes are immutable except for atomics; so the iterator may move to another
+// thread exactly like the `Arc<SkipList>` it holds (`SkipList` is `Send + Sync`).
 unsafe impl Send for SkipIter {}
-// SAFETY: as for `Send`: `&SkipIter` only reads immutable published bytes and atomics.
-unsafe impl Sync for SkipIter {}
 
 impl SkipIter {
     pub(crate) fn new(list: Arc<SkipList>) -> SkipIter {
@@ -393,10 +390,13 @@ mod tests {
             arena: Arena::new(4096),
             rng: 0x9e37_79b9_7f4a_7c15,
         };
-        let n = 100_000;
+        let n = if cfg!(miri) { 4_000 } else { 100_000 };
         let tall = (0..n).filter(|_| w.random_height() > 1).count();
-        // Expect n/4 = 25_000.
-        assert!((22_000..28_000).contains(&tall), "{tall}");
+        // Expect n/4, within a few standard deviations (the seed is fixed).
+        assert!(
+            (n * 22 / 100..n * 28 / 100).contains(&tall),
+            "{tall} of {n}"
+        );
         assert!((0..n).all(|_| (1..=MAX_HEIGHT).contains(&w.random_height())));
     }
 
