@@ -1,0 +1,462 @@
+//! The memstore's sorted structure: a skiplist whose nodes live in an [`Arena`], with one
+//! writer at a time and lock-free readers (LevelDB's model).
+//!
+//! HOT PATH: `insert` runs once per cell and the search loop once per seek. Neither may
+//! allocate on the heap (nodes come from the arena), and readers must never lock or wait.
+//!
+//! Node layout in the arena (8-aligned, one allocation per cell):
+//!
+//! ```text
+//! key_len: u32 | value_len: u32 | height: u32 | pad: u32 | next: [AtomicPtr<Node>; height] | key | value
+//! ```
+//!
+//! Invariants:
+//! - a node is written completely (header, every `next`, key, value) before it is published,
+//!   and never written again except for its `next` pointers, which only the writer stores;
+//! - the writer publishes a node level by level, bottom up, each with a `Release` store of
+//!   the predecessor's `next`; readers load every `next` with `Acquire`, so a reader that can
+//!   reach a node sees it fully initialised;
+//! - at every level the linked nodes are sorted by [`compare_keys`]; level `l + 1` lists a
+//!   subset of level `l`;
+//! - nodes are never unlinked or freed before the list drops, so a node pointer obtained from
+//!   a list is valid as long as that list is.
+//!
+//! Thread-safety: `insert` takes the writer mutex; every other method only does atomic loads
+//! and reads of published, immutable bytes.
+
+use super::arena::Arena;
+use cellar_model::key::{compare_parsed, KeyRef};
+use parking_lot::Mutex;
+use std::cmp::Ordering;
+use std::mem::{align_of, size_of};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering as AtomicOrdering};
+use std::sync::Arc;
+
+/// Tallest tower. With p = 1/4 this keeps searches logarithmic up to ~16M entries, far beyond
+/// any memstore's flush size.
+pub(crate) const MAX_HEIGHT: usize = 12;
+
+/// A node's fixed header; its tower, key and value follow it in the same allocation.
+#[repr(C)]
+struct Node {
+    key_len: u32,
+    value_len: u32,
+    height: u32,
+    _pad: u32,
+    /// Zero-sized marker: the tower starts here, `AtomicPtr`-aligned.
+    next: [AtomicPtr<Node>; 0],
+}
+
+const HEADER_LEN: usize = size_of::<Node>();
+
+/// The search key, parsed once per search instead of once per comparison.
+struct Target<'a> {
+    raw: &'a [u8],
+    parsed: Option<KeyRef<'a>>,
+}
+
+impl<'a> Target<'a> {
+    fn new(raw: &'a [u8]) -> Target<'a> {
+        Target {
+            raw,
+            parsed: KeyRef::parse(raw),
+        }
+    }
+
+    /// Exactly `compare_keys(node_key, self.raw)`.
+    #[inline]
+    fn compare(&self, node_key: &[u8]) -> Ordering {
+        match (KeyRef::parse(node_key), &self.parsed) {
+            (Some(node), Some(target)) => compare_parsed(&node, target),
+            _ => node_key.cmp(self.raw),
+        }
+    }
+}
+
+/// State only the writer touches.
+struct Writer {
+    arena: Arena,
+    /// xorshift64* state for tower heights.
+    rng: u64,
+}
+
+impl Writer {
+    /// A height with P(h > k) = 4^-k, capped at [`MAX_HEIGHT`].
+    fn random_height(&mut self) -> usize {
+        let mut x = self.rng;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.rng = x;
+        let mut bits = x.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 32;
+        let mut height = 1;
+        while height < MAX_HEIGHT && bits & 3 == 0 {
+            height += 1;
+            bits >>= 2;
+        }
+        height
+    }
+}
+
+/// A sorted set of (key, value) entries in [`compare_keys`](cellar_model::key::compare_keys)
+/// order.
+pub(crate) struct SkipList {
+    /// The head's tower: `head[l]` is the first node of level `l`.
+    head: [AtomicPtr<Node>; MAX_HEIGHT],
+    /// Levels in use (1..=MAX_HEIGHT). Relaxed: a reader that sees a raised height early
+    /// finds a null or a fully published node at the new levels, both fine.
+    height: AtomicUsize,
+    len: AtomicUsize,
+    used_bytes: AtomicUsize,
+    reserved_bytes: AtomicUsize,
+    writer: Mutex<Writer>,
+}
+
+impl SkipList {
+    /// An empty list allocating arena chunks of `chunk_size` bytes; allocates nothing yet.
+    pub(crate) fn new(chunk_size: usize) -> SkipList {
+        SkipList {
+            head: std::array::from_fn(|_| AtomicPtr::new(ptr::null_mut())),
+            height: AtomicUsize::new(1),
+            len: AtomicUsize::new(0),
+            used_bytes: AtomicUsize::new(0),
+            reserved_bytes: AtomicUsize::new(0),
+            writer: Mutex::new(Writer {
+                arena: Arena::new(chunk_size),
+                rng: 0x9e37_79b9_7f4a_7c15,
+            }),
+        }
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len.load(AtomicOrdering::Relaxed)
+    }
+
+    pub(crate) fn used_bytes(&self) -> usize {
+        self.used_bytes.load(AtomicOrdering::Relaxed)
+    }
+
+    pub(crate) fn reserved_bytes(&self) -> usize {
+        self.reserved_bytes.load(AtomicOrdering::Relaxed)
+    }
+
+    /// Copies `key` and `value` into the arena and links a node for them.
+    ///
+    /// Panics if `key` or `value` is 4 GiB or longer. `key` must not already be present.
+    pub(crate) fn insert(&self, key: &[u8], value: &[u8]) {
+        let (Ok(key_len), Ok(value_len)) = (u32::try_from(key.len()), u32::try_from(value.len()))
+        else {
+            panic!("memstore: a key or value of 4 GiB or more cannot be stored");
+        };
+        let mut writer = self.writer.lock();
+        let target = Target::new(key);
+        // Null stands for the head.
+        let mut prev = [ptr::null::<Node>(); MAX_HEIGHT];
+        let found = self.find_greater_or_equal(&target, Some(&mut prev));
+        debug_assert!(
+            found.is_none_or(|n| target.compare(self.node_key(n)) != Ordering::Equal),
+            "memstore: duplicate key inserted"
+        );
+
+        let height = writer.random_height();
+        if height > self.height.load(AtomicOrdering::Relaxed) {
+            // `prev` is already null (the head) at the new levels.
+            self.height.store(height, AtomicOrdering::Relaxed);
+        }
+
+        let size = HEADER_LEN + height * size_of::<AtomicPtr<Node>>() + key.len() + value.len();
+        let node = writer.arena.alloc(size, align_of::<Node>()).cast::<Node>();
+        // SAFETY: `node` is a fresh, 8-aligned arena allocation of `size` bytes that no other
+        // thread can reach yet (it is unpublished), so plain writes cannot race. The header,
+        // the `height` tower slots and the key and value bytes all lie inside it: the tower
+        // starts at `HEADER_LEN`, the key right after the tower, the value after the key.
+        unsafe {
+            ptr::write(
+                node.as_ptr(),
+                Node {
+                    key_len,
+                    value_len,
+                    height: height as u32,
+                    _pad: 0,
+                    next: [],
+                },
+            );
+            let tower = Self::tower_of(node.as_ptr());
+            for (level, &p) in prev.iter().enumerate().take(height) {
+                let successor = self.next(p, level);
+                ptr::write(tower.add(level).cast_mut(), AtomicPtr::new(successor));
+            }
+            let key_dst = tower.add(height).cast::<u8>().cast_mut();
+            ptr::copy_nonoverlapping(key.as_ptr(), key_dst, key.len());
+            ptr::copy_nonoverlapping(value.as_ptr(), key_dst.add(key.len()), value.len());
+        }
+        for (level, &p) in prev.iter().enumerate().take(height) {
+            self.slot(p, level)
+                .store(node.as_ptr(), AtomicOrdering::Release);
+        }
+
+        self.len.fetch_add(1, AtomicOrdering::Relaxed);
+        self.used_bytes
+            .store(writer.arena.used_bytes(), AtomicOrdering::Relaxed);
+        self.reserved_bytes
+            .store(writer.arena.reserved_bytes(), AtomicOrdering::Relaxed);
+    }
+
+    /// The first node whose key is ≥ `target`; fills `prev[l]` with the last node (null for
+    /// the head) before it at each level in use.
+    fn find_greater_or_equal(
+        &self,
+        target: &Target<'_>,
+        mut prev: Option<&mut [*const Node; MAX_HEIGHT]>,
+    ) -> Option<NonNull<Node>> {
+        let mut x: *const Node = ptr::null();
+        let mut level = self.height.load(AtomicOrdering::Relaxed) - 1;
+        // The node known to be ≥ target from the level above: not compared twice.
+        let mut known_ge: *const Node = ptr::null();
+        loop {
+            let next = NonNull::new(self.next(x, level));
+            let advance = next.is_some_and(|n| {
+                n.as_ptr().cast_const() != known_ge
+                    && target.compare(self.node_key(n)) == Ordering::Less
+            });
+            match next {
+                Some(n) if advance => x = n.as_ptr(),
+                _ => {
+                    if let Some(prev) = prev.as_deref_mut() {
+                        prev[level] = x;
+                    }
+                    if level == 0 {
+                        return next;
+                    }
+                    known_ge = next.map_or(ptr::null(), |n| n.as_ptr().cast_const());
+                    level -= 1;
+                }
+            }
+        }
+    }
+
+    /// The last node whose key is ≤ `target`, if any.
+    fn find_last_less_or_equal(&self, target: &Target<'_>) -> Option<NonNull<Node>> {
+        let mut x: *const Node = ptr::null();
+        let mut level = self.height.load(AtomicOrdering::Relaxed) - 1;
+        let mut known_gt: *const Node = ptr::null();
+        loop {
+            let next = NonNull::new(self.next(x, level));
+            let advance = next.is_some_and(|n| {
+                n.as_ptr().cast_const() != known_gt
+                    && target.compare(self.node_key(n)) != Ordering::Greater
+            });
+            match next {
+                Some(n) if advance => x = n.as_ptr(),
+                _ => {
+                    if level == 0 {
+                        return NonNull::new(x.cast_mut());
+                    }
+                    known_gt = next.map_or(ptr::null(), |n| n.as_ptr().cast_const());
+                    level -= 1;
+                }
+            }
+        }
+    }
+
+    /// The `next` slot at `level` of `node`, or of the head when `node` is null.
+    ///
+    /// `node` must be null or a node of this list with a tower taller than `level`.
+    #[inline]
+    fn slot(&self, node: *const Node, level: usize) -> &AtomicPtr<Node> {
+        if node.is_null() {
+            return &self.head[level];
+        }
+        // SAFETY: `node` is a published (or, for the writer, fully initialised) node of this
+        // list, alive as long as `self`; callers only reach it at levels below its height,
+        // so slot `level` is inside its tower and was initialised before publication.
+        unsafe { &*Self::tower_of(node).add(level) }
+    }
+
+    /// The successor of `node` (null: the head) at `level`; null at the end.
+    #[inline]
+    fn next(&self, node: *const Node, level: usize) -> *mut Node {
+        self.slot(node, level).load(AtomicOrdering::Acquire)
+    }
+
+    /// The first slot of `node`'s tower. Pure address arithmetic: reads nothing.
+    #[inline]
+    fn tower_of(node: *const Node) -> *const AtomicPtr<Node> {
+        node.wrapping_byte_add(HEADER_LEN).cast::<AtomicPtr<Node>>()
+    }
+
+    /// The key bytes of a node of this list, borrowed for as long as the list lives.
+    #[inline]
+    fn node_key(&self, node: NonNull<Node>) -> &[u8] {
+        let node = node.as_ptr().cast_const();
+        // SAFETY: `node` is a published node of this list (invariants: fully initialised
+        // before publication, never written again except its atomic `next` slots, freed only
+        // when the list drops). Its key is `key_len` bytes right after its tower.
+        unsafe {
+            let height = (*node).height as usize;
+            let key = Self::tower_of(node).add(height).cast::<u8>();
+            std::slice::from_raw_parts(key, (*node).key_len as usize)
+        }
+    }
+
+    /// The value bytes of a node of this list.
+    #[inline]
+    fn node_value(&self, node: NonNull<Node>) -> &[u8] {
+        let node = node.as_ptr().cast_const();
+        // SAFETY: as in `node_key`; the value's `value_len` bytes follow the key in the same
+        // allocation. The pointer is derived from `node` (whose provenance covers the whole
+        // allocation), not from the key slice, whose provenance ends at the key.
+        unsafe {
+            let key_len = (*node).key_len as usize;
+            let value = Self::tower_of(node)
+                .add((*node).height as usize)
+                .cast::<u8>()
+                .add(key_len);
+            std::slice::from_raw_parts(value, (*node).value_len as usize)
+        }
+    }
+}
+
+/// A cursor over a [`SkipList`] that keeps it alive; it reads only nodes of its own list.
+pub(crate) struct SkipIter {
+    list: Arc<SkipList>,
+    /// Current node; `None` when not positioned.
+    node: Option<NonNull<Node>>,
+}
+
+// SAFETY: `node` points into memory owned by `list`, which the iterator keeps alive, and
+// published nodes are immutable except for atomics; so the iterator may move to another
+// thread exactly like the `Arc<SkipList>` it holds (`SkipList` is `Send + Sync`).
+unsafe impl Send for SkipIter {}
+
+impl SkipIter {
+    pub(crate) fn new(list: Arc<SkipList>) -> SkipIter {
+        SkipIter { list, node: None }
+    }
+
+    pub(crate) fn valid(&self) -> bool {
+        self.node.is_some()
+    }
+
+    /// The current key; empty when not positioned.
+    pub(crate) fn key(&self) -> &[u8] {
+        match self.node {
+            Some(node) => self.list.node_key(node),
+            None => &[],
+        }
+    }
+
+    /// The current value; empty when not positioned.
+    pub(crate) fn value(&self) -> &[u8] {
+        match self.node {
+            Some(node) => self.list.node_value(node),
+            None => &[],
+        }
+    }
+
+    pub(crate) fn next(&mut self) {
+        if let Some(node) = self.node {
+            self.node = NonNull::new(self.list.next(node.as_ptr(), 0));
+        }
+    }
+
+    pub(crate) fn seek(&mut self, target: &[u8]) {
+        self.node = self.list.find_greater_or_equal(&Target::new(target), None);
+    }
+
+    pub(crate) fn seek_for_prev(&mut self, target: &[u8]) {
+        self.node = self.list.find_last_less_or_equal(&Target::new(target));
+    }
+
+    pub(crate) fn seek_to_first(&mut self) {
+        self.node = NonNull::new(self.list.next(ptr::null(), 0));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cellar_model::cell::CellType;
+    use cellar_model::key::{compare_keys, make_key};
+
+    fn key(row: u32, seq: u64) -> Vec<u8> {
+        make_key(format!("r{row:05}").as_bytes(), b"q", 1, CellType::Put, seq)
+    }
+
+    #[test]
+    fn heights_follow_quarter_probability() {
+        let mut w = Writer {
+            arena: Arena::new(4096),
+            rng: 0x9e37_79b9_7f4a_7c15,
+        };
+        let n = if cfg!(miri) { 4_000 } else { 100_000 };
+        let tall = (0..n).filter(|_| w.random_height() > 1).count();
+        // Expect n/4, within a few standard deviations (the seed is fixed).
+        assert!(
+            (n * 22 / 100..n * 28 / 100).contains(&tall),
+            "{tall} of {n}"
+        );
+        assert!((0..n).all(|_| (1..=MAX_HEIGHT).contains(&w.random_height())));
+    }
+
+    #[test]
+    fn insert_and_walk_in_order() {
+        let list = Arc::new(SkipList::new(4096));
+        let mut expected = Vec::new();
+        for i in 0..500u32 {
+            let row = (i * 7919) % 500;
+            let k = key(row, u64::from(i));
+            list.insert(&k, &i.to_be_bytes());
+            expected.push((k, i.to_be_bytes().to_vec()));
+        }
+        expected.sort_by(|a, b| compare_keys(&a.0, &b.0));
+        let mut it = SkipIter::new(list.clone());
+        assert!(!it.valid());
+        assert!(it.key().is_empty());
+        it.seek_to_first();
+        for (k, v) in &expected {
+            assert!(it.valid());
+            assert_eq!(it.key(), &k[..]);
+            assert_eq!(it.value(), &v[..]);
+            it.next();
+        }
+        assert!(!it.valid());
+        assert_eq!(list.len(), 500);
+        assert!(list.used_bytes() > 0 && list.used_bytes() <= list.reserved_bytes());
+    }
+
+    #[test]
+    fn empty_list_seeks_are_invalid() {
+        let list = Arc::new(SkipList::new(4096));
+        let mut it = SkipIter::new(list);
+        it.seek_to_first();
+        assert!(!it.valid());
+        it.seek(&key(1, 1));
+        assert!(!it.valid());
+        it.seek_for_prev(&key(1, 1));
+        assert!(!it.valid());
+        it.next();
+        assert!(!it.valid());
+    }
+
+    #[test]
+    fn malformed_keys_order_by_bytes() {
+        // Keys `compare_keys` cannot parse still sort consistently (by raw bytes).
+        let list = Arc::new(SkipList::new(4096));
+        for k in [&b"b"[..], b"", b"a", b"ab"] {
+            list.insert(k, b"v");
+        }
+        let mut it = SkipIter::new(list);
+        it.seek_to_first();
+        let mut seen = Vec::new();
+        while it.valid() {
+            seen.push(it.key().to_vec());
+            it.next();
+        }
+        assert_eq!(
+            seen,
+            vec![b"".to_vec(), b"a".to_vec(), b"ab".to_vec(), b"b".to_vec()]
+        );
+    }
+}
