@@ -524,7 +524,11 @@ impl NowForTest for ManualClock {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96),
+        max_shrink_iters: 2000,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn region_matches_model(ops in proptest::collection::vec(op_strategy(), 1..80)) {
