@@ -78,7 +78,6 @@ fn fsync_wal_writes_survive_a_power_cut() {
 /// `n` until both complete; after each cut the region must open with every write.
 #[test]
 fn power_cut_anywhere_in_flush_or_compaction_loses_nothing() {
-    let mut cuts = 0;
     for n in 0..400u64 {
         let dir = tempfile::tempdir().expect("tempdir");
         let fs = FaultFs::new();
@@ -124,7 +123,6 @@ fn power_cut_anywhere_in_flush_or_compaction_loses_nothing() {
             );
             return;
         }
-        cuts += 1;
     }
     panic!("flush + compaction never completed within 400 operations");
 }
