@@ -225,13 +225,7 @@ impl Model {
         out
     }
 
-    fn read(
-        &self,
-        row: &[u8],
-        fam: &FamilySchema,
-        q: &ReadQ<'_>,
-        now: u64,
-    ) -> Vec<(Vec<u8>, Vec<u8>, u64, Vec<u8>)> {
+    fn read(&self, row: &[u8], fam: &FamilySchema, q: &ReadQ<'_>, now: u64) -> Flat {
         let Some(cells) = self
             .cells
             .get(&(row.to_vec(), fam.name.as_bytes().to_vec()))
