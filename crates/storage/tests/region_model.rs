@@ -573,3 +573,42 @@ fn delete_masks_a_later_put_with_an_older_timestamp_until_major_compaction() {
         },
     ]);
 }
+
+#[test]
+fn compaction_that_drops_everything_does_not_let_the_wal_replay_old_deletes() {
+    use Op::*;
+    run(vec![
+        Delete {
+            kind: CellType::DeleteFamily,
+            row: 0,
+            fam: 1,
+            qual: 0,
+            ts: BASE_TS + 3000,
+        },
+        Flush,
+        Compact { major: true },
+        Reopen { crash: false },
+        Put {
+            row: 0,
+            fam: 1,
+            qual: 0,
+            ts: BASE_TS,
+            value: 0,
+        },
+        Get {
+            row: 0,
+            fam: None,
+            qual: None,
+            versions: 1,
+            range: None,
+        },
+        Reopen { crash: true },
+        Get {
+            row: 0,
+            fam: None,
+            qual: None,
+            versions: 1,
+            range: None,
+        },
+    ]);
+}
