@@ -103,12 +103,15 @@ fn acknowledged_sync_writes_survive_sigkill() {
     let started = Instant::now();
     let mut total_acked = 0u64;
     for round in 0..kills {
+        let child_log = dir.path().join(format!("child-{round}.log"));
         let mut child = Command::new(&exe)
             .args(["--exact", "crash_child", "--nocapture", "--test-threads=1"])
             .env(CHILD_DIR, dir.path())
             .env(CHILD_ROUND, round.to_string())
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            .stderr(Stdio::from(
+                std::fs::File::create(&child_log).expect("child log"),
+            ))
             .spawn()
             .expect("spawn child");
         let stdout = child.stdout.take().expect("child stdout");
@@ -117,7 +120,8 @@ fn acknowledged_sync_writes_survive_sigkill() {
             let mut acks = Vec::new();
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
-                if line == "READY" {
+                // The harness may print "test crash_child ... " before our first line.
+                if line.ends_with("READY") {
                     let _ = ready_tx.send(());
                 } else if let Some(k) = line.strip_prefix("ACK ") {
                     acks.push(k.to_string());
@@ -125,9 +129,12 @@ fn acknowledged_sync_writes_survive_sigkill() {
             }
             acks
         });
-        ready_rx
-            .recv_timeout(Duration::from_secs(60))
-            .expect("child opened the region");
+        if ready_rx.recv_timeout(Duration::from_secs(60)).is_err() {
+            let _ = child.kill();
+            let _ = child.wait();
+            let log = std::fs::read_to_string(&child_log).unwrap_or_default();
+            panic!("round {round}: the child did not open the region; its output:\n{log}");
+        }
         std::thread::sleep(Duration::from_millis(rng.gen_range(5..250)));
         child.kill().expect("SIGKILL child"); // std's kill sends SIGKILL on Unix
         child.wait().expect("reap child");

@@ -225,13 +225,7 @@ impl Model {
         out
     }
 
-    fn read(
-        &self,
-        row: &[u8],
-        fam: &FamilySchema,
-        q: &ReadQ<'_>,
-        now: u64,
-    ) -> Vec<(Vec<u8>, Vec<u8>, u64, Vec<u8>)> {
+    fn read(&self, row: &[u8], fam: &FamilySchema, q: &ReadQ<'_>, now: u64) -> Flat {
         let Some(cells) = self
             .cells
             .get(&(row.to_vec(), fam.name.as_bytes().to_vec()))
@@ -524,7 +518,11 @@ impl NowForTest for ManualClock {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 96, max_shrink_iters: 2000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(96),
+        max_shrink_iters: 2000,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn region_matches_model(ops in proptest::collection::vec(op_strategy(), 1..80)) {
@@ -570,6 +568,45 @@ fn delete_masks_a_later_put_with_an_older_timestamp_until_major_compaction() {
             row: 1,
             fam: Some(0),
             qual: Some(1),
+            versions: 1,
+            range: None,
+        },
+    ]);
+}
+
+#[test]
+fn compaction_that_drops_everything_does_not_let_the_wal_replay_old_deletes() {
+    use Op::*;
+    run(vec![
+        Delete {
+            kind: CellType::DeleteFamily,
+            row: 0,
+            fam: 1,
+            qual: 0,
+            ts: BASE_TS + 3000,
+        },
+        Flush,
+        Compact { major: true },
+        Reopen { crash: false },
+        Put {
+            row: 0,
+            fam: 1,
+            qual: 0,
+            ts: BASE_TS,
+            value: 0,
+        },
+        Get {
+            row: 0,
+            fam: None,
+            qual: None,
+            versions: 1,
+            range: None,
+        },
+        Reopen { crash: true },
+        Get {
+            row: 0,
+            fam: None,
+            qual: None,
             versions: 1,
             range: None,
         },

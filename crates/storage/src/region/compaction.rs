@@ -79,7 +79,13 @@ impl RegionInner {
             max_versions: u32::MAX,
             qualifiers: None,
         };
+        let inputs_max_seq = inputs
+            .iter()
+            .map(|f| f.file.meta().max_seq)
+            .max()
+            .unwrap_or(0);
         let output = store.write_file(number, Some(&inputs), |w| {
+            w.raise_max_seq(inputs_max_seq);
             let mut merge = MergeIter::new(inputs.iter().map(|f| f.iter(false)).collect());
             merge.seek_to_first()?;
             let mut matcher = RowMatcher::new(&store.family, &spec, now);

@@ -146,7 +146,7 @@ impl RegionScanner {
         for c in &mut self.cursors {
             c.merge.seek(&seek)?;
             if c.row() == Some(upper.as_slice()) {
-                return Ok(Some(upper));
+                return Ok(self.above_stop(&upper).then_some(upper));
             }
         }
         self.largest_row_below(&upper)
@@ -161,7 +161,12 @@ impl RegionScanner {
                 }
             }
         }
-        Ok(best.filter(|r| self.stop.is_empty() || r.as_slice() >= self.stop.as_slice()))
+        Ok(best.filter(|r| self.above_stop(r)))
+    }
+
+    /// Reversed scans: the stop row is an exclusive lower bound.
+    fn above_stop(&self, row: &[u8]) -> bool {
+        self.stop.is_empty() || row > self.stop.as_slice()
     }
 
     /// Reads one row from every cursor positioned on it.

@@ -168,6 +168,13 @@ impl StoreFileWriter {
         Ok(())
     }
 
+    /// Records that the file accounts for writes up to `seq` even if it holds none of their
+    /// cells: a compaction that drops cells still covers its inputs' sequence ids, or the WAL
+    /// would replay what the compaction deleted.
+    pub fn raise_max_seq(&mut self, seq: u64) {
+        self.meta.max_seq = self.meta.max_seq.max(seq);
+    }
+
     /// Bytes written so far plus the pending block (for splitting compaction output).
     pub fn estimated_size(&self) -> u64 {
         self.file.len() + self.data.estimated_size() as u64
