@@ -182,6 +182,7 @@ pub fn run(args: Args) -> Result<()> {
     }
     let results = outcome?;
     println!("{}", report::markdown_table(&results, &engines));
+    println!("{}", report::details_table(&results));
     if let Some(path) = &args.json {
         let doc = RunReport {
             config: args.clone(),

@@ -167,6 +167,33 @@ pub fn markdown_table(results: &[WorkloadResult], engines: &[EngineKind]) -> Str
     out
 }
 
+/// A second Markdown table with what the first leaves out, one row per engine and workload:
+/// MB/s, p99.9, bytes read from files per operation, the drain after writes, the store's size.
+pub fn details_table(results: &[WorkloadResult]) -> String {
+    let mut out = String::from(
+        "| workload | engine | MB/s | p99.9 µs | file reads KiB/op | drain s | db size |\n\
+         |---|---|---:|---:|---:|---:|---:|\n",
+    );
+    for r in results {
+        let drain = if r.workload.writes() {
+            format!("{:.1}", r.drain_seconds)
+        } else {
+            "-".into()
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {:.1} | {} | {:.1} | {drain} | {} |",
+            r.workload,
+            r.engine,
+            r.mb_per_sec,
+            micros(r.p999_us),
+            r.file_bytes_read_per_op / 1024.0,
+            mib(r.db_bytes)
+        );
+    }
+    out
+}
+
 /// One line for stderr as each result arrives.
 pub fn summary_line(r: &WorkloadResult) -> String {
     let mut s = format!(
@@ -263,6 +290,13 @@ mod tests {
             "{}",
             lines[3]
         );
+        let details = details_table(&results);
+        assert_eq!(details.lines().count(), 5, "{details}");
+        assert!(
+            details.contains("| fillseq | cellar | 1.0 | 300 | 0.0 | 0.5 | 0.0 MiB |"),
+            "{details}"
+        );
+        assert!(details.contains("| readrandom | cellar | 1.0 | 300 | 0.0 | - |"));
         let single = markdown_table(&results[..1], &[EngineKind::Cellar]);
         assert!(!single.contains("ratio"));
     }
