@@ -59,6 +59,14 @@ impl RegionInner {
         let cfg = &self.services.config;
         let inputs: Vec<Arc<StoreFileHandle>> = if major {
             view.files.clone()
+        } else if view.files.len() >= cfg.blocking_store_files {
+            // Writers are held back: the ratio rule can settle at exactly this many files, so
+            // merge the newest (smallest) ones regardless of it, as HBase does when "stuck".
+            view.files
+                .iter()
+                .take(cfg.compaction_max_files.max(2))
+                .cloned()
+                .collect()
         } else {
             select_minor(
                 &view.files,

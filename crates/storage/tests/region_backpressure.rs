@@ -1,0 +1,61 @@
+//! With tiny flush sizes and a low file limit, writers are slowed while compactions catch up,
+//! never failed, and readers keep reading meanwhile.
+
+use cellar_model::{FamilySchema, Get, RowMutation, Scan, TableSchema};
+use cellar_storage::region::{Region, StorageConfig};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+#[test]
+fn too_many_files_slow_writers_without_failing_them() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut f = FamilySchema::new("cf");
+    f.block_size = 1024;
+    let config = StorageConfig {
+        memstore_flush_bytes: 8 * 1024,
+        blocking_store_files: 3,
+        compaction_min_files: 2,
+        blocking_wait: Duration::from_millis(300),
+        ..StorageConfig::default()
+    };
+    let region = Region::open_with_config(dir.path(), TableSchema::new("bp", vec![f]), config)
+        .expect("open");
+    let writing = AtomicBool::new(true);
+    std::thread::scope(|s| {
+        let reader = s.spawn(|| {
+            let mut reads = 0u64;
+            while writing.load(Ordering::Acquire) && reads < 1_000_000 {
+                let rows = region
+                    .scan(&Scan::new().limit(50))
+                    .expect("scan while writing")
+                    .count();
+                assert!(rows <= 50);
+                region
+                    .get(&Get::new(b"k000000".to_vec()))
+                    .expect("get while writing");
+                reads += 1;
+            }
+            reads
+        });
+        for i in 0..3000u32 {
+            let k = format!("k{i:06}");
+            region
+                .mutate(&RowMutation::new(k.into_bytes()).put(b"cf", b"q", 1, vec![b'v'; 200]))
+                .expect("writes are slowed, never failed");
+        }
+        writing.store(false, Ordering::Release);
+        assert!(
+            reader.join().expect("reader") > 0,
+            "readers ran during the writes"
+        );
+    });
+    region.wait_for_background();
+    let stats = region.stats();
+    assert!(
+        stats.flushes > 10,
+        "tiny memstores flushed often: {stats:?}"
+    );
+    assert!(stats.compactions > 0, "compactions ran: {stats:?}");
+    assert_eq!(region.scan(&Scan::new()).expect("scan").count(), 3000);
+    region.close().expect("close");
+}
