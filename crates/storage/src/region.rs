@@ -12,6 +12,7 @@ pub mod compaction;
 pub mod config;
 pub mod descriptor;
 pub mod edit;
+mod get;
 pub mod matcher;
 pub mod mvcc;
 pub mod scanner;
@@ -29,7 +30,7 @@ use crate::iter::MergeIter;
 use crate::wal::{Wal, WalRecord};
 use background::Background;
 use bytes::Bytes;
-use cellar_model::key::{encode_key, first_on_row, KeyRef, MAX_ROW_LEN};
+use cellar_model::key::{encode_key, KeyRef, MAX_ROW_LEN};
 use cellar_model::{
     Cell, CellType, Durability, Error, Get, Result, RowMutation, TableSchema, LATEST_TIMESTAMP,
 };
@@ -579,48 +580,6 @@ impl RegionInner {
             max_versions: versions.max(1),
             qualifiers,
         })
-    }
-
-    pub(crate) fn get_at(&self, get: &Get, read_point: u64) -> Result<Vec<Cell>> {
-        for c in &get.columns {
-            self.store_index(&c.family)?;
-        }
-        let now = self.services.config.clock.now_millis();
-        let mut out = Vec::new();
-        let row_end = {
-            let mut r = get.row.to_vec();
-            r.push(0);
-            r
-        };
-        for store in &self.stores {
-            let Some(spec) = self.read_spec(
-                &get.columns,
-                &store.name,
-                read_point,
-                get.time_range,
-                get.max_versions,
-            ) else {
-                continue;
-            };
-            let view = store.view();
-            let sources = store.sources(
-                &view,
-                &get.row,
-                &row_end,
-                &get.time_range,
-                Some((&get.row, spec.qualifiers.as_deref())),
-                true,
-            );
-            if sources.is_empty() {
-                continue;
-            }
-            let mut merge = MergeIter::new(sources);
-            // From the row's first cell: family delete markers sort there.
-            merge.seek(&first_on_row(&get.row))?;
-            let mut matcher = RowMatcher::new(&store.family, &spec, now);
-            read_row_cells(&mut merge, &get.row, &store.name, &mut matcher, &mut out)?;
-        }
-        Ok(out)
     }
 
     pub(crate) fn next_file_number(&self) -> u64 {

@@ -40,6 +40,16 @@ impl MergeIter {
         self.current = best;
     }
 
+    /// Adds a source; the iterator must be positioned again (seek) before use.
+    pub fn push(&mut self, child: Box<dyn CellIter>) {
+        self.children.push(child);
+        self.current = None;
+    }
+
+    pub fn has_children(&self) -> bool {
+        !self.children.is_empty()
+    }
+
     pub fn valid(&self) -> bool {
         self.current.is_some()
     }

@@ -277,34 +277,55 @@ impl Store {
         row_probe: Option<(&[u8], Option<&[Bytes]>)>,
         fill_cache: bool,
     ) -> Vec<Box<dyn CellIter>> {
-        let mut out: Vec<Box<dyn CellIter>> = Vec::with_capacity(2 + view.files.len());
-        if !view.active.is_empty() {
-            out.push(Box::new(view.active.iter()));
-        }
-        if let Some(s) = &view.snapshot {
-            out.push(Box::new(s.iter()));
-        }
-        for f in &view.files {
-            // Cells older than the range may still be delete markers of no interest, but a
-            // file whose newest cell is older than the range holds nothing the read needs.
-            if f.file.meta().max_timestamp < time_range.min || !f.may_overlap_rows(start, end) {
-                continue;
-            }
-            if let Some((row, qualifiers)) = row_probe {
-                let hit = match qualifiers {
-                    // Family-wide delete markers live under the empty qualifier.
-                    Some(qs) => {
-                        f.file.may_contain_column(row, b"")
-                            || qs.iter().any(|q| f.file.may_contain_column(row, q))
-                    }
-                    None => f.file.may_contain_row(row),
-                };
-                if !hit {
-                    continue;
-                }
-            }
+        let mut out = memstore_sources(view);
+        for f in candidate_files(view, start, end, time_range, row_probe) {
             out.push(f.iter(fill_cache));
         }
         out
     }
+}
+
+/// Iterators over the memstores that hold anything.
+pub fn memstore_sources(view: &StoreView) -> Vec<Box<dyn CellIter>> {
+    let mut out: Vec<Box<dyn CellIter>> = Vec::with_capacity(2 + view.files.len());
+    if !view.active.is_empty() {
+        out.push(Box::new(view.active.iter()));
+    }
+    if let Some(s) = &view.snapshot {
+        out.push(Box::new(s.iter()));
+    }
+    out
+}
+
+/// The store files a read of rows `[start, end)` must consult: those whose key range, time
+/// range and (for single-row reads, `row_probe`: the row and the qualifiers wanted) bloom
+/// filter do not rule them out.
+pub fn candidate_files<'v>(
+    view: &'v StoreView,
+    start: &[u8],
+    end: &[u8],
+    time_range: &TimeRange,
+    row_probe: Option<(&[u8], Option<&[Bytes]>)>,
+) -> Vec<&'v Arc<StoreFileHandle>> {
+    let mut out = Vec::with_capacity(view.files.len());
+    for f in &view.files {
+        // Cells older than the range may be delete markers, but a file whose newest cell is
+        // older than the range holds nothing the read needs.
+        if f.file.meta().max_timestamp < time_range.min || !f.may_overlap_rows(start, end) {
+            continue;
+        }
+        let hit = match row_probe {
+            None => true,
+            // Family-wide delete markers live under the empty qualifier.
+            Some((row, Some(qs))) => {
+                f.file.may_contain_column(row, b"")
+                    || qs.iter().any(|q| f.file.may_contain_column(row, q))
+            }
+            Some((row, None)) => f.file.may_contain_row(row),
+        };
+        if hit {
+            out.push(f);
+        }
+    }
+    out
 }
