@@ -29,7 +29,7 @@ use crate::fs::{FsRef, LocalFs};
 use crate::iter::MergeIter;
 use crate::wal::{Wal, WalRecord};
 use background::Background;
-use bytes::Bytes;
+use bytes::{Bytes, BytesMut};
 use cellar_model::key::{encode_key, KeyRef, MAX_ROW_LEN};
 use cellar_model::{
     Cell, CellType, Durability, Error, Get, Result, RowMutation, TableSchema, LATEST_TIMESTAMP,
@@ -700,7 +700,11 @@ pub(crate) fn read_row_cells(
     out: &mut Vec<Cell>,
 ) -> Result<()> {
     matcher.reset();
-    let row_bytes = Bytes::copy_from_slice(row);
+    // The row's visible cells share one buffer (row, then each qualifier and value): one
+    // allocation per row instead of two per cell. Cells hold slices of it.
+    let mut buf = BytesMut::new();
+    let first = out.len();
+    let mut parts: Vec<(usize, usize, usize)> = Vec::new();
     while merge.valid() {
         let Some(key) = KeyRef::parse(merge.key()) else {
             merge.advance()?;
@@ -711,18 +715,38 @@ pub(crate) fn read_row_cells(
         }
         if matcher.matches(&key) {
             if let Some(cell_type) = key.cell_type() {
+                if buf.is_empty() {
+                    // Sized for the first cell; more cells grow it.
+                    buf.reserve(row.len() + key.qualifier().len() + merge.value().len() + 64);
+                    buf.extend_from_slice(row);
+                }
+                let q_start = buf.len();
+                buf.extend_from_slice(key.qualifier());
+                let v_start = buf.len();
+                buf.extend_from_slice(merge.value());
+                parts.push((q_start, v_start, buf.len()));
                 out.push(Cell {
-                    row: row_bytes.clone(),
+                    row: Bytes::new(),
                     family: family.clone(),
-                    qualifier: Bytes::copy_from_slice(key.qualifier()),
+                    qualifier: Bytes::new(),
                     timestamp: key.timestamp(),
                     cell_type,
                     seq_id: key.seq(),
-                    value: Bytes::copy_from_slice(merge.value()),
+                    value: Bytes::new(),
                 });
             }
         }
         merge.advance()?;
+    }
+    if parts.is_empty() {
+        return Ok(());
+    }
+    let data = buf.freeze();
+    let row_bytes = data.slice(..row.len());
+    for (cell, (q, v, end)) in out[first..].iter_mut().zip(parts) {
+        cell.row = row_bytes.clone();
+        cell.qualifier = data.slice(q..v);
+        cell.value = data.slice(v..end);
     }
     Ok(())
 }

@@ -40,6 +40,8 @@ pub struct RegionScanner {
     next_reversed: Option<Vec<u8>>,
     limit: u64,
     returned: u64,
+    /// The current row, reused between rows.
+    row_buf: Vec<u8>,
     now: u64,
     done: bool,
 }
@@ -115,6 +117,7 @@ impl RegionScanner {
             next_reversed: None,
             limit: scan.limit,
             returned: 0,
+            row_buf: Vec::new(),
             now,
             done: false,
         };
@@ -172,7 +175,11 @@ impl RegionScanner {
     /// Reads one row from every cursor positioned on it.
     fn read_row(&mut self, row: &[u8], seek_first: bool) -> Result<Vec<Cell>> {
         let mut cells = Vec::new();
-        let start = first_on_row(row);
+        let start = if seek_first {
+            first_on_row(row)
+        } else {
+            Vec::new()
+        };
         for c in &mut self.cursors {
             if seek_first {
                 c.merge.seek(&start)?;
@@ -189,17 +196,18 @@ impl RegionScanner {
 
     fn next_forward(&mut self) -> Result<Option<Vec<Cell>>> {
         loop {
-            let row = self
-                .cursors
-                .iter()
-                .filter_map(FamilyCursor::row)
-                .min()
-                .map(<[u8]>::to_vec);
-            let Some(row) = row else { return Ok(None) };
+            let mut row = std::mem::take(&mut self.row_buf);
+            row.clear();
+            match self.cursors.iter().filter_map(FamilyCursor::row).min() {
+                Some(r) => row.extend_from_slice(r),
+                None => return Ok(None),
+            }
             if !self.stop.is_empty() && row.as_slice() >= self.stop.as_slice() {
                 return Ok(None);
             }
-            let cells = self.read_row(&row, false)?;
+            let cells = self.read_row(&row, false);
+            self.row_buf = row;
+            let cells = cells?;
             if !cells.is_empty() {
                 return Ok(Some(cells));
             }
