@@ -63,6 +63,14 @@ fn walk(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// The WAL segment holding the writes (the largest: later ones are empty).
+fn wal_segment_with_data(region_dir: &Path) -> PathBuf {
+    files_with_ext(&region_dir.join("wal"), "log")
+        .into_iter()
+        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
+        .expect("a segment")
+}
+
 /// Reads everything; returns the first error's message.
 fn read_all(dir: &Path, n: u32) -> Result<(), String> {
     let r = Region::open_with_config(dir, schema(), config()).map_err(|e| e.to_string())?;
@@ -134,11 +142,7 @@ fn truncated_store_file_is_refused_naming_the_file() {
 fn corrupt_wal_record_before_the_tail_is_an_error_naming_the_segment() {
     let dir = tempfile::tempdir().expect("tempdir");
     fill(dir.path(), 200, false);
-    let segs = files_with_ext(&dir.path().join("wal"), "log");
-    let seg = segs
-        .iter()
-        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-        .expect("a segment");
+    let seg = &wal_segment_with_data(dir.path());
     let mut bytes = std::fs::read(seg).expect("read");
     let at = bytes.len() / 3;
     bytes[at] ^= 0xff;
@@ -157,11 +161,7 @@ fn corrupt_wal_record_before_the_tail_is_an_error_naming_the_segment() {
 fn torn_wal_tail_is_truncated_and_earlier_writes_survive() {
     let dir = tempfile::tempdir().expect("tempdir");
     fill(dir.path(), 200, false);
-    let segs = files_with_ext(&dir.path().join("wal"), "log");
-    let seg = segs
-        .iter()
-        .max_by_key(|p| std::fs::metadata(p).map(|m| m.len()).unwrap_or(0))
-        .expect("a segment");
+    let seg = &wal_segment_with_data(dir.path());
     let len = std::fs::metadata(seg).expect("meta").len();
     // Cut into the last record.
     std::fs::OpenOptions::new()
