@@ -310,18 +310,17 @@ impl StoreFile {
             file_id: self.file_id,
             offset: handle.offset,
         };
-        let cached = self.cache.as_ref().and_then(|c| c.get(&key));
-        let bytes = match cached {
-            Some(b) => b,
-            None => {
-                let b = read_block(self.file.as_ref(), &self.path, handle)?;
-                if let (Some(cache), true) = (&self.cache, fill_cache) {
-                    cache.insert(key, b.clone(), self.priority);
-                }
-                b
-            }
-        };
-        Block::new(bytes).map_err(|m| m.at(self.path.display(), handle.offset))
+        let at = |m: super::coding::Malformed| m.at(self.path.display(), handle.offset);
+        if let Some(b) = self.cache.as_ref().and_then(|c| c.get(&key)) {
+            return Block::from_cached(b).map_err(at);
+        }
+        let bytes = read_block(self.file.as_ref(), &self.path, handle)?;
+        // Checked before it is cached: cache hits trust the restart array.
+        let block = Block::new(bytes.clone()).map_err(at)?;
+        if let (Some(cache), true) = (&self.cache, fill_cache) {
+            cache.insert(key, bytes, self.priority);
+        }
+        Ok(block)
     }
 
     /// The offset of data block `i`, for error messages.
