@@ -705,14 +705,7 @@ pub(crate) fn read_row_cells(
     let mut buf = BytesMut::new();
     let first = out.len();
     let mut parts: Vec<(usize, usize, usize)> = Vec::new();
-    while merge.valid() {
-        let Some(key) = KeyRef::parse(merge.key()) else {
-            merge.advance()?;
-            continue;
-        };
-        if key.row() != row {
-            break;
-        }
+    while let Some(key) = merge.key_in_row(row)? {
         if matcher.matches(&key) {
             if let Some(cell_type) = key.cell_type() {
                 if buf.is_empty() {

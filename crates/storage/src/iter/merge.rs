@@ -88,6 +88,19 @@ impl MergeIter {
         Ok(())
     }
 
+    /// The current key, parsed, if the iterator is on a cell of `row`; `None` past the row's
+    /// last cell. A key that does not parse is corruption the checksums missed: an error,
+    /// never skipped.
+    pub fn key_in_row(&self, row: &[u8]) -> Result<Option<KeyRef<'_>>> {
+        if !self.valid() {
+            return Ok(None);
+        }
+        let key = KeyRef::parse(self.key()).ok_or_else(|| {
+            cellar_model::Error::corruption("merged read", 0, "malformed internal key")
+        })?;
+        Ok((key.row() == row).then_some(key))
+    }
+
     /// The largest row that sorts before `row` in any child (`None` if there is none).
     /// Leaves the iterator unpositioned: callers seek afterwards.
     pub fn last_row_before(&mut self, row: &[u8]) -> Result<Option<Vec<u8>>> {

@@ -15,7 +15,7 @@ use super::store_files::StoreFileHandle;
 use super::RegionInner;
 use crate::iter::MergeIter;
 use cellar_model::key::KeyRef;
-use cellar_model::{Result, TimeRange};
+use cellar_model::{Error, Result, TimeRange};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -106,16 +106,22 @@ impl RegionInner {
                     merge.advance()?;
                     continue;
                 }
-                if let Some(key) = KeyRef::parse(key_bytes) {
-                    if key.row() != row.as_slice() {
-                        row.clear();
-                        row.extend_from_slice(key.row());
-                        matcher.reset();
-                    }
-                    let keep = if major { matcher.survives(&key) } else { true };
-                    if keep {
-                        w.add(key_bytes, merge.value())?;
-                    }
+                // Never drop what cannot be parsed: fail the compaction, keep the inputs.
+                let key = KeyRef::parse(key_bytes).ok_or_else(|| {
+                    Error::corruption(
+                        store.dir.display(),
+                        0,
+                        "malformed key in a compaction input",
+                    )
+                })?;
+                if key.row() != row.as_slice() {
+                    row.clear();
+                    row.extend_from_slice(key.row());
+                    matcher.reset();
+                }
+                let keep = if major { matcher.survives(&key) } else { true };
+                if keep {
+                    w.add(key_bytes, merge.value())?;
                 }
                 prev_key.clear();
                 prev_key.extend_from_slice(key_bytes);

@@ -13,7 +13,7 @@ use super::store::{candidate_files, memstore_sources, Store};
 use super::{read_row_cells, RegionInner};
 use crate::iter::MergeIter;
 use bytes::Bytes;
-use cellar_model::key::{first_on_row, KeyRef};
+use cellar_model::key::first_on_row;
 use cellar_model::{Cell, Get, Result, TimeRange};
 use std::cmp::Reverse;
 
@@ -115,14 +115,7 @@ fn settled(
     let mut matcher = RowMatcher::new(family, &check, 0);
     let mut counts = vec![0u32; qs.len()];
     merge.seek(row_start)?;
-    while merge.valid() {
-        let Some(key) = KeyRef::parse(merge.key()) else {
-            merge.advance()?;
-            continue;
-        };
-        if key.row() != row {
-            break;
-        }
+    while let Some(key) = merge.key_in_row(row)? {
         if matcher.survives(&key) && key.timestamp() > cutoff {
             if let Ok(i) = qs.binary_search_by(|q| q.as_ref().cmp(key.qualifier())) {
                 counts[i] += 1;
