@@ -5,6 +5,7 @@
 
 pub mod cell;
 pub mod error;
+pub mod filter;
 pub mod key;
 pub mod mutation;
 pub mod query;
@@ -12,6 +13,7 @@ pub mod schema;
 
 pub use cell::{Cell, CellType, LATEST_TIMESTAMP};
 pub use error::{Error, Result};
+pub use filter::{Comparator, CompareOp, Condition, Filter, FilterEval, ListOp, RowRange};
 pub use mutation::{Durability, Entry, RowMutation};
-pub use query::{Column, Get, Scan, TimeRange};
+pub use query::{prefix_successor, Column, Get, Scan, TimeRange};
 pub use schema::{BloomType, Compression, FamilySchema, TableSchema};

@@ -1,5 +1,6 @@
 //! Reads: what a client asks a region for.
 
+use crate::filter::Filter;
 use bytes::Bytes;
 
 /// Which columns a read returns: whole families or single qualifiers.
@@ -48,6 +49,8 @@ pub struct Get {
     pub time_range: TimeRange,
     /// Versions returned per column (HBase default 1).
     pub max_versions: u32,
+    /// Evaluated on the server over the row's visible cells.
+    pub filter: Option<Filter>,
 }
 
 impl Get {
@@ -57,6 +60,7 @@ impl Get {
             columns: Vec::new(),
             time_range: TimeRange::ALL,
             max_versions: 1,
+            filter: None,
         }
     }
 
@@ -103,6 +107,12 @@ pub struct Scan {
     pub reversed: bool,
     /// Whether blocks read by this scan enter the block cache (HBase's `setCacheBlocks`).
     pub cache_blocks: bool,
+    /// Evaluated on the server over each row's visible cells.
+    pub filter: Option<Filter>,
+    /// Rows fetched per RPC (HBase's scanner caching); 0: the client's default.
+    pub caching: u32,
+    /// At most this many cells per returned result (a wide row arrives in parts); 0: whole rows.
+    pub batch: u32,
 }
 
 impl Scan {
@@ -116,6 +126,9 @@ impl Scan {
             limit: 0,
             reversed: false,
             cache_blocks: true,
+            filter: None,
+            caching: 0,
+            batch: 0,
         }
     }
 
@@ -160,6 +173,54 @@ impl Scan {
         self.time_range = TimeRange { min, max };
         self
     }
+}
+
+impl Scan {
+    /// Rows starting with `prefix` (HBase's `setRowPrefixFilter`: sets start and stop rows).
+    pub fn prefix(mut self, prefix: &[u8]) -> Scan {
+        self.start_row = Bytes::copy_from_slice(prefix);
+        self.stop_row = prefix_successor(prefix);
+        self
+    }
+
+    pub fn filter(mut self, filter: Filter) -> Scan {
+        self.filter = Some(filter);
+        self
+    }
+
+    pub fn caching(mut self, rows: u32) -> Scan {
+        self.caching = rows;
+        self
+    }
+
+    pub fn batch(mut self, cells: u32) -> Scan {
+        self.batch = cells;
+        self
+    }
+}
+
+impl Get {
+    pub fn filter(mut self, filter: Filter) -> Get {
+        self.filter = Some(filter);
+        self
+    }
+}
+
+/// The smallest row greater than every row starting with `prefix`; empty (no bound) when the
+/// prefix is empty or all 0xff.
+pub fn prefix_successor(prefix: &[u8]) -> Bytes {
+    let mut p = prefix.to_vec();
+    while let Some(&last) = p.last() {
+        if last == 0xff {
+            p.pop();
+        } else {
+            if let Some(b) = p.last_mut() {
+                *b += 1;
+            }
+            return Bytes::from(p);
+        }
+    }
+    Bytes::new()
 }
 
 impl Default for Scan {

@@ -1,0 +1,1 @@
+//! Cellar Rust client (to be written).

@@ -1,0 +1,204 @@
+//! Cell blocks: cells back to back in the KeyValue layout of HBase's `KeyValueCodec`, so the
+//! HBase front end and the native protocol share one encoding.
+//!
+//! ```text
+//! cell  = u32 total (= 8 + key_len + value_len) | u32 key_len | u32 value_len | key | value
+//! key   = u16 row_len | row | u8 family_len | family | qualifier | u64 timestamp | u8 type
+//! ```
+//! All integers big-endian; the qualifier's length is what remains of the key. Decoded cells
+//! share the block's buffer (no copies).
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use cellar_model::{Cell, CellType};
+
+/// Bytes the key takes besides row, family and qualifier.
+const KEY_INFRA: usize = 2 + 1 + 8 + 1;
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+#[error("malformed cell block at byte {offset}: {reason}")]
+pub struct CellBlockError {
+    pub offset: usize,
+    pub reason: String,
+}
+
+/// The encoded size of one cell.
+pub fn encoded_len(row: &[u8], family: &[u8], qualifier: &[u8], value: &[u8]) -> usize {
+    12 + KEY_INFRA + row.len() + family.len() + qualifier.len() + value.len()
+}
+
+/// Appends one cell. Rows longer than 64 KiB − 1 and families longer than 255 bytes cannot be
+/// encoded; the model refuses them before they get here.
+pub fn put_cell(
+    out: &mut BytesMut,
+    row: &[u8],
+    family: &[u8],
+    qualifier: &[u8],
+    timestamp: u64,
+    cell_type: CellType,
+    value: &[u8],
+) {
+    let key_len = KEY_INFRA + row.len() + family.len() + qualifier.len();
+    out.reserve(12 + key_len + value.len());
+    out.put_u32((8 + key_len + value.len()) as u32);
+    out.put_u32(key_len as u32);
+    out.put_u32(value.len() as u32);
+    out.put_u16(row.len() as u16);
+    out.put_slice(row);
+    out.put_u8(family.len() as u8);
+    out.put_slice(family);
+    out.put_slice(qualifier);
+    out.put_u64(timestamp);
+    out.put_u8(cell_type.code());
+    out.put_slice(value);
+}
+
+/// Appends a cell of the model.
+pub fn put(out: &mut BytesMut, c: &Cell) {
+    put_cell(
+        out,
+        &c.row,
+        &c.family,
+        &c.qualifier,
+        c.timestamp,
+        c.cell_type,
+        &c.value,
+    )
+}
+
+/// Reads cells one by one from a block.
+pub struct CellReader {
+    block: Bytes,
+    offset: usize,
+}
+
+impl CellReader {
+    pub fn new(block: Bytes) -> CellReader {
+        CellReader { block, offset: 0 }
+    }
+
+    /// Whether every cell has been read.
+    pub fn is_empty(&self) -> bool {
+        self.block.is_empty()
+    }
+
+    /// The next cell, `Ok(None)` at the end. `seq_id` of decoded cells is 0.
+    pub fn next_cell(&mut self) -> Result<Option<Cell>, CellBlockError> {
+        if self.block.is_empty() {
+            return Ok(None);
+        }
+        let at = self.offset;
+        let err = |reason: &str| CellBlockError {
+            offset: at,
+            reason: reason.to_string(),
+        };
+        if self.block.len() < 12 {
+            return Err(err("truncated cell header"));
+        }
+        let mut h = &self.block[..12];
+        let total = h.get_u32() as usize;
+        let key_len = h.get_u32() as usize;
+        let value_len = h.get_u32() as usize;
+        if total != 8 + key_len + value_len || key_len < KEY_INFRA {
+            return Err(err("inconsistent cell lengths"));
+        }
+        if self.block.len() < 4 + total {
+            return Err(err("cell overruns the block"));
+        }
+        let mut cell = self.block.split_to(4 + total);
+        self.offset += 4 + total;
+        cell.advance(12);
+        let mut key = cell.split_to(key_len);
+        let value = cell;
+        let row_len = key.get_u16() as usize;
+        if key.len() < row_len + 1 + 9 {
+            return Err(err("row overruns the key"));
+        }
+        let row = key.split_to(row_len);
+        let family_len = key.get_u8() as usize;
+        if key.len() < family_len + 9 {
+            return Err(err("family overruns the key"));
+        }
+        let family = key.split_to(family_len);
+        let qualifier = key.split_to(key.len() - 9);
+        let timestamp = key.get_u64();
+        let code = key.get_u8();
+        let cell_type =
+            CellType::from_code(code).ok_or_else(|| err(&format!("unknown cell type {code}")))?;
+        Ok(Some(Cell {
+            row,
+            family,
+            qualifier,
+            timestamp,
+            cell_type,
+            seq_id: 0,
+            value,
+        }))
+    }
+
+    /// The next `n` cells; fewer is an error.
+    pub fn take(&mut self, n: usize) -> Result<Vec<Cell>, CellBlockError> {
+        let mut cells = Vec::with_capacity(n);
+        for _ in 0..n {
+            match self.next_cell()? {
+                Some(c) => cells.push(c),
+                None => {
+                    return Err(CellBlockError {
+                        offset: self.offset,
+                        reason: format!("expected {n} cells, the block holds {}", cells.len()),
+                    })
+                }
+            }
+        }
+        Ok(cells)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(row: &str, q: &str, ts: u64, t: CellType, v: &str) -> Cell {
+        Cell {
+            row: Bytes::copy_from_slice(row.as_bytes()),
+            family: Bytes::from_static(b"cf"),
+            qualifier: Bytes::copy_from_slice(q.as_bytes()),
+            timestamp: ts,
+            cell_type: t,
+            seq_id: 0,
+            value: Bytes::copy_from_slice(v.as_bytes()),
+        }
+    }
+
+    #[test]
+    fn cells_round_trip_and_damage_is_reported() {
+        let cells = vec![
+            cell("r1", "a", 5, CellType::Put, "v1"),
+            cell("r1", "", 4, CellType::DeleteFamily, ""),
+            cell("r2", "qq", u64::MAX >> 1, CellType::Put, "value two"),
+        ];
+        let mut out = BytesMut::new();
+        for c in &cells {
+            put(&mut out, c);
+        }
+        let block = out.freeze();
+        assert_eq!(
+            block.len(),
+            cells
+                .iter()
+                .map(|c| encoded_len(&c.row, &c.family, &c.qualifier, &c.value))
+                .sum::<usize>()
+        );
+        let mut r = CellReader::new(block.clone());
+        assert_eq!(r.take(3).expect("decodes"), cells);
+        assert!(r.is_empty());
+        let mut short = CellReader::new(block.slice(..block.len() - 1));
+        let e = short.take(3).expect_err("truncated");
+        assert!(e.reason.contains("overruns"), "{e}");
+        let mut bad = block.to_vec();
+        bad[4 + 8 + 2 + 2 + 1 + 2 + 1 + 8] = 99; // type byte of the first cell
+        let e = CellReader::new(Bytes::from(bad))
+            .take(1)
+            .expect_err("bad type");
+        assert!(e.reason.contains("unknown cell type 99"), "{e}");
+    }
+}

@@ -1,0 +1,269 @@
+//! Server configuration: `cellar.toml`. Every option has a default (HBase's where HBase has
+//! one); an unknown key or a bad value is an error that names it. Reference: `docs/configuration.md`.
+
+use cellar_storage::region::StorageConfig;
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Native RPC port when `--listen` is not given (HBase's own 16000/16020 stay free for the
+/// HBase-compatible front end).
+pub const DEFAULT_NATIVE_PORT: u16 = 16200;
+/// Metrics and status HTTP port.
+pub const DEFAULT_HTTP_PORT: u16 = 16210;
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Where tables, the meta table and the WAL live.
+    pub data_dir: PathBuf,
+    /// Native RPC address.
+    pub listen: String,
+    /// Metrics (`/metrics`) and status (`/status`) address.
+    pub http_listen: String,
+    pub rpc: RpcConfig,
+    pub scanner: ScannerConfig,
+    pub split: SplitConfig,
+    pub storage: StorageSection,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct RpcConfig {
+    /// Threads that run calls which may touch disk (HBase's `hbase.regionserver.handler.count`).
+    pub handler_count: usize,
+    /// Calls queued for the handlers before new ones are refused with SERVER_BUSY
+    /// (HBase's `hbase.ipc.server.max.callqueue.length`: handlers × 10).
+    pub max_queued_calls: usize,
+    /// The largest request frame accepted (HBase's `hbase.ipc.max.request.size`: 256 MiB).
+    pub max_request_bytes: u32,
+    /// Threads of the network reactor.
+    pub io_threads: usize,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ScannerConfig {
+    /// An open scanner untouched for this long is closed (HBase's
+    /// `hbase.client.scanner.timeout.period`: 60 s).
+    pub lease_ms: u64,
+    /// Rows per SCAN_NEXT when the client does not say (HBase's `hbase.client.scanner.caching`).
+    pub default_caching: u32,
+    /// A scan reply stops growing past this many bytes (HBase's
+    /// `hbase.client.scanner.max.result.size`: 2 MiB).
+    pub max_result_bytes: u64,
+}
+
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SplitConfig {
+    /// Regions split on their own once they outgrow their table's split size.
+    pub auto: bool,
+    /// A table's first split size; it doubles with each split of the table up to `max_bytes`
+    /// (Hypertable's policy: new tables spread over servers early, big tables stay coarse).
+    pub initial_bytes: u64,
+    /// The largest split size (HBase's `hbase.hregion.max.filesize`: 10 GiB).
+    pub max_bytes: u64,
+    /// How often regions are checked.
+    pub check_interval_ms: u64,
+}
+
+/// Engine options (`cellar_storage::region::StorageConfig`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct StorageSection {
+    pub block_cache_bytes: u64,
+    pub memstore_flush_bytes: u64,
+    pub memstore_block_multiplier: u64,
+    pub compaction_min_files: usize,
+    pub compaction_max_files: usize,
+    pub compaction_ratio: f64,
+    pub blocking_store_files: usize,
+    pub blocking_wait_ms: u64,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            data_dir: PathBuf::from("./cellar-data"),
+            listen: format!("127.0.0.1:{DEFAULT_NATIVE_PORT}"),
+            http_listen: format!("127.0.0.1:{DEFAULT_HTTP_PORT}"),
+            rpc: RpcConfig::default(),
+            scanner: ScannerConfig::default(),
+            split: SplitConfig::default(),
+            storage: StorageSection::default(),
+        }
+    }
+}
+
+impl Default for RpcConfig {
+    fn default() -> Self {
+        RpcConfig {
+            handler_count: 30,
+            max_queued_calls: 300,
+            max_request_bytes: 64 * 1024 * 1024,
+            io_threads: 2,
+        }
+    }
+}
+
+impl Default for ScannerConfig {
+    fn default() -> Self {
+        ScannerConfig {
+            lease_ms: 60_000,
+            default_caching: 100,
+            max_result_bytes: 2 * 1024 * 1024,
+        }
+    }
+}
+
+impl Default for SplitConfig {
+    fn default() -> Self {
+        SplitConfig {
+            auto: true,
+            initial_bytes: 64 * 1024 * 1024,
+            max_bytes: 10 * 1024 * 1024 * 1024,
+            check_interval_ms: 1_000,
+        }
+    }
+}
+
+impl Default for StorageSection {
+    fn default() -> Self {
+        let s = StorageConfig::default();
+        StorageSection {
+            block_cache_bytes: s.block_cache_bytes,
+            memstore_flush_bytes: s.memstore_flush_bytes,
+            memstore_block_multiplier: s.memstore_block_multiplier,
+            compaction_min_files: s.compaction_min_files,
+            compaction_max_files: s.compaction_max_files,
+            compaction_ratio: s.compaction_ratio,
+            blocking_store_files: s.blocking_store_files,
+            blocking_wait_ms: s.blocking_wait.as_millis() as u64,
+        }
+    }
+}
+
+/// A configuration file that cannot be used; the message names the file and the bad key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("config file {path}: {message}")]
+    Invalid { path: PathBuf, message: String },
+}
+
+impl ServerConfig {
+    /// Reads a TOML file; keys not given keep their defaults.
+    pub fn from_file(path: &Path) -> Result<ServerConfig, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        ServerConfig::from_toml(&text).map_err(|message| ConfigError::Invalid {
+            path: path.to_path_buf(),
+            message,
+        })
+    }
+
+    /// Parses TOML text and checks the values.
+    pub fn from_toml(text: &str) -> Result<ServerConfig, String> {
+        let c: ServerConfig = toml::from_str(text).map_err(|e| e.to_string())?;
+        c.validate()?;
+        Ok(c)
+    }
+
+    /// Checks values that parse but make no sense, naming the key.
+    pub fn validate(&self) -> Result<(), String> {
+        let positive = [
+            ("rpc.handler_count", self.rpc.handler_count as u64),
+            ("rpc.max_queued_calls", self.rpc.max_queued_calls as u64),
+            ("rpc.max_request_bytes", self.rpc.max_request_bytes as u64),
+            ("rpc.io_threads", self.rpc.io_threads as u64),
+            ("scanner.lease_ms", self.scanner.lease_ms),
+            (
+                "scanner.default_caching",
+                self.scanner.default_caching as u64,
+            ),
+            ("scanner.max_result_bytes", self.scanner.max_result_bytes),
+            ("split.initial_bytes", self.split.initial_bytes),
+            ("split.check_interval_ms", self.split.check_interval_ms),
+            (
+                "storage.memstore_flush_bytes",
+                self.storage.memstore_flush_bytes,
+            ),
+            (
+                "storage.memstore_block_multiplier",
+                self.storage.memstore_block_multiplier,
+            ),
+            (
+                "storage.compaction_min_files",
+                self.storage.compaction_min_files as u64,
+            ),
+        ];
+        for (key, v) in positive {
+            if v == 0 {
+                return Err(format!("{key} must be positive"));
+            }
+        }
+        if self.split.max_bytes < self.split.initial_bytes {
+            return Err(format!(
+                "split.max_bytes ({}) is below split.initial_bytes ({})",
+                self.split.max_bytes, self.split.initial_bytes
+            ));
+        }
+        if self.storage.compaction_max_files < self.storage.compaction_min_files {
+            return Err(
+                "storage.compaction_max_files is below storage.compaction_min_files".into(),
+            );
+        }
+        if self.storage.compaction_ratio.is_nan() || self.storage.compaction_ratio <= 0.0 {
+            return Err("storage.compaction_ratio must be positive".into());
+        }
+        Ok(())
+    }
+
+    /// The engine configuration these options describe.
+    pub fn storage_config(&self) -> StorageConfig {
+        let s = &self.storage;
+        StorageConfig {
+            block_cache_bytes: s.block_cache_bytes,
+            memstore_flush_bytes: s.memstore_flush_bytes,
+            memstore_block_multiplier: s.memstore_block_multiplier,
+            compaction_min_files: s.compaction_min_files,
+            compaction_max_files: s.compaction_max_files,
+            compaction_ratio: s.compaction_ratio,
+            blocking_store_files: s.blocking_store_files,
+            blocking_wait: Duration::from_millis(s.blocking_wait_ms),
+            ..StorageConfig::default()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_file_is_all_defaults_and_bad_keys_are_named() {
+        assert_eq!(
+            ServerConfig::from_toml("").expect("empty"),
+            ServerConfig::default()
+        );
+        let c =
+            ServerConfig::from_toml("[rpc]\nhandler_count = 8\n[split]\ninitial_bytes = 1024\n")
+                .expect("partial");
+        assert_eq!(c.rpc.handler_count, 8);
+        assert_eq!(c.split.initial_bytes, 1024);
+        assert_eq!(c.scanner, ScannerConfig::default());
+        let e = ServerConfig::from_toml("[rpc]\nhandler_cuont = 8\n").expect_err("typo");
+        assert!(e.contains("handler_cuont"), "{e}");
+        let e = ServerConfig::from_toml("[rpc]\nhandler_count = \"many\"\n").expect_err("type");
+        assert!(e.contains("handler_count"), "{e}");
+        let e = ServerConfig::from_toml("[scanner]\nlease_ms = 0\n").expect_err("zero");
+        assert!(e.contains("scanner.lease_ms"), "{e}");
+    }
+}

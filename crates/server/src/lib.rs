@@ -1,0 +1,22 @@
+//! Cellar's server: master and region server roles in one process (`cellar standalone`).
+//!
+//! Request path: [`rpc`] (TCP listener, one task per connection reading frames) → handler
+//! pool → [`service`] (decodes a method's message, calls [`region_server`]) → [`router`]
+//! (table + row → open region) → `cellar_storage::Region`. Admin calls go to [`catalog`],
+//! which keeps tables and regions in the [`meta`] table. [`split`] splits regions that grew
+//! past their table's split size; [`scanners`] holds open scanners under leases.
+
+pub mod catalog;
+pub mod config;
+pub mod http;
+pub mod meta;
+pub mod metrics;
+pub mod region_server;
+pub mod router;
+pub mod rpc;
+pub mod scanners;
+pub mod service;
+pub mod split;
+pub mod standalone;
+
+pub use config::ServerConfig;
