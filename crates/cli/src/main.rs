@@ -1,9 +1,7 @@
-//! The `cellar` binary.
-//!
-//! Today: `cellar verify`, which checks a region directory's files (descriptor, every store
-//! file block, references, WAL) without changing anything. The server (`cellar standalone`),
-//! the shell and `cellar bench` arrive with their own issues.
+//! The `cellar` binary: `standalone` (the server), `shell`, and `verify`.
 
+mod shell;
+mod standalone;
 mod verify;
 
 use clap::{Parser, Subcommand};
@@ -23,6 +21,10 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run master + region server + local storage in one process.
+    Standalone(standalone::Args),
+    /// HBase-shell-like console; `-e "CMD; CMD"` runs commands and exits.
+    Shell(shell::Args),
     /// Check a region directory: descriptor, every block of every store file (checksums),
     /// references and WAL segments. Read-only; exits non-zero on the first damaged file.
     Verify {
@@ -34,13 +36,15 @@ enum Command {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "warn".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
         )
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Verify { dir } => verify::run(&dir),
+        Command::Standalone(args) => standalone::run(args),
+        Command::Shell(args) => shell::run(args),
+        Command::Verify { dir } => verify::run(&dir).map_err(|e| e.to_string()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
