@@ -4,6 +4,7 @@
 //! `commands` turns commands into requests, `exec` runs them and prints HBase-style output
 //! through `format`, and `repl` feeds commands from `-e`, piped input or the line editor.
 
+mod client;
 mod commands;
 mod exec;
 #[cfg(test)]
@@ -27,6 +28,26 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), String> {
-    let _ = (&args.connect, std::io::stdin().is_terminal());
-    Err("cellar shell is not built yet".into())
+    let mut cluster = client::RemoteCluster::new(args.connect);
+    if let Some(script) = args.execute {
+        let stdout = std::io::stdout();
+        return repl::run_script(
+            &mut cluster,
+            &script,
+            &mut stdout.lock(),
+            &mut std::io::stderr(),
+        );
+    }
+    let stdin = std::io::stdin();
+    if stdin.is_terminal() {
+        repl::run_interactive(&mut cluster)
+    } else {
+        let stdout = std::io::stdout();
+        repl::run_reader(
+            &mut cluster,
+            &mut stdin.lock(),
+            &mut stdout.lock(),
+            &mut std::io::stderr(),
+        )
+    }
 }

@@ -261,7 +261,7 @@ pub fn execute(
                     continue;
                 }
                 rows += 1;
-                if rows % interval == 0 {
+                if rows.is_multiple_of(interval) {
                     print(
                         out,
                         format!(
@@ -285,6 +285,10 @@ pub fn execute(
             }
             print(out, "Truncating table...".into())?;
             cluster.truncate_table(&table)?;
+            // HBase leaves a truncated table enabled; enable it if the server did not.
+            if !cluster.describe_table(&table)?.enabled {
+                cluster.enable_table(&table)?;
+            }
         }
         Action::Disable(table) => cluster.disable_table(&table)?,
         Action::Enable(table) => cluster.enable_table(&table)?,
@@ -515,7 +519,7 @@ mod tests {
             run(&mut fake, "truncate 't'").expect("truncate"),
             "Truncating 't' table (it may take a while):\nDisabling table...\nTruncating table...\n"
         );
-        assert_eq!(fake.calls, ["disable t", "truncate t"]);
+        assert_eq!(fake.calls, ["disable t", "truncate t", "enable t"]);
         assert_eq!(
             run(&mut fake, "incr 't', 'r', 'cf:c', 5").expect("incr"),
             "COUNTER VALUE = 15\n"
@@ -530,7 +534,7 @@ mod tests {
         )
         .expect("admin");
         assert_eq!(
-            fake.calls[2..],
+            fake.calls[3..],
             [
                 "flush t",
                 "compact t",

@@ -1,0 +1,176 @@
+//! The shell's [`Cluster`] over Cellar's blocking client. The connection is made on the
+//! first command that needs the server, so `help` works without one.
+
+use super::exec::{Cluster, Rows, TableState};
+use super::format::to_string_binary;
+use bytes::Bytes;
+use cellar_client::blocking::{Admin, Client};
+use cellar_client::{RegionLocation, Status, TableInfo};
+use cellar_model::{Cell, FamilySchema, Get, RowMutation, Scan, TableSchema};
+
+pub struct RemoteCluster {
+    addr: String,
+    client: Option<Client>,
+}
+
+impl RemoteCluster {
+    pub fn new(addr: String) -> RemoteCluster {
+        RemoteCluster { addr, client: None }
+    }
+
+    fn client(&mut self) -> Result<&Client, String> {
+        if self.client.is_none() {
+            let client = Client::connect(&self.addr)
+                .map_err(|e| format!("cannot connect to {}: {e}", self.addr))?;
+            self.client = Some(client);
+        }
+        self.client
+            .as_ref()
+            .ok_or_else(|| format!("no connection to {}", self.addr))
+    }
+
+    fn admin(&mut self) -> Result<Admin, String> {
+        Ok(self.client()?.admin())
+    }
+}
+
+fn msg(e: cellar_client::Error) -> String {
+    e.to_string()
+}
+
+fn state(t: TableInfo) -> TableState {
+    TableState {
+        schema: t.schema,
+        enabled: t.enabled,
+        regions: t.regions.iter().map(region_line).collect(),
+    }
+}
+
+fn region_line(r: &RegionLocation) -> String {
+    format!(
+        "{}: STARTKEY => '{}', ENDKEY => '{}', SERVER => '{}'",
+        r.region_id,
+        to_string_binary(&r.start_key),
+        to_string_binary(&r.end_key),
+        r.server
+    )
+}
+
+fn status_lines(s: &Status) -> Vec<String> {
+    let secs = s.uptime.as_secs();
+    vec![
+        format!(
+            "server {} (Cellar {}), up {}h {}m {}s",
+            s.server,
+            s.version,
+            secs / 3600,
+            secs % 3600 / 60,
+            secs % 60
+        ),
+        format!(
+            "{} tables, {} regions, {} requests",
+            s.tables, s.regions, s.requests
+        ),
+        format!(
+            "memstore {} bytes, store files {} bytes, block cache {} hits / {} misses",
+            s.memstore_bytes, s.store_file_bytes, s.block_cache_hits, s.block_cache_misses
+        ),
+        format!("data directory {}", s.data_dir),
+    ]
+}
+
+impl Cluster for RemoteCluster {
+    fn create_table(&mut self, schema: TableSchema, splits: Vec<Bytes>) -> Result<(), String> {
+        self.admin()?.create_table(schema, splits).map_err(msg)
+    }
+
+    fn alter_table(
+        &mut self,
+        table: &str,
+        families: Vec<FamilySchema>,
+        deletes: Vec<String>,
+    ) -> Result<(), String> {
+        self.admin()?
+            .alter_table(table, families, deletes)
+            .map_err(msg)
+    }
+
+    fn list_tables(&mut self) -> Result<Vec<TableState>, String> {
+        Ok(self
+            .admin()?
+            .list_tables()
+            .map_err(msg)?
+            .into_iter()
+            .map(state)
+            .collect())
+    }
+
+    fn describe_table(&mut self, table: &str) -> Result<TableState, String> {
+        self.admin()?.describe_table(table).map(state).map_err(msg)
+    }
+
+    fn table_exists(&mut self, table: &str) -> Result<bool, String> {
+        self.admin()?.table_exists(table).map_err(msg)
+    }
+
+    fn mutate(&mut self, table: &str, mutation: RowMutation) -> Result<(), String> {
+        self.client()?.table(table).mutate(mutation).map_err(msg)
+    }
+
+    fn get(&mut self, table: &str, get: Get) -> Result<Vec<Cell>, String> {
+        Ok(self.client()?.table(table).get(get).map_err(msg)?.cells)
+    }
+
+    fn scan(&mut self, table: &str, scan: Scan) -> Result<Rows<'_>, String> {
+        let scanner = self.client()?.table(table).scan(scan);
+        Ok(Box::new(
+            scanner.map(|r| r.map(|row| (row.row, row.cells)).map_err(msg)),
+        ))
+    }
+
+    fn increment(
+        &mut self,
+        table: &str,
+        row: Bytes,
+        family: &[u8],
+        qualifier: &[u8],
+        amount: i64,
+    ) -> Result<i64, String> {
+        self.client()?
+            .table(table)
+            .increment(&row, family, qualifier, amount)
+            .map_err(msg)
+    }
+
+    fn disable_table(&mut self, table: &str) -> Result<(), String> {
+        self.admin()?.disable_table(table).map_err(msg)
+    }
+
+    fn enable_table(&mut self, table: &str) -> Result<(), String> {
+        self.admin()?.enable_table(table).map_err(msg)
+    }
+
+    fn delete_table(&mut self, table: &str) -> Result<(), String> {
+        self.admin()?.delete_table(table).map_err(msg)
+    }
+
+    fn truncate_table(&mut self, table: &str) -> Result<(), String> {
+        self.admin()?.truncate_table(table).map_err(msg)
+    }
+
+    fn flush(&mut self, table: &str) -> Result<(), String> {
+        self.admin()?.flush(table).map_err(msg)
+    }
+
+    fn major_compact(&mut self, table: &str) -> Result<(), String> {
+        self.admin()?.compact(table, true).map_err(msg)
+    }
+
+    fn split(&mut self, table: &str, row: Option<&[u8]>) -> Result<(), String> {
+        self.admin()?.split(table, row).map_err(msg)
+    }
+
+    fn status(&mut self) -> Result<Vec<String>, String> {
+        Ok(status_lines(&self.admin()?.status().map_err(msg)?))
+    }
+}
