@@ -190,10 +190,14 @@ pub fn execute(
             lines.push(format::rows(u64::from(!cells.is_empty())));
         }
         Action::Scan { table, scan } => {
+            // The first row answers whether the scan can run at all (unknown table, no
+            // server): fail before printing the header.
+            let mut parts = cluster.scan(&table, scan)?;
+            let first = parts.next().transpose()?;
             print(out, format::header("ROW", "COLUMN+CELL"))?;
             let mut rows = 0u64;
             let mut last: Option<Bytes> = None;
-            for part in cluster.scan(&table, scan)? {
+            for part in first.map(Ok).into_iter().chain(parts) {
                 let (row, cells) = part?;
                 if last.as_ref() != Some(&row) {
                     rows += 1;
@@ -404,6 +408,19 @@ mod tests {
         assert_eq!(out, "COLUMN                      CELL\n0 row(s)\n");
         let err = run(&mut fake, "get 'missing', 'r'").expect_err("no table");
         assert_eq!(err, "table missing does not exist");
+    }
+
+    #[test]
+    fn a_scan_that_cannot_start_prints_no_header() {
+        let mut fake = Fake::default();
+        let mut out = Vec::new();
+        let action = Action::Scan {
+            table: "broken".into(),
+            scan: Scan::new(),
+        };
+        let err = execute(&mut fake, action, &mut out).expect_err("offline");
+        assert_eq!(err, "region is offline");
+        assert!(out.is_empty());
     }
 
     #[test]

@@ -89,6 +89,11 @@ impl Cluster for Fake {
             .collect())
     }
     fn scan(&mut self, table: &str, scan: Scan) -> Result<Rows<'_>, String> {
+        if table == "broken" {
+            return Ok(Box::new(std::iter::once(Err(
+                "region is offline".to_string()
+            ))));
+        }
         self.check(table)?;
         self.scans.push(scan);
         Ok(Box::new(self.rows.clone().into_iter().map(Ok)))
