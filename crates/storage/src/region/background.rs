@@ -27,6 +27,8 @@ struct State {
     queued: HashSet<(Kind, u64)>,
     /// Jobs queued or running per region.
     outstanding: HashMap<u64, usize>,
+    /// Jobs running now, per kind.
+    running: HashMap<Kind, usize>,
     stopped: bool,
 }
 
@@ -110,6 +112,19 @@ impl Background {
         }
     }
 
+    /// Flush and compaction jobs queued or running: `(flushes, compactions)`, for gauges.
+    pub fn queue_lengths(&self) -> (usize, usize) {
+        let Some(sh) = &self.shared else {
+            return (0, 0);
+        };
+        let st = sh.state.lock();
+        let len = |kind: Kind| {
+            st.queues.get(&(kind,)).map_or(0, VecDeque::len)
+                + st.running.get(&kind).copied().unwrap_or(0)
+        };
+        (len(Kind::Flush), len(Kind::Compaction))
+    }
+
     /// Stops the threads after their current job; queued jobs are dropped. Idempotent.
     pub fn stop(&self) {
         let Some(sh) = &self.shared else { return };
@@ -148,6 +163,7 @@ fn worker(sh: Arc<Shared>, kind: Kind) {
                 }
                 if let Some(q) = st.queues.get_mut(&(kind,)).and_then(VecDeque::pop_front) {
                     st.queued.remove(&(kind, q.region));
+                    *st.running.entry(kind).or_default() += 1;
                     break q;
                 }
                 sh.work.wait(&mut st);
@@ -161,6 +177,9 @@ fn worker(sh: Arc<Shared>, kind: Kind) {
             );
         }
         let mut st = sh.state.lock();
+        if let Some(n) = st.running.get_mut(&kind) {
+            *n = n.saturating_sub(1);
+        }
         if let Some(n) = st.outstanding.get_mut(&region) {
             *n -= 1;
             if *n == 0 {
