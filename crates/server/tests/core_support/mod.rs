@@ -16,10 +16,15 @@ use std::time::{Duration, Instant};
 
 pub const CONN: u64 = 1;
 
+/// Results of a scan call: each result's cells and whether it is partial.
+pub type Results = Vec<(Vec<Cell>, bool)>;
+
 /// A config for tests: data in `dir`, no automatic splits, small caches.
 pub fn test_config(dir: &std::path::Path) -> ServerConfig {
-    let mut c = ServerConfig::default();
-    c.data_dir = dir.to_path_buf();
+    let mut c = ServerConfig {
+        data_dir: dir.to_path_buf(),
+        ..ServerConfig::default()
+    };
     c.split.auto = false;
     c.storage.block_cache_bytes = 8 * 1024 * 1024;
     c
@@ -274,7 +279,7 @@ impl TestServer {
         region: pb::RegionRef,
         scan: &Scan,
         rows: u32,
-    ) -> Result<(pb::ScanOpenResponse, Vec<(Vec<Cell>, bool)>), pb::RpcError> {
+    ) -> Result<(pb::ScanOpenResponse, Results), pb::RpcError> {
         let (resp, block): (pb::ScanOpenResponse, _) = self.call_on(
             conn,
             Method::ScanOpen,
@@ -289,11 +294,7 @@ impl TestServer {
         Ok((resp, results))
     }
 
-    pub fn scan_next(
-        &self,
-        scanner_id: u64,
-        rows: u32,
-    ) -> Result<(bool, Vec<(Vec<Cell>, bool)>), pb::RpcError> {
+    pub fn scan_next(&self, scanner_id: u64, rows: u32) -> Result<(bool, Results), pb::RpcError> {
         let (resp, block): (pb::ScanNextResponse, _) = self.call(
             Method::ScanNext,
             &pb::ScanNextRequest { scanner_id, rows },
@@ -376,7 +377,7 @@ impl TestServer {
                     if let Some(last) = out.last() {
                         let mut next = last[0].row.to_vec();
                         next.push(0);
-                        if Bytes::from(next.clone()) > start {
+                        if next.as_slice() > &start[..] {
                             start = Bytes::from(next);
                         }
                     }
