@@ -135,7 +135,7 @@ fn pre_split_table_routes_rows_to_their_regions() {
     assert!(msg.contains("'nope'"), "{msg}");
     expect_code(ts.regions("nope"), ErrorCode::TableNotFound);
     // The on-disk layout maps the namespace to a directory.
-    let dir = ts.dir.path().join("data/ns1/users");
+    let dir = ts.dir().join("data/ns1/users");
     assert_eq!(std::fs::read_dir(&dir).expect("table dir").count(), 3);
 }
 
@@ -248,7 +248,7 @@ fn disable_enable_delete_follow_hbase_rules() {
     ts.admin(Method::DeleteTable, "t").expect("delete");
     expect_code(ts.describe("t"), ErrorCode::TableNotFound);
     expect_code(ts.admin(Method::DeleteTable, "t"), ErrorCode::TableNotFound);
-    assert!(!ts.dir.path().join("data/default/t").exists());
+    assert!(!ts.dir().join("data/default/t").exists());
     // A new table of the same name starts empty.
     ts.create("t", &["cf"], &[]);
     assert_eq!(ts.value("t", "a", "cf", "q"), None);
@@ -290,7 +290,7 @@ fn truncate_keeps_the_schema_and_leaves_one_enabled_region() {
         pb::TableState::Enabled as i32
     );
     assert_eq!(ts.value("t", "b", "cf", "q"), None);
-    let region_dirs = std::fs::read_dir(ts.dir.path().join("data/default/t"))
+    let region_dirs = std::fs::read_dir(ts.dir().join("data/default/t"))
         .expect("table dir")
         .count();
     assert_eq!(region_dirs, 1, "old region directories are removed");

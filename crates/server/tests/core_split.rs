@@ -7,26 +7,12 @@ mod core_support;
 use bytes::Bytes;
 use cellar_model::{Get, Scan, TableSchema};
 use cellar_proto::convert;
-use cellar_proto::pb::{self, ErrorCode, MutationKind};
+use cellar_proto::pb::MutationKind;
 use core_support::*;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-/// Retries a call while its region is being split (NOT_SERVING_REGION), as clients do.
-fn retrying<T>(what: &str, mut f: impl FnMut() -> Result<T, pb::RpcError>) -> T {
-    let deadline = Instant::now() + Duration::from_secs(120);
-    loop {
-        match f() {
-            Ok(v) => return v,
-            Err(e) if code(&e) == ErrorCode::NotServingRegion && Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            Err(e) => panic!("{what}: {e:?}"),
-        }
-    }
-}
 
 fn value_of(row: &str) -> String {
     format!("{row}-{}", "v".repeat(180))
@@ -153,7 +139,7 @@ fn regions_split_under_load_without_losing_or_repeating_rows() {
         assert!(Instant::now() < deadline, "split parents never cleaned up");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let table_dir = ts.dir.path().join("data/default/t");
+    let table_dir = ts.dir().join("data/default/t");
     let dirs = std::fs::read_dir(&table_dir).expect("table dir").count();
     assert_eq!(dirs, regions.len(), "only serving regions keep directories");
 

@@ -33,6 +33,7 @@ impl RegionServer {
         region_id: u64,
     ) -> Result<Arc<HostedRegion>, ServerError> {
         self.check_running()?;
+        let table = table.strip_prefix("default:").unwrap_or(table);
         self.router.region_for_call(table, region_id)
     }
 

@@ -32,7 +32,8 @@ pub fn test_config(dir: &std::path::Path) -> ServerConfig {
 
 /// A server in a temporary directory, shut down when dropped.
 pub struct TestServer {
-    pub dir: tempfile::TempDir,
+    /// Removed when the server is dropped, unless the directory was given.
+    _tmp: Option<tempfile::TempDir>,
     pub config: ServerConfig,
     server: Option<Arc<RegionServer>>,
 }
@@ -53,6 +54,20 @@ pub fn expect_code<T: std::fmt::Debug>(r: Result<T, pb::RpcError>, want: pb::Err
     }
 }
 
+/// Retries a call while its region is being split (NOT_SERVING_REGION), as clients do.
+pub fn retrying<T>(what: &str, mut f: impl FnMut() -> Result<T, pb::RpcError>) -> T {
+    let deadline = Instant::now() + Duration::from_secs(120);
+    loop {
+        match f() {
+            Ok(v) => return v,
+            Err(e) if code(&e) == pb::ErrorCode::NotServingRegion && Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            Err(e) => panic!("{what}: {e:?}"),
+        }
+    }
+}
+
 pub fn family(name: &str) -> FamilySchema {
     FamilySchema::new(name)
 }
@@ -67,15 +82,26 @@ impl TestServer {
     }
 
     pub fn with_config(f: impl FnOnce(&mut ServerConfig)) -> TestServer {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let mut config = test_config(dir.path());
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let mut ts = TestServer::at(tmp.path(), f);
+        ts._tmp = Some(tmp);
+        ts
+    }
+
+    /// A server on an existing data directory (kept when dropped).
+    pub fn at(dir: &std::path::Path, f: impl FnOnce(&mut ServerConfig)) -> TestServer {
+        let mut config = test_config(dir);
         f(&mut config);
         let server = RegionServer::open(&config, "127.0.0.1:16200".into()).expect("server opens");
         TestServer {
-            dir,
+            _tmp: None,
             config,
             server: Some(server),
         }
+    }
+
+    pub fn dir(&self) -> &std::path::Path {
+        &self.config.data_dir
     }
 
     pub fn server(&self) -> &Arc<RegionServer> {

@@ -189,3 +189,37 @@ fn worker(sh: Arc<Shared>, kind: Kind) {
         sh.idle.notify_all();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn queue_lengths_count_queued_and_running_jobs() {
+        let bg = Background::start(true);
+        assert_eq!(bg.queue_lengths(), (0, 0));
+        let (started_tx, started_rx) = mpsc::channel();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        bg.submit_flush(1, move || {
+            let _ = started_tx.send(());
+            let _ = release_rx.recv_timeout(Duration::from_secs(60));
+        });
+        started_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the flush job started");
+        bg.submit_flush(2, || {});
+        bg.submit_compaction(3, || {});
+        let (flushes, compactions) = bg.queue_lengths();
+        assert_eq!(flushes, 2, "one running, one queued");
+        assert!(compactions <= 1, "the compaction may already have run");
+        release_tx.send(()).expect("release");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while bg.queue_lengths() != (0, 0) {
+            assert!(Instant::now() < deadline, "jobs never finished");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        bg.stop();
+    }
+}
