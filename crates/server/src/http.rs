@@ -18,6 +18,7 @@ use tokio::sync::{watch, Semaphore};
 const MAX_HEAD_BYTES: usize = 8 * 1024;
 const READ_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_CONNECTIONS: usize = 64;
+const LINGER: Duration = Duration::from_millis(500);
 /// Prometheus' text exposition format.
 pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
 
@@ -184,7 +185,21 @@ async fn serve(mut stream: TcpStream, served: &Served) -> std::io::Result<()> {
         out.push_str(&response.body);
     }
     stream.write_all(out.as_bytes()).await?;
-    stream.shutdown().await
+    stream.shutdown().await?;
+    // Input the request left unread (an oversized head) would turn the close into a reset
+    // that can destroy the response before the client reads it: drain it for a moment.
+    let _ = tokio::time::timeout(LINGER, async {
+        let mut scratch = [0u8; 4096];
+        let mut total = 0usize;
+        while total < 1 << 20 {
+            match stream.read(&mut scratch).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+    })
+    .await;
+    Ok(())
 }
 
 enum Head {

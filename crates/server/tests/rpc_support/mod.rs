@@ -34,6 +34,13 @@ pub struct TestHandler {
 }
 
 impl TestHandler {
+    pub fn with_gauges(gauges: Gauges) -> TestHandler {
+        TestHandler {
+            gauges,
+            ..TestHandler::default()
+        }
+    }
+
     pub fn open_gate(&self) {
         *self.gate_open.lock() = true;
         self.gate.notify_all();
