@@ -53,6 +53,20 @@ pub trait Handler: Send + Sync + 'static {
         cellblock: Bytes,
     ) -> Result<Reply, pb::RpcError>;
 
+    /// Optional fast path, run on the network reactor before a call is queued: answer now if
+    /// the call can be served without disk IO and without waiting on a lock that IO may hold
+    /// (a Get served from memstore and block cache), else return `None` and the call goes to
+    /// the handler pool as usual. It must never block. The default queues every call.
+    fn call_inline(
+        &self,
+        _ctx: &CallContext,
+        _method: pb::Method,
+        _param: &Bytes,
+        _cellblock: &Bytes,
+    ) -> Option<Result<Reply, pb::RpcError>> {
+        None
+    }
+
     /// The connection is gone: free what it held (its scanners).
     fn connection_closed(&self, conn_id: u64);
 

@@ -184,6 +184,24 @@ fn a_full_call_queue_answers_server_busy_at_once() {
 }
 
 #[test]
+fn calls_the_handler_serves_inline_are_answered_while_every_handler_is_busy() {
+    let (server, handler) = start(&config(1, 1, 1 << 20));
+    let mut c = Client::connect(server.local_addr());
+    c.send(1, Method::ScanOpen, b"holds the only handler", b"");
+    handler.wait_at_gate(1);
+    c.send(2, Method::Get, b"fills the queue", b"");
+    wait_until("call 2 queued", || server.metrics().queue_depth() == 1);
+    let r = c.call(3, Method::ListRegions, b"now", b"");
+    assert!(r.error.is_none(), "{:?}", r.error);
+    assert_eq!(&r.param[..], b"inline now");
+    handler.open_gate();
+    let mut ids = vec![c.recv().call_id, c.recv().call_id];
+    ids.sort();
+    assert_eq!(ids, vec![1, 2]);
+    assert_eq!(server.metrics().calls(Method::ListRegions), 1);
+}
+
+#[test]
 fn the_handler_hears_of_every_closed_connection() {
     let (server, handler) = start(&config(2, 10, 1 << 20));
     let mut ids = Vec::new();

@@ -7,7 +7,7 @@
 //! in-flight slots until its response is written, so a client that stops reading stops the
 //! reader instead of growing the server's memory.
 
-use super::pool::Call;
+use super::pool::{outcome_frame, Call};
 use super::queue::{CallQueue, Refused};
 use super::respond::{error_frame, reply_frame, rpc_error, Outgoing, Responder};
 use super::{CallContext, Handler, Reply};
@@ -16,6 +16,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use cellar_proto::frame::{check_preamble, decode_request, peek_request_header, PREAMBLE};
 use cellar_proto::pb;
 use std::net::SocketAddr;
+use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -343,10 +344,30 @@ impl Reader {
                 Err(End::WriterGone)
             };
         }
+        let ctx = CallContext {
+            conn_id: self.conn_id,
+        };
+        let inline = catch_unwind(AssertUnwindSafe(|| {
+            self.shared
+                .handler
+                .call_inline(&ctx, method, &parts.param, &parts.cellblock)
+        }));
+        let inline = match inline {
+            Ok(None) => None,
+            Ok(Some(result)) => Some(Ok(result)),
+            Err(panic) => Some(Err(panic)),
+        };
+        if let Some(outcome) = inline {
+            let frame = outcome_frame(&self.shared.metrics, &ctx, header.call_id, method, outcome);
+            self.shared.metrics.record_call(method, received.elapsed());
+            return if respond.send(frame) {
+                Ok(())
+            } else {
+                Err(End::WriterGone)
+            };
+        }
         let call = Call {
-            ctx: CallContext {
-                conn_id: self.conn_id,
-            },
+            ctx,
             call_id: header.call_id,
             method,
             param: parts.param,

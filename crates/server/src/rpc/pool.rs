@@ -6,7 +6,7 @@
 
 use super::queue::CallQueue;
 use super::respond::{error_frame, reply_frame, rpc_error, Responder};
-use super::{CallContext, Handler};
+use super::{CallContext, Handler, Reply};
 use crate::metrics::RpcMetrics;
 use bytes::Bytes;
 use cellar_proto::pb;
@@ -108,36 +108,47 @@ fn run(handler: &dyn Handler, metrics: &RpcMetrics, call: Call) {
         }
         _ => {
             metrics.handler_started();
-            let result = catch_unwind(AssertUnwindSafe(|| {
+            let outcome = catch_unwind(AssertUnwindSafe(|| {
                 handler.call(&call.ctx, call.method, call.param, call.cellblock)
             }));
             metrics.handler_finished();
-            match result {
-                Ok(Ok(reply)) => reply_frame(call.call_id, reply),
-                Ok(Err(e)) => {
-                    let code = pb::ErrorCode::try_from(e.code).unwrap_or(pb::ErrorCode::Internal);
-                    metrics.record_error(code);
-                    error_frame(call.call_id, e)
-                }
-                Err(_) => {
-                    tracing::error!(
-                        method = call.method.as_str_name(),
-                        conn = call.ctx.conn_id,
-                        "handler panicked"
-                    );
-                    metrics.record_error(pb::ErrorCode::Internal);
-                    error_frame(
-                        call.call_id,
-                        rpc_error(
-                            pb::ErrorCode::Internal,
-                            format!("the server failed on {}", call.method.as_str_name()),
-                        ),
-                    )
-                }
-            }
+            outcome_frame(metrics, &call.ctx, call.call_id, call.method, outcome)
         }
     };
     metrics.record_call(call.method, call.received.elapsed());
     // A closed connection drops the answer; nothing else to do.
     let _ = call.respond.send(frame);
+}
+
+/// The response frame for a handler's outcome; a panic becomes INTERNAL (and is logged).
+pub(crate) fn outcome_frame(
+    metrics: &RpcMetrics,
+    ctx: &CallContext,
+    call_id: u64,
+    method: pb::Method,
+    outcome: std::thread::Result<Result<Reply, pb::RpcError>>,
+) -> (Bytes, Bytes) {
+    match outcome {
+        Ok(Ok(reply)) => reply_frame(call_id, reply),
+        Ok(Err(e)) => {
+            let code = pb::ErrorCode::try_from(e.code).unwrap_or(pb::ErrorCode::Internal);
+            metrics.record_error(code);
+            error_frame(call_id, e)
+        }
+        Err(_) => {
+            tracing::error!(
+                method = method.as_str_name(),
+                conn = ctx.conn_id,
+                "handler panicked"
+            );
+            metrics.record_error(pb::ErrorCode::Internal);
+            error_frame(
+                call_id,
+                rpc_error(
+                    pb::ErrorCode::Internal,
+                    format!("the server failed on {}", method.as_str_name()),
+                ),
+            )
+        }
+    }
 }

@@ -20,7 +20,7 @@ pub const IO_TIMEOUT: Duration = Duration::from_secs(30);
 /// Behaviour by method, so tests steer the handler through the wire:
 /// GET echoes; MUTATE sleeps the milliseconds in its 8-byte parameter, then echoes;
 /// SCAN_OPEN waits at the gate, then echoes; LOCATE_REGION answers the connection id;
-/// STATUS fails with INVALID_ARGUMENT; SCAN_CLOSE panics.
+/// STATUS fails with INVALID_ARGUMENT; SCAN_CLOSE panics; LIST_REGIONS is served inline.
 #[derive(Default)]
 pub struct TestHandler {
     gate_open: Mutex<bool>,
@@ -97,6 +97,24 @@ impl Handler for TestHandler {
                 message: format!("test handler has no {}", m.as_str_name()),
             }),
         }
+    }
+
+    /// LIST_REGIONS is answered on the reactor: `inline` plus its parameter.
+    fn call_inline(
+        &self,
+        _ctx: &CallContext,
+        method: pb::Method,
+        param: &Bytes,
+        _cellblock: &Bytes,
+    ) -> Option<Result<Reply, pb::RpcError>> {
+        (method == pb::Method::ListRegions).then(|| {
+            let mut p = b"inline ".to_vec();
+            p.extend_from_slice(param);
+            Ok(Reply {
+                param: p.into(),
+                cellblock: Bytes::new(),
+            })
+        })
     }
 
     fn connection_closed(&self, conn_id: u64) {
