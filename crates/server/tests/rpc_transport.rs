@@ -246,3 +246,65 @@ fn shutdown_lets_in_flight_calls_finish_then_closes() {
     stopper.join().expect("shutdown returns");
     assert!(handler.closed().contains(&id), "{:?}", handler.closed());
 }
+
+#[test]
+fn a_call_whose_deadline_passes_in_the_queue_is_not_run() {
+    let (server, handler) = start(&config(1, 10, 1 << 20));
+    let mut c = Client::connect(server.local_addr());
+    c.send(1, Method::ScanOpen, b"holds the only handler", b"");
+    handler.wait_at_gate(1);
+    let frame = Client::request_frame_with_timeout(2, Method::Get as i32, 1, b"late", b"");
+    c.stream.write_all(&frame).expect("written");
+    wait_until("call 2 queued", || server.metrics().queue_depth() == 1);
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    let calls_before = handler.calls.load(Ordering::SeqCst);
+    handler.open_gate();
+    let mut by_id = [c.recv(), c.recv()];
+    by_id.sort_by_key(|r| r.call_id);
+    assert!(by_id[0].error.is_none());
+    assert_eq!(by_id[1].code(), Some(ErrorCode::Timeout));
+    assert!(
+        by_id[1].message().contains("deadline"),
+        "{}",
+        by_id[1].message()
+    );
+    assert_eq!(handler.calls.load(Ordering::SeqCst), calls_before);
+}
+
+#[test]
+fn many_connections_at_once_each_get_their_own_answers() {
+    let (server, handler) = start(&config(4, 300, 1 << 20));
+    let addr = server.local_addr();
+    let clients: Vec<_> = (0..16u64)
+        .map(|t| {
+            std::thread::spawn(move || {
+                let mut c = Client::connect(addr);
+                for round in 0..10u64 {
+                    for i in 0..20u64 {
+                        let id = round * 100 + i;
+                        c.send(
+                            id,
+                            Method::Get,
+                            format!("{t}/{id}").as_bytes(),
+                            &vec![t as u8; 1500],
+                        );
+                    }
+                    let mut got = HashSet::new();
+                    for _ in 0..20 {
+                        let r = c.recv();
+                        assert!(r.error.is_none(), "{:?}", r.error);
+                        assert_eq!(&r.param[..], format!("{t}/{}", r.call_id).as_bytes());
+                        assert!(r.cellblock.iter().all(|&b| b == t as u8));
+                        got.insert(r.call_id);
+                    }
+                    assert_eq!(got.len(), 20);
+                }
+            })
+        })
+        .collect();
+    for c in clients {
+        c.join().expect("client thread");
+    }
+    assert_eq!(handler.calls.load(Ordering::SeqCst), 16 * 10 * 20);
+    assert_eq!(server.metrics().calls(Method::Get), 16 * 10 * 20);
+}

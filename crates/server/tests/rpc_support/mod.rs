@@ -200,10 +200,20 @@ impl Client {
     }
 
     pub fn request_frame(call_id: u64, method: i32, param: &[u8], cellblock: &[u8]) -> Bytes {
+        Client::request_frame_with_timeout(call_id, method, 0, param, cellblock)
+    }
+
+    pub fn request_frame_with_timeout(
+        call_id: u64,
+        method: i32,
+        timeout_ms: u32,
+        param: &[u8],
+        cellblock: &[u8],
+    ) -> Bytes {
         let header = pb::RequestHeader {
             call_id,
             method,
-            timeout_ms: 0,
+            timeout_ms,
         };
         let mut out = BytesMut::new();
         encode_frame_raw(&mut out, &header, param, cellblock);
