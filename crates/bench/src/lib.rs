@@ -5,3 +5,4 @@
 //! feature, against RocksDB with the same options, one child process per engine.
 
 pub mod engine_bench;
+pub mod rpc_bench;

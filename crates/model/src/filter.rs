@@ -7,8 +7,15 @@
 //! row, row ranges, single-column-value, page) keep or drop it whole. A [`FilterEval`] is
 //! created once per region scanner because some filters keep state (page counts rows).
 
+mod compare;
+mod eval;
+#[cfg(test)]
+mod tests;
+
 use crate::cell::Cell;
+use crate::error::Result;
 use bytes::Bytes;
+use eval::{Node, Shape};
 
 /// HBase's `CompareOperator`, in HBase's wire order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -107,31 +114,63 @@ pub struct Condition {
     pub value: Option<Bytes>,
 }
 
+impl Filter {
+    /// Checks what can be wrong with a filter built from user input (today: regular
+    /// expressions that do not compile), naming the offending pattern. Servers call this
+    /// before evaluating; [`FilterEval`] treats an invalid pattern as matching nothing.
+    pub fn validate(&self) -> Result<()> {
+        let comparator = match self {
+            Filter::Row(_, c)
+            | Filter::Family(_, c)
+            | Filter::Qualifier(_, c)
+            | Filter::Value(_, c) => c,
+            Filter::SingleColumnValue { comparator, .. } => comparator,
+            Filter::List(_, members) => return members.iter().try_for_each(Filter::validate),
+            _ => return Ok(()),
+        };
+        match comparator {
+            Comparator::Regex(pattern) => compare::compile_regex(pattern).map(|_| ()),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// The running state of one filter over one scanner's rows.
 #[derive(Debug, Clone)]
 pub struct FilterEval {
-    filter: Filter,
-    rows_passed: u64,
+    root: Node,
 }
 
 impl FilterEval {
     pub fn new(filter: &Filter) -> FilterEval {
         FilterEval {
-            filter: filter.clone(),
-            rows_passed: 0,
+            root: Node::build(filter),
         }
     }
 
     /// The cells of `cells` (one row, in key order, as the matcher returned them) that the
     /// client receives; `None` drops the row.
     pub fn filter_row(&mut self, cells: Vec<Cell>) -> Option<Vec<Cell>> {
-        let _ = &self.filter;
-        self.rows_passed += 1;
-        Some(cells)
+        if cells.is_empty() {
+            return None;
+        }
+        let verdicts = self
+            .root
+            .eval(&cells, &vec![Some(Shape::Whole); cells.len()]);
+        let kept: Vec<Cell> = cells
+            .into_iter()
+            .zip(verdicts)
+            .filter_map(|(cell, v)| v.map(|shape| shape.apply(cell)))
+            .collect();
+        if kept.is_empty() {
+            return None;
+        }
+        self.root.count_passed_row();
+        Some(kept)
     }
 
     /// Whether no later row can pass (a page filter has its rows): the scan may stop early.
     pub fn all_remaining_filtered(&self) -> bool {
-        false
+        self.root.exhausted()
     }
 }

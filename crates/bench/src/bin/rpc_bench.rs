@@ -1,0 +1,98 @@
+//! `rpc_bench`: Cellar Get/Put over loopback TCP beside a bare tokio ping-pong (the floor).
+//! See `cellar_bench::rpc_bench` and `docs/benchmarks.md`.
+
+use cellar_bench::rpc_bench::{self, Options, Placement};
+use clap::Parser;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    about = "Cellar Get/Put latency and throughput over loopback TCP, beside a tokio ping-pong floor"
+)]
+struct Args {
+    /// The `cellar` binary to start (default: next to this one).
+    #[arg(long)]
+    cellar_bin: Option<PathBuf>,
+    /// Operations per measurement.
+    #[arg(long, default_value_t = 20_000)]
+    ops: u64,
+    /// Value (and ping-pong message) size in bytes.
+    #[arg(long, default_value_t = 1024)]
+    value_size: usize,
+    /// Concurrent client tasks for the throughput runs.
+    #[arg(long, default_value_t = 16)]
+    concurrency: usize,
+    /// same: server and client on CPU 0; split: server on CPU 1, client on CPU 0; both.
+    #[arg(long, default_value = "both")]
+    placement: String,
+    /// Also write the results as JSON here.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    #[command(subcommand)]
+    mode: Option<Mode>,
+}
+
+#[derive(clap::Subcommand)]
+enum Mode {
+    /// Internal: the ping-pong echo server (prints `listening echo=ADDR`).
+    EchoServer,
+}
+
+fn run(args: Args) -> Result<(), String> {
+    if let Some(Mode::EchoServer) = args.mode {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        return rt.block_on(rpc_bench::echo_server());
+    }
+    let self_exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let cellar_bin = match args.cellar_bin {
+        Some(p) => p,
+        None => self_exe.with_file_name("cellar"),
+    };
+    if !cellar_bin.exists() {
+        return Err(format!(
+            "{} not found: build it with `cargo build --release -p cellar-cli` or pass --cellar-bin",
+            cellar_bin.display()
+        ));
+    }
+    let placements = match args.placement.as_str() {
+        "same" => vec![Placement::Same],
+        "split" => vec![Placement::Split],
+        "both" => vec![Placement::Same, Placement::Split],
+        other => return Err(format!("--placement {other}: expected same, split or both")),
+    };
+    if args.concurrency == 0 || args.ops < args.concurrency as u64 {
+        return Err("--ops must be at least --concurrency, which must be positive".into());
+    }
+    let opts = Options {
+        cellar_bin,
+        ops: args.ops,
+        value_size: args.value_size,
+        concurrency: args.concurrency,
+        placements,
+    };
+    let mut results = Vec::new();
+    for p in &opts.placements {
+        let r = rpc_bench::run_placement(*p, &opts, &self_exe)?;
+        rpc_bench::print(&r, &opts);
+        results.push(r);
+    }
+    if let Some(path) = args.json {
+        let text = serde_json::to_string_pretty(&results).map_err(|e| e.to_string())?;
+        std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+    }
+    Ok(())
+}
+
+fn main() -> ExitCode {
+    match run(Args::parse()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}

@@ -1,0 +1,380 @@
+//! `rpc_bench`: Get and Put of one value over loopback TCP against a real `cellar standalone`,
+//! beside the floor — a bare tokio TCP ping-pong of the same message size — in the same run.
+//!
+//! Placement matters more than anything else on a small machine: a wake-up that crosses CPUs
+//! costs tens of microseconds. Each placement pins the server process and this process with
+//! `sched_setaffinity` (children inherit the parent's mask at spawn): `same` puts both on CPU 0,
+//! `split` the server on CPU 1 and the client on CPU 0.
+
+use bytes::Bytes;
+use cellar_client::{Client, ClientConfig};
+use cellar_model::{FamilySchema, Get, RowMutation, TableSchema, LATEST_TIMESTAMP};
+use hdrhistogram::Histogram;
+use serde::Serialize;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+pub type Result<T> = std::result::Result<T, String>;
+
+/// Where the server and the client run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Placement {
+    /// Server and client share CPU 0.
+    Same,
+    /// Server on CPU 1, client on CPU 0.
+    Split,
+}
+
+impl Placement {
+    fn cpus(self) -> (usize, usize) {
+        match self {
+            Placement::Same => (0, 0),
+            Placement::Split => (1, 0),
+        }
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub cellar_bin: PathBuf,
+    pub ops: u64,
+    pub value_size: usize,
+    pub concurrency: usize,
+    pub placements: Vec<Placement>,
+}
+
+/// Latency of one operation run by one client, one call at a time.
+#[derive(Debug, Clone, Serialize)]
+pub struct Latency {
+    pub op: String,
+    pub ops: u64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub mean_us: f64,
+}
+
+/// Throughput of `concurrency` client tasks.
+#[derive(Debug, Clone, Serialize)]
+pub struct Throughput {
+    pub op: String,
+    pub ops: u64,
+    pub ops_per_sec: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PlacementResult {
+    pub placement: Placement,
+    pub latency: Vec<Latency>,
+    pub throughput: Vec<Throughput>,
+    /// Cellar Get p50 / ping-pong p50 (target ≤ 2).
+    pub get_over_floor: f64,
+}
+
+/// Pins this process (and children spawned afterwards) to one CPU.
+fn pin_to(cpu: usize) -> Result<()> {
+    // SAFETY: `set` is a plain bit mask owned by this frame; sched_setaffinity only reads it.
+    let rc = unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set)
+    };
+    if rc != 0 {
+        return Err(format!(
+            "cannot pin to CPU {cpu}: {}",
+            std::io::Error::last_os_error()
+        ));
+    }
+    Ok(())
+}
+
+/// A child process killed (by PID) when dropped.
+struct ChildGuard(Child);
+
+impl Drop for ChildGuard {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Spawns `cmd` and waits for the stdout line `listening <name>=ADDR`.
+fn spawn_listening(mut cmd: Command, name: &str) -> Result<(ChildGuard, String)> {
+    cmd.stdout(Stdio::piped()).stderr(Stdio::null());
+    let mut child = ChildGuard(cmd.spawn().map_err(|e| format!("spawning {cmd:?}: {e}"))?);
+    let stdout = child.0.stdout.take().ok_or("child has no stdout")?;
+    let prefix = format!("listening {name}=");
+    let mut lines = BufReader::new(stdout).lines();
+    for _ in 0..100 {
+        match lines.next() {
+            Some(Ok(line)) => {
+                if let Some(addr) = line.trim().strip_prefix(&prefix) {
+                    let addr = addr.to_string();
+                    // Keep draining stdout so the child never blocks on a full pipe.
+                    std::thread::spawn(move || for _ in lines {});
+                    return Ok((child, addr));
+                }
+            }
+            Some(Err(e)) => return Err(format!("reading child output: {e}")),
+            None => break,
+        }
+    }
+    Err(format!("{cmd:?} never printed '{prefix}HOST:PORT'"))
+}
+
+/// The echo server behind the floor: reads `u32 len | payload` frames and writes each back.
+pub async fn echo_server() -> Result<()> {
+    let listener = TcpListener::bind("127.0.0.1:0")
+        .await
+        .map_err(|e| e.to_string())?;
+    let addr = listener.local_addr().map_err(|e| e.to_string())?;
+    println!("listening echo={addr}");
+    loop {
+        let (mut sock, _) = listener.accept().await.map_err(|e| e.to_string())?;
+        let _ = sock.set_nodelay(true);
+        tokio::spawn(async move {
+            let mut buf = Vec::new();
+            loop {
+                let Ok(len) = sock.read_u32().await else {
+                    return;
+                };
+                buf.resize(len as usize, 0);
+                if sock.read_exact(&mut buf).await.is_err() {
+                    return;
+                }
+                let mut out = Vec::with_capacity(4 + buf.len());
+                out.extend_from_slice(&len.to_be_bytes());
+                out.extend_from_slice(&buf);
+                if sock.write_all(&out).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+fn histogram() -> Result<Histogram<u64>> {
+    Histogram::new_with_bounds(1, 60_000_000, 3).map_err(|e| e.to_string())
+}
+
+fn latency(op: &str, h: &Histogram<u64>) -> Latency {
+    Latency {
+        op: op.to_string(),
+        ops: h.len(),
+        p50_us: h.value_at_quantile(0.5) as f64 / 1000.0,
+        p99_us: h.value_at_quantile(0.99) as f64 / 1000.0,
+        mean_us: h.mean() / 1000.0,
+    }
+}
+
+async fn ping_pong_once(sock: &mut TcpStream, msg: &[u8], buf: &mut Vec<u8>) -> Result<()> {
+    sock.write_all(msg).await.map_err(|e| e.to_string())?;
+    let len = sock.read_u32().await.map_err(|e| e.to_string())?;
+    buf.resize(len as usize, 0);
+    sock.read_exact(buf).await.map_err(|e| e.to_string())?;
+    Ok(())
+}
+
+fn echo_message(size: usize) -> Vec<u8> {
+    let mut msg = Vec::with_capacity(4 + size);
+    msg.extend_from_slice(&(size as u32).to_be_bytes());
+    msg.resize(4 + size, 0x5a);
+    msg
+}
+
+async fn floor_latency(addr: &str, opts: &Options) -> Result<Latency> {
+    let mut sock = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+    sock.set_nodelay(true).map_err(|e| e.to_string())?;
+    let msg = echo_message(opts.value_size);
+    let mut buf = Vec::new();
+    for _ in 0..opts.ops.min(1000) {
+        ping_pong_once(&mut sock, &msg, &mut buf).await?;
+    }
+    let mut h = histogram()?;
+    for _ in 0..opts.ops {
+        let t = Instant::now();
+        ping_pong_once(&mut sock, &msg, &mut buf).await?;
+        let _ = h.record(t.elapsed().as_nanos() as u64);
+    }
+    Ok(latency("ping-pong", &h))
+}
+
+async fn floor_throughput(addr: &str, opts: &Options) -> Result<Throughput> {
+    let per_task = opts.ops / opts.concurrency as u64;
+    let start = Instant::now();
+    let mut tasks = Vec::new();
+    for _ in 0..opts.concurrency {
+        let addr = addr.to_string();
+        let size = opts.value_size;
+        tasks.push(tokio::spawn(async move {
+            let mut sock = TcpStream::connect(&addr).await.map_err(|e| e.to_string())?;
+            sock.set_nodelay(true).map_err(|e| e.to_string())?;
+            let msg = echo_message(size);
+            let mut buf = Vec::new();
+            for _ in 0..per_task {
+                ping_pong_once(&mut sock, &msg, &mut buf).await?;
+            }
+            Ok::<_, String>(())
+        }));
+    }
+    for t in tasks {
+        t.await.map_err(|e| e.to_string())??;
+    }
+    let n = per_task * opts.concurrency as u64;
+    Ok(Throughput {
+        op: "ping-pong".into(),
+        ops: n,
+        ops_per_sec: n as f64 / start.elapsed().as_secs_f64(),
+    })
+}
+
+fn key(i: u64) -> Bytes {
+    Bytes::from(format!(
+        "user{:012}",
+        i.wrapping_mul(0x9E37_79B9_7F4A_7C15) % 1_000_000_000_000
+    ))
+}
+
+fn put_of(i: u64, value: &Bytes) -> RowMutation {
+    RowMutation::new(key(i)).put(b"cf", b"v", LATEST_TIMESTAMP, value.clone())
+}
+
+async fn cellar_run(addr: &str, opts: &Options) -> Result<(Vec<Latency>, Vec<Throughput>)> {
+    let client = Client::connect_with(addr, ClientConfig::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    client
+        .admin()
+        .create_table(
+            TableSchema::new("bench", vec![FamilySchema::new("cf")]),
+            Vec::new(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    let table = client.table("bench");
+    let value = Bytes::from(vec![0x61u8; opts.value_size]);
+    let mut put_h = histogram()?;
+    for i in 0..opts.ops {
+        let m = put_of(i, &value);
+        let t = Instant::now();
+        table.put(m).await.map_err(|e| e.to_string())?;
+        let _ = put_h.record(t.elapsed().as_nanos() as u64);
+    }
+    let mut get_h = histogram()?;
+    for i in 0..opts.ops {
+        let g = Get::new(key((i * 7919) % opts.ops)).column(b"cf", b"v");
+        let t = Instant::now();
+        let row = table.get(g).await.map_err(|e| e.to_string())?;
+        let _ = get_h.record(t.elapsed().as_nanos() as u64);
+        if row.cells.is_empty() {
+            return Err(format!("row {:?} written and not found", key(i)));
+        }
+    }
+    let mut throughput = Vec::new();
+    for op in ["put", "get"] {
+        let per_task = opts.ops / opts.concurrency as u64;
+        let start = Instant::now();
+        let mut tasks = Vec::new();
+        for t in 0..opts.concurrency as u64 {
+            let table = table.clone();
+            let value = value.clone();
+            tasks.push(tokio::spawn(async move {
+                for j in 0..per_task {
+                    let i = t * per_task + j;
+                    if op == "put" {
+                        table.put(put_of(i, &value)).await?;
+                    } else {
+                        table.get(Get::new(key(i)).column(b"cf", b"v")).await?;
+                    }
+                }
+                Ok::<_, cellar_client::Error>(())
+            }));
+        }
+        for t in tasks {
+            t.await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| e.to_string())?;
+        }
+        let n = per_task * opts.concurrency as u64;
+        throughput.push(Throughput {
+            op: op.into(),
+            ops: n,
+            ops_per_sec: n as f64 / start.elapsed().as_secs_f64(),
+        });
+    }
+    Ok((
+        vec![latency("put", &put_h), latency("get", &get_h)],
+        throughput,
+    ))
+}
+
+/// One placement: the floor and Cellar, one after the other, with the same pinning.
+pub fn run_placement(p: Placement, opts: &Options, self_exe: &Path) -> Result<PlacementResult> {
+    let (server_cpu, client_cpu) = p.cpus();
+    let data = tempfile::tempdir().map_err(|e| e.to_string())?;
+    pin_to(server_cpu)?;
+    let mut echo = Command::new(self_exe);
+    echo.arg("echo-server");
+    let (_echo, echo_addr) = spawn_listening(echo, "echo")?;
+    let mut cellar = Command::new(&opts.cellar_bin);
+    cellar.args([
+        "standalone",
+        "--listen",
+        "127.0.0.1:0",
+        "--http-listen",
+        "127.0.0.1:0",
+    ]);
+    cellar.arg("--data-dir").arg(data.path());
+    let (_cellar, cellar_addr) = spawn_listening(cellar, "native")?;
+    pin_to(client_cpu)?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let (floor, floor_tp, (mut lat, mut tp)) = rt.block_on(async {
+        let floor = floor_latency(&echo_addr, opts).await?;
+        let floor_tp = floor_throughput(&echo_addr, opts).await?;
+        let cellar = cellar_run(&cellar_addr, opts).await?;
+        Ok::<_, String>((floor, floor_tp, cellar))
+    })?;
+    let get_p50 = lat.iter().find(|l| l.op == "get").map_or(0.0, |l| l.p50_us);
+    let ratio = get_p50 / floor.p50_us.max(0.001);
+    lat.insert(0, floor);
+    tp.insert(0, floor_tp);
+    std::thread::sleep(Duration::from_millis(10));
+    Ok(PlacementResult {
+        placement: p,
+        latency: lat,
+        throughput: tp,
+        get_over_floor: ratio,
+    })
+}
+
+/// Prints one placement's table.
+pub fn print(r: &PlacementResult, opts: &Options) {
+    println!(
+        "placement {:?} ({} B values, {} ops, {} tasks for throughput)",
+        r.placement, opts.value_size, opts.ops, opts.concurrency
+    );
+    println!(
+        "  {:<10} {:>10} {:>10} {:>10}",
+        "op", "p50 µs", "p99 µs", "mean µs"
+    );
+    for l in &r.latency {
+        println!(
+            "  {:<10} {:>10.1} {:>10.1} {:>10.1}",
+            l.op, l.p50_us, l.p99_us, l.mean_us
+        );
+    }
+    for t in &r.throughput {
+        println!("  {:<10} {:>10.0} ops/s", t.op, t.ops_per_sec);
+    }
+    println!(
+        "  Get p50 / ping-pong p50 = {:.2} (target ≤ 2)",
+        r.get_over_floor
+    );
+}

@@ -1,0 +1,204 @@
+//! Table administration and server status.
+
+use crate::client::Inner;
+use crate::connection::missing;
+use crate::error::{Error, Result};
+use crate::location::RegionLocation;
+use bytes::Bytes;
+use cellar_model::{FamilySchema, TableSchema};
+use cellar_proto::convert;
+use cellar_proto::pb::{self, ErrorCode, Method};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// A table's schema, state and regions.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableInfo {
+    pub schema: TableSchema,
+    pub enabled: bool,
+    pub regions: Vec<RegionLocation>,
+}
+
+/// What the server reports about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub version: String,
+    pub uptime: Duration,
+    pub tables: u32,
+    pub regions: u32,
+    pub requests: u64,
+    pub memstore_bytes: u64,
+    pub store_file_bytes: u64,
+    pub block_cache_hits: u64,
+    pub block_cache_misses: u64,
+    pub data_dir: String,
+    pub server: String,
+}
+
+/// Administration calls; they go to the server given to `connect`.
+#[derive(Clone)]
+pub struct Admin {
+    inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Admin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Admin")
+            .field("server", &self.inner.bootstrap)
+            .finish()
+    }
+}
+
+fn table_request(table: &str) -> pb::TableRequest {
+    pb::TableRequest {
+        table: table.to_string(),
+    }
+}
+
+impl Admin {
+    pub(crate) fn new(inner: Arc<Inner>) -> Admin {
+        Admin { inner }
+    }
+
+    /// Creates a table; `split_keys` pre-split it (one region per gap between the keys).
+    pub async fn create_table(&self, schema: TableSchema, split_keys: Vec<Bytes>) -> Result<()> {
+        let req = pb::CreateTableRequest {
+            schema: Some(convert::schema_to_pb(&schema)),
+            split_keys,
+        };
+        self.inner.cache.invalidate_table(&schema.name);
+        self.change(Method::CreateTable, &req, &schema.name).await
+    }
+
+    pub async fn delete_table(&self, table: &str) -> Result<()> {
+        self.change(Method::DeleteTable, &table_request(table), table)
+            .await
+    }
+
+    pub async fn disable_table(&self, table: &str) -> Result<()> {
+        self.change(Method::DisableTable, &table_request(table), table)
+            .await
+    }
+
+    pub async fn enable_table(&self, table: &str) -> Result<()> {
+        self.change(Method::EnableTable, &table_request(table), table)
+            .await
+    }
+
+    /// Removes every row, keeping the schema (and the region boundaries, as HBase's
+    /// `truncate_preserve` does, if the server keeps them).
+    pub async fn truncate_table(&self, table: &str) -> Result<()> {
+        self.change(Method::TruncateTable, &table_request(table), table)
+            .await
+    }
+
+    /// Adds families or changes their options (`put_families`, found by name) and removes
+    /// families (`delete_families`).
+    pub async fn alter_table(
+        &self,
+        table: &str,
+        put_families: Vec<FamilySchema>,
+        delete_families: Vec<String>,
+    ) -> Result<()> {
+        let req = pb::AlterTableRequest {
+            table: table.to_string(),
+            put_families: put_families.iter().map(convert::family_to_pb).collect(),
+            delete_families,
+        };
+        self.change(Method::AlterTable, &req, table).await
+    }
+
+    pub async fn list_tables(&self) -> Result<Vec<TableInfo>> {
+        let r: pb::ListTablesResponse = self
+            .inner
+            .master_call(Method::ListTables, &pb::Empty {}, true)
+            .await?
+            .decode("ListTablesResponse")?;
+        r.tables.into_iter().map(table_info_from_pb).collect()
+    }
+
+    pub async fn describe_table(&self, table: &str) -> Result<TableInfo> {
+        let r: pb::DescribeTableResponse = self
+            .inner
+            .master_call(Method::DescribeTable, &table_request(table), true)
+            .await?
+            .decode("DescribeTableResponse")?;
+        table_info_from_pb(r.table.ok_or_else(|| missing("the table"))?)
+    }
+
+    pub async fn table_exists(&self, table: &str) -> Result<bool> {
+        match self.describe_table(table).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.code() == Some(ErrorCode::TableNotFound) => Ok(false),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The table's regions in key order (and the client's location cache is refreshed).
+    pub async fn list_regions(&self, table: &str) -> Result<Vec<RegionLocation>> {
+        self.inner.list_regions(table).await
+    }
+
+    /// Writes the table's memstores to store files.
+    pub async fn flush(&self, table: &str) -> Result<()> {
+        self.change(Method::FlushTable, &table_request(table), table)
+            .await
+    }
+
+    /// Compacts the table's stores; `major` rewrites each store into one file.
+    pub async fn compact(&self, table: &str, major: bool) -> Result<()> {
+        let req = pb::CompactTableRequest {
+            table: table.to_string(),
+            major,
+        };
+        self.change(Method::CompactTable, &req, table).await
+    }
+
+    /// Splits the region holding `split_row` there, or (`None`) every region at its middle.
+    pub async fn split(&self, table: &str, split_row: Option<&[u8]>) -> Result<()> {
+        let req = pb::SplitTableRequest {
+            table: table.to_string(),
+            split_row: split_row.map(Bytes::copy_from_slice),
+        };
+        self.change(Method::SplitTable, &req, table).await
+    }
+
+    pub async fn status(&self) -> Result<Status> {
+        let r: pb::StatusResponse = self
+            .inner
+            .master_call(Method::Status, &pb::Empty {}, true)
+            .await?
+            .decode("StatusResponse")?;
+        Ok(Status {
+            version: r.version,
+            uptime: Duration::from_millis(r.uptime_ms),
+            tables: r.tables,
+            regions: r.regions,
+            requests: r.requests,
+            memstore_bytes: r.memstore_bytes,
+            store_file_bytes: r.store_file_bytes,
+            block_cache_hits: r.block_cache_hits,
+            block_cache_misses: r.block_cache_misses,
+            data_dir: r.data_dir,
+            server: r.server,
+        })
+    }
+
+    /// A call that changes a table: not retried once sent (it may have been applied), and the
+    /// table's cached locations are dropped afterwards (regions may have changed).
+    async fn change(&self, method: Method, req: &impl prost::Message, table: &str) -> Result<()> {
+        let result = self.inner.master_call(method, req, false).await;
+        self.inner.cache.invalidate_table(table);
+        result.map(|_| ())
+    }
+}
+
+fn table_info_from_pb(t: pb::TableInfo) -> Result<TableInfo> {
+    let schema = convert::schema_from_pb(t.schema.ok_or_else(|| missing("a table schema"))?)
+        .map_err(|e| Error::Protocol(format!("table schema: {e}")))?;
+    Ok(TableInfo {
+        schema,
+        enabled: t.state == pb::TableState::Enabled as i32,
+        regions: t.regions.into_iter().map(RegionLocation::from_pb).collect(),
+    })
+}

@@ -1,0 +1,257 @@
+//! The client handle: configuration, shared connections and location cache, and the retry
+//! loop every region call goes through.
+
+use crate::admin::Admin;
+use crate::connection::{missing, Connection, Pool, Response};
+use crate::error::{Error, Result};
+use crate::location::{LocationCache, RegionLocation};
+use crate::retry::Retrier;
+use crate::table::Table;
+use cellar_proto::pb::{self, ErrorCode, Method};
+use prost::Message;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Client options; the defaults follow HBase's client where it has one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientConfig {
+    /// How long one call may wait for its answer (HBase's `hbase.rpc.timeout`: 60 s).
+    pub rpc_timeout: Duration,
+    /// Retries after a failed attempt before giving up (HBase's `hbase.client.retries.number`
+    /// is 15; 10 keeps the worst case near half a minute with the default pause).
+    pub retries: u32,
+    /// The base pause between retries, multiplied by HBase's backoff table
+    /// (`hbase.client.pause`: 100 ms).
+    pub retry_backoff: Duration,
+    /// Rows fetched per scanner call when the scan does not say (`hbase.client.scanner.caching`).
+    pub scanner_caching: u32,
+    /// The largest response frame accepted.
+    pub max_frame_bytes: u32,
+}
+
+impl Default for ClientConfig {
+    fn default() -> Self {
+        ClientConfig {
+            rpc_timeout: Duration::from_secs(60),
+            retries: 10,
+            retry_backoff: Duration::from_millis(100),
+            scanner_caching: 100,
+            max_frame_bytes: cellar_proto::frame::DEFAULT_MAX_FRAME_BYTES,
+        }
+    }
+}
+
+/// A connection to a Cellar server (or cluster, through the server given to `connect`).
+/// Cheap to clone: clones share connections and the region location cache.
+#[derive(Clone)]
+pub struct Client {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("server", &self.inner.bootstrap)
+            .finish()
+    }
+}
+
+impl Client {
+    /// Connects with the default configuration.
+    pub async fn connect(addr: &str) -> Result<Client> {
+        Client::connect_with(addr, ClientConfig::default()).await
+    }
+
+    /// Connects to `addr` (`host:port` of the native endpoint); fails if it cannot be reached.
+    pub async fn connect_with(addr: &str, config: ClientConfig) -> Result<Client> {
+        let inner = Arc::new(Inner {
+            bootstrap: addr.to_string(),
+            config,
+            pool: Pool::default(),
+            cache: LocationCache::default(),
+            runtime: tokio::runtime::Handle::current(),
+        });
+        inner.connection(addr).await?;
+        Ok(Client { inner })
+    }
+
+    /// A handle on one table; nothing is checked until the first call.
+    pub fn table(&self, name: &str) -> Table {
+        Table::new(self.inner.clone(), name)
+    }
+
+    pub fn admin(&self) -> Admin {
+        Admin::new(self.inner.clone())
+    }
+
+    /// One round trip to the server.
+    pub async fn ping(&self) -> Result<Duration> {
+        let conn = self.inner.connection(&self.inner.bootstrap).await?;
+        let started = Instant::now();
+        conn.call(Method::Ping, &pb::Empty {}, &[]).await?;
+        Ok(started.elapsed())
+    }
+
+    /// The configuration this client was made with.
+    pub fn config(&self) -> &ClientConfig {
+        &self.inner.config
+    }
+}
+
+/// What every handle of one client shares.
+pub(crate) struct Inner {
+    /// The address given to `connect`: where location lookups and admin calls go.
+    pub bootstrap: String,
+    pub config: ClientConfig,
+    pub pool: Pool,
+    pub cache: LocationCache,
+    /// Where best-effort background work (closing dropped scanners) runs.
+    pub runtime: tokio::runtime::Handle,
+}
+
+impl Inner {
+    pub fn retrier(&self) -> Retrier {
+        Retrier::new(self.config.retries, self.config.retry_backoff)
+    }
+
+    pub async fn connection(&self, addr: &str) -> Result<Arc<Connection>> {
+        self.pool
+            .get(addr, self.config.rpc_timeout, self.config.max_frame_bytes)
+            .await
+    }
+
+    /// A call to the server given to `connect` (admin and location calls). A call whose
+    /// connection could not be opened, or that the server refused as busy, was not run and is
+    /// retried; `idempotent` calls are also retried when the connection drops mid-call.
+    pub async fn master_call(
+        &self,
+        method: Method,
+        param: &impl Message,
+        idempotent: bool,
+    ) -> Result<Response> {
+        let mut retrier = self.retrier();
+        loop {
+            let conn = match self.connection(&self.bootstrap).await {
+                Ok(c) => c,
+                Err(e) => {
+                    retrier.failed(e).await?;
+                    continue;
+                }
+            };
+            match conn.call(method, param, &[]).await {
+                Ok(r) => return Ok(r),
+                Err(e) => {
+                    let not_run = e.code() == Some(ErrorCode::ServerBusy);
+                    if idempotent || not_run {
+                        retrier.failed(e).await?;
+                    } else {
+                        return Err(e);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The region holding `row`: from the cache, else asked of the server (one attempt; the
+    /// caller's retry loop covers failures).
+    pub async fn locate(&self, table: &str, row: &[u8]) -> Result<RegionLocation> {
+        if let Some(loc) = self.cache.lookup(table, row) {
+            return Ok(loc);
+        }
+        let conn = self.connection(&self.bootstrap).await?;
+        let req = pb::LocateRegionRequest {
+            table: table.to_string(),
+            row: bytes::Bytes::copy_from_slice(row),
+        };
+        let resp: pb::LocateRegionResponse = conn
+            .call(Method::LocateRegion, &req, &[])
+            .await?
+            .decode("LocateRegionResponse")?;
+        let loc = RegionLocation::from_pb(resp.location.ok_or_else(|| missing("a location"))?);
+        if !loc.contains(row) || loc.table != table {
+            return Err(Error::Protocol(format!(
+                "server located row {:?} of table '{table}' in region {} which does not hold it",
+                String::from_utf8_lossy(row),
+                loc.name
+            )));
+        }
+        self.cache.insert(loc.clone());
+        Ok(loc)
+    }
+
+    /// The region holding the rows just below `key` (empty: the table's last region), for
+    /// reversed scans moving to the previous region.
+    pub async fn locate_below(&self, table: &str, key: &[u8]) -> Result<RegionLocation> {
+        if let Some(loc) = self.cache.lookup_below(table, key) {
+            return Ok(loc);
+        }
+        let regions = self.list_regions(table).await?;
+        regions
+            .into_iter()
+            .find(|r| r.holds_rows_below(key))
+            .ok_or_else(|| {
+                // Mid-split listings can have a gap; the retry loop asks again.
+                Error::rpc(
+                    ErrorCode::NotServingRegion,
+                    format!(
+                        "no region of table '{table}' holds the rows below {:?}",
+                        String::from_utf8_lossy(key)
+                    ),
+                )
+            })
+    }
+
+    /// Every region of a table, in key order; refreshes the cache.
+    pub async fn list_regions(&self, table: &str) -> Result<Vec<RegionLocation>> {
+        let req = pb::ListRegionsRequest {
+            table: table.to_string(),
+        };
+        let resp: pb::ListRegionsResponse = self
+            .master_call(Method::ListRegions, &req, true)
+            .await?
+            .decode("ListRegionsResponse")?;
+        let regions: Vec<RegionLocation> = resp
+            .regions
+            .into_iter()
+            .map(RegionLocation::from_pb)
+            .collect();
+        self.cache.replace_table(table, &regions);
+        Ok(regions)
+    }
+
+    /// A call on the region holding `row`, retried (relocating the region when needed) until
+    /// it succeeds, fails for good, or runs out of retries. `make` builds the request for the
+    /// region it is sent to.
+    pub async fn region_call<M: Message>(
+        &self,
+        table: &str,
+        row: &[u8],
+        method: Method,
+        make: impl Fn(pb::RegionRef) -> M,
+        cellblock: &[u8],
+    ) -> Result<Response> {
+        let mut retrier = self.retrier();
+        loop {
+            let loc = match self.locate(table, row).await {
+                Ok(loc) => loc,
+                Err(e) => {
+                    retrier.failed(e).await?;
+                    continue;
+                }
+            };
+            let attempt = async {
+                let conn = self.connection(&loc.server).await?;
+                conn.call(method, &make(loc.region_ref()), cellblock).await
+            };
+            match attempt.await {
+                Ok(r) => return Ok(r),
+                Err(e) => {
+                    if e.handling() == crate::error::Handling::Relocate {
+                        self.cache.invalidate(&loc);
+                    }
+                    retrier.failed(e).await?;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,339 @@
+//! One TCP connection to a server: the preamble exchange, then many calls in flight at once.
+//!
+//! A writer task sends queued request frames (coalescing those that queue up while it writes);
+//! a reader task matches response frames to their callers by call id. When either side fails,
+//! every call still waiting gets the same error ([`Error::Closed`] or the I/O error), which the
+//! retry logic treats as "look the region up again", and the pool opens a new connection on
+//! the next call.
+
+use crate::error::{Error, Result};
+use bytes::{Buf, Bytes, BytesMut};
+use cellar_proto::frame::{self, PREAMBLE};
+use cellar_proto::pb::{Method, RequestHeader};
+use parking_lot::Mutex;
+use prost::Message;
+use std::collections::HashMap;
+use std::io;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
+use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::AbortHandle;
+
+/// Request frames queued for the writer before callers wait for room.
+const OUTGOING_QUEUE: usize = 1024;
+
+/// A successful call's answer: the method's encoded response message and its cell block.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Response {
+    pub param: Bytes,
+    pub cellblock: Bytes,
+}
+
+impl Response {
+    /// Decodes the response message, naming it when the bytes are not one.
+    pub fn decode<M: Message + Default>(&self, what: &str) -> Result<M> {
+        frame::decode_param(self.param.clone(), what).map_err(|e| Error::Protocol(e.to_string()))
+    }
+}
+
+type Waiter = oneshot::Sender<Result<Response>>;
+
+/// Calls waiting for their answers, and why the connection ended once it has.
+#[derive(Default)]
+struct Pending {
+    calls: HashMap<u64, Waiter>,
+    closed: Option<Error>,
+    tasks: Vec<AbortHandle>,
+}
+
+struct Shared {
+    pending: Mutex<Pending>,
+}
+
+impl Shared {
+    /// Ends the connection: every waiting call gets `err`, both tasks stop.
+    fn fail(&self, err: Error) {
+        let (calls, tasks) = {
+            let mut p = self.pending.lock();
+            if p.closed.is_none() {
+                p.closed = Some(err.clone());
+            }
+            (std::mem::take(&mut p.calls), std::mem::take(&mut p.tasks))
+        };
+        for (_, waiter) in calls {
+            let _ = waiter.send(Err(err.clone()));
+        }
+        for t in tasks {
+            t.abort();
+        }
+    }
+}
+
+/// An open connection; cheap to share (`Arc`) between tables and tasks.
+pub(crate) struct Connection {
+    outgoing: mpsc::Sender<Bytes>,
+    shared: Arc<Shared>,
+    next_call_id: AtomicU64,
+    timeout: Duration,
+}
+
+impl Connection {
+    /// Connects, exchanges preambles and starts the reader and writer tasks.
+    pub async fn open(addr: &str, timeout: Duration, max_frame_bytes: u32) -> Result<Connection> {
+        let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
+            .await
+            .map_err(|_| Error::Timeout(timeout))?
+            .map_err(|e| Error::Io(io::Error::new(e.kind(), format!("connect to {addr}: {e}"))))?;
+        stream.set_nodelay(true)?;
+        let (mut rd, mut wr) = stream.into_split();
+        tokio::time::timeout(timeout, handshake(&mut rd, &mut wr, addr, max_frame_bytes))
+            .await
+            .map_err(|_| Error::Timeout(timeout))??;
+        let shared = Arc::new(Shared {
+            pending: Mutex::new(Pending::default()),
+        });
+        let (tx, rx) = mpsc::channel(OUTGOING_QUEUE);
+        let writer = tokio::spawn(write_frames(wr, rx, shared.clone()));
+        let reader = tokio::spawn(read_frames(rd, max_frame_bytes, shared.clone()));
+        shared.pending.lock().tasks = vec![writer.abort_handle(), reader.abort_handle()];
+        tracing::debug!(addr, "connected");
+        Ok(Connection {
+            outgoing: tx,
+            shared,
+            next_call_id: AtomicU64::new(1),
+            timeout,
+        })
+    }
+
+    /// Whether the connection has ended; the pool replaces it.
+    pub fn is_closed(&self) -> bool {
+        self.shared.pending.lock().closed.is_some() || self.outgoing.is_closed()
+    }
+
+    /// One call: sends the request, waits for the answer at most the call timeout.
+    pub async fn call(
+        &self,
+        method: Method,
+        param: &impl Message,
+        cellblock: &[u8],
+    ) -> Result<Response> {
+        let call_id = self.next_call_id.fetch_add(1, Ordering::Relaxed);
+        let header = RequestHeader {
+            call_id,
+            method: method as i32,
+            timeout_ms: self.timeout.as_millis().min(u32::MAX as u128) as u32,
+        };
+        let mut buf = BytesMut::new();
+        frame::encode_request(&mut buf, &header, param, cellblock);
+        let (tx, rx) = oneshot::channel();
+        {
+            let mut p = self.shared.pending.lock();
+            if let Some(e) = &p.closed {
+                return Err(e.clone());
+            }
+            p.calls.insert(call_id, tx);
+        }
+        // Whatever happens from here (answer, timeout, the caller giving up), the call leaves
+        // the pending map.
+        let _forget = ForgetOnDrop {
+            shared: &self.shared,
+            call_id,
+        };
+        if self.outgoing.send(buf.freeze()).await.is_err() {
+            return Err(self.closed_error());
+        }
+        match tokio::time::timeout(self.timeout, rx).await {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(_)) => Err(self.closed_error()),
+            Err(_) => Err(Error::Timeout(self.timeout)),
+        }
+    }
+
+    fn closed_error(&self) -> Error {
+        self.shared
+            .pending
+            .lock()
+            .closed
+            .clone()
+            .unwrap_or(Error::Closed)
+    }
+}
+
+impl Drop for Connection {
+    fn drop(&mut self) {
+        self.shared.fail(Error::Closed);
+    }
+}
+
+struct ForgetOnDrop<'a> {
+    shared: &'a Shared,
+    call_id: u64,
+}
+
+impl Drop for ForgetOnDrop<'_> {
+    fn drop(&mut self) {
+        self.shared.pending.lock().calls.remove(&self.call_id);
+    }
+}
+
+/// Sends our preamble and checks the server's: the same eight bytes, or an error frame
+/// (call id 0) saying why the server will not talk.
+async fn handshake(
+    rd: &mut OwnedReadHalf,
+    wr: &mut OwnedWriteHalf,
+    addr: &str,
+    max_frame_bytes: u32,
+) -> Result<()> {
+    wr.write_all(&PREAMBLE).await?;
+    let mut reply = [0u8; 8];
+    rd.read_exact(&mut reply).await.map_err(|e| {
+        Error::Io(io::Error::new(
+            e.kind(),
+            format!("{addr} closed the connection during the preamble exchange: {e}"),
+        ))
+    })?;
+    let Err(bad) = frame::check_preamble(&reply) else {
+        return Ok(());
+    };
+    // Not a preamble: perhaps an error frame. Its first 4 bytes are the body length.
+    let len = u32::from_be_bytes([reply[0], reply[1], reply[2], reply[3]]);
+    if len >= 4 && len <= max_frame_bytes.min(1 << 20) {
+        let mut body = BytesMut::zeroed(len as usize);
+        body[..4].copy_from_slice(&reply[4..]);
+        if rd.read_exact(&mut body[4..]).await.is_ok() {
+            if let Ok((header, _)) = frame::decode_response(body.freeze()) {
+                if let Some(e) = header.error {
+                    return Err(Error::from_pb(e));
+                }
+            }
+        }
+    }
+    Err(Error::Protocol(format!("{addr}: {bad}")))
+}
+
+async fn write_frames(wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>, shared: Arc<Shared>) {
+    let mut out = BufWriter::new(wr);
+    while let Some(first) = rx.recv().await {
+        let mut result = out.write_all(&first).await;
+        while result.is_ok() {
+            match rx.try_recv() {
+                Ok(more) => result = out.write_all(&more).await,
+                Err(_) => break,
+            }
+        }
+        if result.is_ok() {
+            result = out.flush().await;
+        }
+        if let Err(e) = result {
+            tracing::debug!(error = %e, "connection write failed");
+            shared.fail(Error::Io(e));
+            return;
+        }
+    }
+}
+
+async fn read_frames(mut rd: OwnedReadHalf, max_frame_bytes: u32, shared: Arc<Shared>) {
+    let err = loop {
+        match read_frame(&mut rd, max_frame_bytes).await {
+            Ok(None) => break Error::Closed,
+            Ok(Some(body)) => {
+                if let Err(e) = deliver(&shared, body) {
+                    break e;
+                }
+            }
+            Err(e) => break e,
+        }
+    };
+    tracing::debug!(error = %err, "connection ended");
+    shared.fail(err);
+}
+
+/// One frame body; `None` when the server closed the connection between frames.
+async fn read_frame(rd: &mut OwnedReadHalf, max_frame_bytes: u32) -> Result<Option<Bytes>> {
+    let mut len = [0u8; 4];
+    match rd.read_exact(&mut len).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(Error::Io(e)),
+    }
+    let len = (&len[..]).get_u32();
+    if len > max_frame_bytes {
+        return Err(Error::Protocol(format!(
+            "response frame of {len} bytes exceeds the client's limit of {max_frame_bytes} bytes"
+        )));
+    }
+    let mut body = BytesMut::zeroed(len as usize);
+    rd.read_exact(&mut body).await?;
+    Ok(Some(body.freeze()))
+}
+
+/// Hands one response to its caller. A frame that cannot be parsed, or an error with call
+/// id 0 (about the connection itself), ends the connection.
+fn deliver(shared: &Shared, body: Bytes) -> Result<()> {
+    let (header, parts) =
+        frame::decode_response(body).map_err(|e| Error::Protocol(e.to_string()))?;
+    if header.call_id == 0 {
+        return Err(header
+            .error
+            .map(Error::from_pb)
+            .unwrap_or_else(|| Error::Protocol("server sent a response with call id 0".into())));
+    }
+    let waiter = shared.pending.lock().calls.remove(&header.call_id);
+    // No waiter: the call timed out or its caller gave up; the late answer is dropped.
+    if let Some(w) = waiter {
+        let answer = match header.error {
+            Some(e) => Err(Error::from_pb(e)),
+            None => Ok(Response {
+                param: parts.param,
+                cellblock: parts.cellblock,
+            }),
+        };
+        let _ = w.send(answer);
+    }
+    Ok(())
+}
+
+/// One server's connection, if open; locked while connecting so callers wait for one attempt.
+type Slot = tokio::sync::Mutex<Option<Arc<Connection>>>;
+
+/// The connections of one client, one per server address, opened on first use and replaced
+/// when they end.
+#[derive(Default)]
+pub(crate) struct Pool {
+    slots: Mutex<HashMap<String, Arc<Slot>>>,
+}
+
+impl Pool {
+    /// The live connection to `addr`, connecting (once, however many callers ask) if needed.
+    pub async fn get(
+        &self,
+        addr: &str,
+        timeout: Duration,
+        max_frame_bytes: u32,
+    ) -> Result<Arc<Connection>> {
+        let slot = self
+            .slots
+            .lock()
+            .entry(addr.to_string())
+            .or_default()
+            .clone();
+        let mut conn = slot.lock().await;
+        if let Some(c) = conn.as_ref() {
+            if !c.is_closed() {
+                return Ok(c.clone());
+            }
+        }
+        let c = Arc::new(Connection::open(addr, timeout, max_frame_bytes).await?);
+        *conn = Some(c.clone());
+        Ok(c)
+    }
+}
+
+/// Builds the error of a response message that lacks a required field.
+pub(crate) fn missing(what: &str) -> Error {
+    Error::Protocol(format!("server response lacks {what}"))
+}
