@@ -53,7 +53,12 @@ pub fn run(args: Args) -> Result<(), String> {
         .build()
         .map_err(|e| format!("cannot start the signal runtime: {e}"))?;
     let (mut term, mut int) = signals
-        .block_on(async { Ok::<_, std::io::Error>((signal(SignalKind::terminate())?, signal(SignalKind::interrupt())?)) })
+        .block_on(async {
+            Ok::<_, std::io::Error>((
+                signal(SignalKind::terminate())?,
+                signal(SignalKind::interrupt())?,
+            ))
+        })
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
     let server = Standalone::start(config)?;
     announce(&server);

@@ -97,7 +97,10 @@ impl Server {
             if let Some(status) = self.child.try_wait().expect("try_wait") {
                 return status;
             }
-            assert!(Instant::now() < deadline, "server did not exit within {TIMEOUT:?}");
+            assert!(
+                Instant::now() < deadline,
+                "server did not exit within {TIMEOUT:?}"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -152,7 +155,8 @@ fn serves_rpc_metrics_and_status_then_stops_cleanly_on_sigterm_keeping_data() {
         "{body}"
     );
     assert!(
-        body.lines().any(|l| l == "cellar_regions{table=\"people\"} 1"),
+        body.lines()
+            .any(|l| l == "cellar_regions{table=\"people\"} 1"),
         "{body}"
     );
     let (head, body) = http_get(&server.http, "/status");
@@ -225,7 +229,11 @@ fn a_bad_config_file_names_the_key_and_exits_non_zero() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(err.contains(key), "{key} not named in: {err}");
         assert!(err.contains("bad.toml"), "file not named in: {err}");
-        assert!(out.stdout.is_empty(), "printed {:?}", String::from_utf8_lossy(&out.stdout));
+        assert!(
+            out.stdout.is_empty(),
+            "printed {:?}",
+            String::from_utf8_lossy(&out.stdout)
+        );
     }
     let out = Command::new(env!("CARGO_BIN_EXE_cellar"))
         .args(["standalone", "--config"])

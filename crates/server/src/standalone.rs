@@ -43,7 +43,9 @@ impl Standalone {
             Ok(rpc) => rpc,
             Err(e) => {
                 close_region_server(&region_server);
-                return Err(format!("cannot start the native RPC server on {native}: {e}"));
+                return Err(format!(
+                    "cannot start the native RPC server on {native}: {e}"
+                ));
             }
         };
         let data_dir = std::path::absolute(&config.data_dir).unwrap_or(config.data_dir.clone());
