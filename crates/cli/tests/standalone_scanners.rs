@@ -68,7 +68,7 @@ fn open_scanners(server: &Server) -> Option<u64> {
     let body = server.http_get("/metrics");
     body.lines()
         .filter(|l| !l.starts_with('#'))
-        .find(|l| l.contains("open_scanners") || l.contains("scanners_open"))
+        .find(|l| l.starts_with("cellar_open_scanners"))
         .and_then(|l| l.split_whitespace().last())
         .and_then(|v| v.parse::<f64>().ok())
         .map(|v| v as u64)

@@ -1,1 +1,450 @@
-//! (to be written)
+//! Table administration: create, alter, disable, enable, truncate, delete, flush, compact,
+//! list, describe, locate, status (HBase's semantics).
+//!
+//! Admin operations run one at a time (with splits) under the server's admin lock; data calls
+//! never take it. Each changes meta first at its commit point and the router after, so a crash
+//! leaves meta saying either the old or the new state (`region_server::recovery` cleans up the
+//! rest).
+
+pub mod names;
+
+use crate::meta::{RegionRecord, TableRecord, META_TABLE};
+use crate::region_server::{RegionServer, ServerError};
+use crate::router::{HostedRegion, TableRoute, TableState};
+use bytes::Bytes;
+use cellar_model::{FamilySchema, TableSchema};
+use cellar_proto::{convert, pb};
+use cellar_storage::region::RegionInfo;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+impl RegionServer {
+    /// The canonical name of an existing table; TABLE_NOT_FOUND if there is none.
+    fn existing(&self, name: &str) -> Result<(String, TableRoute), ServerError> {
+        let name = names::canonical(name)?;
+        let t = self.router.require(&name)?;
+        Ok((name, t))
+    }
+
+    /// [`Self::existing`], refusing system tables (they are not administered by clients).
+    fn existing_user(&self, name: &str) -> Result<(String, TableRoute), ServerError> {
+        let (name, t) = self.existing(name)?;
+        if names::is_system(&name) {
+            return Err(ServerError::invalid(format!(
+                "table '{name}' is a system table and cannot be changed"
+            )));
+        }
+        Ok((name, t))
+    }
+
+    /// Creates a table with one region per gap between `split_keys` (sorted, distinct,
+    /// non-empty), enabled.
+    pub fn create_table(
+        &self,
+        schema: TableSchema,
+        split_keys: &[Bytes],
+    ) -> Result<(), ServerError> {
+        let _admin = self.admin.lock();
+        self.check_running()?;
+        let mut schema = schema;
+        schema.name = names::user_table(&schema.name)?;
+        schema.validate()?;
+        let name = schema.name.clone();
+        if self.router.contains(&name) {
+            return Err(ServerError::TableExists(name));
+        }
+        check_split_keys(&name, split_keys)?;
+        let mut bounds = Vec::with_capacity(split_keys.len() + 2);
+        bounds.push(Bytes::new());
+        bounds.extend(split_keys.iter().cloned());
+        bounds.push(Bytes::new());
+        // Leftovers of an earlier create that crashed have no meta rows: they go.
+        self.services
+            .fs
+            .delete_dir_all(&names::table_dir(self.data_dir(), &name))?;
+        let mut route = TableRoute::new(schema.clone(), TableState::Enabled, 0);
+        let result = (|| {
+            for w in bounds.windows(2) {
+                let info = RegionInfo {
+                    id: self.next_region_id(),
+                    start_key: w[0].clone(),
+                    end_key: w[1].clone(),
+                };
+                let region = self.open_region(&name, &info, &schema, &[])?;
+                let dir = region.dir().to_path_buf();
+                route.regions.insert(
+                    info.start_key.clone(),
+                    HostedRegion::new(&name, info.clone(), &dir, Some(region)),
+                );
+                self.meta
+                    .put_region(&self.record(&name, info, pb::RegionState::Open))?;
+            }
+            // The commit point: the table exists once its row does.
+            self.meta.put_table(&TableRecord {
+                schema: schema.clone(),
+                state: TableState::Enabled,
+                splits: 0,
+                truncate_to: None,
+            })
+        })();
+        if let Err(e) = result {
+            for r in route.regions.values() {
+                let _ = self.meta.delete_region(&name, &r.info);
+                if let Some(region) = r.take(pb::RegionState::Closed) {
+                    let _ = region.close();
+                }
+            }
+            let _ = self
+                .services
+                .fs
+                .delete_dir_all(&names::table_dir(self.data_dir(), &name));
+            return Err(e);
+        }
+        self.router.insert_table(&name, route);
+        tracing::info!(table = %name, regions = bounds.len() - 1, "table created");
+        Ok(())
+    }
+
+    /// A region row naming this server.
+    pub(crate) fn record(
+        &self,
+        table: &str,
+        info: RegionInfo,
+        state: pb::RegionState,
+    ) -> RegionRecord {
+        let mut r = RegionRecord::new(table, info, state);
+        r.server = self.advertised.clone();
+        r.startcode = self.startcode;
+        r
+    }
+
+    /// Closes the table's regions (flushing them); data calls then get TABLE_DISABLED.
+    pub fn disable_table(&self, name: &str) -> Result<(), ServerError> {
+        let _admin = self.admin.lock();
+        self.check_running()?;
+        let (name, t) = self.existing_user(name)?;
+        if t.state == TableState::Disabled {
+            return Err(ServerError::TableDisabled(name));
+        }
+        self.router
+            .update_table(&name, |t| t.state = TableState::Disabled);
+        self.close_regions(&name, &t)?;
+        self.meta.put_table(&TableRecord {
+            schema: (*t.schema).clone(),
+            state: TableState::Disabled,
+            splits: t.splits,
+            truncate_to: None,
+        })?;
+        tracing::info!(table = %name, "table disabled");
+        Ok(())
+    }
+
+    fn close_regions(&self, name: &str, t: &TableRoute) -> Result<(), ServerError> {
+        for hosted in t.regions.values() {
+            if let Some(region) = hosted.take(pb::RegionState::Closed) {
+                region.close()?;
+            }
+            self.meta.put_region(&self.record(
+                name,
+                hosted.info.clone(),
+                pb::RegionState::Closed,
+            ))?;
+        }
+        Ok(())
+    }
+
+    /// Opens a disabled table's regions again.
+    pub fn enable_table(&self, name: &str) -> Result<(), ServerError> {
+        let _admin = self.admin.lock();
+        self.check_running()?;
+        let (name, t) = self.existing_user(name)?;
+        if t.state == TableState::Enabled {
+            return Err(ServerError::TableNotDisabled(name));
+        }
+        for hosted in t.regions.values() {
+            if !hosted.is_open() {
+                hosted.put(self.open_region(&name, &hosted.info, &t.schema, &[])?);
+            }
+            self.meta.put_region(&self.record(
+                &name,
+                hosted.info.clone(),
+                pb::RegionState::Open,
+            ))?;
+        }
+        self.meta.put_table(&TableRecord {
+            schema: (*t.schema).clone(),
+            state: TableState::Enabled,
+            splits: t.splits,
+            truncate_to: None,
+        })?;
+        self.router
+            .update_table(&name, |t| t.state = TableState::Enabled);
+        tracing::info!(table = %name, "table enabled");
+        Ok(())
+    }
+
+    /// Deletes a disabled table: meta rows and files.
+    pub fn delete_table(&self, name: &str) -> Result<(), ServerError> {
+        let _admin = self.admin.lock();
+        self.check_running()?;
+        let (name, t) = self.existing_user(name)?;
+        if t.state != TableState::Disabled {
+            return Err(ServerError::TableNotDisabled(name));
+        }
+        self.meta.delete_table(&name)?;
+        self.router.remove_table(&name);
+        self.forget_regions(&name, &t)?;
+        self.services
+            .fs
+            .delete_dir_all(&names::table_dir(self.data_dir(), &name))?;
+        tracing::info!(table = %name, "table deleted");
+        Ok(())
+    }
+
+    /// Deletes the meta rows of a table's regions and of its split parents.
+    fn forget_regions(&self, name: &str, t: &TableRoute) -> Result<(), ServerError> {
+        for hosted in t.regions.values() {
+            self.meta.delete_region(name, &hosted.info)?;
+        }
+        let parents: Vec<_> = {
+            let mut all = self.split_parents.lock();
+            let (mine, others) = all.drain(..).partition(|p| p.table == name);
+            *all = others;
+            mine
+        };
+        for p in parents {
+            self.meta.delete_region(name, &p.info)?;
+        }
+        Ok(())
+    }
+
+    /// Empties a table, keeping its schema: afterwards it has one region and is enabled
+    /// (HBase shell's `truncate`).
+    pub fn truncate_table(&self, name: &str) -> Result<(), ServerError> {
+        let _admin = self.admin.lock();
+        self.check_running()?;
+        let (name, t) = self.existing_user(name)?;
+        self.router
+            .update_table(&name, |t| t.state = TableState::Disabled);
+        for hosted in t.regions.values() {
+            if let Some(region) = hosted.take(pb::RegionState::Closed) {
+                region.close()?;
+            }
+        }
+        let info = RegionInfo::whole(self.next_region_id());
+        let mut record = TableRecord {
+            schema: (*t.schema).clone(),
+            state: t.state,
+            splits: t.splits,
+            truncate_to: Some(info.id),
+        };
+        // The commit point: from here a restart finishes the truncate.
+        self.meta.put_table(&record)?;
+        self.forget_regions(&name, &t)?;
+        let region = self.open_region(&name, &info, &t.schema, &[])?;
+        self.meta
+            .put_region(&self.record(&name, info.clone(), pb::RegionState::Open))?;
+        record.truncate_to = None;
+        record.state = TableState::Enabled;
+        record.splits = 0;
+        self.meta.put_table(&record)?;
+        let dir = region.dir().to_path_buf();
+        let mut route = TableRoute::new((*t.schema).clone(), TableState::Enabled, 0);
+        route.regions.insert(
+            Bytes::new(),
+            HostedRegion::new(&name, info.clone(), &dir, Some(region)),
+        );
+        self.router.insert_table(&name, route);
+        let table_dir = names::table_dir(self.data_dir(), &name);
+        for entry in self.services.fs.list(&table_dir)? {
+            if entry != info.id.to_string() {
+                self.services.fs.delete_dir_all(&table_dir.join(entry))?;
+            }
+        }
+        tracing::info!(table = %name, "table truncated");
+        Ok(())
+    }
+
+    /// Adds or changes families (`put`, found by name) and removes families (`delete`);
+    /// an enabled table's regions reopen with the new schema. Removing the last family, or
+    /// one the table does not have, is an error.
+    pub fn alter_table(
+        &self,
+        name: &str,
+        put: Vec<FamilySchema>,
+        delete: &[String],
+    ) -> Result<(), ServerError> {
+        let _admin = self.admin.lock();
+        self.check_running()?;
+        let (name, t) = self.existing_user(name)?;
+        let mut schema = (*t.schema).clone();
+        for f in put {
+            match schema.families.iter_mut().find(|g| g.name == f.name) {
+                Some(g) => *g = f,
+                None => schema.families.push(f),
+            }
+        }
+        for d in delete {
+            let before = schema.families.len();
+            schema.families.retain(|f| &f.name != d);
+            if schema.families.len() == before {
+                return Err(ServerError::NoSuchFamily {
+                    table: name,
+                    family: d.clone(),
+                });
+            }
+        }
+        if schema.families.is_empty() {
+            return Err(ServerError::invalid(format!(
+                "table '{name}': cannot delete its last column family"
+            )));
+        }
+        schema.validate()?;
+        self.meta.put_table(&TableRecord {
+            schema: schema.clone(),
+            state: t.state,
+            splits: t.splits,
+            truncate_to: None,
+        })?;
+        self.router
+            .update_table(&name, |t| t.schema = Arc::new(schema.clone()));
+        if t.state == TableState::Enabled {
+            for hosted in t.regions.values() {
+                if let Some(region) = hosted.take(pb::RegionState::Closed) {
+                    region.close()?;
+                }
+                hosted.put(self.open_region(&name, &hosted.info, &schema, &[])?);
+            }
+        }
+        tracing::info!(table = %name, "table altered");
+        Ok(())
+    }
+
+    /// Flushes every region of an enabled table.
+    pub fn flush_table(&self, name: &str) -> Result<(), ServerError> {
+        self.each_open_region(name, |r| Ok(r.flush()?))
+    }
+
+    /// Compacts every region of an enabled table; returns when done.
+    pub fn compact_table(&self, name: &str, major: bool) -> Result<(), ServerError> {
+        self.each_open_region(name, |r| Ok(r.compact(major)?))
+    }
+
+    fn each_open_region(
+        &self,
+        name: &str,
+        f: impl Fn(&cellar_storage::region::Region) -> Result<(), ServerError>,
+    ) -> Result<(), ServerError> {
+        self.check_running()?;
+        let (name, t) = self.existing(name)?;
+        if t.state == TableState::Disabled {
+            return Err(ServerError::TableDisabled(name));
+        }
+        for hosted in t.regions.values() {
+            // A region being split is flushed by its split.
+            hosted.if_open(&f).transpose()?;
+        }
+        Ok(())
+    }
+
+    /// Tables, their schemas, states and regions (user tables only, as HBase's `list`).
+    pub fn list_tables(&self) -> Vec<pb::TableInfo> {
+        self.router
+            .tables()
+            .into_iter()
+            .filter(|(name, _)| !names::is_system(name))
+            .map(|(_, t)| self.table_info(&t))
+            .collect()
+    }
+
+    pub fn describe_table(&self, name: &str) -> Result<pb::TableInfo, ServerError> {
+        let (_, t) = self.existing(name)?;
+        Ok(self.table_info(&t))
+    }
+
+    fn table_info(&self, t: &TableRoute) -> pb::TableInfo {
+        pb::TableInfo {
+            schema: Some(convert::schema_to_pb(&t.schema)),
+            state: match t.state {
+                TableState::Enabled => pb::TableState::Enabled,
+                TableState::Disabled => pb::TableState::Disabled,
+            } as i32,
+            regions: t
+                .regions
+                .values()
+                .map(|r| r.location(&self.advertised))
+                .collect(),
+        }
+    }
+
+    /// Every region of a table in key order (meta's too, as `hbase:meta`).
+    pub fn list_regions(&self, table: &str) -> Result<Vec<pb::RegionLocation>, ServerError> {
+        let (_, t) = self.existing(table)?;
+        Ok(t.regions
+            .values()
+            .map(|r| r.location(&self.advertised))
+            .collect())
+    }
+
+    /// The region of `table` holding `row`.
+    pub fn locate_region(
+        &self,
+        table: &str,
+        row: &[u8],
+    ) -> Result<pb::RegionLocation, ServerError> {
+        let table = names::canonical(table)?;
+        Ok(self.router.locate(&table, row)?.location(&self.advertised))
+    }
+
+    /// Server-wide numbers for STATUS.
+    pub fn status(&self) -> pb::StatusResponse {
+        let mut s = pb::StatusResponse {
+            version: env!("CARGO_PKG_VERSION").to_string(),
+            uptime_ms: self.started.elapsed().as_millis() as u64,
+            requests: self.requests.load(Ordering::Relaxed),
+            data_dir: self.data_dir().display().to_string(),
+            server: self.advertised.clone(),
+            ..Default::default()
+        };
+        for (name, t) in self.router.tables() {
+            if name != META_TABLE {
+                s.tables += 1;
+            }
+            for r in t.regions.values() {
+                if let Some(st) = r.if_open(|r| r.stats()) {
+                    s.regions += 1;
+                    s.memstore_bytes += st.memstore_bytes;
+                    s.store_file_bytes += st.store_file_bytes;
+                }
+            }
+        }
+        let cache = self.services.block_cache.stats();
+        s.block_cache_hits = cache.hits;
+        s.block_cache_misses = cache.misses;
+        s
+    }
+}
+
+/// Split keys must be non-empty, sorted and distinct; the error names the first bad one.
+fn check_split_keys(table: &str, keys: &[Bytes]) -> Result<(), ServerError> {
+    for (i, k) in keys.iter().enumerate() {
+        let shown = String::from_utf8_lossy(k);
+        if k.is_empty() {
+            return Err(ServerError::invalid(format!(
+                "table '{table}': split key {i} is empty"
+            )));
+        }
+        if k.len() > cellar_model::key::MAX_ROW_LEN {
+            return Err(ServerError::invalid(format!(
+                "table '{table}': split key {i} is longer than a row key may be"
+            )));
+        }
+        if i > 0 && keys[i - 1] >= *k {
+            return Err(ServerError::invalid(format!(
+                "table '{table}': split key {i} {shown:?} is not above the previous one {:?} (keys must be sorted and distinct)",
+                String::from_utf8_lossy(&keys[i - 1])
+            )));
+        }
+    }
+    Ok(())
+}

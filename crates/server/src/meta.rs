@@ -1,1 +1,395 @@
-//! (to be written)
+//! The meta table, `hbase:meta`: the durable record of tables and regions, kept in a regular
+//! region (same engine, same WAL) at `<data_dir>/meta`. Layout (`docs/server-layout.md`):
+//!
+//! - one row per region, keyed by its HBase region name `<table>,<start_key>,<region_id>`,
+//!   family `info`: `regioninfo` (a `RegionLocation` message holding table, id, start and end
+//!   keys and name), `server` (host:port), `serverstartcode` (u64 BE), `state` (`OPEN`,
+//!   `CLOSED`, `SPLITTING`, `SPLIT`, `OFFLINE`) and, for a region being or having been split,
+//!   `splitA` / `splitB` (the daughters, encoded as `regioninfo`);
+//! - one row per table, keyed by its name, family `table`: `state` (`ENABLED` / `DISABLED`),
+//!   `schema` (a `TableSchema` message), `splits` (u64 BE, splits so far) and, while a
+//!   truncate is in progress, `truncate` (u64 BE, the id of the region that replaces them all).
+//!
+//! Every change of one row is one atomic row mutation. Cells are written with strictly
+//! increasing timestamps (never below the largest found in meta), so a column deleted and
+//! written again within one millisecond is not hidden by its own delete marker.
+
+use crate::region_server::ServerError;
+use crate::router::{HostedRegion, TableState};
+use bytes::Bytes;
+use cellar_model::{Cell, Durability, Error, FamilySchema, RowMutation, Scan, TableSchema};
+use cellar_proto::{convert, pb};
+use cellar_storage::region::{Clock, RegionInfo};
+use prost::Message;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub const META_TABLE: &str = "hbase:meta";
+/// The meta region's id; data regions get ids from the clock, far above it.
+pub const META_REGION_ID: u64 = 1;
+
+pub const INFO: &[u8] = b"info";
+pub const TABLE: &[u8] = b"table";
+pub const REGIONINFO: &[u8] = b"regioninfo";
+pub const SERVER: &[u8] = b"server";
+pub const STARTCODE: &[u8] = b"serverstartcode";
+pub const STATE: &[u8] = b"state";
+pub const SPLIT_A: &[u8] = b"splitA";
+pub const SPLIT_B: &[u8] = b"splitB";
+pub const SCHEMA: &[u8] = b"schema";
+pub const SPLITS: &[u8] = b"splits";
+pub const TRUNCATE: &[u8] = b"truncate";
+
+/// The meta table's schema: `info` (region rows, three versions kept as HBase does) and
+/// `table` (table rows).
+pub fn meta_schema() -> TableSchema {
+    let mut info = FamilySchema::new("info");
+    info.max_versions = 3;
+    info.in_memory = true;
+    let mut table = FamilySchema::new("table");
+    table.in_memory = true;
+    TableSchema::new(META_TABLE, vec![info, table])
+}
+
+/// The meta row key of a region: `<table>,<start_key>,<region_id>`.
+pub fn region_row(table: &str, start_key: &[u8], id: u64) -> Bytes {
+    let mut row = Vec::with_capacity(table.len() + start_key.len() + 22);
+    row.extend_from_slice(table.as_bytes());
+    row.push(b',');
+    row.extend_from_slice(start_key);
+    row.push(b',');
+    row.extend_from_slice(id.to_string().as_bytes());
+    Bytes::from(row)
+}
+
+/// [`region_row`] as text (non-UTF-8 key bytes replaced), for names shown to people.
+pub fn region_name(table: &str, start_key: &[u8], id: u64) -> String {
+    String::from_utf8_lossy(&region_row(table, start_key, id)).into_owned()
+}
+
+/// One region row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegionRecord {
+    pub table: String,
+    pub info: RegionInfo,
+    pub server: String,
+    pub startcode: u64,
+    pub state: pb::RegionState,
+    /// The daughters of a region being split (`SPLITTING`) or split (`SPLIT`).
+    pub split_a: Option<RegionInfo>,
+    pub split_b: Option<RegionInfo>,
+}
+
+impl RegionRecord {
+    pub fn new(table: &str, info: RegionInfo, state: pb::RegionState) -> RegionRecord {
+        RegionRecord {
+            table: table.to_string(),
+            info,
+            server: String::new(),
+            startcode: 0,
+            state,
+            split_a: None,
+            split_b: None,
+        }
+    }
+
+    pub fn row(&self) -> Bytes {
+        region_row(&self.table, &self.info.start_key, self.info.id)
+    }
+}
+
+/// One table row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TableRecord {
+    pub schema: TableSchema,
+    pub state: TableState,
+    pub splits: u32,
+    /// A truncate in progress: the id of the one region that replaces the table's regions.
+    pub truncate_to: Option<u64>,
+}
+
+/// Everything meta holds.
+#[derive(Debug, Default)]
+pub struct MetaContents {
+    pub tables: Vec<TableRecord>,
+    pub regions: Vec<RegionRecord>,
+}
+
+/// Reads and writes the meta table through its hosted region.
+pub struct Meta {
+    hosted: Arc<HostedRegion>,
+    clock: Arc<dyn Clock>,
+    last_ts: AtomicU64,
+}
+
+pub fn state_name(s: pb::RegionState) -> &'static str {
+    match s {
+        pb::RegionState::Open => "OPEN",
+        pb::RegionState::Closed => "CLOSED",
+        pb::RegionState::Splitting => "SPLITTING",
+        pb::RegionState::Split => "SPLIT",
+        pb::RegionState::Offline | pb::RegionState::Unspecified => "OFFLINE",
+    }
+}
+
+fn state_from_name(s: &[u8]) -> Option<pb::RegionState> {
+    Some(match s {
+        b"OPEN" => pb::RegionState::Open,
+        b"CLOSED" => pb::RegionState::Closed,
+        b"SPLITTING" => pb::RegionState::Splitting,
+        b"SPLIT" => pb::RegionState::Split,
+        b"OFFLINE" => pb::RegionState::Offline,
+        _ => return None,
+    })
+}
+
+fn encode_info(table: &str, info: &RegionInfo) -> Bytes {
+    pb::RegionLocation {
+        table: table.to_string(),
+        region_id: info.id,
+        start_key: info.start_key.clone(),
+        end_key: info.end_key.clone(),
+        server: String::new(),
+        name: region_name(table, &info.start_key, info.id),
+        state: 0,
+    }
+    .encode_to_vec()
+    .into()
+}
+
+fn decode_info(v: &Bytes) -> Option<(String, RegionInfo)> {
+    let l = pb::RegionLocation::decode(v.clone()).ok()?;
+    Some((
+        l.table,
+        RegionInfo {
+            id: l.region_id,
+            start_key: l.start_key,
+            end_key: l.end_key,
+        },
+    ))
+}
+
+fn u64_value(v: &[u8]) -> Option<u64> {
+    Some(u64::from_be_bytes(v.try_into().ok()?))
+}
+
+fn corrupt(row: &[u8], what: &str) -> ServerError {
+    ServerError::Storage(Error::corruption(
+        META_TABLE,
+        0,
+        format!("row {:?}: {what}", String::from_utf8_lossy(row)),
+    ))
+}
+
+impl Meta {
+    pub fn new(hosted: Arc<HostedRegion>, clock: Arc<dyn Clock>) -> Meta {
+        Meta {
+            hosted,
+            clock,
+            last_ts: AtomicU64::new(0),
+        }
+    }
+
+    pub fn hosted(&self) -> &Arc<HostedRegion> {
+        &self.hosted
+    }
+
+    /// A timestamp above every one meta has used.
+    fn next_ts(&self) -> u64 {
+        let now = self.clock.now_millis();
+        let mut cur = self.last_ts.load(Ordering::SeqCst);
+        loop {
+            let next = now.max(cur + 1);
+            match self
+                .last_ts
+                .compare_exchange(cur, next, Ordering::SeqCst, Ordering::SeqCst)
+            {
+                Ok(_) => return next,
+                Err(seen) => cur = seen,
+            }
+        }
+    }
+
+    fn write(&self, m: RowMutation) -> Result<(), ServerError> {
+        let m = m.with_durability(Durability::SyncWal);
+        self.hosted.with(|r| Ok(r.mutate(&m)?))
+    }
+
+    /// Writes a region row whole (all columns; daughters removed when absent): one mutation.
+    pub fn put_region(&self, r: &RegionRecord) -> Result<(), ServerError> {
+        let ts = self.next_ts();
+        let mut m = RowMutation::new(r.row())
+            .put(INFO, REGIONINFO, ts, encode_info(&r.table, &r.info))
+            .put(INFO, SERVER, ts, Bytes::from(r.server.clone()))
+            .put(
+                INFO,
+                STARTCODE,
+                ts,
+                Bytes::copy_from_slice(&r.startcode.to_be_bytes()),
+            )
+            .put(
+                INFO,
+                STATE,
+                ts,
+                Bytes::from_static(state_name(r.state).as_bytes()),
+            );
+        for (q, d) in [(SPLIT_A, &r.split_a), (SPLIT_B, &r.split_b)] {
+            m = match d {
+                Some(d) => m.put(INFO, q, ts, encode_info(&r.table, d)),
+                None => m.delete_column(INFO, q, ts),
+            };
+        }
+        self.write(m)
+    }
+
+    pub fn delete_region(&self, table: &str, info: &RegionInfo) -> Result<(), ServerError> {
+        let ts = self.next_ts();
+        self.write(
+            RowMutation::new(region_row(table, &info.start_key, info.id)).delete_family(INFO, ts),
+        )
+    }
+
+    pub fn put_table(&self, t: &TableRecord) -> Result<(), ServerError> {
+        let ts = self.next_ts();
+        let state: &'static [u8] = match t.state {
+            TableState::Enabled => b"ENABLED",
+            TableState::Disabled => b"DISABLED",
+        };
+        let schema = convert::schema_to_pb(&t.schema).encode_to_vec();
+        let m = RowMutation::new(Bytes::from(t.schema.name.clone()))
+            .put(TABLE, STATE, ts, Bytes::from_static(state))
+            .put(TABLE, SCHEMA, ts, Bytes::from(schema))
+            .put(
+                TABLE,
+                SPLITS,
+                ts,
+                Bytes::copy_from_slice(&u64::from(t.splits).to_be_bytes()),
+            );
+        let m = match t.truncate_to {
+            Some(id) => m.put(
+                TABLE,
+                TRUNCATE,
+                ts,
+                Bytes::copy_from_slice(&id.to_be_bytes()),
+            ),
+            None => m.delete_column(TABLE, TRUNCATE, ts),
+        };
+        self.write(m)
+    }
+
+    pub fn delete_table(&self, name: &str) -> Result<(), ServerError> {
+        let ts = self.next_ts();
+        self.write(RowMutation::new(Bytes::from(name.to_string())).delete_family(TABLE, ts))
+    }
+
+    /// Reads every row. Also moves the timestamp source past every timestamp found.
+    pub fn load(&self) -> Result<MetaContents, ServerError> {
+        let scanner = self.hosted.with(|r| Ok(r.scan(&Scan::new())?))?;
+        let mut out = MetaContents::default();
+        let mut max_ts = 0;
+        for row in scanner {
+            let cells = row?;
+            max_ts = cells.iter().map(|c| c.timestamp).fold(max_ts, u64::max);
+            let Some(first) = cells.first() else { continue };
+            let row = first.row.clone();
+            let info: Vec<&Cell> = cells.iter().filter(|c| c.family == INFO).collect();
+            let table: Vec<&Cell> = cells.iter().filter(|c| c.family == TABLE).collect();
+            if !info.is_empty() {
+                out.regions.push(parse_region(&row, &info)?);
+            }
+            if !table.is_empty() {
+                out.tables.push(parse_table(&row, &table)?);
+            }
+        }
+        self.last_ts.fetch_max(max_ts, Ordering::SeqCst);
+        Ok(out)
+    }
+}
+
+fn column<'a>(cells: &[&'a Cell], q: &[u8]) -> Option<&'a Bytes> {
+    cells.iter().find(|c| c.qualifier == q).map(|c| &c.value)
+}
+
+fn parse_region(row: &[u8], cells: &[&Cell]) -> Result<RegionRecord, ServerError> {
+    let (table, info) = column(cells, REGIONINFO)
+        .and_then(decode_info)
+        .ok_or_else(|| corrupt(row, "missing or undecodable info:regioninfo"))?;
+    let daughter = |q: &[u8]| -> Result<Option<RegionInfo>, ServerError> {
+        match column(cells, q) {
+            None => Ok(None),
+            Some(v) => decode_info(v)
+                .map(|(_, i)| Some(i))
+                .ok_or_else(|| corrupt(row, "undecodable split daughter")),
+        }
+    };
+    Ok(RegionRecord {
+        server: column(cells, SERVER)
+            .map(|v| String::from_utf8_lossy(v).into_owned())
+            .unwrap_or_default(),
+        startcode: column(cells, STARTCODE)
+            .and_then(|v| u64_value(v))
+            .unwrap_or(0),
+        state: column(cells, STATE)
+            .and_then(|v| state_from_name(v))
+            .ok_or_else(|| corrupt(row, "missing or unknown info:state"))?,
+        split_a: daughter(SPLIT_A)?,
+        split_b: daughter(SPLIT_B)?,
+        table,
+        info,
+    })
+}
+
+fn parse_table(row: &[u8], cells: &[&Cell]) -> Result<TableRecord, ServerError> {
+    let schema = column(cells, SCHEMA)
+        .and_then(|v| pb::TableSchema::decode(v.clone()).ok())
+        .ok_or_else(|| corrupt(row, "missing or undecodable table:schema"))?;
+    let schema =
+        convert::schema_from_pb(schema).map_err(|e| corrupt(row, &format!("table:schema: {e}")))?;
+    let state = match column(cells, STATE).map(|v| &v[..]) {
+        Some(b"ENABLED") => TableState::Enabled,
+        Some(b"DISABLED") => TableState::Disabled,
+        _ => return Err(corrupt(row, "missing or unknown table:state")),
+    };
+    Ok(TableRecord {
+        schema,
+        state,
+        splits: column(cells, SPLITS)
+            .and_then(|v| u64_value(v))
+            .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
+        truncate_to: column(cells, TRUNCATE).and_then(|v| u64_value(v)),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn region_rows_are_hbase_region_names_and_sort_by_table() {
+        assert_eq!(&region_row("t", b"abc", 42)[..], b"t,abc,42");
+        assert_eq!(region_name("ns:t", b"", 7), "ns:t,,7");
+        // Every legal table-name character sorts above ',', so a table's rows are contiguous.
+        assert!(region_row("t", b"\xff", 1) < region_row("t-x", b"", 1));
+        assert!(region_row("t", b"\xff", 1) < region_row("t.x", b"", 1));
+    }
+
+    #[test]
+    fn infos_round_trip() {
+        let info = RegionInfo {
+            id: 9,
+            start_key: Bytes::from_static(b"a,b"),
+            end_key: Bytes::from_static(b"\x00z"),
+        };
+        let (t, back) = decode_info(&encode_info("t", &info)).expect("decodes");
+        assert_eq!((t.as_str(), back), ("t", info));
+        for s in [
+            pb::RegionState::Open,
+            pb::RegionState::Closed,
+            pb::RegionState::Splitting,
+            pb::RegionState::Split,
+            pb::RegionState::Offline,
+        ] {
+            assert_eq!(state_from_name(state_name(s).as_bytes()), Some(s));
+        }
+    }
+}

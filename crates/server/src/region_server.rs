@@ -1,1 +1,292 @@
-//! (to be written)
+//! The region server: opens the data directory (WAL replay, meta, every region), serves data
+//! and admin calls through typed methods ([`data`], [`crate::catalog`], [`crate::scanners`]),
+//! runs the split checker and the scanner lease reaper, and closes everything on shutdown.
+//!
+//! Disk layout (`docs/server-layout.md`): `<data_dir>/LOCK` (held while a server runs),
+//! `<data_dir>/wal` (one WAL for all regions), `<data_dir>/meta` (the `hbase:meta` region),
+//! `<data_dir>/data/<namespace>/<qualifier>/<region_id>` (the tables' regions).
+
+mod data;
+mod error;
+mod recovery;
+mod workers;
+
+pub use data::MutateOutcome;
+pub use error::ServerError;
+
+use crate::catalog::names;
+use crate::config::ServerConfig;
+use crate::meta::{meta_schema, Meta, META_REGION_ID, META_TABLE};
+use crate::router::{HostedRegion, Router, TableRoute, TableState};
+use crate::scanners::ScannerRegistry;
+use crate::split::SplitParent;
+use cellar_model::TableSchema;
+use cellar_proto::pb;
+use cellar_storage::fs::{FsRef, LocalFs};
+use cellar_storage::region::{Region, RegionInfo, StorageServices};
+use cellar_storage::wal::WalRecord;
+use parking_lot::Mutex;
+use std::fs::File;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use workers::Workers;
+
+/// A region server with its regions, meta table and background threads.
+pub struct RegionServer {
+    pub(crate) config: ServerConfig,
+    /// `host:port` written into region locations.
+    pub(crate) advertised: String,
+    /// When this server started (ms since the epoch): meta's `serverstartcode`.
+    pub(crate) startcode: u64,
+    pub(crate) started: Instant,
+    pub(crate) services: Arc<StorageServices>,
+    pub(crate) meta: Meta,
+    pub(crate) router: Router,
+    pub(crate) scanners: ScannerRegistry,
+    /// Serializes admin operations and splits with each other (never data calls).
+    pub(crate) admin: Mutex<()>,
+    /// Split parents whose directories wait for their daughters to drop their references.
+    pub(crate) split_parents: Mutex<Vec<SplitParent>>,
+    /// The last region id handed out.
+    last_region_id: AtomicU64,
+    pub(crate) requests: AtomicU64,
+    pub(crate) splits_done: AtomicU64,
+    stopping: AtomicBool,
+    shut_down: Mutex<bool>,
+    workers: Workers,
+    /// Held while the server runs: a second server on the same directory is refused.
+    _lock: File,
+}
+
+impl RegionServer {
+    /// Opens or creates the data dir (config.data_dir), replays the WAL, opens meta and every
+    /// OPEN region, finishes/rolls back interrupted splits, starts the split checker and the
+    /// scanner lease reaper. `advertised` = "host:port" put in region locations.
+    pub fn open(
+        config: &ServerConfig,
+        advertised: String,
+    ) -> Result<Arc<RegionServer>, ServerError> {
+        config.validate().map_err(ServerError::InvalidArgument)?;
+        let fs: FsRef = LocalFs::shared();
+        fs.create_dir_all(&config.data_dir)?;
+        let lock = lock_data_dir(&config.data_dir)?;
+        let storage = config.storage_config();
+        let clock = Arc::clone(&storage.clock);
+        let (services, records) = StorageServices::open(fs, &config.data_dir.join("wal"), storage)?;
+        let meta_dir = config.data_dir.join("meta");
+        let meta_info = RegionInfo::whole(META_REGION_ID);
+        let meta_region = match Region::open_in(
+            &services,
+            &meta_dir,
+            meta_info.clone(),
+            meta_schema(),
+            &records,
+        ) {
+            Ok(r) => r,
+            Err(e) => {
+                let _ = services.shutdown();
+                return Err(e.into());
+            }
+        };
+        let meta_hosted = HostedRegion::new(META_TABLE, meta_info, &meta_dir, Some(meta_region));
+        let router = Router::new();
+        let mut route = TableRoute::new(meta_schema(), TableState::Enabled, 0);
+        route
+            .regions
+            .insert(meta_hosted.info.start_key.clone(), Arc::clone(&meta_hosted));
+        router.insert_table(META_TABLE, route);
+        let startcode = clock.now_millis();
+        let server = Arc::new(RegionServer {
+            config: config.clone(),
+            advertised,
+            startcode,
+            started: Instant::now(),
+            meta: Meta::new(meta_hosted, clock),
+            router,
+            scanners: ScannerRegistry::new(Duration::from_millis(config.scanner.lease_ms)),
+            admin: Mutex::new(()),
+            split_parents: Mutex::new(Vec::new()),
+            last_region_id: AtomicU64::new(META_REGION_ID),
+            requests: AtomicU64::new(0),
+            splits_done: AtomicU64::new(0),
+            stopping: AtomicBool::new(false),
+            shut_down: Mutex::new(false),
+            workers: Workers::new(),
+            services,
+            _lock: lock,
+        });
+        if let Err(e) = server.recover(&records) {
+            tracing::error!(error = %e, "could not open the data directory");
+            let _ = server.shutdown();
+            return Err(e);
+        }
+        server.start_workers();
+        tracing::info!(
+            data_dir = %config.data_dir.display(),
+            tables = server.router.tables().len() - 1,
+            "region server open"
+        );
+        Ok(server)
+    }
+
+    fn start_workers(self: &Arc<Self>) {
+        let weak = Arc::downgrade(self);
+        let split_every = Duration::from_millis(self.config.split.check_interval_ms);
+        self.workers
+            .spawn("cellar-split", split_every, weak.clone(), |s| {
+                s.split_tick()
+            });
+        let lease = Duration::from_millis(self.config.scanner.lease_ms);
+        let reap_every = (lease / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
+        self.workers.spawn("cellar-leases", reap_every, weak, |s| {
+            s.scanners.reap_expired();
+        });
+    }
+
+    /// Stops background threads, closes every region (flush), closes the WAL. Idempotent.
+    pub fn shutdown(&self) -> Result<(), ServerError> {
+        let mut done = self.shut_down.lock();
+        if *done {
+            return Ok(());
+        }
+        *done = true;
+        self.stopping.store(true, Ordering::SeqCst);
+        self.workers.stop();
+        // Admin operations and splits in flight finish first.
+        let _admin = self.admin.lock();
+        self.scanners.clear();
+        let mut first_error: Option<ServerError> = None;
+        let mut note = |r: Result<(), ServerError>| {
+            if let Err(e) = r {
+                tracing::error!(error = %e, "shutdown");
+                first_error.get_or_insert(e);
+            }
+        };
+        for hosted in self.router.all_regions() {
+            if hosted.info.id == META_REGION_ID {
+                continue;
+            }
+            if let Some(region) = hosted.take(pb::RegionState::Closed) {
+                note(region.close().map_err(ServerError::from));
+            }
+        }
+        if let Some(meta) = self.meta.hosted().take(pb::RegionState::Closed) {
+            note(meta.close().map_err(ServerError::from));
+        }
+        note(self.services.shutdown().map_err(ServerError::from));
+        tracing::info!("region server stopped");
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// SERVER_STOPPING once shutdown has begun.
+    pub(crate) fn check_running(&self) -> Result<(), ServerError> {
+        if self.stopping.load(Ordering::SeqCst) {
+            return Err(ServerError::Stopping);
+        }
+        Ok(())
+    }
+
+    /// `host:port` in region locations.
+    pub fn advertised(&self) -> &str {
+        &self.advertised
+    }
+
+    pub fn config(&self) -> &ServerConfig {
+        &self.config
+    }
+
+    pub fn data_dir(&self) -> &Path {
+        &self.config.data_dir
+    }
+
+    /// A new region id: unique and increasing, the clock's milliseconds when it is ahead.
+    pub(crate) fn next_region_id(&self) -> u64 {
+        let now = self.services.config.clock.now_millis();
+        let mut cur = self.last_region_id.load(Ordering::SeqCst);
+        loop {
+            let next = now.max(cur + 1);
+            match self.last_region_id.compare_exchange(
+                cur,
+                next,
+                Ordering::SeqCst,
+                Ordering::SeqCst,
+            ) {
+                Ok(_) => return next,
+                Err(seen) => cur = seen,
+            }
+        }
+    }
+
+    /// Makes later ids larger than `id`.
+    pub(crate) fn note_region_id(&self, id: u64) {
+        self.last_region_id.fetch_max(id, Ordering::SeqCst);
+    }
+
+    pub(crate) fn region_dir(&self, table: &str, id: u64) -> PathBuf {
+        names::region_dir(&self.config.data_dir, table, id)
+    }
+
+    /// Opens a region of `table` with `schema` from its directory (created if new). Family
+    /// directories the schema no longer has (a family deleted by an alter that crashed before
+    /// removing it) are removed first, so a family added again later starts empty.
+    pub(crate) fn open_region(
+        &self,
+        table: &str,
+        info: &RegionInfo,
+        schema: &TableSchema,
+        replay: &[WalRecord],
+    ) -> Result<Region, ServerError> {
+        let dir = self.region_dir(table, info.id);
+        let fs = &self.services.fs;
+        if fs.exists(&dir)? {
+            for name in fs.list(&dir)? {
+                if !name.starts_with('.') && !schema.families.iter().any(|f| f.name == name) {
+                    tracing::info!(table, region = info.id, family = %name, "removing the directory of a deleted family");
+                    fs.delete_dir_all(&dir.join(&name))?;
+                }
+            }
+        }
+        Ok(Region::open_in(
+            &self.services,
+            &dir,
+            info.clone(),
+            schema.clone(),
+            replay,
+        )?)
+    }
+}
+
+impl Drop for RegionServer {
+    /// Without `shutdown` this is what a crash looks like: threads stop, nothing is flushed
+    /// (the WAL has every acknowledged write).
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::SeqCst);
+        self.workers.stop();
+    }
+}
+
+/// Takes `<data_dir>/LOCK` exclusively.
+fn lock_data_dir(dir: &Path) -> Result<File, ServerError> {
+    let path = dir.join("LOCK");
+    let file = File::options()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| cellar_model::Error::io(path.display(), e))?;
+    match file.try_lock() {
+        Ok(()) => Ok(file),
+        Err(std::fs::TryLockError::WouldBlock) => Err(ServerError::InvalidArgument(format!(
+            "data directory {} is in use by another Cellar server (LOCK is held)",
+            dir.display()
+        ))),
+        Err(std::fs::TryLockError::Error(e)) => {
+            Err(cellar_model::Error::io(path.display(), e).into())
+        }
+    }
+}

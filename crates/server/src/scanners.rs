@@ -1,1 +1,312 @@
-//! (to be written)
+//! Open scanners under leases.
+//!
+//! SCAN_OPEN creates a scanner on one region and returns its first rows; SCAN_NEXT returns
+//! more; SCAN_CLOSE, the end of the region's rows, an expired lease or the end of the
+//! connection that opened it remove it. Each call returns up to `rows` results, stopping
+//! early once `max_result_bytes` of cells are gathered (at least one result always goes).
+//! A row wider than the scan's `batch` comes as several results, all but the last `partial`.
+//! The scan's `limit` and the filter count rows after filtering, as the client sees them.
+//!
+//! `more_in_region` is exact: the scanner reads one row ahead, so a client never needs an
+//! extra call to learn a region is done.
+//!
+//! Scanner ids are a counter run through a per-server keyed hash: unique while the server
+//! runs and not guessable from another scanner's id.
+
+use crate::region_server::{RegionServer, ServerError};
+use crate::router::HostedRegion;
+use cellar_model::filter::FilterEval;
+use cellar_model::{Cell, Scan};
+use cellar_proto::cellblock;
+use cellar_storage::region::RegionScanner;
+use parking_lot::Mutex;
+use std::collections::hash_map::RandomState;
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// One result of a scan call: a row's cells (or a part of a wide row).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanResult {
+    pub cells: Vec<Cell>,
+    /// More cells of the same row follow in the next result.
+    pub partial: bool,
+}
+
+/// The answer to SCAN_OPEN / SCAN_NEXT.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScanBatch {
+    pub scanner_id: u64,
+    pub results: Vec<ScanResult>,
+    /// False: the region has no more rows for this scan and the scanner is closed.
+    pub more_in_region: bool,
+}
+
+/// A scanner's position and state.
+struct OpenScanner {
+    hosted: Arc<HostedRegion>,
+    /// The region incarnation the scanner reads; another one means it was closed or split.
+    epoch: u64,
+    rows: RegionScanner,
+    filter: Option<FilterEval>,
+    batch: usize,
+    /// Rows still allowed by the scan's limit (`u64::MAX`: no limit).
+    rows_left: u64,
+    /// The rest of a row split by `batch`.
+    pending: VecDeque<Cell>,
+    /// The next row, read ahead.
+    peeked: Option<Vec<Cell>>,
+    exhausted: bool,
+}
+
+struct Slot {
+    conn_id: u64,
+    touched: Mutex<Instant>,
+    scanner: Mutex<OpenScanner>,
+}
+
+/// Every open scanner of the server.
+pub struct ScannerRegistry {
+    open: Mutex<HashMap<u64, Arc<Slot>>>,
+    lease: Duration,
+    counter: AtomicU64,
+    keys: RandomState,
+}
+
+impl ScannerRegistry {
+    pub fn new(lease: Duration) -> ScannerRegistry {
+        ScannerRegistry {
+            open: Mutex::new(HashMap::new()),
+            lease,
+            counter: AtomicU64::new(1),
+            keys: RandomState::new(),
+        }
+    }
+
+    pub fn lease(&self) -> Duration {
+        self.lease
+    }
+
+    pub fn open_count(&self) -> usize {
+        self.open.lock().len()
+    }
+
+    fn new_id(&self) -> u64 {
+        loop {
+            let n = self.counter.fetch_add(1, Ordering::Relaxed);
+            let id = self.keys.hash_one(n);
+            if id != 0 && !self.open.lock().contains_key(&id) {
+                return id;
+            }
+        }
+    }
+
+    /// Drops scanners untouched for longer than the lease (not those inside a call).
+    pub fn reap_expired(&self) {
+        let now = Instant::now();
+        self.open.lock().retain(|id, slot| {
+            let idle = now.saturating_duration_since(*slot.touched.lock());
+            let keep = idle <= self.lease || slot.scanner.is_locked();
+            if !keep {
+                tracing::debug!(scanner = id, "scanner lease expired");
+            }
+            keep
+        });
+    }
+
+    /// Drops the scanners a connection opened.
+    pub fn connection_closed(&self, conn_id: u64) {
+        self.open.lock().retain(|_, slot| slot.conn_id != conn_id);
+    }
+
+    pub fn clear(&self) {
+        self.open.lock().clear();
+    }
+
+    fn get(&self, id: u64) -> Result<Arc<Slot>, ServerError> {
+        self.open
+            .lock()
+            .get(&id)
+            .cloned()
+            .ok_or(ServerError::UnknownScanner(id))
+    }
+
+    fn remove(&self, id: u64) {
+        self.open.lock().remove(&id);
+    }
+}
+
+impl OpenScanner {
+    /// The next row the client gets (filtered, within the limit), or `None` at the end.
+    fn next_row(&mut self) -> Result<Option<Vec<Cell>>, ServerError> {
+        if let Some(row) = self.peeked.take() {
+            return Ok(Some(row));
+        }
+        while !self.exhausted && self.rows_left > 0 {
+            if self
+                .filter
+                .as_ref()
+                .is_some_and(FilterEval::all_remaining_filtered)
+            {
+                break;
+            }
+            let Some(row) = self.rows.next() else { break };
+            let row = row?;
+            let row = match &mut self.filter {
+                Some(f) => match f.filter_row(row) {
+                    Some(r) if !r.is_empty() => r,
+                    _ => continue,
+                },
+                None => row,
+            };
+            self.rows_left -= 1;
+            return Ok(Some(row));
+        }
+        self.exhausted = true;
+        Ok(None)
+    }
+
+    /// Up to `max_results` results, stopping once `max_bytes` are gathered; and whether the
+    /// region has more.
+    fn fill(
+        &mut self,
+        max_results: usize,
+        max_bytes: u64,
+    ) -> Result<(Vec<ScanResult>, bool), ServerError> {
+        let mut out = Vec::new();
+        let mut bytes = 0u64;
+        while out.len() < max_results && bytes < max_bytes {
+            if self.pending.is_empty() {
+                match self.next_row()? {
+                    Some(row) => self.pending.extend(row),
+                    None => break,
+                }
+            }
+            let take = if self.batch == 0 {
+                self.pending.len()
+            } else {
+                self.batch.min(self.pending.len())
+            };
+            let cells: Vec<Cell> = self.pending.drain(..take).collect();
+            bytes += cells
+                .iter()
+                .map(|c| cellblock::encoded_len(&c.row, &c.family, &c.qualifier, &c.value) as u64)
+                .sum::<u64>();
+            out.push(ScanResult {
+                cells,
+                partial: !self.pending.is_empty(),
+            });
+        }
+        let more = !self.pending.is_empty() || {
+            self.peeked = self.next_row()?;
+            self.peeked.is_some()
+        };
+        Ok((out, more))
+    }
+}
+
+impl RegionServer {
+    /// Opens a scanner on a region for connection `conn_id` and returns its first `rows`
+    /// results (0: the configured default caching).
+    pub fn scan_open(
+        &self,
+        conn_id: u64,
+        table: &str,
+        region_id: u64,
+        scan: &Scan,
+        rows: u32,
+    ) -> Result<ScanBatch, ServerError> {
+        let hosted = self.data_region(table, region_id)?;
+        let mut storage_scan = scan.clone();
+        // The limit and the filter work on what the client receives; the engine gets neither.
+        storage_scan.limit = 0;
+        storage_scan.filter = None;
+        let (iter, epoch) = hosted.with(|r| Ok((r.scan(&storage_scan)?, hosted.epoch())))?;
+        let mut scanner = OpenScanner {
+            hosted,
+            epoch,
+            rows: iter,
+            filter: scan.filter.as_ref().map(FilterEval::new),
+            batch: scan.batch as usize,
+            rows_left: if scan.limit == 0 {
+                u64::MAX
+            } else {
+                scan.limit
+            },
+            pending: VecDeque::new(),
+            peeked: None,
+            exhausted: false,
+        };
+        let rows = if rows == 0 {
+            self.config.scanner.default_caching
+        } else {
+            rows
+        };
+        let (results, more) = scanner.fill(rows as usize, self.config.scanner.max_result_bytes)?;
+        let scanner_id = self.scanners.new_id();
+        if more {
+            self.scanners.open.lock().insert(
+                scanner_id,
+                Arc::new(Slot {
+                    conn_id,
+                    touched: Mutex::new(Instant::now()),
+                    scanner: Mutex::new(scanner),
+                }),
+            );
+        }
+        Ok(ScanBatch {
+            scanner_id,
+            results,
+            more_in_region: more,
+        })
+    }
+
+    /// The next `rows` results of an open scanner; `rows == 0` only renews its lease.
+    pub fn scan_next(&self, scanner_id: u64, rows: u32) -> Result<ScanBatch, ServerError> {
+        self.check_running()?;
+        let slot = self.scanners.get(scanner_id)?;
+        *slot.touched.lock() = Instant::now();
+        let mut scanner = slot.scanner.lock();
+        if rows == 0 {
+            return Ok(ScanBatch {
+                scanner_id,
+                results: Vec::new(),
+                more_in_region: true,
+            });
+        }
+        let hosted = Arc::clone(&scanner.hosted);
+        if hosted.epoch() != scanner.epoch || !hosted.is_open() {
+            drop(scanner);
+            self.scanners.remove(scanner_id);
+            return Err(hosted.not_serving(
+                "it was closed or split while scanned; reopen the scan from the last row received",
+            ));
+        }
+        let filled = scanner.fill(rows as usize, self.config.scanner.max_result_bytes);
+        *slot.touched.lock() = Instant::now();
+        drop(scanner);
+        match filled {
+            Ok((results, more)) => {
+                if !more {
+                    self.scanners.remove(scanner_id);
+                }
+                Ok(ScanBatch {
+                    scanner_id,
+                    results,
+                    more_in_region: more,
+                })
+            }
+            Err(e) => {
+                self.scanners.remove(scanner_id);
+                Err(e)
+            }
+        }
+    }
+
+    /// Closes a scanner; closing one that is already gone is not an error.
+    pub fn scan_close(&self, scanner_id: u64) {
+        self.scanners.remove(scanner_id);
+    }
+}

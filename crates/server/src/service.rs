@@ -1,1 +1,318 @@
-//! (to be written)
+//! The RPC service: decodes each method's message (and its cells from the request cell
+//! block), calls the region server's typed method, encodes the response message and the
+//! response cell block. PING is answered by the front end itself; unknown methods get
+//! UNKNOWN_METHOD.
+
+use crate::metrics::Gauges;
+use crate::region_server::{RegionServer, ServerError};
+use crate::rpc::{CallContext, Handler, Reply};
+use crate::scanners::ScanBatch;
+use bytes::{Bytes, BytesMut};
+use cellar_model::Cell;
+use cellar_proto::cellblock::CellReader;
+use cellar_proto::convert::{self, ConvertError};
+use cellar_proto::frame::decode_param;
+use cellar_proto::pb::{self, Method};
+use prost::Message;
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+impl From<ConvertError> for ServerError {
+    fn from(e: ConvertError) -> Self {
+        ServerError::InvalidArgument(e.0)
+    }
+}
+
+fn decode<M: Message + Default>(param: Bytes, what: &str) -> Result<M, ServerError> {
+    decode_param(param, what).map_err(|e| ServerError::Malformed(e.to_string()))
+}
+
+fn reply(msg: &impl Message, cells: BytesMut) -> Reply {
+    Reply {
+        param: msg.encode_to_vec().into(),
+        cellblock: cells.freeze(),
+    }
+}
+
+fn region_ref(r: Option<pb::RegionRef>, what: &str) -> Result<pb::RegionRef, ServerError> {
+    r.ok_or_else(|| ServerError::invalid(format!("{what} names no region")))
+}
+
+impl RegionServer {
+    /// Dispatches one call (the body of [`Handler::call`]).
+    pub fn dispatch(
+        &self,
+        ctx: &CallContext,
+        method: Method,
+        param: Bytes,
+        cellblock: Bytes,
+    ) -> Result<Reply, ServerError> {
+        self.check_running()?;
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        let empty = || Ok(reply(&pb::Empty {}, BytesMut::new()));
+        match method {
+            Method::Unspecified | Method::Ping => Err(ServerError::UnknownMethod(method as i32)),
+            Method::LocateRegion => {
+                let req: pb::LocateRegionRequest = decode(param, "LocateRegionRequest")?;
+                let location = self.locate_region(&req.table, &req.row)?;
+                Ok(reply(
+                    &pb::LocateRegionResponse {
+                        location: Some(location),
+                    },
+                    BytesMut::new(),
+                ))
+            }
+            Method::ListRegions => {
+                let req: pb::ListRegionsRequest = decode(param, "ListRegionsRequest")?;
+                let regions = self.list_regions(&req.table)?;
+                Ok(reply(&pb::ListRegionsResponse { regions }, BytesMut::new()))
+            }
+            Method::Get => {
+                let req: pb::GetRequest = decode(param, "GetRequest")?;
+                let r = region_ref(req.region, "GetRequest")?;
+                let get = convert::get_from_pb(
+                    req.get
+                        .ok_or_else(|| ServerError::invalid("GetRequest has no get"))?,
+                )?;
+                let cells = self.get(&r.table, r.region_id, &get)?;
+                let mut out = BytesMut::new();
+                let result = convert::result_to_pb(&cells, false, &mut out);
+                Ok(reply(
+                    &pb::GetResponse {
+                        result: Some(result),
+                    },
+                    out,
+                ))
+            }
+            Method::Mutate => {
+                let req: pb::MutateRequest = decode(param, "MutateRequest")?;
+                let r = region_ref(req.region, "MutateRequest")?;
+                let m = req
+                    .mutation
+                    .ok_or_else(|| ServerError::invalid("MutateRequest has no mutation"))?;
+                let (mutation, kind) =
+                    convert::mutation_from_pb(&m, &mut CellReader::new(cellblock))?;
+                let condition = req.condition.map(convert::condition_from_pb).transpose()?;
+                let outcome =
+                    self.mutate(&r.table, r.region_id, &mutation, kind, condition.as_ref())?;
+                let mut out = BytesMut::new();
+                let result = (kind != pb::MutationKind::PutDelete)
+                    .then(|| convert::result_to_pb(&outcome.cells, false, &mut out));
+                Ok(reply(
+                    &pb::MutateResponse {
+                        processed: outcome.processed,
+                        result,
+                    },
+                    out,
+                ))
+            }
+            Method::Multi => {
+                let req: pb::MultiRequest = decode(param, "MultiRequest")?;
+                let (resp, out) = self.multi(req, cellblock);
+                Ok(reply(&resp, out))
+            }
+            Method::ScanOpen => {
+                let req: pb::ScanOpenRequest = decode(param, "ScanOpenRequest")?;
+                let r = region_ref(req.region, "ScanOpenRequest")?;
+                let scan = convert::scan_from_pb(
+                    req.scan
+                        .ok_or_else(|| ServerError::invalid("ScanOpenRequest has no scan"))?,
+                )?;
+                let batch = self.scan_open(ctx.conn_id, &r.table, r.region_id, &scan, req.rows)?;
+                let mut out = BytesMut::new();
+                let results = results_to_pb(&batch, &mut out);
+                Ok(reply(
+                    &pb::ScanOpenResponse {
+                        scanner_id: batch.scanner_id,
+                        results,
+                        more_in_region: batch.more_in_region,
+                        lease_ms: self.config.scanner.lease_ms.min(u64::from(u32::MAX)) as u32,
+                    },
+                    out,
+                ))
+            }
+            Method::ScanNext => {
+                let req: pb::ScanNextRequest = decode(param, "ScanNextRequest")?;
+                let batch = self.scan_next(req.scanner_id, req.rows)?;
+                let mut out = BytesMut::new();
+                let results = results_to_pb(&batch, &mut out);
+                Ok(reply(
+                    &pb::ScanNextResponse {
+                        results,
+                        more_in_region: batch.more_in_region,
+                    },
+                    out,
+                ))
+            }
+            Method::ScanClose => {
+                let req: pb::ScanCloseRequest = decode(param, "ScanCloseRequest")?;
+                self.scan_close(req.scanner_id);
+                empty()
+            }
+            Method::CreateTable => {
+                let req: pb::CreateTableRequest = decode(param, "CreateTableRequest")?;
+                let schema =
+                    convert::schema_from_pb(req.schema.ok_or_else(|| {
+                        ServerError::invalid("CreateTableRequest has no schema")
+                    })?)?;
+                self.create_table(schema, &req.split_keys)?;
+                empty()
+            }
+            Method::DeleteTable
+            | Method::DisableTable
+            | Method::EnableTable
+            | Method::TruncateTable
+            | Method::DescribeTable
+            | Method::FlushTable => {
+                let req: pb::TableRequest = decode(param, "TableRequest")?;
+                let t = req.table.as_str();
+                match method {
+                    Method::DeleteTable => self.delete_table(t)?,
+                    Method::DisableTable => self.disable_table(t)?,
+                    Method::EnableTable => self.enable_table(t)?,
+                    Method::TruncateTable => self.truncate_table(t)?,
+                    Method::FlushTable => self.flush_table(t)?,
+                    _ => {
+                        let table = self.describe_table(t)?;
+                        return Ok(reply(
+                            &pb::DescribeTableResponse { table: Some(table) },
+                            BytesMut::new(),
+                        ));
+                    }
+                }
+                empty()
+            }
+            Method::AlterTable => {
+                let req: pb::AlterTableRequest = decode(param, "AlterTableRequest")?;
+                let put = req
+                    .put_families
+                    .into_iter()
+                    .map(convert::family_from_pb)
+                    .collect::<Result<Vec<_>, _>>()?;
+                self.alter_table(&req.table, put, &req.delete_families)?;
+                empty()
+            }
+            Method::ListTables => Ok(reply(
+                &pb::ListTablesResponse {
+                    tables: self.list_tables(),
+                },
+                BytesMut::new(),
+            )),
+            Method::Status => Ok(reply(&self.status(), BytesMut::new())),
+            Method::CompactTable => {
+                let req: pb::CompactTableRequest = decode(param, "CompactTableRequest")?;
+                self.compact_table(&req.table, req.major)?;
+                empty()
+            }
+            Method::SplitTable => {
+                let req: pb::SplitTableRequest = decode(param, "SplitTableRequest")?;
+                self.split_table(&req.table, req.split_row)?;
+                empty()
+            }
+        }
+    }
+
+    /// MULTI: each action on its own region, failing on its own. Cells of the request block
+    /// belong to the mutations in action order; results' cells go to the response block in
+    /// result order.
+    fn multi(&self, req: pb::MultiRequest, cellblock: Bytes) -> (pb::MultiResponse, BytesMut) {
+        let mut reader = CellReader::new(cellblock);
+        let mut out = BytesMut::new();
+        let mut results = Vec::with_capacity(req.actions.len());
+        for action in req.actions {
+            let index = action.index;
+            // Mutation cells are taken from the block even when the action fails, so the
+            // next action finds its own.
+            let outcome: Result<Option<Vec<Cell>>, ServerError> = match action.op {
+                None => Err(ServerError::invalid(format!(
+                    "action {index} has no operation"
+                ))),
+                Some(pb::action::Op::Get(g)) => region_ref(action.region, "action").and_then(|r| {
+                    let get = convert::get_from_pb(g)?;
+                    self.get(&r.table, r.region_id, &get).map(Some)
+                }),
+                Some(pb::action::Op::Mutation(m)) => convert::mutation_from_pb(&m, &mut reader)
+                    .map_err(ServerError::from)
+                    .and_then(|(mutation, kind)| {
+                        let r = region_ref(action.region, "action")?;
+                        let o = self.mutate(&r.table, r.region_id, &mutation, kind, None)?;
+                        Ok((kind != pb::MutationKind::PutDelete).then_some(o.cells))
+                    }),
+            };
+            results.push(match outcome {
+                Ok(cells) => pb::ActionResult {
+                    index,
+                    error: None,
+                    result: Some(convert::result_to_pb(
+                        cells.as_deref().unwrap_or(&[]),
+                        false,
+                        &mut out,
+                    )),
+                },
+                Err(e) => pb::ActionResult {
+                    index,
+                    error: Some(e.to_rpc()),
+                    result: None,
+                },
+            });
+        }
+        (pb::MultiResponse { results }, out)
+    }
+
+    /// Point-in-time gauges for `/metrics`.
+    pub fn current_gauges(&self) -> Gauges {
+        let mut g = Gauges::default();
+        let mut per_table: BTreeMap<String, usize> = BTreeMap::new();
+        for (name, t) in self.router.tables() {
+            let mut open = 0;
+            for r in t.regions.values() {
+                if let Some(s) = r.if_open(|r| r.stats()) {
+                    open += 1;
+                    g.memstore_bytes += s.memstore_bytes;
+                    g.store_file_bytes += s.store_file_bytes;
+                    g.store_files += s.store_files as u64;
+                }
+            }
+            per_table.insert(name, open);
+        }
+        g.regions_per_table = per_table.into_iter().collect();
+        let cache = self.services.block_cache.stats();
+        g.block_cache_hits = cache.hits;
+        g.block_cache_misses = cache.misses;
+        (g.flush_queue, g.compaction_queue) = self.services.background_queues();
+        g.open_scanners = self.scanners.open_count();
+        g.splits = self.splits_done.load(Ordering::Relaxed);
+        g
+    }
+}
+
+fn results_to_pb(batch: &ScanBatch, out: &mut BytesMut) -> Vec<pb::Result> {
+    batch
+        .results
+        .iter()
+        .map(|r| convert::result_to_pb(&r.cells, r.partial, out))
+        .collect()
+}
+
+impl Handler for RegionServer {
+    fn call(
+        &self,
+        ctx: &CallContext,
+        method: Method,
+        param: Bytes,
+        cellblock: Bytes,
+    ) -> Result<Reply, pb::RpcError> {
+        self.dispatch(ctx, method, param, cellblock).map_err(|e| {
+            tracing::debug!(?method, error = %e, "call failed");
+            e.to_rpc()
+        })
+    }
+
+    fn connection_closed(&self, conn_id: u64) {
+        self.scanners.connection_closed(conn_id);
+    }
+
+    fn gauges(&self) -> Gauges {
+        self.current_gauges()
+    }
+}

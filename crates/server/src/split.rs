@@ -1,1 +1,353 @@
-//! (to be written)
+//! Region splits: the automatic split checker, SPLIT_TABLE, the crash-safe split procedure
+//! and the janitor that removes split parents once nothing reads their files.
+//!
+//! Split size (Hypertable's policy): a table's regions split once they hold
+//! `split.initial_bytes`; each split of the table doubles that, up to `split.max_bytes`. The
+//! count is kept in the table's meta row, so the size survives restarts.
+//!
+//! The procedure (`docs/design/0002-server.md`), under the admin lock:
+//! 1. the parent's meta row: `state=SPLITTING`, `splitA`/`splitB` = the planned daughters;
+//! 2. the parent leaves the router's slot (calls get NOT_SERVING_REGION and locate again) and
+//!    `Region::split` flushes it and writes the daughters' directories with `.ref` files;
+//! 3. one mutation of the parent row, `state=SPLIT` + both daughters: the commit point;
+//! 4. the daughters' rows (`OPEN`), the daughters open (their first compaction rewrites the
+//!    references), and the router swaps parent for daughters in one step.
+//!
+//! Recovery (`region_server::recovery`): `SPLITTING` → daughter directories removed, parent
+//! reopened (its WAL records replay); `SPLIT` → missing daughter rows written. A region that
+//! still has references is never split, so a parent's files are only ever read by its own
+//! daughters, and the janitor can drop the parent once neither daughter has references.
+
+use crate::catalog::names;
+use crate::region_server::{RegionServer, ServerError};
+use crate::router::{HostedRegion, TableState};
+use bytes::Bytes;
+use cellar_proto::pb;
+use cellar_storage::region::RegionInfo;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+/// Where [`RegionServer::split_interrupted`] stops, as if the process died there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SplitStep {
+    /// The parent's row says SPLITTING; nothing else happened.
+    Marked,
+    /// The daughters' directories are written and the parent is closed; not committed.
+    DaughtersWritten,
+    /// The parent's row says SPLIT; the daughters have no rows yet.
+    Committed,
+}
+
+/// A split region whose directory waits for its daughters to stop referencing its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitParent {
+    pub table: String,
+    pub info: RegionInfo,
+    pub daughters: [u64; 2],
+}
+
+/// The split size of a table split `splits` times: `initial × 2^splits`, at most `max`.
+pub fn split_size(initial: u64, max: u64, splits: u32) -> u64 {
+    let mut size = initial.min(max);
+    for _ in 0..splits {
+        size = size.saturating_mul(2);
+        if size >= max {
+            return max;
+        }
+    }
+    size
+}
+
+impl RegionServer {
+    /// One round of the split thread: the janitor, then automatic splits.
+    pub(crate) fn split_tick(&self) {
+        self.janitor();
+        if self.config.split.auto {
+            self.auto_split();
+        }
+    }
+
+    fn auto_split(&self) {
+        let cfg = &self.config.split;
+        let mut candidates = Vec::new();
+        for (name, t) in self.router.tables() {
+            if names::is_system(&name) || t.state != TableState::Enabled {
+                continue;
+            }
+            let limit = split_size(cfg.initial_bytes, cfg.max_bytes, t.splits);
+            for hosted in t.regions.values() {
+                let big = hosted.if_open(|r| {
+                    let s = r.stats();
+                    !r.has_references() && s.store_file_bytes + s.memstore_bytes >= limit
+                });
+                if big == Some(true) {
+                    candidates.push(Arc::clone(hosted));
+                }
+            }
+        }
+        for hosted in candidates {
+            let _admin = self.admin.lock();
+            if self.check_running().is_err() {
+                return;
+            }
+            // Still here, still big enough now that earlier splits may have raised the size.
+            let Some(t) = self.router.table(&hosted.table) else {
+                continue;
+            };
+            if t.state != TableState::Enabled || self.router.region(hosted.info.id).is_none() {
+                continue;
+            }
+            let limit = split_size(cfg.initial_bytes, cfg.max_bytes, t.splits);
+            let row = hosted
+                .if_open(|r| {
+                    let s = r.stats();
+                    let big = !r.has_references() && s.store_file_bytes + s.memstore_bytes >= limit;
+                    if big {
+                        r.middle_row()
+                    } else {
+                        None
+                    }
+                })
+                .flatten();
+            if let Some(row) = row {
+                if let Err(e) = self.split_region(&hosted, row, None) {
+                    tracing::error!(table = %hosted.table, region = hosted.info.id, error = %e, "automatic split failed");
+                }
+            }
+        }
+    }
+
+    /// Splits a table's regions: at `split_row` (the region holding it), or each region at
+    /// its middle row (regions too small to split are left alone, as HBase does).
+    pub fn split_table(&self, name: &str, split_row: Option<Bytes>) -> Result<(), ServerError> {
+        let _admin = self.admin.lock();
+        self.check_running()?;
+        let name = names::canonical(name)?;
+        if names::is_system(&name) {
+            return Err(ServerError::invalid(format!(
+                "table '{name}' is a system table and cannot be split"
+            )));
+        }
+        let t = self.router.require(&name)?;
+        if t.state == TableState::Disabled {
+            return Err(ServerError::TableDisabled(name));
+        }
+        let prepare = |r: &cellar_storage::region::Region| -> Result<(), ServerError> {
+            r.flush()?;
+            if r.has_references() {
+                r.compact(true)?;
+            }
+            Ok(())
+        };
+        match split_row {
+            Some(row) => {
+                if row.is_empty() {
+                    return Err(ServerError::invalid("split row is empty"));
+                }
+                let hosted = t.region_for_row(&row).cloned().ok_or_else(|| {
+                    ServerError::Internal(format!("table '{name}' has no region for the split row"))
+                })?;
+                if row == hosted.info.start_key {
+                    return Err(ServerError::invalid(format!(
+                        "split row {:?} is where region {} already starts",
+                        String::from_utf8_lossy(&row),
+                        hosted.info.id
+                    )));
+                }
+                hosted.with(|r| prepare(r))?;
+                self.split_region(&hosted, row, None)
+            }
+            None => {
+                for hosted in t.regions.values() {
+                    let row = hosted.with(|r| {
+                        prepare(r)?;
+                        Ok(r.middle_row())
+                    })?;
+                    if let Some(row) = row {
+                        self.split_region(hosted, row, None)?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs the split procedure on the region of `table` holding `row` and stops at `step`
+    /// as if the process died there: for crash-recovery tests. Drop the server afterwards
+    /// (without `shutdown`) and open it again.
+    #[doc(hidden)]
+    pub fn split_interrupted(
+        &self,
+        table: &str,
+        row: &[u8],
+        step: SplitStep,
+    ) -> Result<(), ServerError> {
+        let _admin = self.admin.lock();
+        let hosted = self.router.locate(table, row)?;
+        hosted.with(|r| Ok(r.flush()?))?;
+        self.split_region(&hosted, Bytes::copy_from_slice(row), Some(step))
+    }
+
+    /// The split procedure (module docs); the caller holds the admin lock. `stop`: tests only.
+    fn split_region(
+        &self,
+        hosted: &Arc<HostedRegion>,
+        row: Bytes,
+        stop: Option<SplitStep>,
+    ) -> Result<(), ServerError> {
+        let table = hosted.table.clone();
+        let t = self.router.require(&table)?;
+        let parent = hosted.info.clone();
+        let a = RegionInfo {
+            id: self.next_region_id(),
+            start_key: parent.start_key.clone(),
+            end_key: row.clone(),
+        };
+        let b = RegionInfo {
+            id: self.next_region_id(),
+            start_key: row.clone(),
+            end_key: parent.end_key.clone(),
+        };
+        let mut rec = self.record(&table, parent.clone(), pb::RegionState::Splitting);
+        rec.split_a = Some(a.clone());
+        rec.split_b = Some(b.clone());
+        self.meta.put_region(&rec)?;
+        hosted.set_state(pb::RegionState::Splitting);
+        if stop == Some(SplitStep::Marked) {
+            return Ok(());
+        }
+
+        let Some(region) = hosted.take(pb::RegionState::Splitting) else {
+            // Closed under us (cannot happen under the admin lock): undo step 1.
+            rec.split_a = None;
+            rec.split_b = None;
+            rec.state = pb::RegionState::Closed;
+            return self.meta.put_region(&rec);
+        };
+        let dir_a = self.region_dir(&table, a.id);
+        let dir_b = self.region_dir(&table, b.id);
+        if let Err(e) = region.split(&row, (dir_a.clone(), a.id), (dir_b.clone(), b.id)) {
+            // The parent is closed and its unflushed edits are only in the WAL: it stays
+            // offline, SPLITTING in meta, until a restart rolls the split back and replays them.
+            hosted.set_state(pb::RegionState::Offline);
+            let _ = self.services.fs.delete_dir_all(&dir_a);
+            let _ = self.services.fs.delete_dir_all(&dir_b);
+            tracing::error!(table = %table, region = parent.id, error = %e, "split failed; the region is offline until the server restarts");
+            return Err(e.into());
+        }
+        if stop == Some(SplitStep::DaughtersWritten) {
+            return Ok(());
+        }
+        rec.state = pb::RegionState::Split;
+        if let Err(e) = self.meta.put_region(&rec) {
+            hosted.set_state(pb::RegionState::Offline);
+            tracing::error!(table = %table, region = parent.id, error = %e, "could not commit a split; the region is offline until the server restarts");
+            return Err(e);
+        }
+        hosted.set_state(pb::RegionState::Split);
+        if stop == Some(SplitStep::Committed) {
+            return Ok(());
+        }
+
+        let mut daughters = Vec::with_capacity(2);
+        for (info, dir) in [(a.clone(), dir_a), (b.clone(), dir_b)] {
+            self.meta
+                .put_region(&self.record(&table, info.clone(), pb::RegionState::Open))?;
+            let region = match self.open_region(&table, &info, &t.schema, &[]) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    tracing::error!(table = %table, region = info.id, error = %e, "a split daughter did not open; it is offline until the server restarts");
+                    None
+                }
+            };
+            let d = HostedRegion::new(&table, info, &dir, region);
+            if !d.is_open() {
+                d.set_state(pb::RegionState::Offline);
+            }
+            daughters.push(d);
+        }
+        let [da, db]: [Arc<HostedRegion>; 2] = daughters
+            .try_into()
+            .map_err(|_| ServerError::Internal("split made other than two daughters".into()))?;
+        self.router.swap_split(&table, parent.id, [da, db]);
+        self.split_parents.lock().push(SplitParent {
+            table: table.clone(),
+            info: parent.clone(),
+            daughters: [a.id, b.id],
+        });
+        self.splits_done.fetch_add(1, Ordering::Relaxed);
+        if let Some(t) = self.router.table(&table) {
+            self.meta.put_table(&crate::meta::TableRecord {
+                schema: (*t.schema).clone(),
+                state: t.state,
+                splits: t.splits,
+                truncate_to: None,
+            })?;
+        }
+        tracing::info!(
+            table = %table,
+            parent = parent.id,
+            daughter_a = a.id,
+            daughter_b = b.id,
+            at = %String::from_utf8_lossy(&row),
+            "region split"
+        );
+        Ok(())
+    }
+
+    /// Removes split parents neither of whose daughters still reads the parent's files.
+    fn janitor(&self) {
+        let parents = self.split_parents.lock().clone();
+        for p in parents {
+            let done = p.daughters.iter().all(|d| match self.router.region(*d) {
+                // Open and compacted: no reference left.
+                Some(h) => h.if_open(|r| !r.has_references()).unwrap_or(false),
+                // Split again itself, which needs no references: nothing of ours is read.
+                None => true,
+            });
+            if !done {
+                continue;
+            }
+            let _admin = self.admin.lock();
+            let still_listed = self.split_parents.lock().contains(&p);
+            if !still_listed || self.check_running().is_err() {
+                continue;
+            }
+            let removed = self
+                .services
+                .fs
+                .delete_dir_all(&self.region_dir(&p.table, p.info.id))
+                .map_err(ServerError::from)
+                .and_then(|()| self.meta.delete_region(&p.table, &p.info));
+            match removed {
+                Ok(()) => {
+                    self.split_parents.lock().retain(|q| q != &p);
+                    tracing::info!(table = %p.table, region = p.info.id, "split parent removed");
+                }
+                Err(e) => {
+                    tracing::warn!(table = %p.table, region = p.info.id, error = %e, "could not remove a split parent; will retry")
+                }
+            }
+        }
+    }
+
+    /// Split parents not yet removed (for tests and status).
+    pub fn pending_split_parents(&self) -> Vec<SplitParent> {
+        self.split_parents.lock().clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn split_size_doubles_up_to_the_max() {
+        assert_eq!(split_size(64, 1000, 0), 64);
+        assert_eq!(split_size(64, 1000, 1), 128);
+        assert_eq!(split_size(64, 1000, 3), 512);
+        assert_eq!(split_size(64, 1000, 4), 1000);
+        assert_eq!(split_size(64, 1000, u32::MAX), 1000);
+        assert_eq!(split_size(u64::MAX / 2, u64::MAX, 5), u64::MAX);
+    }
+}

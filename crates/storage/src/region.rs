@@ -72,6 +72,11 @@ impl StorageServices {
         Ok((Arc::new(services), records))
     }
 
+    /// Flush and compaction jobs queued or running: `(flushes, compactions)`.
+    pub fn background_queues(&self) -> (usize, usize) {
+        self.background.queue_lengths()
+    }
+
     /// Stops the background threads and closes the WAL.
     pub fn shutdown(&self) -> Result<()> {
         self.background.stop();

@@ -69,6 +69,20 @@ fn split_daughters_serve_their_halves_and_compact_away_references() {
     let b = Region::open_in(&services, &b_dir, b_info.clone(), schema(), &[]).expect("open b");
     assert!(a.has_references() && b.has_references());
     let (ra, rb) = (rows(&a), rows(&b));
+    // A reversed scan of the upper daughter ends at its start key, which is one of its rows.
+    let reversed: Vec<Vec<u8>> = b
+        .scan(&Scan::new().reversed())
+        .expect("reversed scan")
+        .map(|row| row.expect("row")[0].row.to_vec())
+        .collect();
+    assert_eq!(reversed.last().map(Vec::as_slice), Some(&mid[..]));
+    assert_eq!(reversed.len(), rb.len());
+    // Unless the scan's own stop row (exclusive) is the start key.
+    let stopped = b
+        .scan(&Scan::new().range(b"", &mid).reversed())
+        .expect("reversed scan")
+        .count();
+    assert_eq!(stopped, rb.len() - 1);
     assert_eq!(
         ra.len() + rb.len(),
         1000,

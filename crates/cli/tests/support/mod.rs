@@ -104,15 +104,20 @@ impl Server {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 panic!(
-                    "cellar standalone printed no `listening native=` line within {START_TIMEOUT:?}:\n{}",
+                    "cellar standalone did not announce both addresses within {START_TIMEOUT:?}:\n{}",
                     server.output()
                 );
             }
             match rx.recv_timeout(left.min(Duration::from_millis(200))) {
                 Ok(line) => {
-                    if let Some(native) = field(&line, "native=") {
+                    // `listening native=ADDR` and `listening http=ADDR`, on stdout.
+                    if let Some(native) = field(&line, "listening native=") {
                         server.native = native;
-                        server.http = field(&line, "http=");
+                    }
+                    if let Some(http) = field(&line, "listening http=") {
+                        server.http = Some(http);
+                    }
+                    if !server.native.is_empty() && server.http.is_some() {
                         return server;
                     }
                 }

@@ -27,6 +27,8 @@ struct State {
     queued: HashSet<(Kind, u64)>,
     /// Jobs queued or running per region.
     outstanding: HashMap<u64, usize>,
+    /// Jobs running now, per kind.
+    running: HashMap<Kind, usize>,
     stopped: bool,
 }
 
@@ -110,6 +112,19 @@ impl Background {
         }
     }
 
+    /// Flush and compaction jobs queued or running: `(flushes, compactions)`, for gauges.
+    pub fn queue_lengths(&self) -> (usize, usize) {
+        let Some(sh) = &self.shared else {
+            return (0, 0);
+        };
+        let st = sh.state.lock();
+        let len = |kind: Kind| {
+            st.queues.get(&(kind,)).map_or(0, VecDeque::len)
+                + st.running.get(&kind).copied().unwrap_or(0)
+        };
+        (len(Kind::Flush), len(Kind::Compaction))
+    }
+
     /// Stops the threads after their current job; queued jobs are dropped. Idempotent.
     pub fn stop(&self) {
         let Some(sh) = &self.shared else { return };
@@ -148,6 +163,7 @@ fn worker(sh: Arc<Shared>, kind: Kind) {
                 }
                 if let Some(q) = st.queues.get_mut(&(kind,)).and_then(VecDeque::pop_front) {
                     st.queued.remove(&(kind, q.region));
+                    *st.running.entry(kind).or_default() += 1;
                     break q;
                 }
                 sh.work.wait(&mut st);
@@ -161,6 +177,9 @@ fn worker(sh: Arc<Shared>, kind: Kind) {
             );
         }
         let mut st = sh.state.lock();
+        if let Some(n) = st.running.get_mut(&kind) {
+            *n = n.saturating_sub(1);
+        }
         if let Some(n) = st.outstanding.get_mut(&region) {
             *n -= 1;
             if *n == 0 {
@@ -168,5 +187,39 @@ fn worker(sh: Arc<Shared>, kind: Kind) {
             }
         }
         sh.idle.notify_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::{Duration, Instant};
+
+    #[test]
+    fn queue_lengths_count_queued_and_running_jobs() {
+        let bg = Background::start(true);
+        assert_eq!(bg.queue_lengths(), (0, 0));
+        let (started_tx, started_rx) = mpsc::channel();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        bg.submit_flush(1, move || {
+            let _ = started_tx.send(());
+            let _ = release_rx.recv_timeout(Duration::from_secs(60));
+        });
+        started_rx
+            .recv_timeout(Duration::from_secs(60))
+            .expect("the flush job started");
+        bg.submit_flush(2, || {});
+        bg.submit_compaction(3, || {});
+        let (flushes, compactions) = bg.queue_lengths();
+        assert_eq!(flushes, 2, "one running, one queued");
+        assert!(compactions <= 1, "the compaction may already have run");
+        release_tx.send(()).expect("release");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while bg.queue_lengths() != (0, 0) {
+            assert!(Instant::now() < deadline, "jobs never finished");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        bg.stop();
     }
 }

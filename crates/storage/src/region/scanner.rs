@@ -33,8 +33,11 @@ impl FamilyCursor {
 pub struct RegionScanner {
     region: Arc<RegionInner>,
     cursors: Vec<FamilyCursor>,
-    /// Forward: exclusive upper bound; reversed: exclusive lower bound. Empty: none.
+    /// Forward: exclusive upper bound; reversed: lower bound. Empty: none.
     stop: Vec<u8>,
+    /// Reversed: the lower bound is the region's start key (rows at it belong to the scan),
+    /// not the scan's own exclusive stop row.
+    stop_inclusive: bool,
     reversed: bool,
     /// Reversed: the row to read next (found ahead of time).
     next_reversed: Option<Vec<u8>>,
@@ -54,6 +57,7 @@ impl RegionScanner {
         let read_point = region.mvcc.read_point();
         let info = &region.info;
         // Clamp the scan to the region's rows.
+        let stop_inclusive = scan.reversed && scan.stop_row[..] < info.start_key[..];
         let (lo, hi): (Vec<u8>, Vec<u8>) = if scan.reversed {
             let stop = scan.stop_row.to_vec().max(info.start_key.to_vec());
             (stop, scan.start_row.to_vec())
@@ -113,6 +117,7 @@ impl RegionScanner {
             } else {
                 hi.clone()
             },
+            stop_inclusive,
             reversed: scan.reversed,
             next_reversed: None,
             limit: scan.limit,
@@ -167,9 +172,12 @@ impl RegionScanner {
         Ok(best.filter(|r| self.above_stop(r)))
     }
 
-    /// Reversed scans: the stop row is an exclusive lower bound.
+    /// Reversed scans: whether `row` is above the lower bound (exclusive for the scan's stop
+    /// row, inclusive for the region's start key).
     fn above_stop(&self, row: &[u8]) -> bool {
-        self.stop.is_empty() || row > self.stop.as_slice()
+        self.stop.is_empty()
+            || row > self.stop.as_slice()
+            || (self.stop_inclusive && row == self.stop.as_slice())
     }
 
     /// Reads one row from every cursor positioned on it.

@@ -1,0 +1,269 @@
+//! Data operations on one region: get, put/delete, increment, append, check-and-mutate.
+//!
+//! Every mutation holds its row's stripe lock (`router::RowLocks`) from its first read to its
+//! acknowledgement, so read-modify-write operations (increment, append, check-and-mutate)
+//! never interleave with another write to the row. Reads take no lock (MVCC).
+
+use super::{RegionServer, ServerError};
+use crate::catalog::names;
+use crate::router::HostedRegion;
+use bytes::{Bytes, BytesMut};
+use cellar_model::filter::{CompareOp, Condition, FilterEval};
+use cellar_model::{Cell, CellType, Get, RowMutation};
+use cellar_proto::pb::MutationKind;
+use cellar_storage::region::Region;
+use std::cmp::Ordering;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What a mutation did.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct MutateOutcome {
+    /// False when a condition did not hold (nothing was written).
+    pub processed: bool,
+    /// Increment and append: the new values of the changed columns.
+    pub cells: Vec<Cell>,
+}
+
+impl RegionServer {
+    /// The region a data call names (see `Router::region_for_call`).
+    pub(crate) fn data_region(
+        &self,
+        table: &str,
+        region_id: u64,
+    ) -> Result<Arc<HostedRegion>, ServerError> {
+        self.check_running()?;
+        let table = table.strip_prefix("default:").unwrap_or(table);
+        self.router.region_for_call(table, region_id)
+    }
+
+    /// The row's cells that `get` asks for, after its filter.
+    pub fn get(&self, table: &str, region_id: u64, get: &Get) -> Result<Vec<Cell>, ServerError> {
+        if get.row.is_empty() {
+            return Err(ServerError::invalid("get of an empty row key"));
+        }
+        let hosted = self.data_region(table, region_id)?;
+        hosted.check_row(&get.row)?;
+        let cells = hosted.with(|r| Ok(r.get(get)?))?;
+        Ok(match &get.filter {
+            Some(f) => FilterEval::new(f).filter_row(cells).unwrap_or_default(),
+            None => cells,
+        })
+    }
+
+    /// Applies one row mutation of `kind`; with a condition, only if it holds.
+    pub fn mutate(
+        &self,
+        table: &str,
+        region_id: u64,
+        m: &RowMutation,
+        kind: MutationKind,
+        condition: Option<&Condition>,
+    ) -> Result<MutateOutcome, ServerError> {
+        if names::is_system(table) {
+            return Err(ServerError::invalid(format!(
+                "table '{table}' is read-only: it is written by the server"
+            )));
+        }
+        if let Some(c) = condition {
+            if c.row != m.row {
+                return Err(ServerError::invalid(format!(
+                    "the condition's row {:?} is not the mutation's row {:?}",
+                    String::from_utf8_lossy(&c.row),
+                    String::from_utf8_lossy(&m.row)
+                )));
+            }
+        }
+        let hosted = self.data_region(table, region_id)?;
+        hosted.check_row(&m.row)?;
+        hosted.with(|region| {
+            let _row = hosted.lock_row(&m.row);
+            if let Some(c) = condition {
+                if !condition_holds(region, c)? {
+                    return Ok(MutateOutcome::default());
+                }
+            }
+            let cells = match kind {
+                MutationKind::PutDelete => {
+                    region.mutate(m)?;
+                    Vec::new()
+                }
+                MutationKind::Increment => read_modify_write(region, m, increment)?,
+                MutationKind::Append => read_modify_write(region, m, append)?,
+                MutationKind::Unspecified => {
+                    return Err(ServerError::invalid("mutation kind is unspecified"))
+                }
+            };
+            Ok(MutateOutcome {
+                processed: true,
+                cells,
+            })
+        })
+    }
+}
+
+/// Whether the newest visible value of the condition's column compares as asked:
+/// `existing <op> value`. Without a value the column must not exist (with NOT_EQUAL: must
+/// exist). NO_OP never holds.
+fn condition_holds(region: &Region, c: &Condition) -> Result<bool, ServerError> {
+    let get = Get::new(c.row.clone()).column(&c.family, &c.qualifier);
+    let cells = region.get(&get)?;
+    let existing = cells.first().map(|c| &c.value);
+    Ok(match (&c.value, existing) {
+        (_, _) if c.op == CompareOp::NoOp => false,
+        (None, e) => (c.op == CompareOp::NotEqual) == e.is_some(),
+        (Some(_), None) => false,
+        (Some(want), Some(have)) => {
+            let ord = have.as_ref().cmp(want.as_ref());
+            match c.op {
+                CompareOp::Less => ord == Ordering::Less,
+                CompareOp::LessOrEqual => ord != Ordering::Greater,
+                CompareOp::Equal => ord == Ordering::Equal,
+                CompareOp::NotEqual => ord != Ordering::Equal,
+                CompareOp::GreaterOrEqual => ord != Ordering::Less,
+                CompareOp::Greater => ord == Ordering::Greater,
+                CompareOp::NoOp => false,
+            }
+        }
+    })
+}
+
+fn column_name(family: &[u8], qualifier: &[u8]) -> String {
+    format!(
+        "{}:{}",
+        String::from_utf8_lossy(family),
+        String::from_utf8_lossy(qualifier)
+    )
+}
+
+/// `old + amount`, both 8-byte big-endian signed integers (a missing column is 0), wrapping
+/// on overflow as HBase's `long` arithmetic does.
+fn increment(
+    family: &[u8],
+    qualifier: &[u8],
+    old: Option<&[u8]>,
+    amount: &[u8],
+) -> Result<Bytes, ServerError> {
+    let name = || column_name(family, qualifier);
+    let amount: [u8; 8] = amount.try_into().map_err(|_| {
+        ServerError::invalid(format!(
+            "increment of {}: the amount must be 8 bytes (a big-endian i64), got {}",
+            name(),
+            amount.len()
+        ))
+    })?;
+    let old = match old {
+        None => 0,
+        Some(v) => i64::from_be_bytes(v.try_into().map_err(|_| {
+            ServerError::invalid(format!(
+                "increment of {}: the current value is {} bytes, not an 8-byte counter",
+                name(),
+                v.len()
+            ))
+        })?),
+    };
+    let new = old.wrapping_add(i64::from_be_bytes(amount));
+    Ok(Bytes::copy_from_slice(&new.to_be_bytes()))
+}
+
+fn append(
+    _family: &[u8],
+    _qualifier: &[u8],
+    old: Option<&[u8]>,
+    suffix: &[u8],
+) -> Result<Bytes, ServerError> {
+    let mut v = BytesMut::with_capacity(old.map_or(0, <[u8]>::len) + suffix.len());
+    if let Some(old) = old {
+        v.extend_from_slice(old);
+    }
+    v.extend_from_slice(suffix);
+    Ok(v.freeze())
+}
+
+type Combine = fn(&[u8], &[u8], Option<&[u8]>, &[u8]) -> Result<Bytes, ServerError>;
+
+/// Reads the columns a mutation names, combines each with its cell's value, and writes the
+/// results as puts; the caller holds the row lock. A new value's timestamp is the clock's,
+/// or one above the old value's if that is later, so it is always the newest version.
+/// Returns the new cells, sorted by family and qualifier.
+fn read_modify_write(
+    region: &Region,
+    m: &RowMutation,
+    combine: Combine,
+) -> Result<Vec<Cell>, ServerError> {
+    if m.entries.is_empty() {
+        return Err(ServerError::invalid("mutation has no cells"));
+    }
+    let mut get = Get::new(m.row.clone());
+    for e in &m.entries {
+        get = get.column(&e.family, &e.qualifier);
+    }
+    let current = region.get(&get)?;
+    let now = region.services().config.clock.now_millis();
+    // (family, qualifier) → (value, timestamp); repeated columns combine in order.
+    let mut new: BTreeMap<(Bytes, Bytes), (Bytes, u64)> = BTreeMap::new();
+    for e in &m.entries {
+        let key = (e.family.clone(), e.qualifier.clone());
+        let (old, old_ts) = match new.get(&key) {
+            Some((v, ts)) => (Some(v.clone()), Some(*ts)),
+            None => current
+                .iter()
+                .find(|c| c.family == e.family && c.qualifier == e.qualifier)
+                .map_or((None, None), |c| (Some(c.value.clone()), Some(c.timestamp))),
+        };
+        let value = combine(&e.family, &e.qualifier, old.as_deref(), &e.value)?;
+        let ts = old_ts.map_or(now, |t| now.max(t.saturating_add(1)));
+        new.insert(key, (value, ts));
+    }
+    let mut write = RowMutation::new(m.row.clone()).with_durability(m.durability);
+    for ((family, qualifier), (value, ts)) in &new {
+        write = write.put(family, qualifier, *ts, value.clone());
+    }
+    region.mutate(&write)?;
+    Ok(new
+        .into_iter()
+        .map(|((family, qualifier), (value, timestamp))| Cell {
+            row: m.row.clone(),
+            family,
+            qualifier,
+            timestamp,
+            cell_type: CellType::Put,
+            seq_id: 0,
+            value,
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn increments_are_8_byte_counters_and_bad_values_name_the_column() {
+        let v = increment(b"cf", b"n", None, &5i64.to_be_bytes()).expect("from nothing");
+        assert_eq!(&v[..], &5i64.to_be_bytes());
+        let v = increment(b"cf", b"n", Some(&v), &(-7i64).to_be_bytes()).expect("add");
+        assert_eq!(&v[..], &(-2i64).to_be_bytes());
+        let e = increment(b"cf", b"n", Some(b"abc"), &1i64.to_be_bytes()).expect_err("3 bytes");
+        assert!(
+            e.to_string().contains("cf:n") && e.to_string().contains("3 bytes"),
+            "{e}"
+        );
+        let v = increment(
+            b"cf",
+            b"n",
+            Some(&i64::MAX.to_be_bytes()),
+            &1i64.to_be_bytes(),
+        )
+        .expect("wraps");
+        assert_eq!(&v[..], &i64::MIN.to_be_bytes());
+        assert_eq!(
+            &append(b"cf", b"a", Some(b"ab"), b"cd").expect("append")[..],
+            b"abcd"
+        );
+        assert_eq!(
+            &append(b"cf", b"a", None, b"cd").expect("append")[..],
+            b"cd"
+        );
+    }
+}

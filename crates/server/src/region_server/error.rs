@@ -1,0 +1,113 @@
+//! The server's error: each variant names what the caller needs to act on, and maps to one
+//! wire error code.
+
+use cellar_model::Error as StorageError;
+use cellar_proto::pb;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error("table '{0}' not found")]
+    TableNotFound(String),
+    #[error("table '{0}' already exists")]
+    TableExists(String),
+    #[error("table '{0}' is disabled")]
+    TableDisabled(String),
+    #[error("table '{0}' is not disabled (disable it first)")]
+    TableNotDisabled(String),
+    #[error("column family '{family}' does not exist in table '{table}'")]
+    NoSuchFamily { table: String, family: String },
+    #[error("region {region} of table '{table}' is not served here: {reason}")]
+    NotServingRegion {
+        table: String,
+        region: u64,
+        reason: String,
+    },
+    #[error("scanner {0} is unknown: its lease expired or it was closed")]
+    UnknownScanner(u64),
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    #[error("malformed request: {0}")]
+    Malformed(String),
+    #[error("unknown method {0}")]
+    UnknownMethod(i32),
+    #[error("the server is stopping")]
+    Stopping,
+    #[error("internal error: {0}")]
+    Internal(String),
+    #[error(transparent)]
+    Storage(#[from] StorageError),
+}
+
+impl ServerError {
+    pub fn not_serving(table: &str, region: u64, reason: &str) -> ServerError {
+        ServerError::NotServingRegion {
+            table: table.to_string(),
+            region,
+            reason: reason.to_string(),
+        }
+    }
+
+    pub fn invalid(msg: impl Into<String>) -> ServerError {
+        ServerError::InvalidArgument(msg.into())
+    }
+
+    /// The wire code of this error.
+    pub fn code(&self) -> pb::ErrorCode {
+        use pb::ErrorCode as C;
+        match self {
+            ServerError::TableNotFound(_) => C::TableNotFound,
+            ServerError::TableExists(_) => C::TableExists,
+            ServerError::TableDisabled(_) => C::TableDisabled,
+            ServerError::TableNotDisabled(_) => C::TableNotDisabled,
+            ServerError::NoSuchFamily { .. } => C::NoSuchFamily,
+            ServerError::NotServingRegion { .. } => C::NotServingRegion,
+            ServerError::UnknownScanner(_) => C::UnknownScanner,
+            ServerError::InvalidArgument(_) => C::InvalidArgument,
+            ServerError::Malformed(_) => C::MalformedRequest,
+            ServerError::UnknownMethod(_) => C::UnknownMethod,
+            ServerError::Stopping => C::ServerStopping,
+            ServerError::Internal(_) => C::Internal,
+            ServerError::Storage(e) => match e {
+                StorageError::Io { .. } | StorageError::WalFailed(_) => C::Io,
+                StorageError::Checksum { .. }
+                | StorageError::Corruption { .. }
+                | StorageError::BadMagic { .. }
+                | StorageError::UnsupportedVersion { .. } => C::Corruption,
+                StorageError::InvalidSchema(_) | StorageError::InvalidArgument(_) => {
+                    C::InvalidArgument
+                }
+                StorageError::NoSuchFamily(_) => C::NoSuchFamily,
+                StorageError::WrongRegion(_) | StorageError::Closed(_) => C::NotServingRegion,
+            },
+        }
+    }
+
+    /// The error as it travels in a response header.
+    pub fn to_rpc(&self) -> pb::RpcError {
+        pb::RpcError {
+            code: self.code() as i32,
+            message: self.to_string(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn storage_errors_map_to_their_codes_and_keep_their_message() {
+        let e = ServerError::from(StorageError::NoSuchFamily("'x' in table 't'".into()));
+        let rpc = e.to_rpc();
+        assert_eq!(rpc.code, pb::ErrorCode::NoSuchFamily as i32);
+        assert!(rpc.message.contains("'x' in table 't'"), "{}", rpc.message);
+        let closed = ServerError::from(StorageError::Closed("region 5".into()));
+        assert_eq!(closed.code(), pb::ErrorCode::NotServingRegion);
+        let corrupt = ServerError::from(StorageError::checksum("f.sf", 10, "block"));
+        assert_eq!(corrupt.code(), pb::ErrorCode::Corruption);
+        assert_eq!(
+            ServerError::TableNotFound("t".into()).to_rpc().message,
+            "table 't' not found"
+        );
+    }
+}

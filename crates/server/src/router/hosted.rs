@@ -1,0 +1,147 @@
+//! A region as the server holds it: identity and key range (fixed for its life), the open
+//! engine region when it is serving, its row locks and its reported state.
+
+use super::RowLocks;
+use crate::region_server::ServerError;
+use cellar_proto::pb;
+use cellar_storage::region::{Region, RegionInfo};
+use parking_lot::{MutexGuard, RwLock};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// The region state reported in locations and meta (HBase's names).
+pub type RegionStateCode = pb::RegionState;
+
+/// One region of a table on this server. The engine region sits in a slot: calls use it
+/// under a read lock; closing or splitting takes it out under the write lock, which waits
+/// only for the calls already inside. Later calls find the slot empty: NOT_SERVING_REGION.
+pub struct HostedRegion {
+    pub table: String,
+    pub info: RegionInfo,
+    pub dir: PathBuf,
+    slot: RwLock<Option<Region>>,
+    /// Bumped each time a region is put in or taken out, so a scanner can tell that the
+    /// region it was opened on is gone even if the same id serves again (after an alter).
+    epoch: AtomicU64,
+    state: AtomicI32,
+    locks: RowLocks,
+}
+
+impl HostedRegion {
+    pub fn new(
+        table: &str,
+        info: RegionInfo,
+        dir: &Path,
+        region: Option<Region>,
+    ) -> Arc<HostedRegion> {
+        let state = if region.is_some() {
+            pb::RegionState::Open
+        } else {
+            pb::RegionState::Closed
+        };
+        Arc::new(HostedRegion {
+            table: table.to_string(),
+            info,
+            dir: dir.to_path_buf(),
+            slot: RwLock::new(region),
+            epoch: AtomicU64::new(0),
+            state: AtomicI32::new(state as i32),
+            locks: RowLocks::new(),
+        })
+    }
+
+    /// Runs `f` on the open region; NOT_SERVING_REGION when it is closed or being split.
+    pub fn with<T>(
+        &self,
+        f: impl FnOnce(&Region) -> Result<T, ServerError>,
+    ) -> Result<T, ServerError> {
+        let slot = self.slot.read();
+        match slot.as_ref() {
+            Some(r) => f(r),
+            None => Err(self.not_serving("it is closed or being split")),
+        }
+    }
+
+    /// Runs `f` on the open region, if any (background work: no error when closed).
+    pub fn if_open<T>(&self, f: impl FnOnce(&Region) -> T) -> Option<T> {
+        self.slot.read().as_ref().map(f)
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.slot.read().is_some()
+    }
+
+    /// Takes the region out (waiting for calls inside it) and reports `state`.
+    pub fn take(&self, state: RegionStateCode) -> Option<Region> {
+        let mut slot = self.slot.write();
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        self.state.store(state as i32, Ordering::SeqCst);
+        slot.take()
+    }
+
+    /// Puts an open region in; the region serves from now on.
+    pub fn put(&self, region: Region) {
+        let mut slot = self.slot.write();
+        self.epoch.fetch_add(1, Ordering::SeqCst);
+        self.state
+            .store(pb::RegionState::Open as i32, Ordering::SeqCst);
+        *slot = Some(region);
+    }
+
+    /// Changes the reported state only.
+    pub fn set_state(&self, state: RegionStateCode) {
+        self.state.store(state as i32, Ordering::SeqCst);
+    }
+
+    pub fn state(&self) -> RegionStateCode {
+        pb::RegionState::try_from(self.state.load(Ordering::SeqCst))
+            .unwrap_or(pb::RegionState::Unspecified)
+    }
+
+    pub fn epoch(&self) -> u64 {
+        self.epoch.load(Ordering::SeqCst)
+    }
+
+    /// The lock every mutation of `row` holds (see [`RowLocks`]).
+    pub fn lock_row(&self, row: &[u8]) -> MutexGuard<'_, ()> {
+        self.locks.lock(row)
+    }
+
+    /// HBase's region name: `table,start_key,region_id`.
+    pub fn name(&self) -> String {
+        crate::meta::region_name(&self.table, &self.info.start_key, self.info.id)
+    }
+
+    /// Where the region is, for clients.
+    pub fn location(&self, server: &str) -> pb::RegionLocation {
+        pb::RegionLocation {
+            table: self.table.clone(),
+            region_id: self.info.id,
+            start_key: self.info.start_key.clone(),
+            end_key: self.info.end_key.clone(),
+            server: server.to_string(),
+            name: self.name(),
+            state: self.state() as i32,
+        }
+    }
+
+    /// NOT_SERVING_REGION for this region, with why.
+    pub fn not_serving(&self, reason: &str) -> ServerError {
+        ServerError::not_serving(&self.table, self.info.id, reason)
+    }
+
+    /// NOT_SERVING_REGION unless `row` is inside the region.
+    pub fn check_row(&self, row: &[u8]) -> Result<(), ServerError> {
+        if self.info.contains_row(row) {
+            Ok(())
+        } else {
+            Err(self.not_serving(&format!(
+                "row {:?} is outside [{:?}, {:?})",
+                String::from_utf8_lossy(row),
+                String::from_utf8_lossy(&self.info.start_key),
+                String::from_utf8_lossy(&self.info.end_key)
+            )))
+        }
+    }
+}
