@@ -16,7 +16,7 @@ use support::Server;
 const WRITERS: usize = 4;
 const ROWS_PER_WRITER: usize = 5_000;
 /// Acknowledged rows per round before the kill (or as many as fit in the time bound).
-const ACKED_BEFORE_KILL: usize = 400;
+const ACKED_BEFORE_KILL: usize = 2_000;
 
 fn value_of(row: &str) -> Bytes {
     Bytes::from(format!("value of {row} ").repeat(4))
@@ -92,6 +92,10 @@ async fn acknowledged_writes_survive_kill_9() {
         assert!(
             !acked.is_empty(),
             "round {round}: nothing was acknowledged before the kill of pid {pid}"
+        );
+        eprintln!(
+            "round {round}: {} rows acknowledged before kill -9 of pid {pid}",
+            acked.len()
         );
         acked_all.extend(acked);
         drop(client);

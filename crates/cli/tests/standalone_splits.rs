@@ -124,6 +124,10 @@ async fn rows_stay_readable_and_scans_exact_while_regions_split() {
         server.output()
     );
     assert!(scans > 0 && reads > 0);
+    eprintln!(
+        "{regions} regions, {} rows, {scans} full scans and {reads} point reads during splits",
+        acked.lock().expect("acked").len()
+    );
     // Quiet now: a full scan is exactly the acknowledged set, also reversed.
     let t = client.table("sp");
     full_scan_is_exact(&t, &acked).await;
