@@ -358,6 +358,18 @@ fn check_and_mutate() {
         ErrorCode::InvalidArgument,
     );
     assert!(msg.contains("condition's row"), "{msg}");
+    // An empty value counts as absent, as in HBase (after the delete's millisecond).
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    ts.put("t", "r", "cf", "q", "");
+    assert!(cam(
+        &put("was-empty"),
+        condition("r", "q", pb::CompareOp::Equal, None)
+    ));
+    assert!(cam(
+        &put("x"),
+        condition("r", "q", pb::CompareOp::NotEqual, None)
+    ));
+    assert_eq!(ts.value("t", "r", "cf", "q").as_deref(), Some(&b"x"[..]));
 }
 
 #[test]

@@ -103,15 +103,16 @@ impl RegionServer {
 }
 
 /// Whether the newest visible value of the condition's column compares as asked:
-/// `existing <op> value`. Without a value the column must not exist (with NOT_EQUAL: must
-/// exist). NO_OP never holds.
+/// `existing <op> value`. Without a value the column must not exist or be empty (with
+/// NOT_EQUAL: must hold a non-empty value), as HBase treats a null expected value. NO_OP
+/// never holds.
 fn condition_holds(region: &Region, c: &Condition) -> Result<bool, ServerError> {
     let get = Get::new(c.row.clone()).column(&c.family, &c.qualifier);
     let cells = region.get(&get)?;
     let existing = cells.first().map(|c| &c.value);
     Ok(match (&c.value, existing) {
         (_, _) if c.op == CompareOp::NoOp => false,
-        (None, e) => (c.op == CompareOp::NotEqual) == e.is_some(),
+        (None, e) => (c.op == CompareOp::NotEqual) == e.is_some_and(|v| !v.is_empty()),
         (Some(_), None) => false,
         (Some(want), Some(have)) => {
             let ord = have.as_ref().cmp(want.as_ref());
