@@ -51,6 +51,29 @@ impl RegionServer {
         })
     }
 
+    /// [`RegionServer::get`] if it can be answered without disk IO or waiting (memstores and
+    /// block cache); `None` sends the call to the handler pool. Run on the network reactor.
+    pub fn get_inline(
+        &self,
+        table: &str,
+        region_id: u64,
+        get: &Get,
+    ) -> Option<Result<Vec<Cell>, ServerError>> {
+        let hosted = match self.data_region(table, region_id) {
+            Ok(h) => h,
+            Err(e) => return Some(Err(e)),
+        };
+        if get.row.is_empty() || hosted.check_row(&get.row).is_err() {
+            // The pool path reports the error.
+            return None;
+        }
+        let cells = hosted.try_with(|r| r.get_cached(get).map(|c| c.map_err(ServerError::from)))?;
+        Some(cells.map(|cells| match &get.filter {
+            Some(f) => FilterEval::new(f).filter_row(cells).unwrap_or_default(),
+            None => cells,
+        }))
+    }
+
     /// Applies one row mutation of `kind`; with a condition, only if it holds.
     pub fn mutate(
         &self,

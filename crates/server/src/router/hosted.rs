@@ -70,6 +70,19 @@ impl HostedRegion {
         }
     }
 
+    /// [`HostedRegion::with`] for the network reactor: `None` instead of waiting when the
+    /// region is being taken out (its lock is held or wanted by a closer).
+    pub fn try_with<T>(
+        &self,
+        f: impl FnOnce(&Region) -> Option<Result<T, ServerError>>,
+    ) -> Option<Result<T, ServerError>> {
+        if self.closing.load(Ordering::Acquire) {
+            return None;
+        }
+        let slot = self.slot.try_read()?;
+        f(slot.as_ref()?)
+    }
+
     /// Runs `f` on the open region, if any (background work: no error when closed).
     pub fn if_open<T>(&self, f: impl FnOnce(&Region) -> T) -> Option<T> {
         if self.closing.load(Ordering::Acquire) {
