@@ -444,6 +444,19 @@ async fn counters_appends_and_conditional_mutations() {
         .check_and_mutate(cond(CompareOp::NotEqual, Some("zzz")), set("ne"))
         .await
         .expect("not equal"));
+    // The stored value is on the left: `stored op value`.
+    assert!(!t
+        .check_and_mutate(cond(CompareOp::Greater, Some("nf")), set("gt"))
+        .await
+        .expect("ne > nf does not hold"));
+    assert!(t
+        .check_and_mutate(cond(CompareOp::LessOrEqual, Some("ne")), set("le"))
+        .await
+        .expect("ne <= ne holds"));
+    assert!(t
+        .check_and_mutate(cond(CompareOp::Less, Some("lf")), set("ne"))
+        .await
+        .expect("le < lf holds"));
     assert_eq!(
         val(&t.get(Get::new("k")).await.expect("get"), "cf", "state").as_deref(),
         Some("ne")
