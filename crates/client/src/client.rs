@@ -3,7 +3,7 @@
 
 use crate::admin::Admin;
 use crate::connection::{missing, Connection, Pool, Response};
-use crate::error::{Error, Result};
+use crate::error::{Error, Handling, Result};
 use crate::location::{LocationCache, RegionLocation};
 use crate::retry::Retrier;
 use crate::table::Table;
@@ -221,7 +221,9 @@ impl Inner {
 
     /// A call on the region holding `row`, retried (relocating the region when needed) until
     /// it succeeds, fails for good, or runs out of retries. `make` builds the request for the
-    /// region it is sent to.
+    /// region it is sent to. A call that is not `idempotent` (increment, append,
+    /// check-and-mutate) is not resent once its connection broke after sending it: it may
+    /// have been applied, and the caller gets the error.
     pub async fn region_call<M: Message>(
         &self,
         table: &str,
@@ -229,6 +231,7 @@ impl Inner {
         method: Method,
         make: impl Fn(pb::RegionRef) -> M,
         cellblock: &[u8],
+        idempotent: bool,
     ) -> Result<Response> {
         let mut retrier = self.retrier();
         loop {
@@ -239,19 +242,21 @@ impl Inner {
                     continue;
                 }
             };
-            let attempt = async {
-                let conn = self.connection(&loc.server).await?;
-                conn.call(method, &make(loc.region_ref()), cellblock).await
+            let (e, sent) = match self.connection(&loc.server).await {
+                Err(e) => (e, false),
+                Ok(conn) => match conn.call(method, &make(loc.region_ref()), cellblock).await {
+                    Ok(r) => return Ok(r),
+                    Err(e) => (e, true),
+                },
             };
-            match attempt.await {
-                Ok(r) => return Ok(r),
-                Err(e) => {
-                    if e.handling() == crate::error::Handling::Relocate {
-                        self.cache.invalidate(&loc);
-                    }
-                    retrier.failed(e).await?;
-                }
+            if e.handling() == Handling::Relocate {
+                self.cache.invalidate(&loc);
             }
+            let maybe_applied = sent && matches!(e, Error::Closed | Error::Io(_));
+            if maybe_applied && !idempotent {
+                return Err(e);
+            }
+            retrier.failed(e).await?;
         }
     }
 }

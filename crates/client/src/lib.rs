@@ -17,8 +17,11 @@
 //! all its tables. Calls on a region that split or moved, on a dropped connection, or on a
 //! busy server are retried (HBase's pause and backoff table) after looking the region up
 //! again; errors retrying cannot fix (unknown table or family, bad arguments, a disabled
-//! table) reach the caller at once with the server's message. [`blocking`] wraps the same
-//! client for synchronous code.
+//! table) reach the caller at once with the server's message. Increments, appends and
+//! check-and-mutate are not resent once a connection broke after sending them (they may have
+//! been applied). A scanner idle past its server lease fails with UNKNOWN_SCANNER; one the
+//! server lost to a split or a dropped connection reopens after the last row returned.
+//! [`blocking`] wraps the same client for synchronous code.
 
 mod admin;
 mod batch;

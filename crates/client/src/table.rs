@@ -68,6 +68,7 @@ impl Table {
                     get: Some(pb_get.clone()),
                 },
                 &[],
+                true,
             )
             .await?;
         let r: pb::GetResponse = resp.decode("GetResponse")?;
@@ -211,6 +212,9 @@ impl Table {
                     condition: condition.clone(),
                 },
                 &cells,
+                // Resending may apply an increment or append twice, or report a condition
+                // that held as failed.
+                kind == MutationKind::PutDelete && condition.is_none(),
             )
             .await?;
         let r: pb::MutateResponse = resp.decode("MutateResponse")?;

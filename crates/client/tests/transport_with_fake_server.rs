@@ -465,3 +465,29 @@ async fn an_unknown_scanner_reopens_within_its_lease_and_fails_after_it() {
     assert_eq!(e.code(), Some(ErrorCode::UnknownScanner), "{e}");
     assert!(s.next().await.expect("ended").is_none());
 }
+
+#[tokio::test]
+async fn a_broken_connection_resends_puts_but_not_increments() {
+    let fake = fake_with(3, &[]).await;
+    let client = Client::connect_with(&fake.addr, quick())
+        .await
+        .expect("connect");
+    let t = client.table(TABLE);
+    assert_eq!(t.increment(b"c", b"cf", b"q", 5).await.expect("incr"), 5);
+    fake.inject(Method::Mutate, 1, Fault::Close);
+    let e = t
+        .increment(b"c", b"cf", b"q", 1)
+        .await
+        .expect_err("an increment that may have been applied is not resent");
+    assert!(matches!(e, Error::Closed | Error::Io(_)), "{e:?}");
+    fake.inject(Method::Mutate, 1, Fault::Close);
+    t.put(RowMutation::new("p").put(b"cf", b"q", LATEST_TIMESTAMP, "v"))
+        .await
+        .expect("a put is resent");
+    let s = fake.state();
+    assert_eq!(
+        s.rows.get(&Bytes::from_static(b"p")).map(|v| &v[..]),
+        Some(&b"v"[..])
+    );
+    assert_eq!(s.count(Method::Mutate), 4);
+}

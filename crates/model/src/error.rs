@@ -43,6 +43,9 @@ pub enum Error {
     NoSuchFamily(String),
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A cache-only read ([`crate`] users: `Region::get_cached`) needed a block from disk.
+    #[error("the read needs a block that is not in the block cache")]
+    NotCached,
     #[error("row is outside this region: {0}")]
     WrongRegion(String),
     #[error("{0} is closed")]

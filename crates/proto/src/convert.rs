@@ -78,7 +78,7 @@ pub fn get_from_pb(g: pb::Get) -> Result<Get> {
             .collect::<Result<_>>()?,
         time_range: time_range_from_pb(g.time_range)?,
         max_versions: g.max_versions.max(1),
-        filter: g.filter.map(filter_from_pb).transpose()?,
+        filter: g.filter.map(checked_filter_from_pb).transpose()?,
     })
 }
 
@@ -112,7 +112,7 @@ pub fn scan_from_pb(s: pb::Scan) -> Result<Scan> {
         limit: s.limit,
         reversed: s.reversed,
         cache_blocks: s.cache_blocks,
-        filter: s.filter.map(filter_from_pb).transpose()?,
+        filter: s.filter.map(checked_filter_from_pb).transpose()?,
         caching: 0,
         batch: s.batch,
     })
@@ -379,6 +379,13 @@ pub fn filter_to_pb(f: &Filter) -> pb::Filter {
     pb::Filter { kind: Some(kind) }
 }
 
+/// [`filter_from_pb`], then [`Filter::validate`] (regular expressions compile, ...).
+pub fn checked_filter_from_pb(f: pb::Filter) -> Result<Filter> {
+    let f = filter_from_pb(f)?;
+    f.validate().map_err(|e| ConvertError(e.to_string()))?;
+    Ok(f)
+}
+
 pub fn filter_from_pb(f: pb::Filter) -> Result<Filter> {
     use pb::filter::Kind;
     Ok(match f.kind {
@@ -576,6 +583,16 @@ mod tests {
                 ],
             ));
         assert_eq!(scan_from_pb(scan_to_pb(&scan)).expect("round trip"), scan);
+    }
+
+    #[test]
+    fn a_bad_regex_is_refused_when_the_request_arrives() {
+        let get = Get::new(Bytes::from_static(b"r")).filter(Filter::Value(
+            CompareOp::Equal,
+            Comparator::Regex("(unclosed".into()),
+        ));
+        let e = get_from_pb(get_to_pb(&get)).expect_err("bad regex");
+        assert!(e.0.contains("(unclosed"), "{e}");
     }
 
     #[test]

@@ -221,6 +221,17 @@ impl RegionServer {
     /// Empties a table, keeping its schema: afterwards it has one region and is enabled
     /// (HBase shell's `truncate`).
     pub fn truncate_table(&self, name: &str) -> Result<(), ServerError> {
+        self.truncate(name, false)
+    }
+
+    /// Runs a truncate only up to its commit point, as if the process died there: for
+    /// crash-recovery tests. Drop the server afterwards (without `shutdown`) and open it again.
+    #[doc(hidden)]
+    pub fn truncate_interrupted(&self, name: &str) -> Result<(), ServerError> {
+        self.truncate(name, true)
+    }
+
+    fn truncate(&self, name: &str, stop_at_commit: bool) -> Result<(), ServerError> {
         let _admin = self.admin.lock();
         self.check_running()?;
         let (name, t) = self.existing_user(name)?;
@@ -240,6 +251,9 @@ impl RegionServer {
         };
         // The commit point: from here a restart finishes the truncate.
         self.meta.put_table(&record)?;
+        if stop_at_commit {
+            return Ok(());
+        }
         self.forget_regions(&name, &t)?;
         let region = self.open_region(&name, &info, &t.schema, &[])?;
         self.meta

@@ -1,1 +1,356 @@
-//! (to be written)
+//! The metrics and status endpoint: a deliberately tiny HTTP/1.1 server on a one-thread tokio
+//! runtime of its own, so scraping never competes with the RPC reactor.
+//!
+//! `GET /metrics` is Prometheus' text format, `GET /status` a JSON summary; anything else is
+//! 404. One request per connection (`Connection: close`), request head at most 8 KiB, read
+//! within 10 s, at most 64 connections at once.
+
+use crate::metrics::{render, Gauges, RpcMetrics};
+use crate::rpc::Handler;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+
+const MAX_HEAD_BYTES: usize = 8 * 1024;
+const READ_TIMEOUT: Duration = Duration::from_secs(10);
+const MAX_CONNECTIONS: usize = 64;
+const LINGER: Duration = Duration::from_millis(500);
+/// Prometheus' text exposition format.
+pub const METRICS_CONTENT_TYPE: &str = "text/plain; version=0.0.4; charset=utf-8";
+
+/// What `/status` reports besides the gauges.
+#[derive(Debug, Clone)]
+pub struct StatusInfo {
+    pub version: String,
+    /// The native RPC address clients use.
+    pub native_addr: String,
+    pub data_dir: PathBuf,
+    pub started: Instant,
+}
+
+/// Where the endpoint's answers come from.
+pub struct Sources {
+    pub metrics: Arc<RpcMetrics>,
+    pub handler: Arc<dyn Handler>,
+    pub info: StatusInfo,
+}
+
+/// A running HTTP endpoint. Dropping it shuts it down.
+pub struct HttpServer {
+    local_addr: SocketAddr,
+    running: Option<(tokio::runtime::Runtime, watch::Sender<bool>)>,
+}
+
+impl HttpServer {
+    /// Binds `listen` (port 0 picks a free one) and starts serving.
+    pub fn start(listen: &str, sources: Sources) -> std::io::Result<HttpServer> {
+        let listener = std::net::TcpListener::bind(listen).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot listen on {listen}: {e}"))
+        })?;
+        listener.set_nonblocking(true)?;
+        let local_addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .max_blocking_threads(4)
+            .thread_name("cellar-http")
+            .enable_all()
+            .build()?;
+        let listener = {
+            let _entered = runtime.enter();
+            TcpListener::from_std(listener)?
+        };
+        let (stop, stopped) = watch::channel(false);
+        let sources = Arc::new(Served {
+            sources,
+            http_addr: local_addr,
+        });
+        runtime.spawn(accept_loop(listener, sources, stopped));
+        tracing::info!(addr = %local_addr, "HTTP metrics and status listening");
+        Ok(HttpServer {
+            local_addr,
+            running: Some((runtime, stop)),
+        })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// Stops accepting and drops open connections.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        if let Some((runtime, stop)) = self.running.take() {
+            let _ = stop.send(true);
+            runtime.shutdown_background();
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+struct Served {
+    sources: Sources,
+    http_addr: SocketAddr,
+}
+
+async fn accept_loop(listener: TcpListener, served: Arc<Served>, mut stop: watch::Receiver<bool>) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    loop {
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            return;
+        };
+        let accepted = tokio::select! {
+            biased;
+            _ = crate::rpc::stopped(&mut stop) => return,
+            a = listener.accept() => a,
+        };
+        match accepted {
+            Ok((stream, peer)) => {
+                let served = served.clone();
+                tokio::spawn(async move {
+                    if let Err(e) = serve(stream, &served).await {
+                        tracing::debug!(%peer, error = %e, "HTTP connection failed");
+                    }
+                    drop(slot);
+                });
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "HTTP accept failed");
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+/// A response about to be written.
+struct Response {
+    status: &'static str,
+    content_type: &'static str,
+    body: String,
+}
+
+impl Response {
+    fn text(status: &'static str, body: impl Into<String>) -> Response {
+        Response {
+            status,
+            content_type: "text/plain; charset=utf-8",
+            body: body.into(),
+        }
+    }
+}
+
+async fn serve(mut stream: TcpStream, served: &Served) -> std::io::Result<()> {
+    let (response, head_only) =
+        match tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await {
+            Err(_) => (
+                Response::text("408 Request Timeout", "request head not received in time\n"),
+                false,
+            ),
+            Ok(Err(e)) => return Err(e),
+            Ok(Ok(Head::TooLarge)) => (
+                Response::text(
+                    "431 Request Header Fields Too Large",
+                    format!("request head exceeds {MAX_HEAD_BYTES} bytes\n"),
+                ),
+                false,
+            ),
+            Ok(Ok(Head::Closed)) => return Ok(()),
+            Ok(Ok(Head::Line(line))) => match parse_request_line(&line) {
+                Err(why) => (Response::text("400 Bad Request", format!("{why}\n")), false),
+                Ok((method, path)) => (route(method, path, served).await, method == "HEAD"),
+            },
+        };
+    let mut out = format!(
+        "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
+        response.status,
+        response.content_type,
+        response.body.len()
+    );
+    if response.status.starts_with("405") {
+        out.push_str("Allow: GET, HEAD\r\n");
+    }
+    out.push_str("\r\n");
+    if !head_only {
+        out.push_str(&response.body);
+    }
+    stream.write_all(out.as_bytes()).await?;
+    stream.shutdown().await?;
+    // Input the request left unread (an oversized head) would turn the close into a reset
+    // that can destroy the response before the client reads it: drain it for a moment.
+    let _ = tokio::time::timeout(LINGER, async {
+        let mut scratch = [0u8; 4096];
+        let mut total = 0usize;
+        while total < 1 << 20 {
+            match stream.read(&mut scratch).await {
+                Ok(0) | Err(_) => break,
+                Ok(n) => total += n,
+            }
+        }
+    })
+    .await;
+    Ok(())
+}
+
+enum Head {
+    /// The request line.
+    Line(String),
+    TooLarge,
+    /// The client closed before sending a whole head.
+    Closed,
+}
+
+/// Reads the request head (up to the blank line) and returns its first line.
+async fn read_head(stream: &mut TcpStream) -> std::io::Result<Head> {
+    let mut buf = Vec::with_capacity(1024);
+    let mut chunk = [0u8; 1024];
+    loop {
+        let n = stream.read(&mut chunk).await?;
+        if n == 0 {
+            return Ok(Head::Closed);
+        }
+        buf.extend_from_slice(&chunk[..n]);
+        let end = find(&buf, b"\r\n\r\n").or_else(|| find(&buf, b"\n\n"));
+        if let Some(end) = end {
+            let head = &buf[..end];
+            let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+            return Ok(Head::Line(
+                String::from_utf8_lossy(first).trim_end().to_string(),
+            ));
+        }
+        if buf.len() > MAX_HEAD_BYTES {
+            return Ok(Head::TooLarge);
+        }
+    }
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Splits `METHOD TARGET HTTP/1.x` into method and path (query dropped).
+fn parse_request_line(line: &str) -> Result<(&str, &str), String> {
+    let mut parts = line.split(' ');
+    let (Some(method), Some(target), Some(version), None) =
+        (parts.next(), parts.next(), parts.next(), parts.next())
+    else {
+        return Err(format!("malformed request line {line:?}"));
+    };
+    if !version.starts_with("HTTP/1.") {
+        return Err(format!("unsupported protocol {version:?}"));
+    }
+    let path = target.split('?').next().unwrap_or(target);
+    Ok((method, path))
+}
+
+async fn route(method: &str, path: &str, served: &Served) -> Response {
+    if method != "GET" && method != "HEAD" {
+        return Response::text(
+            "405 Method Not Allowed",
+            format!("{method} is not supported; use GET\n"),
+        );
+    }
+    match path {
+        "/metrics" => {
+            let gauges = gauges(served).await;
+            Response {
+                status: "200 OK",
+                content_type: METRICS_CONTENT_TYPE,
+                body: render(&served.sources.metrics, &gauges),
+            }
+        }
+        "/status" => {
+            let gauges = gauges(served).await;
+            Response {
+                status: "200 OK",
+                content_type: "application/json",
+                body: status_json(served, &gauges),
+            }
+        }
+        _ => Response::text(
+            "404 Not Found",
+            format!("no such page: {path} (try /metrics or /status)\n"),
+        ),
+    }
+}
+
+/// The handler's gauges, read on a blocking thread: the region server may take locks.
+async fn gauges(served: &Served) -> Gauges {
+    let handler = served.sources.handler.clone();
+    tokio::task::spawn_blocking(move || handler.gauges())
+        .await
+        .unwrap_or_else(|_| {
+            tracing::error!("reading the region server's gauges panicked");
+            Gauges::default()
+        })
+}
+
+fn status_json(served: &Served, g: &Gauges) -> String {
+    let info = &served.sources.info;
+    let rpc = &served.sources.metrics;
+    let regions: serde_json::Map<String, serde_json::Value> = g
+        .regions_per_table
+        .iter()
+        .map(|(t, n)| (t.clone(), serde_json::Value::from(*n)))
+        .collect();
+    let v = serde_json::json!({
+        "version": info.version,
+        "uptime_ms": u64::try_from(info.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+        "listen": {
+            "native": info.native_addr,
+            "http": served.http_addr.to_string(),
+        },
+        "data_dir": info.data_dir.display().to_string(),
+        "rpc": {
+            "calls": rpc.total_calls(),
+            "open_connections": rpc.open_connections(),
+            "call_queue_length": rpc.queue_depth(),
+            "received_bytes": rpc.bytes_in(),
+            "sent_bytes": rpc.bytes_out(),
+        },
+        "gauges": {
+            "regions_per_table": regions,
+            "memstore_bytes": g.memstore_bytes,
+            "store_file_bytes": g.store_file_bytes,
+            "store_files": g.store_files,
+            "block_cache_hits": g.block_cache_hits,
+            "block_cache_misses": g.block_cache_misses,
+            "block_cache_hit_ratio": g.block_cache_hit_ratio(),
+            "flush_queue": g.flush_queue,
+            "compaction_queue": g.compaction_queue,
+            "open_scanners": g.open_scanners,
+            "splits": g.splits,
+        },
+    });
+    let mut s = v.to_string();
+    s.push('\n');
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn request_lines_parse_or_name_the_problem() {
+        assert_eq!(
+            parse_request_line("GET /metrics?x=1 HTTP/1.1"),
+            Ok(("GET", "/metrics"))
+        );
+        assert!(parse_request_line("GET /metrics").is_err());
+        assert!(parse_request_line("GET / SPDY/3")
+            .expect_err("protocol")
+            .contains("SPDY/3"));
+        assert!(parse_request_line("GET  / HTTP/1.1").is_err());
+    }
+}

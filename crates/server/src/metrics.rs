@@ -1,5 +1,14 @@
-//! Prometheus metrics. (Counters and histograms are being written; [`Gauges`] is the contract
-//! the region server fills.)
+//! Prometheus metrics: what the RPC front end counts ([`RpcMetrics`]: calls and latency per
+//! method, errors by code, bytes, connections, queue depth) and what the region server reports
+//! ([`Gauges`]), rendered in Prometheus' text format by [`render`].
+//!
+//! Counters and histograms are plain atomics, so a handler thread records a call without a
+//! lock and `/metrics` reads a consistent-enough snapshot without stopping anyone.
+
+use cellar_proto::pb;
+use std::fmt::Write as _;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::time::Duration;
 
 /// Point-in-time values the region server reports.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -18,4 +27,462 @@ pub struct Gauges {
     pub open_scanners: usize,
     /// Splits done since start.
     pub splits: u64,
+}
+
+impl Gauges {
+    /// Block cache hits over lookups; 0 before the first lookup.
+    pub fn block_cache_hit_ratio(&self) -> f64 {
+        let total = self.block_cache_hits + self.block_cache_misses;
+        if total == 0 {
+            0.0
+        } else {
+            self.block_cache_hits as f64 / total as f64
+        }
+    }
+}
+
+/// Upper bounds of the latency buckets, in microseconds (25 µs … 10 s). Fixed so that series
+/// from different servers and restarts add up.
+pub const LATENCY_BUCKETS_US: [u64; 18] = [
+    25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000, 50_000, 100_000, 250_000, 500_000,
+    1_000_000, 2_500_000, 5_000_000, 10_000_000,
+];
+
+/// A latency histogram with [`LATENCY_BUCKETS_US`] buckets and a `+Inf` bucket.
+#[derive(Debug, Default)]
+pub struct Histogram {
+    /// Per-bucket (not cumulative) counts; the last one is `+Inf`.
+    buckets: [AtomicU64; LATENCY_BUCKETS_US.len() + 1],
+    sum_nanos: AtomicU64,
+    count: AtomicU64,
+}
+
+impl Histogram {
+    pub fn record(&self, d: Duration) {
+        let us = d.as_micros();
+        let i = LATENCY_BUCKETS_US
+            .iter()
+            .position(|&b| us <= b as u128)
+            .unwrap_or(LATENCY_BUCKETS_US.len());
+        self.buckets[i].fetch_add(1, Relaxed);
+        let nanos = u64::try_from(d.as_nanos()).unwrap_or(u64::MAX);
+        self.sum_nanos.fetch_add(nanos, Relaxed);
+        self.count.fetch_add(1, Relaxed);
+    }
+
+    pub fn count(&self) -> u64 {
+        self.count.load(Relaxed)
+    }
+
+    /// Appends `name_bucket`, `name_sum` and `name_count` lines; `labels` is either empty or
+    /// `key="value",…` without braces.
+    fn render(&self, out: &mut String, name: &str, labels: &str) {
+        let sep = if labels.is_empty() { "" } else { "," };
+        let mut cumulative = 0u64;
+        for (i, b) in self.buckets.iter().enumerate() {
+            cumulative += b.load(Relaxed);
+            let le = match LATENCY_BUCKETS_US.get(i) {
+                Some(us) => format!("{}", *us as f64 / 1e6),
+                None => "+Inf".to_string(),
+            };
+            let _ = writeln!(
+                out,
+                "{name}_bucket{{{labels}{sep}le=\"{le}\"}} {cumulative}"
+            );
+        }
+        let braces = if labels.is_empty() {
+            String::new()
+        } else {
+            format!("{{{labels}}}")
+        };
+        let sum = self.sum_nanos.load(Relaxed) as f64 / 1e9;
+        let _ = writeln!(out, "{name}_sum{braces} {sum}");
+        // The count is the +Inf bucket, so the two always agree in one rendering.
+        let _ = writeln!(out, "{name}_count{braces} {cumulative}");
+    }
+}
+
+/// Method and error-code numbers below this are counted on their own; protocol enums stay far
+/// below it (methods reach 31, error codes 17), and anything above is folded into slot 0.
+const SLOTS: usize = 64;
+
+fn slot(n: i32) -> usize {
+    usize::try_from(n).ok().filter(|&i| i < SLOTS).unwrap_or(0)
+}
+
+/// Calls of one method: how many and how long each took on the server.
+#[derive(Debug, Default)]
+struct MethodStats {
+    latency: Histogram,
+}
+
+/// What the RPC front end counts. Shared by the front end (writes) and `/metrics` (reads).
+#[derive(Debug)]
+pub struct RpcMetrics {
+    methods: Vec<MethodStats>,
+    errors: Vec<AtomicU64>,
+    /// Time a call waited in the handler queue before a handler took it.
+    queue_wait: Histogram,
+    bytes_in: AtomicU64,
+    bytes_out: AtomicU64,
+    connections_open: AtomicUsize,
+    connections_total: AtomicU64,
+    queue_depth: AtomicUsize,
+    handlers_busy: AtomicUsize,
+}
+
+impl Default for RpcMetrics {
+    fn default() -> Self {
+        RpcMetrics {
+            methods: (0..SLOTS).map(|_| MethodStats::default()).collect(),
+            errors: (0..SLOTS).map(|_| AtomicU64::new(0)).collect(),
+            queue_wait: Histogram::default(),
+            bytes_in: AtomicU64::new(0),
+            bytes_out: AtomicU64::new(0),
+            connections_open: AtomicUsize::new(0),
+            connections_total: AtomicU64::new(0),
+            queue_depth: AtomicUsize::new(0),
+            handlers_busy: AtomicUsize::new(0),
+        }
+    }
+}
+
+impl RpcMetrics {
+    /// A call answered (successfully or not) after `elapsed` on the server.
+    pub fn record_call(&self, method: pb::Method, elapsed: Duration) {
+        self.methods[slot(method as i32)].latency.record(elapsed);
+    }
+
+    /// A call answered with an error.
+    pub fn record_error(&self, code: pb::ErrorCode) {
+        self.errors[slot(code as i32)].fetch_add(1, Relaxed);
+    }
+
+    pub fn record_queue_wait(&self, waited: Duration) {
+        self.queue_wait.record(waited);
+    }
+
+    pub fn add_bytes_in(&self, n: usize) {
+        self.bytes_in.fetch_add(n as u64, Relaxed);
+    }
+
+    pub fn add_bytes_out(&self, n: usize) {
+        self.bytes_out.fetch_add(n as u64, Relaxed);
+    }
+
+    pub fn connection_opened(&self) {
+        self.connections_open.fetch_add(1, Relaxed);
+        self.connections_total.fetch_add(1, Relaxed);
+    }
+
+    pub fn connection_closed(&self) {
+        // Saturating: a miscount must not wrap the gauge to 2^64.
+        let _ = self
+            .connections_open
+            .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+    }
+
+    /// Queue depth changes; called under the queue's lock so the gauge never goes below zero.
+    pub(crate) fn set_queue_depth(&self, depth: usize) {
+        self.queue_depth.store(depth, Relaxed);
+    }
+
+    pub(crate) fn handler_started(&self) {
+        self.handlers_busy.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn handler_finished(&self) {
+        let _ = self
+            .handlers_busy
+            .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+    }
+
+    /// Calls of `method` answered so far.
+    pub fn calls(&self, method: pb::Method) -> u64 {
+        self.methods[slot(method as i32)].latency.count()
+    }
+
+    /// Calls answered so far, all methods.
+    pub fn total_calls(&self) -> u64 {
+        self.methods.iter().map(|m| m.latency.count()).sum()
+    }
+
+    /// Errors of `code` answered so far.
+    pub fn errors(&self, code: pb::ErrorCode) -> u64 {
+        self.errors[slot(code as i32)].load(Relaxed)
+    }
+
+    pub fn open_connections(&self) -> usize {
+        self.connections_open.load(Relaxed)
+    }
+
+    pub fn queue_depth(&self) -> usize {
+        self.queue_depth.load(Relaxed)
+    }
+
+    pub fn bytes_in(&self) -> u64 {
+        self.bytes_in.load(Relaxed)
+    }
+
+    pub fn bytes_out(&self) -> u64 {
+        self.bytes_out.load(Relaxed)
+    }
+}
+
+/// Escapes a label value for the text format (backslash, quote, newline).
+fn escape_label(v: &str) -> String {
+    let mut s = String::with_capacity(v.len());
+    for c in v.chars() {
+        match c {
+            '\\' => s.push_str("\\\\"),
+            '"' => s.push_str("\\\""),
+            '\n' => s.push_str("\\n"),
+            c => s.push(c),
+        }
+    }
+    s
+}
+
+fn header(out: &mut String, name: &str, kind: &str, help: &str) {
+    let _ = writeln!(out, "# HELP {name} {help}");
+    let _ = writeln!(out, "# TYPE {name} {kind}");
+}
+
+fn single(out: &mut String, name: &str, kind: &str, help: &str, value: impl std::fmt::Display) {
+    header(out, name, kind, help);
+    let _ = writeln!(out, "{name} {value}");
+}
+
+/// The Prometheus text exposition (format 0.0.4) of the RPC counters and the region server's
+/// gauges.
+pub fn render(rpc: &RpcMetrics, gauges: &Gauges) -> String {
+    let mut out = String::with_capacity(8 * 1024);
+    render_rpc(&mut out, rpc);
+    render_gauges(&mut out, gauges);
+    out
+}
+
+fn render_rpc(out: &mut String, rpc: &RpcMetrics) {
+    let name = "cellar_rpc_call_duration_seconds";
+    header(
+        out,
+        name,
+        "histogram",
+        "Time from a request frame's arrival to its response being queued, per method.",
+    );
+    for (i, m) in rpc.methods.iter().enumerate() {
+        if m.latency.count() == 0 {
+            continue;
+        }
+        let method = pb::Method::try_from(i as i32)
+            .map(|m| m.as_str_name())
+            .unwrap_or("OTHER");
+        m.latency.render(out, name, &format!("method=\"{method}\""));
+    }
+    let name = "cellar_rpc_queue_wait_seconds";
+    header(
+        out,
+        name,
+        "histogram",
+        "Time a call waited in the handler queue.",
+    );
+    rpc.queue_wait.render(out, name, "");
+
+    let name = "cellar_rpc_errors_total";
+    header(
+        out,
+        name,
+        "counter",
+        "Calls answered with an error, by code.",
+    );
+    for (i, e) in rpc.errors.iter().enumerate() {
+        let n = e.load(Relaxed);
+        if n == 0 {
+            continue;
+        }
+        let code = pb::ErrorCode::try_from(i as i32)
+            .map(|c| c.as_str_name())
+            .unwrap_or("OTHER");
+        let _ = writeln!(out, "{name}{{code=\"{code}\"}} {n}");
+    }
+    single(
+        out,
+        "cellar_rpc_received_bytes_total",
+        "counter",
+        "Bytes read from native RPC connections.",
+        rpc.bytes_in(),
+    );
+    single(
+        out,
+        "cellar_rpc_sent_bytes_total",
+        "counter",
+        "Bytes written to native RPC connections.",
+        rpc.bytes_out(),
+    );
+    single(
+        out,
+        "cellar_rpc_open_connections",
+        "gauge",
+        "Native RPC connections open now.",
+        rpc.open_connections(),
+    );
+    single(
+        out,
+        "cellar_rpc_connections_total",
+        "counter",
+        "Native RPC connections accepted since start.",
+        rpc.connections_total.load(Relaxed),
+    );
+    single(
+        out,
+        "cellar_rpc_call_queue_length",
+        "gauge",
+        "Calls waiting for a handler thread.",
+        rpc.queue_depth(),
+    );
+    single(
+        out,
+        "cellar_rpc_handlers_busy",
+        "gauge",
+        "Handler threads running a call now.",
+        rpc.handlers_busy.load(Relaxed),
+    );
+}
+
+fn render_gauges(out: &mut String, g: &Gauges) {
+    single(
+        out,
+        "cellar_memstore_bytes",
+        "gauge",
+        "Bytes held in memstores.",
+        g.memstore_bytes,
+    );
+    single(
+        out,
+        "cellar_store_file_bytes",
+        "gauge",
+        "Bytes of store files.",
+        g.store_file_bytes,
+    );
+    single(
+        out,
+        "cellar_store_files",
+        "gauge",
+        "Store files open.",
+        g.store_files,
+    );
+    single(
+        out,
+        "cellar_block_cache_hits_total",
+        "counter",
+        "Block cache lookups that hit.",
+        g.block_cache_hits,
+    );
+    single(
+        out,
+        "cellar_block_cache_misses_total",
+        "counter",
+        "Block cache lookups that missed.",
+        g.block_cache_misses,
+    );
+    single(
+        out,
+        "cellar_block_cache_hit_ratio",
+        "gauge",
+        "Block cache hits over lookups since start.",
+        g.block_cache_hit_ratio(),
+    );
+    single(
+        out,
+        "cellar_flush_queue_length",
+        "gauge",
+        "Regions waiting for or running a flush.",
+        g.flush_queue,
+    );
+    single(
+        out,
+        "cellar_compaction_queue_length",
+        "gauge",
+        "Stores waiting for or running a compaction.",
+        g.compaction_queue,
+    );
+    single(
+        out,
+        "cellar_open_scanners",
+        "gauge",
+        "Scanners open under a lease.",
+        g.open_scanners,
+    );
+    single(
+        out,
+        "cellar_splits_total",
+        "counter",
+        "Region splits since start.",
+        g.splits,
+    );
+    let name = "cellar_regions";
+    header(out, name, "gauge", "Regions open, per table.");
+    for (table, n) in &g.regions_per_table {
+        let _ = writeln!(out, "{name}{{table=\"{}\"}} {n}", escape_label(table));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn histogram_buckets_are_cumulative_and_count_matches() {
+        let h = Histogram::default();
+        h.record(Duration::from_micros(10));
+        h.record(Duration::from_micros(30));
+        h.record(Duration::from_secs(60));
+        let mut out = String::new();
+        h.render(&mut out, "x", "method=\"GET\"");
+        assert!(
+            out.contains("x_bucket{method=\"GET\",le=\"0.000025\"} 1\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("x_bucket{method=\"GET\",le=\"0.00005\"} 2\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("x_bucket{method=\"GET\",le=\"10\"} 2\n"),
+            "{out}"
+        );
+        assert!(
+            out.contains("x_bucket{method=\"GET\",le=\"+Inf\"} 3\n"),
+            "{out}"
+        );
+        assert!(out.contains("x_count{method=\"GET\"} 3\n"), "{out}");
+        assert!(out.contains("x_sum{method=\"GET\"} 60.00004\n"), "{out}");
+    }
+
+    #[test]
+    fn render_names_methods_codes_and_tables() {
+        let m = RpcMetrics::default();
+        m.record_call(pb::Method::Get, Duration::from_micros(700));
+        m.record_error(pb::ErrorCode::ServerBusy);
+        m.connection_opened();
+        m.connection_opened();
+        m.connection_closed();
+        m.connection_closed();
+        m.connection_closed();
+        let g = Gauges {
+            regions_per_table: vec![("hbase:meta".into(), 1), ("we\"ird".into(), 3)],
+            block_cache_hits: 3,
+            block_cache_misses: 1,
+            ..Gauges::default()
+        };
+        let text = render(&m, &g);
+        assert!(text.contains("cellar_rpc_call_duration_seconds_count{method=\"GET\"} 1\n"));
+        assert!(text.contains("cellar_rpc_errors_total{code=\"SERVER_BUSY\"} 1\n"));
+        assert!(text.contains("cellar_rpc_open_connections 0\n"), "{text}");
+        assert!(text.contains("cellar_regions{table=\"hbase:meta\"} 1\n"));
+        assert!(text.contains("cellar_regions{table=\"we\\\"ird\"} 3\n"));
+        assert!(text.contains("cellar_block_cache_hit_ratio 0.75\n"));
+        assert_eq!(m.calls(pb::Method::Get), 1);
+        assert_eq!(m.total_calls(), 1);
+    }
 }

@@ -263,10 +263,17 @@ impl RegionServer {
 
 impl Drop for RegionServer {
     /// Without `shutdown` this is what a crash looks like: threads stop, nothing is flushed
-    /// (the WAL has every acknowledged write).
+    /// (the WAL has every acknowledged write). Flush and compaction threads are stopped too,
+    /// so nothing writes into the directory once the server is gone (a server opened on it
+    /// next, as tests do, would race with them).
     fn drop(&mut self) {
         self.stopping.store(true, Ordering::SeqCst);
         self.workers.stop();
+        if !*self.shut_down.get_mut() {
+            if let Err(e) = self.services.shutdown() {
+                tracing::warn!(error = %e, "closing the WAL of a server dropped without shutdown");
+            }
+        }
     }
 }
 

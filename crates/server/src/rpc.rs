@@ -1,11 +1,33 @@
-//! The native RPC front end: a TCP listener, one task per connection, frames in and out
-//! (`cellar_proto::frame`), calls handed to a [`Handler`].
+//! The native RPC front end: a TCP listener, one reader and one writer task per connection,
+//! frames in and out (`cellar_proto::frame`), calls handed to a [`Handler`] on a pool of
+//! handler threads. Protocol: `docs/native-protocol.md`.
 //!
-//! (The transport itself is being written; the contract below is what the region server
-//! implements.)
+//! Shape (HBase's listener / readers / handlers / responder, without its per-stage thread
+//! hops): a tokio runtime of `rpc.io_threads` workers accepts connections and reads frames;
+//! PING and every refusal (oversized, malformed, unknown method, queue full) are answered on
+//! the reactor; other calls go through a bounded queue to `rpc.handler_count` threads, which
+//! may block on disk; responses go back through the connection's writer in completion order.
 
+mod connection;
+mod pool;
+mod queue;
+mod respond;
+
+use crate::config::RpcConfig;
+use crate::metrics::RpcMetrics;
 use bytes::Bytes;
 use cellar_proto::pb;
+use connection::Shared;
+use pool::{Call, HandlerPool};
+use queue::CallQueue;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tokio::net::TcpListener;
+use tokio::sync::watch;
+use tokio::task::JoinSet;
+
+pub use connection::MAX_IN_FLIGHT_PER_CONNECTION;
 
 /// Who is calling: lets the handler tie state (open scanners) to a connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,9 +53,202 @@ pub trait Handler: Send + Sync + 'static {
         cellblock: Bytes,
     ) -> Result<Reply, pb::RpcError>;
 
+    /// Optional fast path, run on the network reactor before a call is queued: answer now if
+    /// the call can be served without disk IO and without waiting on a lock that IO may hold
+    /// (a Get served from memstore and block cache), else return `None` and the call goes to
+    /// the handler pool as usual. It must never block. The default queues every call.
+    fn call_inline(
+        &self,
+        _ctx: &CallContext,
+        _method: pb::Method,
+        _param: &Bytes,
+        _cellblock: &Bytes,
+    ) -> Option<Result<Reply, pb::RpcError>> {
+        None
+    }
+
     /// The connection is gone: free what it held (its scanners).
     fn connection_closed(&self, conn_id: u64);
 
     /// Server-wide gauges for `/metrics`.
     fn gauges(&self) -> crate::metrics::Gauges;
+}
+
+/// How long [`RpcServer::shutdown`] waits for in-flight calls and unwritten responses before
+/// closing connections regardless.
+pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
+
+/// A running native RPC server. Dropping it shuts it down as [`RpcServer::shutdown`] does.
+pub struct RpcServer {
+    local_addr: SocketAddr,
+    metrics: Arc<RpcMetrics>,
+    running: Option<Running>,
+}
+
+struct Running {
+    runtime: tokio::runtime::Runtime,
+    stop: watch::Sender<bool>,
+    acceptor: tokio::task::JoinHandle<()>,
+    pool: HandlerPool,
+}
+
+impl RpcServer {
+    /// Binds `listen` (`host:port`; port 0 picks a free one) and starts serving.
+    pub fn start(
+        listen: &str,
+        config: &RpcConfig,
+        handler: Arc<dyn Handler>,
+    ) -> std::io::Result<RpcServer> {
+        let listener = std::net::TcpListener::bind(listen).map_err(|e| {
+            std::io::Error::new(e.kind(), format!("cannot listen on {listen}: {e}"))
+        })?;
+        RpcServer::start_on(listener, config, handler)
+    }
+
+    /// Serves on an already bound listener (lets a caller learn the port before the handler
+    /// exists, e.g. to advertise it).
+    pub fn start_on(
+        listener: std::net::TcpListener,
+        config: &RpcConfig,
+        handler: Arc<dyn Handler>,
+    ) -> std::io::Result<RpcServer> {
+        listener.set_nonblocking(true)?;
+        let local_addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(config.io_threads.max(1))
+            .thread_name("cellar-rpc-io")
+            .enable_all()
+            .build()?;
+        let listener = {
+            let _entered = runtime.enter();
+            TcpListener::from_std(listener)?
+        };
+        let metrics = Arc::new(RpcMetrics::default());
+        let queue: Arc<CallQueue<Call>> = Arc::new(CallQueue::new(
+            config.max_queued_calls.max(1),
+            metrics.clone(),
+        ));
+        let pool = HandlerPool::start(
+            config.handler_count.max(1),
+            queue.clone(),
+            handler.clone(),
+            metrics.clone(),
+        )?;
+        let shared = Arc::new(Shared {
+            handler,
+            queue,
+            metrics: metrics.clone(),
+            max_request_bytes: config.max_request_bytes,
+        });
+        let (stop, stopped) = watch::channel(false);
+        let acceptor = runtime.spawn(accept_loop(listener, shared, stopped));
+        tracing::info!(addr = %local_addr, handlers = config.handler_count, io_threads = config.io_threads, "native RPC listening");
+        Ok(RpcServer {
+            local_addr,
+            metrics,
+            running: Some(Running {
+                runtime,
+                stop,
+                acceptor,
+                pool,
+            }),
+        })
+    }
+
+    /// The address actually bound.
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local_addr
+    }
+
+    /// The server's counters (shared with `/metrics`).
+    pub fn metrics(&self) -> Arc<RpcMetrics> {
+        self.metrics.clone()
+    }
+
+    /// Stops accepting, stops reading requests, lets in-flight calls finish and their
+    /// responses be written (up to [`SHUTDOWN_GRACE`]), then closes every connection.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        let Some(running) = self.running.take() else {
+            return;
+        };
+        // Blocking on the runtime is not allowed from inside an async context; a thread of
+        // its own makes shutdown callable from anywhere.
+        let stopped = std::thread::Builder::new()
+            .name("cellar-rpc-stop".into())
+            .spawn(move || stop_running(running));
+        match stopped {
+            Ok(t) => {
+                let _ = t.join();
+            }
+            Err(e) => tracing::error!(error = %e, "cannot start the RPC shutdown thread"),
+        }
+        tracing::info!(addr = %self.local_addr, "native RPC stopped");
+    }
+}
+
+fn stop_running(running: Running) {
+    let Running {
+        runtime,
+        stop,
+        acceptor,
+        mut pool,
+    } = running;
+    let deadline = Instant::now() + SHUTDOWN_GRACE;
+    let _ = stop.send(true);
+    let drained = runtime.block_on(async {
+        tokio::time::timeout_at(deadline.into(), acceptor)
+            .await
+            .is_ok()
+    });
+    if !drained {
+        tracing::warn!("connections still busy after the shutdown grace period; closing them");
+    }
+    pool.stop(deadline);
+    runtime.shutdown_timeout(Duration::from_secs(1));
+}
+
+impl Drop for RpcServer {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Accepts connections until told to stop, then waits for every connection to finish.
+async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: watch::Receiver<bool>) {
+    let mut conns = JoinSet::new();
+    let mut next_id: u64 = 0;
+    let mut stop_wait = stop.clone();
+    loop {
+        tokio::select! {
+            biased;
+            _ = stopped(&mut stop_wait) => break,
+            Some(_) = conns.join_next(), if !conns.is_empty() => {}
+            accepted = listener.accept() => match accepted {
+                Ok((stream, peer)) => {
+                    if let Err(e) = stream.set_nodelay(true) {
+                        tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
+                    }
+                    next_id += 1;
+                    conns.spawn(connection::serve(stream, next_id, peer, shared.clone(), stop.clone()));
+                }
+                Err(e) => {
+                    // Out of file descriptors and the like: back off instead of spinning.
+                    tracing::warn!(error = %e, "accept failed");
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                }
+            }
+        }
+    }
+    drop(listener);
+    while conns.join_next().await.is_some() {}
+}
+
+/// Resolves once the server is told to stop (or the stop sender is gone).
+pub(crate) async fn stopped(stop: &mut watch::Receiver<bool>) {
+    // The guard `wait_for` returns is dropped at once: it must not live across an await.
+    let _ = stop.wait_for(|s| *s).await.map(|_| ());
 }

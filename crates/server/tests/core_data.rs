@@ -9,6 +9,7 @@ use cellar_proto::cellblock::CellReader;
 use cellar_proto::convert;
 use cellar_proto::pb::{self, ErrorCode, Method, MutationKind};
 use core_support::*;
+use prost::Message;
 use std::sync::Arc;
 
 fn versioned_table(ts: &TestServer, name: &str, families: &[&str]) {
@@ -358,6 +359,18 @@ fn check_and_mutate() {
         ErrorCode::InvalidArgument,
     );
     assert!(msg.contains("condition's row"), "{msg}");
+    // An empty value counts as absent, as in HBase (after the delete's millisecond).
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    ts.put("t", "r", "cf", "q", "");
+    assert!(cam(
+        &put("was-empty"),
+        condition("r", "q", pb::CompareOp::Equal, None)
+    ));
+    assert!(cam(
+        &put("x"),
+        condition("r", "q", pb::CompareOp::NotEqual, None)
+    ));
+    assert_eq!(ts.value("t", "r", "cf", "q").as_deref(), Some(&b"x"[..]));
 }
 
 #[test]
@@ -524,4 +537,50 @@ fn read_modify_write_is_atomic_per_row() {
     }
     let cells = ts.get("t", &Get::new(b("counter"))).expect("row");
     assert!(cells.iter().all(|c| c.cell_type == CellType::Put));
+}
+
+/// The reactor's fast path answers Gets that memory can answer and declines the rest (the
+/// pool then serves them and warms the cache); its answers equal the pool's.
+#[test]
+fn inline_gets_are_served_from_memory_and_decline_cold_blocks() {
+    use cellar_server::rpc::{CallContext, Handler};
+    let mut ts = TestServer::start();
+    ts.create("hot", &["cf"], &[]);
+    ts.put("hot", "r1", "cf", "q", "v1");
+    let get = Get::new(b("r1")).column(b"cf", b"q");
+    let inline = |ts: &TestServer| {
+        let loc = ts.locate("hot", b"r1").expect("locate");
+        let param: Bytes = pb::GetRequest {
+            region: Some(region_ref(&loc)),
+            get: Some(convert::get_to_pb(&get)),
+        }
+        .encode_to_vec()
+        .into();
+        let ctx = CallContext { conn_id: 1 };
+        ts.server()
+            .call_inline(&ctx, Method::Get, &param, &Bytes::new())
+            .map(|r| {
+                let reply = r.expect("inline get");
+                let resp = pb::GetResponse::decode(reply.param).expect("response");
+                convert::result_from_pb(
+                    &resp.result.expect("result"),
+                    &mut CellReader::new(reply.cellblock),
+                )
+                .expect("cells")
+            })
+    };
+    let from_memstore = inline(&ts).expect("memstore answers inline");
+    assert_eq!(from_memstore, ts.get("hot", &get).expect("pool get"));
+    // A clean restart flushes: the row is now in a cold store file.
+    ts.restart();
+    assert!(inline(&ts).is_none(), "a cold block must go to the pool");
+    let from_pool = ts.get("hot", &get).expect("pool get");
+    assert_eq!(&from_pool[0].value[..], b"v1");
+    assert_eq!(inline(&ts).expect("cached now"), from_pool);
+    // Other methods always go to the pool.
+    let ctx = CallContext { conn_id: 1 };
+    assert!(ts
+        .server()
+        .call_inline(&ctx, Method::Multi, &Bytes::new(), &Bytes::new())
+        .is_none());
 }

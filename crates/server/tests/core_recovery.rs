@@ -227,6 +227,27 @@ fn a_split_interrupted_after_its_commit_rolls_forward() {
 }
 
 #[test]
+fn a_truncate_interrupted_after_its_commit_is_finished() {
+    let mut ts = TestServer::start();
+    ts.create("t", &["cf"], &[b"row0100", b"row0200"]);
+    put_rows(&ts, "t", 0..300, "a");
+    ts.admin(Method::DisableTable, "t").expect("disable");
+    ts.server()
+        .truncate_interrupted("t")
+        .expect("truncate to its commit point");
+    ts.crash_restart();
+    let info = ts.describe("t").expect("table");
+    assert_eq!(info.state, pb::TableState::Enabled as i32);
+    assert_eq!(info.regions.len(), 1);
+    assert_row_count(&ts, "t", 0);
+    assert_eq!(region_dirs(&ts), 1, "old region directories removed");
+    put_rows(&ts, "t", 0..10, "b");
+    ts.restart();
+    assert_rows(&ts, "t", 0..10, "b");
+    assert_row_count(&ts, "t", 10);
+}
+
+#[test]
 fn leftovers_meta_does_not_know_are_removed() {
     let mut ts = TestServer::start();
     ts.create("t", &["cf"], &[]);

@@ -276,6 +276,15 @@ impl Region {
         inner.get_at(get, inner.mvcc.read_point())
     }
 
+    /// [`Region::get`] if memstores and the block cache can answer it; `None` when it would
+    /// read a block from disk (nothing is read then). Never blocks on IO.
+    pub fn get_cached(&self, get: &Get) -> Option<Result<Vec<Cell>>> {
+        match crate::storefile::cache_only(|| self.get(get)) {
+            Err(Error::NotCached) => None,
+            r => Some(r),
+        }
+    }
+
     /// A scanner over the rows `scan` asks for, restricted to this region's rows.
     pub fn scan(&self, scan: &cellar_model::Scan) -> Result<RegionScanner> {
         self.inner.check_open()?;

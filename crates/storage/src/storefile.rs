@@ -23,7 +23,7 @@ mod writer;
 
 pub use footer::{FORMAT_VERSION, MAGIC};
 pub use iter::StoreFileIter;
-pub use reader::StoreFile;
+pub use reader::{cache_only, StoreFile};
 pub use writer::StoreFileWriter;
 
 use cellar_model::{BloomType, Compression, FamilySchema};

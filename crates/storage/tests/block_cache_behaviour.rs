@@ -254,3 +254,56 @@ fn store_files_read_through_the_cache() {
     cache.evict_file(42);
     assert_eq!(cache.stats().used_bytes, 0);
 }
+
+/// `Region::get_cached` answers from memstores and cached blocks only: a cold block makes it
+/// decline (reading nothing), a warmed one makes it answer exactly what `get` answers.
+#[test]
+fn cache_only_get_declines_cold_blocks_and_answers_warm_ones() {
+    use cellar_model::{FamilySchema, Get, RowMutation, TableSchema};
+    use cellar_storage::region::{Region, StorageConfig};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let config = StorageConfig {
+        background: false,
+        ..StorageConfig::default()
+    };
+    let schema = TableSchema::new("t", vec![FamilySchema::new("cf")]);
+    let region =
+        Region::open_with_config(dir.path(), schema.clone(), config.clone()).expect("open");
+    region
+        .mutate(&RowMutation::new("flushed").put(b"cf", b"q", 1, "on disk"))
+        .expect("put");
+    region.flush().expect("flush");
+    region
+        .mutate(&RowMutation::new("fresh").put(b"cf", b"q", 2, "in memory"))
+        .expect("put");
+    let fresh = Get::new("fresh").column(b"cf", b"q");
+    let memory = region
+        .get_cached(&fresh)
+        .expect("memstore answers")
+        .expect("get");
+    assert_eq!(memory, region.get(&fresh).expect("get"));
+    region.close().expect("close");
+
+    // Reopened: the store file's blocks are cold.
+    let region = Region::open_with_config(dir.path(), schema, config).expect("reopen");
+    let flushed = Get::new("flushed").column(b"cf", b"q");
+    let misses = region.stats().block_cache.misses;
+    assert!(
+        region.get_cached(&flushed).is_none(),
+        "cold block must not be read"
+    );
+    let cells = region.get(&flushed).expect("get from disk");
+    assert_eq!(&cells[0].value[..], b"on disk");
+    assert!(region.stats().block_cache.misses > misses);
+    let warm = region
+        .get_cached(&flushed)
+        .expect("now cached")
+        .expect("get");
+    assert_eq!(warm, cells);
+    // A row the bloom filter rules out needs no block at all.
+    let absent = region
+        .get_cached(&Get::new("absent"))
+        .expect("bloom answers");
+    assert!(absent.expect("get").is_empty());
+    region.close().expect("close");
+}

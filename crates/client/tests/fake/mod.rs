@@ -357,6 +357,39 @@ fn handle(state: &Mutex<State>, method: Method, param: Bytes, cells: Bytes) -> R
                 cells.freeze(),
             ))
         }
+        Method::Mutate => {
+            let req = pb::MutateRequest::decode(param).expect("mutate");
+            let m = req.mutation.expect("mutation");
+            let cells = CellReader::new(cells)
+                .take(m.cell_count as usize)
+                .expect("cells");
+            let mut out = BytesMut::new();
+            let mut result = None;
+            for c in cells {
+                if m.kind == pb::MutationKind::Increment as i32 {
+                    let old = s
+                        .rows
+                        .get(&c.row)
+                        .and_then(|v| <[u8; 8]>::try_from(&v[..]).ok())
+                        .map(i64::from_be_bytes)
+                        .unwrap_or(0);
+                    let add = <[u8; 8]>::try_from(&c.value[..]).map(i64::from_be_bytes);
+                    let new = Bytes::copy_from_slice(&(old + add.unwrap_or(0)).to_be_bytes());
+                    s.rows.insert(c.row.clone(), new.clone());
+                    result = Some(put_row(&mut out, &c.row, &new));
+                } else {
+                    s.rows.insert(c.row, c.value);
+                }
+            }
+            Ok((
+                pb::MutateResponse {
+                    processed: true,
+                    result,
+                }
+                .encode_to_vec(),
+                out.freeze(),
+            ))
+        }
         Method::Multi => {
             let req = pb::MultiRequest::decode(param).expect("multi");
             let mut reader = CellReader::new(cells);

@@ -51,6 +51,29 @@ impl RegionServer {
         })
     }
 
+    /// [`RegionServer::get`] if it can be answered without disk IO or waiting (memstores and
+    /// block cache); `None` sends the call to the handler pool. Run on the network reactor.
+    pub fn get_inline(
+        &self,
+        table: &str,
+        region_id: u64,
+        get: &Get,
+    ) -> Option<Result<Vec<Cell>, ServerError>> {
+        let hosted = match self.data_region(table, region_id) {
+            Ok(h) => h,
+            Err(e) => return Some(Err(e)),
+        };
+        if get.row.is_empty() || hosted.check_row(&get.row).is_err() {
+            // The pool path reports the error.
+            return None;
+        }
+        let cells = hosted.try_with(|r| r.get_cached(get).map(|c| c.map_err(ServerError::from)))?;
+        Some(cells.map(|cells| match &get.filter {
+            Some(f) => FilterEval::new(f).filter_row(cells).unwrap_or_default(),
+            None => cells,
+        }))
+    }
+
     /// Applies one row mutation of `kind`; with a condition, only if it holds.
     pub fn mutate(
         &self,
@@ -103,15 +126,16 @@ impl RegionServer {
 }
 
 /// Whether the newest visible value of the condition's column compares as asked:
-/// `existing <op> value`. Without a value the column must not exist (with NOT_EQUAL: must
-/// exist). NO_OP never holds.
+/// `existing <op> value`. Without a value the column must not exist or be empty (with
+/// NOT_EQUAL: must hold a non-empty value), as HBase treats a null expected value. NO_OP
+/// never holds.
 fn condition_holds(region: &Region, c: &Condition) -> Result<bool, ServerError> {
     let get = Get::new(c.row.clone()).column(&c.family, &c.qualifier);
     let cells = region.get(&get)?;
     let existing = cells.first().map(|c| &c.value);
     Ok(match (&c.value, existing) {
         (_, _) if c.op == CompareOp::NoOp => false,
-        (None, e) => (c.op == CompareOp::NotEqual) == e.is_some(),
+        (None, e) => (c.op == CompareOp::NotEqual) == e.is_some_and(|v| !v.is_empty()),
         (Some(_), None) => false,
         (Some(want), Some(have)) => {
             let ord = have.as_ref().cmp(want.as_ref());

@@ -78,6 +78,8 @@ impl ServerError {
                 }
                 StorageError::NoSuchFamily(_) => C::NoSuchFamily,
                 StorageError::WrongRegion(_) | StorageError::Closed(_) => C::NotServingRegion,
+                // Only cache-only reads see it, and they fall back to the pool instead.
+                StorageError::NotCached => C::Internal,
             },
         }
     }

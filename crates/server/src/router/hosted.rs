@@ -7,7 +7,7 @@ use cellar_proto::pb;
 use cellar_storage::region::{Region, RegionInfo};
 use parking_lot::{MutexGuard, RwLock};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The region state reported in locations and meta (HBase's names).
@@ -21,6 +21,9 @@ pub struct HostedRegion {
     pub info: RegionInfo,
     pub dir: PathBuf,
     slot: RwLock<Option<Region>>,
+    /// Set while the region is being taken out: new calls fail at once instead of queueing
+    /// on the slot behind the closer (which may wait for a long flush or compaction inside).
+    closing: AtomicBool,
     /// Bumped each time a region is put in or taken out, so a scanner can tell that the
     /// region it was opened on is gone even if the same id serves again (after an alter).
     epoch: AtomicU64,
@@ -45,6 +48,7 @@ impl HostedRegion {
             info,
             dir: dir.to_path_buf(),
             slot: RwLock::new(region),
+            closing: AtomicBool::new(false),
             epoch: AtomicU64::new(0),
             state: AtomicI32::new(state as i32),
             locks: RowLocks::new(),
@@ -56,6 +60,9 @@ impl HostedRegion {
         &self,
         f: impl FnOnce(&Region) -> Result<T, ServerError>,
     ) -> Result<T, ServerError> {
+        if self.closing.load(Ordering::Acquire) {
+            return Err(self.not_serving("it is closing or being split"));
+        }
         let slot = self.slot.read();
         match slot.as_ref() {
             Some(r) => f(r),
@@ -63,17 +70,34 @@ impl HostedRegion {
         }
     }
 
+    /// [`HostedRegion::with`] for the network reactor: `None` instead of waiting when the
+    /// region is being taken out (its lock is held or wanted by a closer).
+    pub fn try_with<T>(
+        &self,
+        f: impl FnOnce(&Region) -> Option<Result<T, ServerError>>,
+    ) -> Option<Result<T, ServerError>> {
+        if self.closing.load(Ordering::Acquire) {
+            return None;
+        }
+        let slot = self.slot.try_read()?;
+        f(slot.as_ref()?)
+    }
+
     /// Runs `f` on the open region, if any (background work: no error when closed).
     pub fn if_open<T>(&self, f: impl FnOnce(&Region) -> T) -> Option<T> {
+        if self.closing.load(Ordering::Acquire) {
+            return None;
+        }
         self.slot.read().as_ref().map(f)
     }
 
     pub fn is_open(&self) -> bool {
-        self.slot.read().is_some()
+        !self.closing.load(Ordering::Acquire) && self.slot.read().is_some()
     }
 
     /// Takes the region out (waiting for calls inside it) and reports `state`.
     pub fn take(&self, state: RegionStateCode) -> Option<Region> {
+        self.closing.store(true, Ordering::Release);
         let mut slot = self.slot.write();
         self.epoch.fetch_add(1, Ordering::SeqCst);
         self.state.store(state as i32, Ordering::SeqCst);
@@ -87,6 +111,7 @@ impl HostedRegion {
         self.state
             .store(pb::RegionState::Open as i32, Ordering::SeqCst);
         *slot = Some(region);
+        self.closing.store(false, Ordering::Release);
     }
 
     /// Changes the reported state only.

@@ -33,6 +33,25 @@ pub struct StoreFile {
     meta: FileMeta,
 }
 
+thread_local! {
+    /// Set while this thread runs a read that must not touch the disk.
+    static CACHE_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with data-block reads limited to the block cache: a miss fails with
+/// [`Error::NotCached`] instead of reading the file. Lets a network reactor answer reads that
+/// memory can answer and hand the rest to threads that may block.
+pub fn cache_only<T>(f: impl FnOnce() -> T) -> T {
+    struct Reset(bool);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            CACHE_ONLY.with(|c| c.set(self.0));
+        }
+    }
+    let _reset = Reset(CACHE_ONLY.with(|c| c.replace(true)));
+    f()
+}
+
 /// Reads, checksums and decompresses the block at `handle` of `file`.
 fn read_block(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> Result<Bytes> {
     let corrupt = |detail: &str| Error::corruption(path.display(), handle.offset, detail);
@@ -313,6 +332,9 @@ impl StoreFile {
         let at = |m: super::coding::Malformed| m.at(self.path.display(), handle.offset);
         if let Some(b) = self.cache.as_ref().and_then(|c| c.get(&key)) {
             return Block::from_cached(b).map_err(at);
+        }
+        if CACHE_ONLY.with(std::cell::Cell::get) {
+            return Err(Error::NotCached);
         }
         let bytes = read_block(self.file.as_ref(), &self.path, handle)?;
         // Checked before it is cached: cache hits trust the restart array.

@@ -1,0 +1,260 @@
+//! `cellar standalone` as a real process: it announces its addresses, serves native calls,
+//! `/metrics` and `/status`, shuts down cleanly on SIGTERM and SIGINT keeping what was written,
+//! and refuses a bad configuration file by naming the key.
+
+use cellar_client::blocking::Client;
+use cellar_client::{FamilySchema, Get, RowMutation, TableSchema, LATEST_TIMESTAMP};
+use cellar_server::ServerConfig;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Kills the server if a test fails before stopping it.
+struct Server {
+    child: Child,
+    native: String,
+    http: String,
+    data_dir: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn start(data: &Path, extra: &[&str]) -> Server {
+        let log = std::fs::File::create(data.with_extension("log")).expect("log file");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_cellar"))
+            .arg("standalone")
+            .args(["--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
+            .arg("--data-dir")
+            .arg(data)
+            .args(extra)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(log))
+            .spawn()
+            .expect("cellar starts");
+        let stdout = child.stdout.take().expect("stdout piped");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut server = Server {
+            child,
+            native: String::new(),
+            http: String::new(),
+            data_dir: String::new(),
+        };
+        let deadline = Instant::now() + TIMEOUT;
+        let mut lines = Vec::new();
+        while server.native.is_empty() || server.http.is_empty() || server.data_dir.is_empty() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let line = rx.recv_timeout(left).unwrap_or_else(|_| {
+                panic!(
+                    "no address lines within {TIMEOUT:?}; got {lines:?}; log:\n{}",
+                    std::fs::read_to_string(data.with_extension("log")).unwrap_or_default()
+                )
+            });
+            if let Some(a) = line.strip_prefix("listening native=") {
+                assert!(server.native.is_empty(), "native announced twice");
+                server.native = a.to_string();
+            } else if let Some(a) = line.strip_prefix("listening http=") {
+                assert!(server.http.is_empty(), "http announced twice");
+                server.http = a.to_string();
+            } else if let Some(d) = line.strip_prefix("data_dir=") {
+                server.data_dir = d.to_string();
+            }
+            lines.push(line);
+        }
+        server
+    }
+
+    fn signal(&self, name: &str) {
+        let ok = Command::new("kill")
+            .args([&format!("-{name}"), &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(ok.success(), "kill -{name} failed");
+    }
+
+    /// Waits for the process to exit by itself.
+    fn wait_exit(&mut self) -> ExitStatus {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "server did not exit within {TIMEOUT:?}"
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+fn http_get(addr: &str, path: &str) -> (String, String) {
+    let mut s = TcpStream::connect(addr).expect("http connects");
+    s.set_read_timeout(Some(TIMEOUT)).expect("timeout");
+    write!(s, "GET {path} HTTP/1.1\r\nHost: cellar\r\n\r\n").expect("request");
+    let mut text = String::new();
+    s.read_to_string(&mut text).expect("response");
+    let (head, body) = text.split_once("\r\n\r\n").expect("head and body");
+    (head.to_string(), body.to_string())
+}
+
+fn schema(table: &str) -> TableSchema {
+    TableSchema::new(table, vec![FamilySchema::new("f")])
+}
+
+#[test]
+fn serves_rpc_metrics_and_status_then_stops_cleanly_on_sigterm_keeping_data() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let mut server = Server::start(&data, &[]);
+    assert_eq!(
+        Path::new(&server.data_dir),
+        std::path::absolute(&data).expect("absolute")
+    );
+
+    let client = Client::connect(&server.native).expect("client connects");
+    client.ping().expect("ping");
+    client
+        .admin()
+        .create_table(schema("people"), Vec::new())
+        .expect("create table");
+    let people = client.table("people");
+    people
+        .put(RowMutation::new("ada").put(b"f", b"name", LATEST_TIMESTAMP, "Ada Lovelace"))
+        .expect("put");
+    let row = people.get(Get::new("ada")).expect("get");
+    assert_eq!(
+        row.value(b"f", b"name").map(|v| v.to_vec()),
+        Some(b"Ada Lovelace".to_vec())
+    );
+
+    let (head, body) = http_get(&server.http, "/metrics");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("text/plain; version=0.0.4"), "{head}");
+    assert!(
+        body.lines()
+            .any(|l| l.starts_with("cellar_rpc_call_duration_seconds_count{method=\"GET\"}")),
+        "{body}"
+    );
+    assert!(
+        body.lines()
+            .any(|l| l == "cellar_regions{table=\"people\"} 1"),
+        "{body}"
+    );
+    let (head, body) = http_get(&server.http, "/status");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    let status: serde_json::Value = serde_json::from_str(&body).expect("status is JSON");
+    assert_eq!(status["listen"]["native"], server.native.as_str());
+    assert_eq!(status["listen"]["http"], server.http.as_str());
+    assert_eq!(status["data_dir"], server.data_dir.as_str());
+    assert_eq!(status["gauges"]["regions_per_table"]["people"], 1);
+    drop(client);
+
+    server.signal("TERM");
+    let status = server.wait_exit();
+    assert_eq!(status.code(), Some(0), "exit after SIGTERM: {status:?}");
+
+    // The same data dir again: the row is still there; SIGINT stops it just as cleanly.
+    let mut again = Server::start(&data, &[]);
+    let client = Client::connect(&again.native).expect("client connects");
+    let row = client
+        .table("people")
+        .get(Get::new("ada"))
+        .expect("get after restart");
+    assert_eq!(
+        row.value(b"f", b"name").map(|v| v.to_vec()),
+        Some(b"Ada Lovelace".to_vec())
+    );
+    drop(client);
+    again.signal("INT");
+    assert_eq!(again.wait_exit().code(), Some(0));
+}
+
+#[test]
+fn a_config_file_is_read_and_flags_override_it() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let file = tmp.path().join("cellar.toml");
+    // The listen keys point at a port that is surely taken: the flags must win.
+    std::fs::write(
+        &file,
+        "listen = \"127.0.0.1:1\"\nhttp_listen = \"127.0.0.1:1\"\n[rpc]\nhandler_count = 3\n",
+    )
+    .expect("config written");
+    let data = tmp.path().join("data");
+    let mut server = Server::start(&data, &["--config", file.to_str().expect("utf-8 path")]);
+    assert!(!server.native.ends_with(":1"), "{}", server.native);
+    let (head, _) = http_get(&server.http, "/status");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    server.signal("TERM");
+    assert_eq!(server.wait_exit().code(), Some(0));
+}
+
+#[test]
+fn a_bad_config_file_names_the_key_and_exits_non_zero() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (text, key) in [
+        ("[rpc]\nhandler_cuont = 4\n", "handler_cuont"),
+        ("[rpc]\nio_threads = 0\n", "rpc.io_threads"),
+        ("[scanner]\nlease_ms = \"soon\"\n", "lease_ms"),
+    ] {
+        let file = tmp.path().join("bad.toml");
+        std::fs::write(&file, text).expect("config written");
+        let out = Command::new(env!("CARGO_BIN_EXE_cellar"))
+            .arg("standalone")
+            .arg("--config")
+            .arg(&file)
+            .arg("--data-dir")
+            .arg(tmp.path().join("never"))
+            .output()
+            .expect("cellar runs");
+        assert!(!out.status.success(), "{text:?} was accepted");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(key), "{key} not named in: {err}");
+        assert!(err.contains("bad.toml"), "file not named in: {err}");
+        assert!(
+            out.stdout.is_empty(),
+            "printed {:?}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+    }
+    let out = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .args(["standalone", "--config"])
+        .arg(tmp.path().join("missing.toml"))
+        .output()
+        .expect("cellar runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("missing.toml"));
+}
+
+#[test]
+fn the_documented_example_config_is_every_default() {
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/configuration.md"),
+    )
+    .expect("docs/configuration.md");
+    let start = doc
+        .find("Every key, at its default:\n\n```toml\n")
+        .expect("example block")
+        + "Every key, at its default:\n\n```toml\n".len();
+    let end = start + doc[start..].find("```").expect("end of block");
+    let parsed = ServerConfig::from_toml(&doc[start..end]).expect("example parses");
+    assert_eq!(parsed, ServerConfig::default());
+}

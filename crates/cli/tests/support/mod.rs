@@ -1,0 +1,230 @@
+//! A real `cellar standalone` process for end-to-end tests: started on ephemeral ports with a
+//! temporary (or given) data directory, its addresses read from its `listening` line, killed
+//! by PID when dropped.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How long a server may take to start on a loaded machine.
+const START_TIMEOUT: Duration = Duration::from_secs(120);
+
+pub struct Server {
+    child: Child,
+    pub native: String,
+    pub http: Option<String>,
+    pub data_dir: PathBuf,
+    /// Keeps a temporary data directory alive as long as the server.
+    _tmp: Option<tempfile::TempDir>,
+    /// Everything the server printed, for failure messages.
+    output: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// A server on a fresh temporary data directory.
+    pub fn start() -> Server {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let mut s = Server::start_in(tmp.path(), None);
+        s._tmp = Some(tmp);
+        s
+    }
+
+    /// A server with a config file holding `config_toml`, on a fresh temporary directory.
+    pub fn start_with_config(config_toml: &str) -> Server {
+        let tmp = tempfile::tempdir().expect("temp dir");
+        let config = tmp.path().join("cellar.toml");
+        std::fs::write(&config, config_toml).expect("write config");
+        let data = tmp.path().join("data");
+        let mut s = Server::start_in(&data, Some(&config));
+        s._tmp = Some(tmp);
+        s
+    }
+
+    /// A server on `data_dir` (kept by the caller), optionally with a config file.
+    pub fn start_in(data_dir: &Path, config: Option<&Path>) -> Server {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cellar"));
+        cmd.arg("standalone")
+            .arg("--listen")
+            .arg("127.0.0.1:0")
+            .arg("--http-listen")
+            .arg("127.0.0.1:0")
+            .arg("--data-dir")
+            .arg(data_dir);
+        if let Some(c) = config {
+            cmd.arg("--config").arg(c);
+        }
+        cmd.env("RUST_LOG", "info")
+            .env("NO_COLOR", "1")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = cmd.spawn().expect("spawn cellar standalone");
+        let output = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (tx, rx) = mpsc::channel::<String>();
+        for stream in [
+            child
+                .stdout
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let tx = tx.clone();
+            let output = output.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(stream).lines() {
+                    let Ok(line) = line else { return };
+                    let line = strip_ansi(&line);
+                    if let Ok(mut o) = output.lock() {
+                        o.push(line.clone());
+                    }
+                    let _ = tx.send(line);
+                }
+            });
+        }
+        let deadline = Instant::now() + START_TIMEOUT;
+        let mut server = Server {
+            child,
+            native: String::new(),
+            http: None,
+            data_dir: data_dir.to_path_buf(),
+            _tmp: None,
+            output,
+        };
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                panic!(
+                    "cellar standalone did not announce both addresses within {START_TIMEOUT:?}:\n{}",
+                    server.output()
+                );
+            }
+            match rx.recv_timeout(left.min(Duration::from_millis(200))) {
+                Ok(line) => {
+                    // `listening native=ADDR` and `listening http=ADDR`, on stdout.
+                    if let Some(native) = field(&line, "listening native=") {
+                        server.native = native;
+                    }
+                    if let Some(http) = field(&line, "listening http=") {
+                        server.http = Some(http);
+                    }
+                    if !server.native.is_empty() && server.http.is_some() {
+                        return server;
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Timeout) => {
+                    if let Ok(Some(status)) = server.child.try_wait() {
+                        panic!(
+                            "cellar standalone exited ({status}) before listening:\n{}",
+                            server.output()
+                        );
+                    }
+                }
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    let status = server.child.wait().ok();
+                    panic!(
+                        "cellar standalone closed its output ({status:?}) before listening:\n{}",
+                        server.output()
+                    );
+                }
+            }
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// `kill -9`: no shutdown, no flush.
+    pub fn kill9(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+
+    /// The server's output so far.
+    pub fn output(&self) -> String {
+        self.output.lock().map(|o| o.join("\n")).unwrap_or_default()
+    }
+
+    /// GET `path` from the HTTP endpoint; the body.
+    pub fn http_get(&self, path: &str) -> String {
+        use std::io::Write;
+        let addr = self
+            .http
+            .as_deref()
+            .expect("server printed its http address");
+        let mut s = std::net::TcpStream::connect(addr).expect("connect http");
+        s.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )
+        .expect("send");
+        let mut body = String::new();
+        s.read_to_string(&mut body).expect("read http");
+        match body.split_once("\r\n\r\n") {
+            Some((_, b)) => b.to_string(),
+            None => body,
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The line without terminal colour sequences (`ESC [ ... letter`).
+fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// The value after `key` in a line of `key=value` words.
+fn field(line: &str, key: &str) -> Option<String> {
+    let at = line.find(key)?;
+    let rest = &line[at + key.len()..];
+    let value: String = rest
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != ',' && *c != '"')
+        .collect();
+    (!value.is_empty()).then_some(value)
+}
+
+/// Polls `check` until it returns `Some`, at most `timeout`.
+pub fn wait_for<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Some(v) = check() {
+            return Some(v);
+        }
+        if Instant::now() >= deadline {
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}

@@ -1,0 +1,142 @@
+//! Response frames and the handle a call answers through.
+//!
+//! A response is a head (length prefix, header, parameter) and, when the cell block is large,
+//! a separate tail that is the handler's own `Bytes`: the writer sends it as is instead of
+//! copying it into the frame.
+
+use super::Reply;
+use bytes::{Bytes, BytesMut};
+use cellar_proto::frame::encode_frame_raw;
+use cellar_proto::pb;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio::sync::OwnedSemaphorePermit;
+
+/// Cell blocks from this size on travel as their own buffer instead of being copied.
+pub(crate) const ZERO_COPY_FROM: usize = 16 * 1024;
+
+/// One frame (or the preamble) for a connection's writer.
+pub(crate) struct Outgoing {
+    pub head: Bytes,
+    pub tail: Bytes,
+    /// The connection's in-flight slot, freed once the frame is written.
+    pub _slot: Option<OwnedSemaphorePermit>,
+}
+
+impl Outgoing {
+    pub fn len(&self) -> usize {
+        self.head.len() + self.tail.len()
+    }
+}
+
+/// A call's way back to its connection: the writer's queue and the call's in-flight slot.
+pub(crate) struct Responder {
+    pub tx: UnboundedSender<Outgoing>,
+    pub permit: OwnedSemaphorePermit,
+}
+
+impl Responder {
+    /// Queues the frame for the writer; false if the connection is already gone.
+    pub fn send(self, (head, tail): (Bytes, Bytes)) -> bool {
+        self.tx
+            .send(Outgoing {
+                head,
+                tail,
+                _slot: Some(self.permit),
+            })
+            .is_ok()
+    }
+}
+
+pub(crate) fn rpc_error(code: pb::ErrorCode, message: impl Into<String>) -> pb::RpcError {
+    pb::RpcError {
+        code: code as i32,
+        message: message.into(),
+    }
+}
+
+/// The frame answering `call_id` with an error.
+pub(crate) fn error_frame(call_id: u64, error: pb::RpcError) -> (Bytes, Bytes) {
+    let header = pb::ResponseHeader {
+        call_id,
+        error: Some(error),
+    };
+    let mut out = BytesMut::new();
+    encode_frame_raw(&mut out, &header, &[], &[]);
+    (out.freeze(), Bytes::new())
+}
+
+/// The frame answering `call_id` with a handler's reply; an INTERNAL error if the reply does
+/// not fit a frame's 32-bit length.
+pub(crate) fn reply_frame(call_id: u64, reply: Reply) -> (Bytes, Bytes) {
+    let header = pb::ResponseHeader {
+        call_id,
+        error: None,
+    };
+    let size = reply.param.len() as u64 + reply.cellblock.len() as u64 + 64;
+    if size > u64::from(u32::MAX) {
+        return error_frame(
+            call_id,
+            rpc_error(
+                pb::ErrorCode::Internal,
+                format!(
+                    "reply of {size} bytes does not fit a frame (limit {} bytes)",
+                    u32::MAX
+                ),
+            ),
+        );
+    }
+    let mut out = BytesMut::new();
+    if reply.cellblock.len() < ZERO_COPY_FROM {
+        encode_frame_raw(&mut out, &header, &reply.param, &reply.cellblock);
+        return (out.freeze(), Bytes::new());
+    }
+    encode_frame_raw(&mut out, &header, &reply.param, &[]);
+    // The prefix counted the body without the cell block that follows as the tail.
+    let body =
+        u32::from_be_bytes([out[0], out[1], out[2], out[3]]) as usize + reply.cellblock.len();
+    out[..4].copy_from_slice(&(body as u32).to_be_bytes());
+    (out.freeze(), reply.cellblock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Buf;
+    use cellar_proto::frame::decode_response;
+
+    fn whole((head, tail): (Bytes, Bytes)) -> Bytes {
+        let mut b = BytesMut::from(&head[..]);
+        b.extend_from_slice(&tail);
+        let mut b = b.freeze();
+        let len = b.get_u32() as usize;
+        assert_eq!(len, b.len());
+        b
+    }
+
+    #[test]
+    fn split_and_whole_replies_decode_the_same() {
+        for size in [10, ZERO_COPY_FROM + 5] {
+            let cells = Bytes::from(vec![7u8; size]);
+            let reply = Reply {
+                param: Bytes::from_static(b"\x08\x01"),
+                cellblock: cells.clone(),
+            };
+            let (h, parts) = decode_response(whole(reply_frame(9, reply))).expect("decodes");
+            assert_eq!(h.call_id, 9);
+            assert!(h.error.is_none());
+            assert_eq!(&parts.param[..], b"\x08\x01");
+            assert_eq!(parts.cellblock, cells);
+        }
+        let (h, parts) = decode_response(whole(error_frame(
+            3,
+            rpc_error(pb::ErrorCode::ServerBusy, "busy"),
+        )))
+        .expect("decodes");
+        assert_eq!(h.call_id, 3);
+        assert_eq!(
+            h.error.map(|e| e.code),
+            Some(pb::ErrorCode::ServerBusy as i32)
+        );
+        assert!(parts.param.is_empty());
+    }
+}
