@@ -39,6 +39,9 @@ pub struct RpcConfig {
     pub max_request_bytes: u32,
     /// Threads of the network reactor.
     pub io_threads: usize,
+    /// Gets that memstores and the block cache can answer are served on the reactor,
+    /// skipping the handler pool (two thread hand-offs); off: every call is queued.
+    pub inline_gets: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -103,6 +106,7 @@ impl Default for RpcConfig {
             max_queued_calls: 300,
             max_request_bytes: 64 * 1024 * 1024,
             io_threads: 2,
+            inline_gets: true,
         }
     }
 }

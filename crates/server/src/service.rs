@@ -317,7 +317,8 @@ impl Handler for RegionServer {
         param: &Bytes,
         _cellblock: &Bytes,
     ) -> Option<Result<Reply, pb::RpcError>> {
-        if method != Method::Get || self.check_running().is_err() {
+        if method != Method::Get || !self.config().rpc.inline_gets || self.check_running().is_err()
+        {
             return None;
         }
         let req: pb::GetRequest = decode(param.clone(), "GetRequest").ok()?;

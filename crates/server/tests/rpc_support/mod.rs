@@ -141,6 +141,7 @@ pub fn config(handler_count: usize, max_queued_calls: usize, max_request_bytes: 
         max_queued_calls,
         max_request_bytes,
         io_threads: 2,
+        inline_gets: true,
     }
 }
 
