@@ -46,6 +46,8 @@ pub struct Options {
     pub value_size: usize,
     pub concurrency: usize,
     pub placements: Vec<Placement>,
+    /// Passed to the server as `--config`.
+    pub server_config: Option<PathBuf>,
 }
 
 /// Latency of one operation run by one client, one call at a time.
@@ -186,23 +188,6 @@ fn echo_message(size: usize) -> Vec<u8> {
     msg
 }
 
-async fn floor_latency(addr: &str, opts: &Options) -> Result<Latency> {
-    let mut sock = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
-    sock.set_nodelay(true).map_err(|e| e.to_string())?;
-    let msg = echo_message(opts.value_size);
-    let mut buf = Vec::new();
-    for _ in 0..opts.ops.min(1000) {
-        ping_pong_once(&mut sock, &msg, &mut buf).await?;
-    }
-    let mut h = histogram()?;
-    for _ in 0..opts.ops {
-        let t = Instant::now();
-        ping_pong_once(&mut sock, &msg, &mut buf).await?;
-        let _ = h.record(t.elapsed().as_nanos() as u64);
-    }
-    Ok(latency("ping-pong", &h))
-}
-
 async fn floor_throughput(addr: &str, opts: &Options) -> Result<Throughput> {
     let per_task = opts.ops / opts.concurrency as u64;
     let start = Instant::now();
@@ -232,6 +217,64 @@ async fn floor_throughput(addr: &str, opts: &Options) -> Result<Throughput> {
     })
 }
 
+/// Rounds the latency runs are cut into: each round measures the floor, then Puts, then Gets,
+/// so machine noise lands on all three alike.
+const ROUNDS: u64 = 10;
+
+/// Single-client latency: ping-pong, Put and Get interleaved round by round.
+async fn latency_run(
+    echo_addr: &str,
+    table: &cellar_client::Table,
+    opts: &Options,
+) -> Result<Vec<Latency>> {
+    let mut sock = TcpStream::connect(echo_addr)
+        .await
+        .map_err(|e| e.to_string())?;
+    sock.set_nodelay(true).map_err(|e| e.to_string())?;
+    let msg = echo_message(opts.value_size);
+    let mut buf = Vec::new();
+    let value = Bytes::from(vec![0x61u8; opts.value_size]);
+    // Warm-up: connections, allocator, caches.
+    for i in 0..opts.ops.min(1000) {
+        ping_pong_once(&mut sock, &msg, &mut buf).await?;
+        table
+            .put(put_of(i, &value))
+            .await
+            .map_err(|e| e.to_string())?;
+    }
+    let (mut floor, mut puts, mut gets) = (histogram()?, histogram()?, histogram()?);
+    let per_round = (opts.ops / ROUNDS).max(1);
+    for round in 0..ROUNDS {
+        for _ in 0..per_round {
+            let t = Instant::now();
+            ping_pong_once(&mut sock, &msg, &mut buf).await?;
+            let _ = floor.record(t.elapsed().as_nanos() as u64);
+        }
+        for j in 0..per_round {
+            let m = put_of(round * per_round + j, &value);
+            let t = Instant::now();
+            table.put(m).await.map_err(|e| e.to_string())?;
+            let _ = puts.record(t.elapsed().as_nanos() as u64);
+        }
+        let written = (round + 1) * per_round;
+        for j in 0..per_round {
+            let k = key((j * 7919) % written);
+            let g = Get::new(k.clone()).column(b"cf", b"v");
+            let t = Instant::now();
+            let row = table.get(g).await.map_err(|e| e.to_string())?;
+            let _ = gets.record(t.elapsed().as_nanos() as u64);
+            if row.cells.is_empty() {
+                return Err(format!("row {k:?} was written and is not found"));
+            }
+        }
+    }
+    Ok(vec![
+        latency("ping-pong", &floor),
+        latency("put", &puts),
+        latency("get", &gets),
+    ])
+}
+
 fn key(i: u64) -> Bytes {
     Bytes::from(format!(
         "user{:012}",
@@ -243,37 +286,9 @@ fn put_of(i: u64, value: &Bytes) -> RowMutation {
     RowMutation::new(key(i)).put(b"cf", b"v", LATEST_TIMESTAMP, value.clone())
 }
 
-async fn cellar_run(addr: &str, opts: &Options) -> Result<(Vec<Latency>, Vec<Throughput>)> {
-    let client = Client::connect_with(addr, ClientConfig::default())
-        .await
-        .map_err(|e| e.to_string())?;
-    client
-        .admin()
-        .create_table(
-            TableSchema::new("bench", vec![FamilySchema::new("cf")]),
-            Vec::new(),
-        )
-        .await
-        .map_err(|e| e.to_string())?;
-    let table = client.table("bench");
+/// Throughput of `concurrency` tasks sharing one client: Puts, then Gets of the loaded keys.
+async fn throughput_run(table: &cellar_client::Table, opts: &Options) -> Result<Vec<Throughput>> {
     let value = Bytes::from(vec![0x61u8; opts.value_size]);
-    let mut put_h = histogram()?;
-    for i in 0..opts.ops {
-        let m = put_of(i, &value);
-        let t = Instant::now();
-        table.put(m).await.map_err(|e| e.to_string())?;
-        let _ = put_h.record(t.elapsed().as_nanos() as u64);
-    }
-    let mut get_h = histogram()?;
-    for i in 0..opts.ops {
-        let g = Get::new(key((i * 7919) % opts.ops)).column(b"cf", b"v");
-        let t = Instant::now();
-        let row = table.get(g).await.map_err(|e| e.to_string())?;
-        let _ = get_h.record(t.elapsed().as_nanos() as u64);
-        if row.cells.is_empty() {
-            return Err(format!("row {:?} written and not found", key(i)));
-        }
-    }
     let mut throughput = Vec::new();
     for op in ["put", "get"] {
         let per_task = opts.ops / opts.concurrency as u64;
@@ -306,10 +321,22 @@ async fn cellar_run(addr: &str, opts: &Options) -> Result<(Vec<Latency>, Vec<Thr
             ops_per_sec: n as f64 / start.elapsed().as_secs_f64(),
         });
     }
-    Ok((
-        vec![latency("put", &put_h), latency("get", &get_h)],
-        throughput,
-    ))
+    Ok(throughput)
+}
+
+async fn connect_and_create(addr: &str) -> Result<cellar_client::Table> {
+    let client = Client::connect_with(addr, ClientConfig::default())
+        .await
+        .map_err(|e| e.to_string())?;
+    client
+        .admin()
+        .create_table(
+            TableSchema::new("bench", vec![FamilySchema::new("cf")]),
+            Vec::new(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+    Ok(client.table("bench"))
 }
 
 /// One placement: the floor and Cellar, one after the other, with the same pinning.
@@ -329,22 +356,24 @@ pub fn run_placement(p: Placement, opts: &Options, self_exe: &Path) -> Result<Pl
         "127.0.0.1:0",
     ]);
     cellar.arg("--data-dir").arg(data.path());
+    if let Some(c) = &opts.server_config {
+        cellar.arg("--config").arg(c);
+    }
     let (_cellar, cellar_addr) = spawn_listening(cellar, "native")?;
     pin_to(client_cpu)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let (floor, floor_tp, (mut lat, mut tp)) = rt.block_on(async {
-        let floor = floor_latency(&echo_addr, opts).await?;
-        let floor_tp = floor_throughput(&echo_addr, opts).await?;
-        let cellar = cellar_run(&cellar_addr, opts).await?;
-        Ok::<_, String>((floor, floor_tp, cellar))
+    let (lat, tp) = rt.block_on(async {
+        let table = connect_and_create(&cellar_addr).await?;
+        let lat = latency_run(&echo_addr, &table, opts).await?;
+        let mut tp = vec![floor_throughput(&echo_addr, opts).await?];
+        tp.extend(throughput_run(&table, opts).await?);
+        Ok::<_, String>((lat, tp))
     })?;
-    let get_p50 = lat.iter().find(|l| l.op == "get").map_or(0.0, |l| l.p50_us);
-    let ratio = get_p50 / floor.p50_us.max(0.001);
-    lat.insert(0, floor);
-    tp.insert(0, floor_tp);
+    let p50 = |op: &str| lat.iter().find(|l| l.op == op).map_or(0.0, |l| l.p50_us);
+    let ratio = p50("get") / p50("ping-pong").max(0.001);
     std::thread::sleep(Duration::from_millis(10));
     Ok(PlacementResult {
         placement: p,

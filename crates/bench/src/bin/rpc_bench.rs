@@ -26,6 +26,9 @@ struct Args {
     /// same: server and client on CPU 0; split: server on CPU 1, client on CPU 0; both.
     #[arg(long, default_value = "both")]
     placement: String,
+    /// A `cellar.toml` for the server (e.g. `[rpc] inline_gets = false` to compare).
+    #[arg(long)]
+    server_config: Option<PathBuf>,
     /// Also write the results as JSON here.
     #[arg(long)]
     json: Option<PathBuf>,
@@ -73,6 +76,7 @@ fn run(args: Args) -> Result<(), String> {
         value_size: args.value_size,
         concurrency: args.concurrency,
         placements,
+        server_config: args.server_config,
     };
     let mut results = Vec::new();
     for p in &opts.placements {
