@@ -30,6 +30,22 @@ pub enum CompareOp {
     NoOp,
 }
 
+impl CompareOp {
+    /// Whether `left op right` holds, given how `left` orders against `right`.
+    pub fn holds(self, ord: std::cmp::Ordering) -> bool {
+        use std::cmp::Ordering::*;
+        match self {
+            CompareOp::Less => ord == Less,
+            CompareOp::LessOrEqual => ord != Greater,
+            CompareOp::Equal => ord == Equal,
+            CompareOp::NotEqual => ord != Equal,
+            CompareOp::GreaterOrEqual => ord != Less,
+            CompareOp::Greater => ord == Greater,
+            CompareOp::NoOp => false,
+        }
+    }
+}
+
 /// What a compared byte string (row, family, qualifier or value) is compared with.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Comparator {

@@ -56,16 +56,7 @@ impl Matcher {
 
     /// Whether `subject op operand` holds.
     pub(super) fn passes(&self, op: CompareOp, subject: &[u8]) -> bool {
-        let ord = self.order(subject);
-        match op {
-            CompareOp::Less => ord == Ordering::Less,
-            CompareOp::LessOrEqual => ord != Ordering::Greater,
-            CompareOp::Equal => ord == Ordering::Equal,
-            CompareOp::NotEqual => ord != Ordering::Equal,
-            CompareOp::GreaterOrEqual => ord != Ordering::Less,
-            CompareOp::Greater => ord == Ordering::Greater,
-            CompareOp::NoOp => false,
-        }
+        op.holds(self.order(subject))
     }
 }
 

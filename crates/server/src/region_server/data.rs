@@ -12,7 +12,6 @@ use cellar_model::filter::{CompareOp, Condition, FilterEval};
 use cellar_model::{Cell, CellType, Get, RowMutation};
 use cellar_proto::pb::MutationKind;
 use cellar_storage::region::Region;
-use std::cmp::Ordering;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -137,18 +136,7 @@ fn condition_holds(region: &Region, c: &Condition) -> Result<bool, ServerError> 
         (_, _) if c.op == CompareOp::NoOp => false,
         (None, e) => (c.op == CompareOp::NotEqual) == e.is_some_and(|v| !v.is_empty()),
         (Some(_), None) => false,
-        (Some(want), Some(have)) => {
-            let ord = have.as_ref().cmp(want.as_ref());
-            match c.op {
-                CompareOp::Less => ord == Ordering::Less,
-                CompareOp::LessOrEqual => ord != Ordering::Greater,
-                CompareOp::Equal => ord == Ordering::Equal,
-                CompareOp::NotEqual => ord != Ordering::Equal,
-                CompareOp::GreaterOrEqual => ord != Ordering::Less,
-                CompareOp::Greater => ord == Ordering::Greater,
-                CompareOp::NoOp => false,
-            }
-        }
+        (Some(want), Some(have)) => c.op.holds(have.as_ref().cmp(want.as_ref())),
     })
 }
 
