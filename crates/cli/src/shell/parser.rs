@@ -104,6 +104,22 @@ struct Token {
     text: String,
 }
 
+/// The token a one-character punctuation mark stands for.
+fn punctuation(c: char) -> Option<Tok> {
+    Some(match c {
+        '\n' => Tok::Newline,
+        ',' => Tok::Comma,
+        ';' => Tok::Semi,
+        '{' => Tok::LBrace,
+        '}' => Tok::RBrace,
+        '[' => Tok::LBracket,
+        ']' => Tok::RBracket,
+        '(' => Tok::LParen,
+        ')' => Tok::RParen,
+        _ => return None,
+    })
+}
+
 fn lex(src: &str) -> Result<Vec<Token>, SyntaxError> {
     let chars: Vec<char> = src.chars().collect();
     let mut out = Vec::new();
@@ -112,95 +128,64 @@ fn lex(src: &str) -> Result<Vec<Token>, SyntaxError> {
         let c = chars[i];
         let start = i;
         let column = i + 1;
-        let tok = match c {
-            ' ' | '\t' | '\r' => {
-                i += 1;
-                continue;
-            }
-            '#' => {
-                while i < chars.len() && chars[i] != '\n' {
+        let tok = if let Some(t) = punctuation(c) {
+            i += 1;
+            t
+        } else {
+            match c {
+                ' ' | '\t' | '\r' => {
                     i += 1;
+                    continue;
                 }
-                continue;
-            }
-            '\n' => {
-                i += 1;
-                Tok::Newline
-            }
-            ',' => {
-                i += 1;
-                Tok::Comma
-            }
-            ';' => {
-                i += 1;
-                Tok::Semi
-            }
-            '{' => {
-                i += 1;
-                Tok::LBrace
-            }
-            '}' => {
-                i += 1;
-                Tok::RBrace
-            }
-            '[' => {
-                i += 1;
-                Tok::LBracket
-            }
-            ']' => {
-                i += 1;
-                Tok::RBracket
-            }
-            '(' => {
-                i += 1;
-                Tok::LParen
-            }
-            ')' => {
-                i += 1;
-                Tok::RParen
-            }
-            '=' if chars.get(i + 1) == Some(&'>') => {
-                i += 2;
-                Tok::Arrow
-            }
-            '\'' | '"' => {
-                let (bytes, next) = lex_string(&chars, i)?;
-                i = next;
-                Tok::Str(bytes)
-            }
-            '-' | '0'..='9' => {
-                let mut j = i + 1;
-                while j < chars.len() && (chars[j].is_ascii_digit() || chars[j] == '_') {
-                    j += 1;
+                '#' => {
+                    while i < chars.len() && chars[i] != '\n' {
+                        i += 1;
+                    }
+                    continue;
                 }
-                let text: String = chars[i..j].iter().filter(|&&c| c != '_').collect();
-                let n = text.parse::<i64>().map_err(|_| SyntaxError {
-                    column,
-                    expected: "a number".into(),
-                    found: format!("'{}'", chars[i..j].iter().collect::<String>()),
-                    incomplete: false,
-                })?;
-                i = j;
-                Tok::Int(n)
-            }
-            c if c.is_ascii_alphabetic() || c == '_' => {
-                let mut j = i + 1;
-                while j < chars.len()
-                    && (chars[j].is_ascii_alphanumeric() || chars[j] == '_' || chars[j] == '?')
-                {
-                    j += 1;
+                '=' if chars.get(i + 1) == Some(&'>') => {
+                    i += 2;
+                    Tok::Arrow
                 }
-                let word: String = chars[i..j].iter().collect();
-                i = j;
-                Tok::Ident(word)
-            }
-            other => {
-                return Err(SyntaxError {
-                    column,
-                    expected: "a command, value or punctuation".into(),
-                    found: format!("'{other}'"),
-                    incomplete: false,
-                })
+                '\'' | '"' => {
+                    let (bytes, next) = lex_string(&chars, i)?;
+                    i = next;
+                    Tok::Str(bytes)
+                }
+                '-' | '0'..='9' => {
+                    let mut j = i + 1;
+                    while j < chars.len() && (chars[j].is_ascii_digit() || chars[j] == '_') {
+                        j += 1;
+                    }
+                    let text: String = chars[i..j].iter().filter(|&&c| c != '_').collect();
+                    let n = text.parse::<i64>().map_err(|_| SyntaxError {
+                        column,
+                        expected: "a number".into(),
+                        found: format!("'{}'", chars[i..j].iter().collect::<String>()),
+                        incomplete: false,
+                    })?;
+                    i = j;
+                    Tok::Int(n)
+                }
+                c if c.is_ascii_alphabetic() || c == '_' => {
+                    let mut j = i + 1;
+                    while j < chars.len()
+                        && (chars[j].is_ascii_alphanumeric() || chars[j] == '_' || chars[j] == '?')
+                    {
+                        j += 1;
+                    }
+                    let word: String = chars[i..j].iter().collect();
+                    i = j;
+                    Tok::Ident(word)
+                }
+                other => {
+                    return Err(SyntaxError {
+                        column,
+                        expected: "a command, value or punctuation".into(),
+                        found: format!("'{other}'"),
+                        incomplete: false,
+                    })
+                }
             }
         };
         out.push(Token {
