@@ -4,5 +4,9 @@
 //! workloads run against Cellar's [`cellar_storage::region::Region`] and, with the `rocksdb`
 //! feature, against RocksDB with the same options, one child process per engine.
 
+pub mod bigtable;
+pub mod breakdown;
 pub mod engine_bench;
+pub mod report;
 pub mod rpc_bench;
+pub mod ycsb;

@@ -1,5 +1,6 @@
 //! The `cellar` binary: `standalone` (the server), `shell`, and `verify`.
 
+mod bench;
 mod shell;
 mod standalone;
 mod verify;
@@ -23,6 +24,9 @@ struct Cli {
 enum Command {
     /// Run master + region server + local storage in one process.
     Standalone(standalone::Args),
+    /// Benchmarks: YCSB workloads (load, run), the Bigtable paper's suite, the per-stage
+    /// latency breakdown, and charts (report).
+    Bench(bench::Args),
     /// HBase-shell-like console; `-e "CMD; CMD"` runs commands and exits.
     Shell(shell::Args),
     /// Check a region directory: descriptor, every block of every store file (checksums),
@@ -45,6 +49,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Standalone(args) => standalone::run(args),
         Command::Shell(args) => shell::run(args),
+        Command::Bench(args) => bench::run(args),
         Command::Verify { dir } => verify::run(&dir).map_err(|e| e.to_string()),
     };
     match result {

@@ -1,0 +1,44 @@
+//! `cellar bench`: the subcommands, each run by `cellar_bench`.
+
+use clap::Subcommand;
+
+#[derive(clap::Args)]
+pub struct Args {
+    #[command(subcommand)]
+    command: BenchCommand,
+}
+
+#[derive(Subcommand)]
+enum BenchCommand {
+    /// YCSB load phase: `-P workloads/workloada [-p NAME=VALUE]... [-threads N] [-target OPS]
+    /// [--db cellar://HOST:PORT | --db embedded:DIR]`.
+    #[command(disable_help_flag = true)]
+    Load {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// YCSB run phase (transactions); same options as `load`.
+    #[command(disable_help_flag = true)]
+    Run {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// The Bigtable paper's §7 suite: sequential/random write, random read (from disk and
+    /// from memory), scan, at several value sizes.
+    Bigtable(cellar_bench::bigtable::Args),
+    /// Per-stage latency of Get and Put (client serialization, wire, server queue, server
+    /// processing, ...), as seed 000 Figure 7.
+    Breakdown(cellar_bench::breakdown::Args),
+    /// Charts (PNG and SVG) from benchmark JSON results.
+    Report(cellar_bench::report::Args),
+}
+
+pub fn run(args: Args) -> Result<(), String> {
+    match args.command {
+        BenchCommand::Load { args } => cellar_bench::ycsb::main("load", args),
+        BenchCommand::Run { args } => cellar_bench::ycsb::main("run", args),
+        BenchCommand::Bigtable(a) => cellar_bench::bigtable::run(a),
+        BenchCommand::Breakdown(a) => cellar_bench::breakdown::run(a),
+        BenchCommand::Report(a) => cellar_bench::report::run(a),
+    }
+}
