@@ -9,7 +9,12 @@
 //! - [`db`]: the interface a target implements, and the measurement sink.
 //! - the runner, measurements, output and the targets (native client, embedded engine).
 
+pub mod cli;
 pub mod db;
+pub mod measure;
+pub mod output;
+pub mod runner;
+pub mod targets;
 
 /// Runs `cellar bench load` (`phase` = "load") or `cellar bench run` with YCSB-style arguments
 /// (`-P FILE`, `-p NAME=VALUE`, `-threads N`, `-target OPS`, `-s`, `--db URL`).
