@@ -17,7 +17,7 @@ fn num(key: &str) -> u64 {
 
 impl Db for Patchy {
     fn read(&self, _: &str, key: &str, _: Option<&[String]>) -> (Status, Fields) {
-        if num(key) % 7 == 0 {
+        if num(key).is_multiple_of(7) {
             (Status::NotFound, Vec::new())
         } else {
             (
@@ -30,7 +30,7 @@ impl Db for Patchy {
         (Status::Ok, Vec::new())
     }
     fn update(&self, _: &str, key: &str, _: &Fields) -> Status {
-        if num(key) % 11 == 0 {
+        if num(key).is_multiple_of(11) {
             Status::Error("region busy".into())
         } else {
             Status::Ok
@@ -60,7 +60,7 @@ impl Workload for Alternating {
     fn do_transaction(&self, db: &dyn Db, n: &mut u64, _: &dyn Measurements) -> bool {
         *n += 1;
         let key = format!("user{n}");
-        if *n % 2 == 0 {
+        if n.is_multiple_of(2) {
             db.read("usertable", &key, None);
         } else {
             db.update("usertable", &key, &Vec::new());
