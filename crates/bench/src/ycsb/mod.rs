@@ -10,6 +10,9 @@
 //! - the runner, measurements, output and the targets (native client, embedded engine).
 
 pub mod db;
+pub mod generator;
+pub mod properties;
+pub mod workload;
 
 /// Runs `cellar bench load` (`phase` = "load") or `cellar bench run` with YCSB-style arguments
 /// (`-P FILE`, `-p NAME=VALUE`, `-threads N`, `-target OPS`, `-s`, `--db URL`).
