@@ -587,3 +587,6 @@ fn key_chooser(
         }
     })
 }
+
+#[cfg(test)]
+mod tests;
