@@ -470,3 +470,51 @@ fn bad_values_name_the_property() {
         }
     }
 }
+
+#[test]
+fn one_workload_serves_many_threads() {
+    fn shared<T: Send + Sync>(_: &T) {}
+    let w = CoreWorkload::new(&props(&[
+        ("recordcount", "500"),
+        ("operationcount", "8000"),
+        ("fieldcount", "1"),
+        ("fieldlength", "1"),
+        ("requestdistribution", "latest"),
+        ("readproportion", "0.5"),
+        ("insertproportion", "0.5"),
+        ("updateproportion", "0"),
+    ]))
+    .expect("workload");
+    shared(&w);
+    let db = MemDb::default();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (w, db) = (&w, &db);
+            s.spawn(move || {
+                let mut st = w.thread_state(t, 4);
+                for _ in 0..125 {
+                    assert!(w.do_insert(db, &mut st));
+                }
+            });
+        }
+    });
+    assert_eq!(db.records.lock().expect("records").len(), 500);
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let (w, db) = (&w, &db);
+            s.spawn(move || {
+                let meas = CountingMeasurements::default();
+                let mut st = w.thread_state(t, 4);
+                for _ in 0..2000 {
+                    assert!(w.do_transaction(db, &mut st, &meas));
+                }
+            });
+        }
+    });
+    assert_eq!(
+        db.missing.load(Ordering::Relaxed),
+        0,
+        "read a key before its insert"
+    );
+    assert!(db.records.lock().expect("records").len() > 4000);
+}
