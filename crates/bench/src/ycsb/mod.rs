@@ -15,6 +15,9 @@ pub mod measure;
 pub mod output;
 pub mod runner;
 pub mod targets;
+pub mod generator;
+pub mod properties;
+pub mod workload;
 
 /// Runs `cellar bench load` (`phase` = "load") or `cellar bench run` with YCSB-style arguments
 /// (`-P FILE`, `-p NAME=VALUE`, `-threads N`, `-target OPS`, `-s`, `--db URL`).
