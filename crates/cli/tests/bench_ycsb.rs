@@ -204,3 +204,52 @@ fn run_before_load_says_what_to_do() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cellar bench load"), "{err}");
 }
+
+#[test]
+fn load_presplits_a_new_table_and_spreads_records_over_the_regions() {
+    let server = Server::start();
+    let tmp = tempfile::tempdir().expect("tmp");
+    let wl = workload_a();
+    let db = format!("cellar://{}", server.native);
+    let text = bench(
+        tmp.path(),
+        &[
+            "load",
+            "-P",
+            wl.to_str().expect("utf-8"),
+            "-p",
+            "recordcount=200",
+            "-p",
+            "presplit=4",
+            "-p",
+            "table=presplit_t",
+            "-threads",
+            "2",
+            "--db",
+            &db,
+        ],
+    );
+    let map = parse_text(&text).expect("load output parses");
+    assert_eq!(count(&map, "INSERT", "Return=OK"), 200, "{text}");
+    let client = cellar_client::blocking::Client::connect(&server.native).expect("connect");
+    let regions = client.admin().list_regions("presplit_t").expect("regions");
+    assert_eq!(regions.len(), 4, "{regions:?}");
+    // YCSB's hashed keys spread over the guide's split points: every region gets rows.
+    let table = client.table("presplit_t");
+    let mut total = 0;
+    for r in &regions {
+        let rows = table
+            .scan(cellar_model::Scan::new().range(&r.start_key, &r.end_key))
+            .collect::<Result<Vec<_>, _>>()
+            .expect("scan rows")
+            .len();
+        assert!(
+            rows > 0,
+            "region {:?}..{:?} is empty",
+            r.start_key,
+            r.end_key
+        );
+        total += rows;
+    }
+    assert_eq!(total, 200);
+}
