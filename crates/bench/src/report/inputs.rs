@@ -114,6 +114,10 @@ fn ycsb(doc: &Value) -> Result<Ycsb, String> {
     let mut latencies = Vec::new();
     if let Some(ops) = doc.get("operations").and_then(Value::as_object) {
         for (op, stats) in ops {
+            // Operations without latencies (a phase's totals, say) have no bars.
+            if stats.get("p50_us").is_none() {
+                continue;
+            }
             let p = |name: &str| num(stats, name).map_err(|e| format!("operations.{op}: {e}"));
             latencies.push((
                 op.clone(),
