@@ -9,14 +9,14 @@
 use crate::error::{Error, Result};
 use bytes::{Buf, Bytes, BytesMut};
 use cellar_proto::frame::{self, PREAMBLE};
-use cellar_proto::pb::{Method, RequestHeader};
+use cellar_proto::pb::{self, Method, RequestHeader};
 use parking_lot::Mutex;
 use prost::Message;
 use std::collections::HashMap;
 use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
@@ -31,6 +31,16 @@ const OUTGOING_QUEUE: usize = 1024;
 pub(crate) struct Response {
     pub param: Bytes,
     pub cellblock: Bytes,
+    /// For a call that asked for timing: when its frame was read, and the server's stages.
+    pub timing: Option<(Instant, pb::ServerTiming)>,
+}
+
+/// When a timed call's request was encoded, and when it was registered and about to be
+/// handed to the writer task.
+#[derive(Debug, Default, Clone, Copy)]
+pub(crate) struct SendStamps {
+    pub encoded: Option<Instant>,
+    pub queued: Option<Instant>,
 }
 
 impl Response {
@@ -121,14 +131,42 @@ impl Connection {
         param: &impl Message,
         cellblock: &[u8],
     ) -> Result<Response> {
+        self.exchange(method, param, cellblock, None).await
+    }
+
+    /// A call that asks the server for its stage times and stamps the client's own; the
+    /// answer's `timing` is set when the server filled it in.
+    pub async fn call_timed(
+        &self,
+        method: Method,
+        param: &impl Message,
+        cellblock: &[u8],
+        stamps: &mut SendStamps,
+    ) -> Result<Response> {
+        self.exchange(method, param, cellblock, Some(stamps)).await
+    }
+
+    /// Sends one request and waits for its answer; `stamps` (timed calls only) gets the
+    /// instants the request was encoded and queued, so untimed calls never read the clock.
+    async fn exchange(
+        &self,
+        method: Method,
+        param: &impl Message,
+        cellblock: &[u8],
+        mut stamps: Option<&mut SendStamps>,
+    ) -> Result<Response> {
         let call_id = self.next_call_id.fetch_add(1, Ordering::Relaxed);
         let header = RequestHeader {
             call_id,
             method: method as i32,
             timeout_ms: self.timeout.as_millis().min(u32::MAX as u128) as u32,
+            want_timing: stamps.is_some(),
         };
         let mut buf = BytesMut::new();
         frame::encode_request(&mut buf, &header, param, cellblock);
+        if let Some(s) = stamps.as_deref_mut() {
+            s.encoded = Some(Instant::now());
+        }
         let (tx, rx) = oneshot::channel();
         {
             let mut p = self.shared.pending.lock();
@@ -143,6 +181,11 @@ impl Connection {
             shared: &self.shared,
             call_id,
         };
+        // Stamped before the hand-off to the writer task: the send may yield to the scheduler
+        // and resume only after the answer is back, so the hand-off counts as wire time.
+        if let Some(s) = stamps {
+            s.queued = Some(Instant::now());
+        }
         if self.outgoing.send(buf.freeze()).await.is_err() {
             return Err(self.closed_error());
         }
@@ -290,6 +333,7 @@ fn deliver(shared: &Shared, body: Bytes) -> Result<()> {
             None => Ok(Response {
                 param: parts.param,
                 cellblock: parts.cellblock,
+                timing: header.timing.map(|t| (Instant::now(), t)),
             }),
         };
         let _ = w.send(answer);

@@ -34,6 +34,7 @@ mod retry;
 mod row;
 mod scanner;
 mod table;
+mod timing;
 
 pub use admin::{Admin, Status, TableInfo};
 pub use client::{Client, ClientConfig};
@@ -42,6 +43,7 @@ pub use location::RegionLocation;
 pub use row::Row;
 pub use scanner::Scanner;
 pub use table::{BatchOp, BatchOutcome, Table};
+pub use timing::CallTiming;
 
 pub use cellar_model::{
     BloomType, Cell, CellType, Column, Comparator, CompareOp, Compression, Condition, Durability,

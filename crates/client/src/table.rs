@@ -2,16 +2,18 @@
 
 use crate::batch;
 use crate::client::Inner;
-use crate::connection::{missing, Response};
+use crate::connection::{missing, Response, SendStamps};
 use crate::error::{Error, Result};
 use crate::row::Row;
 use crate::scanner::Scanner;
+use crate::timing::CallTiming;
 use bytes::{Bytes, BytesMut};
 use cellar_model::{Condition, Get, RowMutation, Scan, LATEST_TIMESTAMP};
 use cellar_proto::cellblock::CellReader;
 use cellar_proto::convert;
 use cellar_proto::pb::{self, ErrorCode, Method, MutationKind};
 use std::sync::Arc;
+use std::time::Instant;
 
 /// One operation of [`Table::batch`].
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,6 +76,50 @@ impl Table {
         let r: pb::GetResponse = resp.decode("GetResponse")?;
         let result = r.result.unwrap_or_default();
         Row::from_pb(get.row, &result, &mut CellReader::new(resp.cellblock))
+    }
+
+    /// [`Table::get`] once (no retry), with where its time went: for benchmarks. The region
+    /// is located and the connection opened before the clock starts.
+    pub async fn get_with_timing(&self, get: Get) -> Result<(Row, CallTiming)> {
+        let loc = self.inner.locate(&self.name, &get.row).await?;
+        let conn = self.inner.connection(&loc.server).await?;
+        let started = Instant::now();
+        let req = pb::GetRequest {
+            region: Some(loc.region_ref()),
+            get: Some(convert::get_to_pb(&get)),
+        };
+        let mut stamps = SendStamps::default();
+        let resp = conn.call_timed(Method::Get, &req, &[], &mut stamps).await?;
+        let r: pb::GetResponse = resp.decode("GetResponse")?;
+        let result = r.result.unwrap_or_default();
+        let row = Row::from_pb(
+            get.row,
+            &result,
+            &mut CellReader::new(resp.cellblock.clone()),
+        )?;
+        let timing = CallTiming::from_call(started, &stamps, &resp, Instant::now())?;
+        Ok((row, timing))
+    }
+
+    /// [`Table::put`] once (no retry), with where its time went: for benchmarks. The region
+    /// is located and the connection opened before the clock starts.
+    pub async fn put_with_timing(&self, m: RowMutation) -> Result<CallTiming> {
+        let loc = self.inner.locate(&self.name, &m.row).await?;
+        let conn = self.inner.connection(&loc.server).await?;
+        let started = Instant::now();
+        let mut cells = BytesMut::new();
+        let mutation = convert::mutation_to_pb(&m, MutationKind::PutDelete, &mut cells);
+        let req = pb::MutateRequest {
+            region: Some(loc.region_ref()),
+            mutation: Some(mutation),
+            condition: None,
+        };
+        let mut stamps = SendStamps::default();
+        let resp = conn
+            .call_timed(Method::Mutate, &req, &cells, &mut stamps)
+            .await?;
+        let _: pb::MutateResponse = resp.decode("MutateResponse")?;
+        CallTiming::from_call(started, &stamps, &resp, Instant::now())
     }
 
     /// Applies a row's puts and deletes atomically.

@@ -171,6 +171,7 @@ mod tests {
             call_id: 7,
             method: Method::Get as i32,
             timeout_ms: 0,
+            ..Default::default()
         };
         let param = GetRequest {
             region: Some(RegionRef {

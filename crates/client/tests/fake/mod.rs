@@ -188,6 +188,7 @@ async fn serve(sock: tokio::net::TcpStream, conn_no: u64, state: Arc<Mutex<State
                 code: ErrorCode::MalformedRequest as i32,
                 message: msg,
             }),
+            ..Default::default()
         };
         frame::encode_response(&mut out, &header, &pb::Empty {}, &[]);
         let _ = wr.write_all(&out).await;
@@ -230,6 +231,7 @@ async fn serve(sock: tokio::net::TcpStream, conn_no: u64, state: Arc<Mutex<State
                     &pb::ResponseHeader {
                         call_id: header.call_id,
                         error: None,
+                        ..Default::default()
                     },
                     &param,
                     &cells,
@@ -242,6 +244,7 @@ async fn serve(sock: tokio::net::TcpStream, conn_no: u64, state: Arc<Mutex<State
                             code: code as i32,
                             message,
                         }),
+                        ..Default::default()
                     },
                     &pb::Empty {},
                     &[],

@@ -9,7 +9,7 @@
 
 use super::pool::{outcome_frame, Call};
 use super::queue::{CallQueue, Refused};
-use super::respond::{error_frame, reply_frame, rpc_error, Outgoing, Responder};
+use super::respond::{error_frame, reply_frame, rpc_error, timed_reply_frame, Outgoing, Responder};
 use super::{CallContext, Handler, Reply};
 use crate::metrics::RpcMetrics;
 use bytes::{Buf, Bytes, BytesMut};
@@ -347,6 +347,8 @@ impl Reader {
         let ctx = CallContext {
             conn_id: self.conn_id,
         };
+        // Read from the clock only for calls that asked for their stage times.
+        let inline_started = header.want_timing.then(Instant::now);
         let inline = catch_unwind(AssertUnwindSafe(|| {
             self.shared
                 .handler
@@ -358,7 +360,18 @@ impl Reader {
             Err(panic) => Some(Err(panic)),
         };
         if let Some(outcome) = inline {
-            let frame = outcome_frame(&self.shared.metrics, &ctx, header.call_id, method, outcome);
+            let frame = match (outcome, inline_started) {
+                // Answered on the reactor: the queue wait is the request's decoding alone.
+                (Ok(Ok(reply)), Some(started)) => timed_reply_frame(
+                    header.call_id,
+                    reply,
+                    started.saturating_duration_since(received),
+                    started.elapsed(),
+                ),
+                (outcome, _) => {
+                    outcome_frame(&self.shared.metrics, &ctx, header.call_id, method, outcome)
+                }
+            };
             self.shared.metrics.record_call(method, received.elapsed());
             return if respond.send(frame) {
                 Ok(())
@@ -375,6 +388,7 @@ impl Reader {
             received,
             deadline: (header.timeout_ms > 0)
                 .then(|| received + Duration::from_millis(u64::from(header.timeout_ms))),
+            want_timing: header.want_timing,
             respond,
         };
         let (call, error) = match self.shared.queue.try_push(call) {

@@ -5,7 +5,7 @@
 //! thread count. `docs/native-protocol.md` has the measurement behind the choice.
 
 use super::queue::CallQueue;
-use super::respond::{error_frame, reply_frame, rpc_error, Responder};
+use super::respond::{error_frame, reply_frame, rpc_error, timed_reply_frame, Responder};
 use super::{CallContext, Handler, Reply};
 use crate::metrics::RpcMetrics;
 use bytes::Bytes;
@@ -26,6 +26,8 @@ pub(crate) struct Call {
     pub received: Instant,
     /// The client's own deadline (`timeout_ms`), if it gave one.
     pub deadline: Option<Instant>,
+    /// The client asked for the server's stage times (`RequestHeader.want_timing`).
+    pub want_timing: bool,
     pub respond: Responder,
 }
 
@@ -112,7 +114,15 @@ fn run(handler: &dyn Handler, metrics: &RpcMetrics, call: Call) {
                 handler.call(&call.ctx, call.method, call.param, call.cellblock)
             }));
             metrics.handler_finished();
-            outcome_frame(metrics, &call.ctx, call.call_id, call.method, outcome)
+            match outcome {
+                Ok(Ok(reply)) if call.want_timing => timed_reply_frame(
+                    call.call_id,
+                    reply,
+                    started.saturating_duration_since(call.received),
+                    started.elapsed(),
+                ),
+                outcome => outcome_frame(metrics, &call.ctx, call.call_id, call.method, outcome),
+            }
         }
     };
     metrics.record_call(call.method, call.received.elapsed());

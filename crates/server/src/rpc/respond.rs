@@ -8,6 +8,7 @@ use super::Reply;
 use bytes::{Bytes, BytesMut};
 use cellar_proto::frame::encode_frame_raw;
 use cellar_proto::pb;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OwnedSemaphorePermit;
 
@@ -59,6 +60,7 @@ pub(crate) fn error_frame(call_id: u64, error: pb::RpcError) -> (Bytes, Bytes) {
     let header = pb::ResponseHeader {
         call_id,
         error: Some(error),
+        timing: None,
     };
     let mut out = BytesMut::new();
     encode_frame_raw(&mut out, &header, &[], &[]);
@@ -68,9 +70,39 @@ pub(crate) fn error_frame(call_id: u64, error: pb::RpcError) -> (Bytes, Bytes) {
 /// The frame answering `call_id` with a handler's reply; an INTERNAL error if the reply does
 /// not fit a frame's 32-bit length.
 pub(crate) fn reply_frame(call_id: u64, reply: Reply) -> (Bytes, Bytes) {
+    reply_frame_with(call_id, reply, None)
+}
+
+/// The reply frame of a call that asked for the server's stage times (`want_timing`). The
+/// frame is assembled twice, once to time the assembly and once more carrying that time, so
+/// only timed calls pay for it.
+pub(crate) fn timed_reply_frame(
+    call_id: u64,
+    reply: Reply,
+    queue_wait: Duration,
+    processing: Duration,
+) -> (Bytes, Bytes) {
+    let started = Instant::now();
+    drop(reply_frame(call_id, reply.clone()));
+    let serialization = started.elapsed();
+    let nanos = |d: Duration| d.as_nanos().min(u128::from(u64::MAX)) as u64;
+    let timing = pb::ServerTiming {
+        queue_wait_ns: nanos(queue_wait),
+        processing_ns: nanos(processing),
+        serialization_ns: nanos(serialization),
+    };
+    reply_frame_with(call_id, reply, Some(timing))
+}
+
+fn reply_frame_with(
+    call_id: u64,
+    reply: Reply,
+    timing: Option<pb::ServerTiming>,
+) -> (Bytes, Bytes) {
     let header = pb::ResponseHeader {
         call_id,
         error: None,
+        timing,
     };
     let size = reply.param.len() as u64 + reply.cellblock.len() as u64 + 64;
     if size > u64::from(u32::MAX) {

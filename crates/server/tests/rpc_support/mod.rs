@@ -215,6 +215,7 @@ impl Client {
             call_id,
             method,
             timeout_ms,
+            ..Default::default()
         };
         let mut out = BytesMut::new();
         encode_frame_raw(&mut out, &header, param, cellblock);
