@@ -7,12 +7,146 @@
 //!   skewed latest, hotspot, discrete, ...).
 //! - [`workload`]: YCSB's `CoreWorkload`: key names, field values, operation choice.
 //! - [`db`]: the interface a target implements, and the measurement sink.
-//! - the runner, measurements, output and the targets (native client, embedded engine).
+//! - [`cli`], [`runner`], [`measure`], [`output`], [`targets`]: the command line, the client
+//!   threads, the histograms, the text/JSON results, and the targets (a Cellar server over
+//!   the native client, the embedded engine).
 
+pub mod cli;
 pub mod db;
+pub mod generator;
+pub mod measure;
+pub mod output;
+pub mod properties;
+pub mod runner;
+pub mod targets;
+pub mod workload;
+
+use db::{Db, Measurements};
+use measure::{Measure, MeasuredDb};
+use output::{PhaseResult, RunInfo};
+use properties::Properties;
+use runner::{Phase, RunnerConfig};
+use std::io::IsTerminal;
+use std::time::Duration;
+use targets::TargetOptions;
+use workload::{CoreWorkload, ThreadState};
+
+impl runner::Workload for CoreWorkload {
+    type State = ThreadState;
+
+    fn thread_state(&self, thread_id: usize, thread_count: usize) -> ThreadState {
+        CoreWorkload::thread_state(self, thread_id, thread_count)
+    }
+
+    fn do_insert(&self, db: &dyn Db, state: &mut ThreadState) -> bool {
+        CoreWorkload::do_insert(self, db, state)
+    }
+
+    fn do_transaction(
+        &self,
+        db: &dyn Db,
+        state: &mut ThreadState,
+        meas: &dyn Measurements,
+    ) -> bool {
+        CoreWorkload::do_transaction(self, db, state, meas)
+    }
+}
 
 /// Runs `cellar bench load` (`phase` = "load") or `cellar bench run` with YCSB-style arguments
-/// (`-P FILE`, `-p NAME=VALUE`, `-threads N`, `-target OPS`, `-s`, `--db URL`).
-pub fn main(phase: &str, _args: Vec<String>) -> Result<(), String> {
-    Err(format!("cellar bench {phase} is not built yet"))
+/// (`-P FILE`, `-p NAME=VALUE`, `-threads N`, `-target OPS`, `-s`, `--db URL`, `--json FILE`):
+/// the results go to stdout in YCSB's text format, progress and status to stderr.
+pub fn main(phase: &str, args: Vec<String>) -> Result<(), String> {
+    let kind = match phase {
+        "load" => Phase::Load,
+        "run" => Phase::Run,
+        other => {
+            return Err(format!(
+                "unknown YCSB phase '{other}' (expected load or run)"
+            ))
+        }
+    };
+    let cli = cli::parse(&args)?;
+    if cli.help {
+        print!("{}", cli::help_text(phase));
+        return Ok(());
+    }
+    let mut props = Properties::new();
+    for file in &cli.property_files {
+        props.load_file(file)?;
+    }
+    for (name, value) in &cli.overrides {
+        props.set(name, value);
+    }
+    let threads = props.get_u64("threadcount", 1)?;
+    if threads == 0 {
+        return Err("threadcount must be at least 1".into());
+    }
+    let target = props.get_u64("target", 0)?;
+    let max_execution = props.get_u64("maxexecutiontime", 0)?;
+    let status_interval = props.get_u64("status.interval", 10)?.max(1);
+    let presplit = props.get_u64("presplit", 0)?;
+    let family = props.get_str("columnfamily", "family");
+    let workload = CoreWorkload::new(&props)?;
+    let op_count = match kind {
+        Phase::Load => workload.insert_count(),
+        Phase::Run => workload.operation_count(),
+    };
+
+    let db = targets::open(
+        &cli.db,
+        &TargetOptions {
+            table: workload.table().to_string(),
+            family,
+            create: kind == Phase::Load,
+            presplit,
+        },
+    )?;
+    eprintln!(
+        "cellar bench {phase}: {op_count} operations, {threads} threads, target {}, table '{}' on {}",
+        if target == 0 { "unthrottled".to_string() } else { format!("{target} ops/s") },
+        workload.table(),
+        cli.db
+    );
+    let cfg = RunnerConfig {
+        phase: kind,
+        threads: usize::try_from(threads)
+            .map_err(|_| format!("threadcount {threads} is too large"))?,
+        op_count,
+        target_ops: target,
+        max_execution: (max_execution > 0).then(|| Duration::from_secs(max_execution)),
+        status_interval: cli.status.then(|| Duration::from_secs(status_interval)),
+        progress_line: std::io::stderr().is_terminal(),
+    };
+    let meas = Measure::new();
+    let outcome = {
+        let measured = MeasuredDb::new(&*db, &meas);
+        runner::run_phase(&workload, &measured, &meas, &cfg)
+    };
+    let closed = db.finish();
+    let result = PhaseResult {
+        runtime_ms: u64::try_from(outcome.runtime.as_millis()).unwrap_or(u64::MAX),
+        ops_done: outcome.ops_done,
+        operations: meas.summaries(),
+    };
+    print!("{}", output::text(&result));
+    if let Some(path) = &cli.json {
+        let info = RunInfo {
+            phase: phase.to_string(),
+            workload: cli
+                .property_files
+                .first()
+                .and_then(|p| p.file_stem())
+                .map_or_else(|| "core".to_string(), |s| s.to_string_lossy().into_owned()),
+            db: cli.db.clone(),
+            threads,
+            target,
+            record_count: workload.record_count(),
+            operation_count: workload.operation_count(),
+        };
+        let doc = serde_json::to_string_pretty(&output::json(&info, &result))
+            .map_err(|e| format!("--json {}: {e}", path.display()))?;
+        std::fs::write(path, doc + "\n")
+            .map_err(|e| format!("--json {}: cannot write: {e}", path.display()))?;
+    }
+    closed
 }
