@@ -190,6 +190,16 @@ run_phase() {
 
 : > "$work/phases.tsv"
 systems=(hbase); (( with_cellar )) && systems+=(cellar)
+
+# Idle baseline: each server's own CPU use over 5 s with no client, so a reader can see how
+# much of the per-operation figure is background work (JIT, chores, GC) at small counts.
+idle_meta=()
+for sys in "${systems[@]}"; do
+  if [[ "$sys" == hbase ]]; then pid="$hbase_pid"; else pid="$cellar_pid"; fi
+  before="$(cpu_ticks "$pid")"; sleep 5; after="$(cpu_ticks "$pid")"
+  idle_meta+=("idle_cpu_ms_per_s_$sys=$(( (after - before) * 1000 / clk_tck / 5 ))")
+  echo "idle $sys: ${idle_meta[-1]#*=} ms CPU per second" >&2
+done
 for pass in $(seq 1 "$passes"); do
   for t in $threads; do
     echo "pass $pass, threads $t" >&2
@@ -205,5 +215,5 @@ done
 
 python3 "$repo/scripts/hbase/summarize.py" --phases "$work/phases.tsv" --clk-tck "$clk_tck" \
   --workloads "$workloads" --out "$out" \
-  --meta "records=$records" "ops=$ops" "passes=$passes" "threads=$threads"
+  --meta "records=$records" "ops=$ops" "passes=$passes" "threads=$threads" "${idle_meta[@]}"
 echo "results: $out" >&2
