@@ -1,0 +1,219 @@
+#!/usr/bin/env bash
+# Side-by-side YCSB: Apache HBase 2.6.4 standalone (driven by the real YCSB 0.17 core and
+# Cellar's binding in java/ycsb-hbase-binding) and Cellar standalone (driven by
+# `cellar bench load|run`), same workload files, same machine, interleaved: for every pass,
+# thread count and workload, HBase then Cellar. Reports throughput, p50/p99 per operation and
+# the SERVER's CPU time per operation (from /proc/PID/stat), medians over passes, as a table
+# and JSON. See docs/hbase-side-by-side.md.
+#
+# Usage: scripts/bench-vs-hbase.sh [--records N] [--ops N] [--threads "1 8"] [--passes N]
+#          [--workloads "load a c"] [--out FILE.json] [--cellar BIN] [--work DIR] [--no-cellar]
+set -euo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+records=100000
+ops=100000
+threads="1 8"
+passes=3
+workloads="load a c"
+out=""
+cellar_bin="${CARGO_TARGET_DIR:-$repo/target}/release/cellar"
+work=""
+with_cellar=1
+
+die() { echo "bench-vs-hbase: $*" >&2; exit 1; }
+need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --records) need_value "$@"; records="$2"; shift 2 ;;
+    --ops) need_value "$@"; ops="$2"; shift 2 ;;
+    --threads) need_value "$@"; threads="$2"; shift 2 ;;
+    --passes) need_value "$@"; passes="$2"; shift 2 ;;
+    --workloads) need_value "$@"; workloads="$2"; shift 2 ;;
+    --out) need_value "$@"; out="$2"; shift 2 ;;
+    --cellar) need_value "$@"; cellar_bin="$2"; shift 2 ;;
+    --work) need_value "$@"; work="$2"; shift 2 ;;
+    --no-cellar) with_cellar=0; shift ;;
+    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+for n in "$records" "$ops" "$passes"; do
+  [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "'$n' is not a positive count (--records/--ops/--passes)"
+done
+for t in $threads; do [[ "$t" =~ ^[1-9][0-9]*$ ]] || die "--threads: '$t' is not a positive count"; done
+for w in $workloads; do
+  [[ "$w" =~ ^(load|[a-f])$ ]] || die "--workloads: '$w' is not load or a..f"
+done
+if (( with_cellar )) && [[ ! -x "$cellar_bin" ]]; then
+  die "no Cellar binary at $cellar_bin (cargo build --release -p cellar-cli, or --cellar BIN, or --no-cellar)"
+fi
+
+work="${work:-$(mktemp -d -t cellar-vs-hbase.XXXXXX)}"
+mkdir -p "$work/raw"
+out="${out:-$work/results.json}"
+clk_tck="$(getconf CLK_TCK)"
+echo "work dir: $work" >&2
+
+# --- processes we start, stopped by PID on any exit -------------------------------------
+cellar_pid=""
+cleanup() {
+  if [[ -n "$cellar_pid" ]] && kill -0 "$cellar_pid" 2>/dev/null; then
+    kill -TERM "$cellar_pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$cellar_pid" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL "$cellar_pid" 2>/dev/null || true
+  fi
+  "$repo/scripts/hbase/stop.sh" "$work/hbase" >&2 || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+# --- YCSB core + the HBase binding -------------------------------------------------------
+binding="$repo/java/ycsb-hbase-binding"
+echo "building the YCSB HBase binding..." >&2
+mvn -B -q -f "$binding/pom.xml" package -DskipTests >&2 || die "building $binding failed"
+mvn -B -q -f "$binding/pom.xml" dependency:build-classpath -DincludeScope=runtime \
+  -Dmdep.outputFile="$work/ycsb.classpath" >&2 || die "resolving YCSB core + hbase-shaded-client failed"
+ycsb_cp="$binding/target/cellar-ycsb-hbase-0.1.0.jar:$(cat "$work/ycsb.classpath")"
+java_flags=(
+  -Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true
+  --add-modules jdk.unsupported
+  --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
+  --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/java.util=ALL-UNNAMED
+  --add-opens java.base/java.util.concurrent=ALL-UNNAMED --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
+  --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
+)
+hbase_props=(
+  -p hbase.client.registry.impl=org.apache.hadoop.hbase.client.RpcConnectionRegistry
+  -p hbase.client.bootstrap.servers=127.0.0.1:16020
+  -p columnfamily=family
+)
+
+# --- workload files: the repo's, else YCSB's standard values ------------------------------
+wl_dir="$work/workloads"
+mkdir -p "$wl_dir"
+standard_workload() {
+  local common="workload=site.ycsb.workloads.CoreWorkload
+recordcount=1000
+operationcount=1000
+readallfields=true
+requestdistribution=zipfian
+insertproportion=0
+scanproportion=0"
+  case "$1" in
+    a) printf '%s\nreadproportion=0.5\nupdateproportion=0.5\n' "$common" ;;
+    b) printf '%s\nreadproportion=0.95\nupdateproportion=0.05\n' "$common" ;;
+    c) printf '%s\nreadproportion=1\nupdateproportion=0\n' "$common" ;;
+    *) return 1 ;;
+  esac
+}
+for w in $(printf '%s\n' a $workloads | sort -u); do
+  [[ "$w" == load ]] && continue
+  if [[ -f "$repo/workloads/workload$w" ]]; then
+    cp "$repo/workloads/workload$w" "$wl_dir/workload$w"
+  else
+    standard_workload "$w" > "$wl_dir/workload$w" \
+      || die "no workloads/workload$w in the repo and no built-in standard values for it"
+    echo "note: workloads/workload$w not in the repo; using YCSB's standard values" >&2
+  fi
+done
+
+# --- servers --------------------------------------------------------------------------------
+"$repo/scripts/hbase/start.sh" "$work/hbase" >&2
+hbase_pid="$(cat "$work/hbase/hbase.pid")"
+echo "hbase pid $hbase_pid" >&2
+
+cellar_addr=""
+if (( with_cellar )); then
+  mkdir -p "$work/cellar-data"
+  "$cellar_bin" standalone --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
+    --data-dir "$work/cellar-data" >"$work/cellar.out" 2>"$work/cellar.log" &
+  cellar_pid=$!
+  for _ in $(seq 1 120); do
+    cellar_addr="$(sed -n 's/^listening native=//p' "$work/cellar.out" | head -n1)"
+    [[ -n "$cellar_addr" ]] && break
+    kill -0 "$cellar_pid" 2>/dev/null || { tail -n 20 "$work/cellar.log" >&2; die "cellar standalone exited at startup"; }
+    sleep 0.5
+  done
+  [[ -n "$cellar_addr" ]] || die "cellar standalone printed no 'listening native=' line within 60 s"
+  echo "cellar pid $cellar_pid at $cellar_addr" >&2
+fi
+
+# --- one phase ------------------------------------------------------------------------------
+# CPU ticks (user + system) of a process; fields after the ')' that closes the command name.
+cpu_ticks() {
+  local stat rest
+  stat="$(cat "/proc/$1/stat")" || die "server pid $1 is gone"
+  rest="${stat##*) }"
+  awk '{ print $12 + $13 }' <<<"$rest"
+}
+
+splits="user1,user2,user3,user4,user5,user6,user7,user8,user9"
+recreate_tables() {
+  java "${java_flags[@]}" -cp "$ycsb_cp" org.cellar.ycsb.CreateTable table=usertable \
+    columnfamily=family splits="$splits" \
+    hbase.client.registry.impl=org.apache.hadoop.hbase.client.RpcConnectionRegistry \
+    hbase.client.bootstrap.servers=127.0.0.1:16020 >&2 2>"$work/createtable.log" \
+    || { tail -n 20 "$work/createtable.log" >&2; die "creating the HBase table failed"; }
+  if (( with_cellar )); then
+    "$cellar_bin" shell --connect "$cellar_addr" -e "disable 'usertable'; drop 'usertable'" >/dev/null 2>&1 || true
+    local quoted="'${splits//,/\', \'}'"
+    "$cellar_bin" shell --connect "$cellar_addr" \
+      -e "create 'usertable', 'family', {SPLITS => [$quoted]}" >&2 \
+      || die "creating the Cellar table failed"
+  fi
+}
+
+# run_phase SYSTEM WORKLOAD THREADS PASS: runs one YCSB phase, records CPU and raw output.
+run_phase() {
+  local sys="$1" w="$2" t="$3" pass="$4" pid file phase wlfile before after
+  file="$work/raw/$sys-$w-t$t-p$pass.txt"
+  if [[ "$w" == load ]]; then phase=load; wlfile="$wl_dir/workloada"; else phase=run; wlfile="$wl_dir/workload$w"; fi
+  local common=(-P "$wlfile" -p recordcount="$records" -p operationcount="$ops"
+                -p hdrhistogram.percentiles=50,99 -threads "$t")
+  if [[ "$sys" == hbase ]]; then pid="$hbase_pid"; else pid="$cellar_pid"; fi
+  before="$(cpu_ticks "$pid")"
+  if [[ "$sys" == hbase ]]; then
+    local flag=-t; [[ "$phase" == load ]] && flag=-load
+    java "${java_flags[@]}" -cp "$ycsb_cp" site.ycsb.Client "$flag" -db org.cellar.ycsb.HBaseClient \
+      "${common[@]}" "${hbase_props[@]}" >"$file" 2>"$file.err" \
+      || { tail -n 20 "$file.err" >&2; die "YCSB $phase of workload $w against HBase failed"; }
+  else
+    "$cellar_bin" bench "$phase" "${common[@]}" -p columnfamily=family --db "cellar://$cellar_addr" \
+      >"$file" 2>"$file.err" \
+      || { tail -n 20 "$file.err" >&2; die "cellar bench $phase of workload $w failed"; }
+  fi
+  after="$(cpu_ticks "$pid")"
+  printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$sys" "$w" "$t" "$pass" "$((after - before))" "$file" >> "$work/phases.tsv"
+  echo "  $sys $w threads=$t pass=$pass: $(grep -m1 'Throughput(ops/sec)' "$file" || echo 'no throughput line')" >&2
+}
+
+: > "$work/phases.tsv"
+systems=(hbase); (( with_cellar )) && systems+=(cellar)
+
+# Idle baseline: each server's own CPU use over 5 s with no client, so a reader can see how
+# much of the per-operation figure is background work (JIT, chores, GC) at small counts.
+idle_meta=()
+for sys in "${systems[@]}"; do
+  if [[ "$sys" == hbase ]]; then pid="$hbase_pid"; else pid="$cellar_pid"; fi
+  before="$(cpu_ticks "$pid")"; sleep 5; after="$(cpu_ticks "$pid")"
+  idle_meta+=("idle_cpu_ms_per_s_$sys=$(( (after - before) * 1000 / clk_tck / 5 ))")
+  echo "idle $sys: ${idle_meta[-1]#*=} ms CPU per second" >&2
+done
+for pass in $(seq 1 "$passes"); do
+  for t in $threads; do
+    echo "pass $pass, threads $t" >&2
+    recreate_tables
+    # The load always runs (the other workloads read what it wrote); it is reported if asked.
+    for sys in "${systems[@]}"; do run_phase "$sys" load "$t" "$pass"; done
+    for w in $workloads; do
+      [[ "$w" == load ]] && continue
+      for sys in "${systems[@]}"; do run_phase "$sys" "$w" "$t" "$pass"; done
+    done
+  done
+done
+
+python3 "$repo/scripts/hbase/summarize.py" --phases "$work/phases.tsv" --clk-tck "$clk_tck" \
+  --workloads "$workloads" --out "$out" \
+  --meta "records=$records" "ops=$ops" "passes=$passes" "threads=$threads" "${idle_meta[@]}"
+echo "results: $out" >&2

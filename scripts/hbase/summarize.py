@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Summarizes scripts/bench-vs-hbase.sh phases: parses YCSB's text output of every phase,
+adds server CPU per operation, prints medians over passes with Cellar/HBase ratios, and
+writes everything (per phase and medians) as JSON."""
+
+import argparse
+import json
+import statistics
+import sys
+
+SKIP_SECTIONS = {"OVERALL", "CLEANUP"}
+
+
+def parse_ycsb(path):
+    """YCSB text output -> {'throughput', 'runtime_ms', 'ops': {OP: {...}}, 'errors'}."""
+    overall, ops, errors = {}, {}, 0
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            parts = [p.strip() for p in line.split(",")]
+            if len(parts) != 3 or not parts[0].startswith("[") or not parts[0].endswith("]"):
+                continue
+            section, metric, value = parts[0][1:-1], parts[1], parts[2]
+            try:
+                number = float(value)
+            except ValueError:
+                continue
+            if section == "OVERALL":
+                overall[metric] = number
+                continue
+            if section in SKIP_SECTIONS or section.startswith("TOTAL_G") or "GC" in section:
+                continue
+            if section.endswith("-FAILED"):
+                if metric == "Operations":
+                    errors += int(number)
+                continue
+            op = ops.setdefault(section, {})
+            if metric == "Operations":
+                op["operations"] = int(number)
+            elif metric == "50thPercentileLatency(us)":
+                op["p50_us"] = number
+            elif metric == "99thPercentileLatency(us)":
+                op["p99_us"] = number
+            elif metric == "AverageLatency(us)":
+                op["avg_us"] = number
+            elif metric.startswith("Return=") and metric != "Return=OK" and metric != "Return=BATCHED_OK":
+                errors += int(number)
+    if "Throughput(ops/sec)" not in overall:
+        raise ValueError(f"{path}: no '[OVERALL], Throughput(ops/sec), X' line in the YCSB output")
+    ops = {k: v for k, v in ops.items() if "operations" in v}
+    return {
+        "throughput": overall["Throughput(ops/sec)"],
+        "runtime_ms": overall.get("RunTime(ms)"),
+        "ops": ops,
+        "errors": errors,
+    }
+
+
+def median(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def ratio(cellar, hbase):
+    if cellar is None or hbase is None or hbase == 0:
+        return None
+    return cellar / hbase
+
+
+def fmt(v, digits=0):
+    return "-" if v is None else f"{v:,.{digits}f}"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--phases", required=True)
+    ap.add_argument("--clk-tck", type=int, required=True)
+    ap.add_argument("--workloads", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--meta", nargs="*", default=[])
+    args = ap.parse_args()
+
+    phases = []
+    with open(args.phases, encoding="utf-8") as f:
+        for line in f:
+            sys_name, workload, threads, pass_no, ticks, path = line.rstrip("\n").split("\t")
+            result = parse_ycsb(path)
+            total_ops = sum(op["operations"] for op in result["ops"].values())
+            cpu_us = int(ticks) * 1e6 / args.clk_tck
+            phases.append({
+                "system": sys_name, "workload": workload, "threads": int(threads),
+                "pass": int(pass_no), "operations": total_ops,
+                "server_cpu_us": cpu_us,
+                "server_cpu_us_per_op": cpu_us / total_ops if total_ops else None,
+                **result, "raw": path,
+            })
+
+    wanted = args.workloads.split()
+    keys = sorted({(p["workload"], p["threads"]) for p in phases if p["workload"] in wanted},
+                  key=lambda k: (wanted.index(k[0]), k[1]))
+    medians = []
+    for workload, threads in keys:
+        row = {"workload": workload, "threads": threads}
+        for sys_name in ("hbase", "cellar"):
+            runs = [p for p in phases if p["system"] == sys_name
+                    and p["workload"] == workload and p["threads"] == threads]
+            if not runs:
+                continue
+            op_names = sorted({name for r in runs for name in r["ops"]})
+            row[sys_name] = {
+                "passes": len(runs),
+                "throughput": median([r["throughput"] for r in runs]),
+                "server_cpu_us_per_op": median([r["server_cpu_us_per_op"] for r in runs]),
+                "errors": sum(r["errors"] for r in runs),
+                "ops": {name: {
+                    "p50_us": median([r["ops"].get(name, {}).get("p50_us") for r in runs]),
+                    "p99_us": median([r["ops"].get(name, {}).get("p99_us") for r in runs]),
+                } for name in op_names},
+            }
+        if "hbase" in row and "cellar" in row:
+            row["cellar_over_hbase"] = {
+                "throughput": ratio(row["cellar"]["throughput"], row["hbase"]["throughput"]),
+                "server_cpu_us_per_op": ratio(row["cellar"]["server_cpu_us_per_op"],
+                                              row["hbase"]["server_cpu_us_per_op"]),
+            }
+        medians.append(row)
+
+    header = (f"{'workload':<8} {'thr':>3} {'system':<7} {'ops/s':>10} {'cpu us/op':>9} "
+              f"{'errors':>6}  per-op p50/p99 (us)")
+    print(header)
+    print("-" * len(header))
+    for row in medians:
+        for sys_name in ("hbase", "cellar"):
+            s = row.get(sys_name)
+            if s is None:
+                continue
+            lat = "  ".join(f"{name} {fmt(v['p50_us'])}/{fmt(v['p99_us'])}"
+                            for name, v in s["ops"].items())
+            print(f"{row['workload']:<8} {row['threads']:>3} {sys_name:<7} "
+                  f"{fmt(s['throughput']):>10} {fmt(s['server_cpu_us_per_op'], 1):>9} "
+                  f"{s['errors']:>6}  {lat}")
+        r = row.get("cellar_over_hbase")
+        if r:
+            print(f"{row['workload']:<8} {row['threads']:>3} {'C/H':<7} "
+                  f"{fmt(r['throughput'], 2):>10} {fmt(r['server_cpu_us_per_op'], 2):>9}")
+
+    meta = dict(m.split("=", 1) for m in args.meta if "=" in m)
+    meta["clk_tck"] = args.clk_tck
+    with open(args.out, "w", encoding="utf-8") as f:
+        json.dump({"meta": meta, "medians": medians, "phases": phases}, f, indent=2)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except (OSError, ValueError) as e:
+        print(f"summarize: {e}", file=sys.stderr)
+        sys.exit(1)
