@@ -273,7 +273,9 @@ fn a_call_whose_deadline_passes_in_the_queue_is_not_run() {
 
 #[test]
 fn many_connections_at_once_each_get_their_own_answers() {
-    let (server, handler) = start(&config(4, 300, 1 << 20));
+    // 16 connections × 20 pipelined calls: up to 320 queued at once, so the queue holds them
+    // all (SERVER_BUSY is another test's subject).
+    let (server, handler) = start(&config(4, 16 * 20, 1 << 20));
     let addr = server.local_addr();
     let clients: Vec<_> = (0..16u64)
         .map(|t| {
