@@ -44,6 +44,30 @@ pub fn check_preamble(p: &[u8; 8]) -> Result<(), FrameError> {
     Ok(())
 }
 
+/// Appends a frame: length prefix, delimited header, the parameter (`param_len` bytes, written
+/// by `put_param` after its length), the cell block.
+fn put_frame(
+    out: &mut BytesMut,
+    header: &impl Message,
+    param_len: usize,
+    put_param: impl FnOnce(&mut BytesMut),
+    cellblock: &[u8],
+) {
+    let h = header.encoded_len();
+    let body = prost::length_delimiter_len(h)
+        + h
+        + prost::length_delimiter_len(param_len)
+        + param_len
+        + cellblock.len();
+    out.reserve(4 + body);
+    out.put_u32(body as u32);
+    // Encoding into a BytesMut with reserved room cannot fail.
+    let _ = header.encode_length_delimited(out);
+    let _ = prost::encode_length_delimiter(param_len, out);
+    put_param(out);
+    out.put_slice(cellblock);
+}
+
 /// Appends one whole frame (length prefix included).
 pub fn encode_frame(
     out: &mut BytesMut,
@@ -51,30 +75,26 @@ pub fn encode_frame(
     param: &impl Message,
     cellblock: &[u8],
 ) {
-    let h = header.encoded_len();
-    let p = param.encoded_len();
-    let body =
-        prost::length_delimiter_len(h) + h + prost::length_delimiter_len(p) + p + cellblock.len();
-    out.reserve(4 + body);
-    out.put_u32(body as u32);
-    // Encoding into a BytesMut with reserved room cannot fail.
-    let _ = header.encode_length_delimited(out);
-    let _ = param.encode_length_delimited(out);
-    out.put_slice(cellblock);
+    put_frame(
+        out,
+        header,
+        param.encoded_len(),
+        |out| {
+            let _ = param.encode(out);
+        },
+        cellblock,
+    )
 }
 
 /// Appends a whole frame whose parameter is already encoded (a handler's reply).
 pub fn encode_frame_raw(out: &mut BytesMut, header: &impl Message, param: &[u8], cellblock: &[u8]) {
-    let h = header.encoded_len();
-    let p = param.len();
-    let body =
-        prost::length_delimiter_len(h) + h + prost::length_delimiter_len(p) + p + cellblock.len();
-    out.reserve(4 + body);
-    out.put_u32(body as u32);
-    let _ = header.encode_length_delimited(out);
-    let _ = prost::encode_length_delimiter(p, out);
-    out.put_slice(param);
-    out.put_slice(cellblock);
+    put_frame(
+        out,
+        header,
+        param.len(),
+        |out| out.put_slice(param),
+        cellblock,
+    )
 }
 
 /// Appends a request frame.
