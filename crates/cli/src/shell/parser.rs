@@ -453,18 +453,27 @@ impl Parser {
                 break;
             }
             items.push(self.value()?);
-            self.skip_newlines();
-            match self.peek().tok {
-                Tok::Comma => {
-                    self.bump();
-                }
-                Tok::RBracket => break,
-                _ => return Err(self.error("',' or ']'")),
+            if self.item_ends_list(Tok::RBracket, "',' or ']'")? {
+                break;
             }
         }
         self.bump();
         self.depth -= 1;
         Ok(Value::Array(items))
+    }
+
+    /// After an item of an array or hash: consumes a `,` (false: more may follow), or sees
+    /// `close` (true: the list ends); anything else is an error expecting `expected`.
+    fn item_ends_list(&mut self, close: Tok, expected: &str) -> Result<bool, SyntaxError> {
+        self.skip_newlines();
+        if self.peek().tok == Tok::Comma {
+            self.bump();
+            Ok(false)
+        } else if self.peek().tok == close {
+            Ok(true)
+        } else {
+            Err(self.error(expected))
+        }
     }
 
     fn hash(&mut self) -> Result<Value, SyntaxError> {
@@ -485,13 +494,8 @@ impl Parser {
             self.skip_newlines();
             let value = self.value()?;
             pairs.push((key, value));
-            self.skip_newlines();
-            match self.peek().tok {
-                Tok::Comma => {
-                    self.bump();
-                }
-                Tok::RBrace => break,
-                _ => return Err(self.error("',' or '}'")),
+            if self.item_ends_list(Tok::RBrace, "',' or '}'")? {
+                break;
             }
         }
         self.bump();

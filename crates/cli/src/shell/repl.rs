@@ -4,7 +4,7 @@
 
 use super::commands::translate;
 use super::exec::{execute, Cluster, Flow};
-use super::parser::{parse_script, SyntaxError};
+use super::parser::{parse_script, Command, SyntaxError};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
@@ -22,20 +22,32 @@ pub fn run_script(
             return Err("the script has a syntax error; nothing was run".into());
         }
     };
-    for cmd in &commands {
+    run_until_failure(cluster, &commands, out, err, |name| {
+        format!("'{name}' failed; later commands were not run")
+    })
+    .map(|_| ())
+}
+
+/// Runs `commands` in order, stopping at the first that fails (reported on `err`; the
+/// returned error is `failed(name)`). `Ok(Flow::Exit)` when a command asked to leave.
+fn run_until_failure(
+    cluster: &mut dyn Cluster,
+    commands: &[Command],
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+    failed: impl Fn(&str) -> String,
+) -> Result<Flow, String> {
+    for cmd in commands {
         match translate(cmd).and_then(|a| execute(cluster, a, out)) {
             Ok(Flow::Continue) => {}
-            Ok(Flow::Exit) => return Ok(()),
+            Ok(Flow::Exit) => return Ok(Flow::Exit),
             Err(e) => {
                 report(err, &e);
-                return Err(format!(
-                    "'{}' failed; later commands were not run",
-                    cmd.name
-                ));
+                return Err(failed(&cmd.name));
             }
         }
     }
-    Ok(())
+    Ok(Flow::Continue)
 }
 
 /// Reads commands from `input` (not a terminal): a command may continue on later lines
@@ -77,18 +89,11 @@ pub fn run_reader(
             }
             Ok(commands) => {
                 buffer.clear();
-                for cmd in &commands {
-                    match translate(cmd).and_then(|a| execute(cluster, a, out)) {
-                        Ok(Flow::Continue) => {}
-                        Ok(Flow::Exit) => return Ok(()),
-                        Err(e) => {
-                            report(err, &e);
-                            return Err(format!(
-                                "'{}' on line {first_line} failed; stopped",
-                                cmd.name
-                            ));
-                        }
-                    }
+                let flow = run_until_failure(cluster, &commands, out, err, |name| {
+                    format!("'{name}' on line {first_line} failed; stopped")
+                })?;
+                if flow == Flow::Exit {
+                    return Ok(());
                 }
             }
         }
