@@ -126,7 +126,13 @@ impl Measure {
 
 impl Measurements for Measure {
     fn measure(&self, op: &str, latency_us: u64) {
-        self.with_op(op, |s| s.histogram.saturating_record(latency_us));
+        // `record` grows the auto-resizing histogram; `saturating_record` would not, and would
+        // clamp every latency above its first range (about 2 ms) to that range's top.
+        self.with_op(op, |s| {
+            if s.histogram.record(latency_us).is_err() {
+                s.histogram.saturating_record(latency_us);
+            }
+        });
     }
 
     fn report_status(&self, op: &str, status: &Status) {
@@ -271,5 +277,17 @@ mod tests {
         assert!((949..=951).contains(&s.p95_us), "{}", s.p95_us);
         assert!((989..=991).contains(&s.p99_us), "{}", s.p99_us);
         assert!((998..=1000).contains(&s.p999_us), "{}", s.p999_us);
+    }
+
+    #[test]
+    fn long_latencies_are_kept_not_clamped() {
+        let m = Measure::new();
+        for us in [150, 3_000, 250_000, 7_000_000] {
+            m.measure("INSERT", us);
+        }
+        let s = &m.summaries()["INSERT"];
+        assert_eq!(s.min_us, 150);
+        assert!((6_990_000..=7_010_000).contains(&s.max_us), "{}", s.max_us);
+        assert!(s.avg_us > 1_000_000.0, "{}", s.avg_us);
     }
 }
