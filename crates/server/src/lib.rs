@@ -8,6 +8,7 @@
 
 pub mod catalog;
 pub mod config;
+pub mod hbase;
 pub mod http;
 pub mod meta;
 pub mod metrics;

@@ -1,0 +1,135 @@
+//! The HBase 2.x wire-compatible front end: the unmodified Apache HBase Java client (and
+//! anything else speaking HBase's RPC) talks to Cellar through it. One listener answers every
+//! role a client looks for: the connection registry (ClientMetaService), the master
+//! (MasterService), the region server (ClientService, AdminService) and the server hosting
+//! `hbase:meta`. Protocol facts: `docs/hbase-protocol.md`.
+//!
+//! Request path: [`server`] (listener, one reader and one writer task per connection;
+//! preambles and frames in [`connection`]) → handler threads → [`HbaseService::call`] routes by
+//! service and method to [`client`] (Get, Mutate, Multi, Scan), [`master`] (table admin and
+//! procedures), [`registry`] or [`admin_service`]. Those translate HBase's messages
+//! ([`convert`], [`filters`], [`schema`]) and call the same typed [`RegionServer`] methods the
+//! native front end uses, so both protocols share regions, scanners, row locks and splits.
+//! `hbase:meta` is answered from [`meta_view`]: rows in HBase's format (region names with
+//! their MD5 suffix, [`names`]) computed from the catalog, not stored twice.
+
+mod admin_service;
+mod client;
+mod connection;
+mod convert;
+pub mod exceptions;
+mod filters;
+mod master;
+mod meta_view;
+mod names;
+mod registry;
+mod schema;
+mod server;
+
+pub use exceptions::HbaseError;
+pub use server::HbaseServer;
+
+use crate::region_server::RegionServer;
+use bytes::{Bytes, BytesMut};
+use prost::Message;
+use std::sync::Arc;
+
+/// The HBase services of one Cellar process.
+pub struct HbaseService {
+    pub(crate) rs: Arc<RegionServer>,
+    /// This server as clients must address it: the HBase listener's host and port, and the
+    /// region server's start code (meta's `info:serverstartcode`).
+    pub(crate) host: String,
+    pub(crate) port: u16,
+    pub(crate) start_code: u64,
+    /// Answered by `GetClusterId` and the registry preamble; stable across restarts.
+    pub(crate) cluster_id: String,
+    pub(crate) procedures: master::Procedures,
+}
+
+/// Who is calling and what they negotiated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallCtx {
+    /// Ties scanners to the connection that opened them.
+    pub conn_id: u64,
+    /// The connection header named a cell block codec: results may travel in cell blocks.
+    pub cell_blocks: bool,
+}
+
+/// A successful call's answer: the encoded response message and its cell block.
+#[derive(Debug, Clone, Default)]
+pub struct HReply {
+    pub param: Bytes,
+    pub cellblock: Bytes,
+}
+
+impl HReply {
+    pub fn message(m: &impl Message) -> HReply {
+        HReply {
+            param: m.encode_to_vec().into(),
+            cellblock: Bytes::new(),
+        }
+    }
+
+    pub fn with_cells(m: &impl Message, cells: BytesMut) -> HReply {
+        HReply {
+            param: m.encode_to_vec().into(),
+            cellblock: cells.freeze(),
+        }
+    }
+}
+
+impl HbaseService {
+    /// `host:port` of the HBase listener as clients reach it, and `rs`'s start code.
+    pub fn new(rs: Arc<RegionServer>, host: String, port: u16, cluster_id: String) -> HbaseService {
+        let start_code = rs.startcode;
+        HbaseService {
+            rs,
+            host,
+            port,
+            start_code,
+            cluster_id,
+            procedures: master::Procedures::default(),
+        }
+    }
+
+    /// One call. May block on disk: run on a handler thread, never on the reactor.
+    pub fn call(
+        &self,
+        ctx: &CallCtx,
+        service: &str,
+        method: &str,
+        param: Bytes,
+        cellblock: Bytes,
+    ) -> Result<HReply, HbaseError> {
+        self.rs
+            .requests
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        match service {
+            "ClientService" => client::call(self, ctx, method, param, cellblock),
+            "MasterService" => master::call(self, ctx, method, param),
+            "ClientMetaService" => registry::call(self, method, param),
+            "AdminService" => admin_service::call(self, ctx, method, param),
+            _ => Err(HbaseError::unknown_service(service)),
+        }
+    }
+
+    /// The reactor's fast path: a Get answered from memory, or `None` to queue the call.
+    pub fn call_inline(
+        &self,
+        ctx: &CallCtx,
+        service: &str,
+        method: &str,
+        param: &Bytes,
+    ) -> Option<Result<HReply, HbaseError>> {
+        if service == "ClientService" && method == "Get" {
+            return client::get_inline(self, ctx, param);
+        }
+        None
+    }
+
+    /// A connection closed: its scanners go with it.
+    pub fn connection_closed(&self, conn_id: u64) {
+        self.rs.scanners.connection_closed(conn_id);
+    }
+}
