@@ -126,7 +126,7 @@ echo "hbase pid $hbase_pid" >&2
 cellar_addr=""
 if (( with_cellar )); then
   mkdir -p "$work/cellar-data"
-  "$cellar_bin" standalone --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
+  "$cellar_bin" standalone --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --hbase-listen 127.0.0.1:0 \
     --data-dir "$work/cellar-data" >"$work/cellar.out" 2>"$work/cellar.log" &
   cellar_pid=$!
   for _ in $(seq 1 120); do

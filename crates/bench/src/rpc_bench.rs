@@ -354,6 +354,8 @@ pub fn run_placement(p: Placement, opts: &Options, self_exe: &Path) -> Result<Pl
         "127.0.0.1:0",
         "--http-listen",
         "127.0.0.1:0",
+        "--hbase-listen",
+        "off",
     ]);
     cellar.arg("--data-dir").arg(data.path());
     if let Some(c) = &opts.server_config {

@@ -19,6 +19,10 @@ pub struct Args {
     /// Metrics and status HTTP address [default: 127.0.0.1:16210].
     #[arg(long, value_name = "HOST:PORT")]
     http_listen: Option<String>,
+    /// HBase-compatible RPC address, for HBase clients; port 0 picks a free one, "off"
+    /// disables it [default: 127.0.0.1:16020].
+    #[arg(long, value_name = "HOST:PORT")]
+    hbase_listen: Option<String>,
     /// A cellar.toml; the flags above override it (keys: docs/configuration.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -39,6 +43,9 @@ impl Args {
         }
         if let Some(http) = self.http_listen {
             config.http_listen = http;
+        }
+        if let Some(hbase) = self.hbase_listen {
+            config.hbase_listen = if hbase == "off" { String::new() } else { hbase };
         }
         Ok(config)
     }
@@ -83,11 +90,15 @@ fn announce(server: &Standalone) {
     // A closed stdout must not stop the server; the same lines are in the log.
     let _ = writeln!(out, "listening native={}", server.native_addr());
     let _ = writeln!(out, "listening http={}", server.http_addr());
+    if let Some(hbase) = server.hbase_addr() {
+        let _ = writeln!(out, "listening hbase={hbase}");
+    }
     let _ = writeln!(out, "data_dir={}", server.data_dir().display());
     let _ = out.flush();
     tracing::info!(
         native = %server.native_addr(),
         http = %server.http_addr(),
+        hbase = ?server.hbase_addr(),
         data_dir = %server.data_dir().display(),
         "cellar standalone serving"
     );

@@ -35,6 +35,7 @@ impl Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_cellar"))
             .arg("standalone")
             .args(["--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
+            .args(["--hbase-listen", "127.0.0.1:0"])
             .arg("--data-dir")
             .arg(data)
             .args(extra)

@@ -11,6 +11,8 @@ use std::time::Duration;
 pub const DEFAULT_NATIVE_PORT: u16 = 16200;
 /// Metrics and status HTTP port.
 pub const DEFAULT_HTTP_PORT: u16 = 16210;
+/// HBase-compatible RPC port: HBase's region server port, so HBase clients' defaults fit.
+pub const DEFAULT_HBASE_PORT: u16 = 16020;
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
@@ -21,6 +23,8 @@ pub struct ServerConfig {
     pub listen: String,
     /// Metrics (`/metrics`) and status (`/status`) address.
     pub http_listen: String,
+    /// HBase-compatible RPC address (`docs/hbase-protocol.md`); empty: no HBase front end.
+    pub hbase_listen: String,
     pub rpc: RpcConfig,
     pub scanner: ScannerConfig,
     pub split: SplitConfig,
@@ -91,6 +95,7 @@ impl Default for ServerConfig {
             data_dir: PathBuf::from("./cellar-data"),
             listen: format!("127.0.0.1:{DEFAULT_NATIVE_PORT}"),
             http_listen: format!("127.0.0.1:{DEFAULT_HTTP_PORT}"),
+            hbase_listen: format!("127.0.0.1:{DEFAULT_HBASE_PORT}"),
             rpc: RpcConfig::default(),
             scanner: ScannerConfig::default(),
             split: SplitConfig::default(),

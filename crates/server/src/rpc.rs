@@ -10,7 +10,7 @@
 
 mod connection;
 mod pool;
-mod queue;
+pub(crate) mod queue;
 mod respond;
 
 use crate::config::RpcConfig;

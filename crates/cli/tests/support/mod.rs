@@ -17,6 +17,8 @@ pub struct Server {
     child: Child,
     pub native: String,
     pub http: Option<String>,
+    /// The HBase-compatible front end's address (`listening hbase=`).
+    pub hbase: String,
     pub data_dir: PathBuf,
     /// Keeps a temporary data directory alive as long as the server.
     _tmp: Option<tempfile::TempDir>,
@@ -51,6 +53,8 @@ impl Server {
             .arg("--listen")
             .arg("127.0.0.1:0")
             .arg("--http-listen")
+            .arg("127.0.0.1:0")
+            .arg("--hbase-listen")
             .arg("127.0.0.1:0")
             .arg("--data-dir")
             .arg(data_dir);
@@ -96,6 +100,7 @@ impl Server {
             child,
             native: String::new(),
             http: None,
+            hbase: String::new(),
             data_dir: data_dir.to_path_buf(),
             _tmp: None,
             output,
@@ -104,7 +109,7 @@ impl Server {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 panic!(
-                    "cellar standalone did not announce both addresses within {START_TIMEOUT:?}:\n{}",
+                    "cellar standalone did not announce its three addresses within {START_TIMEOUT:?}:\n{}",
                     server.output()
                 );
             }
@@ -117,7 +122,11 @@ impl Server {
                     if let Some(http) = field(&line, "listening http=") {
                         server.http = Some(http);
                     }
-                    if !server.native.is_empty() && server.http.is_some() {
+                    if let Some(hbase) = field(&line, "listening hbase=") {
+                        server.hbase = hbase;
+                    }
+                    if !server.native.is_empty() && server.http.is_some() && !server.hbase.is_empty()
+                    {
                         return server;
                     }
                 }
