@@ -307,7 +307,7 @@ impl Reader {
                 ))
             }
         }
-        self.service_name = Arc::from(header.service_name.as_str());
+        self.service_name = Arc::from(header.service_name.as_deref().unwrap_or(""));
         Ok(())
     }
 

@@ -61,12 +61,12 @@ impl HbaseServer {
         ));
         let mut handlers = Vec::new();
         for i in 0..config.handler_count.max(1) {
-            let queue = queue.clone();
+            let worker_queue = queue.clone();
             let service = service.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("cellar-hbase-handler-{i}"))
                 .spawn(move || {
-                    while let Some(call) = queue.pop() {
+                    while let Some(call) = worker_queue.pop() {
                         run(&service, call);
                     }
                 });
