@@ -37,7 +37,10 @@ impl Standalone {
             None
         } else {
             Some(TcpListener::bind(&config.hbase_listen).map_err(|e| {
-                format!("cannot listen on {} (hbase_listen): {e}", config.hbase_listen)
+                format!(
+                    "cannot listen on {} (hbase_listen): {e}",
+                    config.hbase_listen
+                )
             })?)
         };
         let started = Instant::now();
@@ -147,9 +150,12 @@ fn start_hbase(
     config: &ServerConfig,
     rs: &Arc<RegionServer>,
 ) -> Result<HbaseServer, String> {
-    let bound = listener
-        .local_addr()
-        .map_err(|e| format!("cannot read the bound address of {}: {e}", config.hbase_listen))?;
+    let bound = listener.local_addr().map_err(|e| {
+        format!(
+            "cannot read the bound address of {}: {e}",
+            config.hbase_listen
+        )
+    })?;
     let advertised = advertised_address(bound);
     let host = advertised
         .rsplit_once(':')
@@ -190,7 +196,12 @@ fn new_cluster_id() -> String {
     use std::hash::{BuildHasher, Hasher};
     let word = || {
         let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-        h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0));
+        h.write_u128(
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_nanos())
+                .unwrap_or(0),
+        );
         h.finish()
     };
     let (a, b) = (word(), word());

@@ -125,7 +125,9 @@ impl Server {
                     if let Some(hbase) = field(&line, "listening hbase=") {
                         server.hbase = hbase;
                     }
-                    if !server.native.is_empty() && server.http.is_some() && !server.hbase.is_empty()
+                    if !server.native.is_empty()
+                        && server.http.is_some()
+                        && !server.hbase.is_empty()
                     {
                         return server;
                     }

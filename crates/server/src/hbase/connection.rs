@@ -241,13 +241,19 @@ impl Reader {
             Preamble::Hbase { auth } => {
                 return Err(self.fatal(
                     ex::BAD_AUTH,
-                    format!("authentication code {auth} is not supported: Cellar accepts SIMPLE ({})", hbase_wire::AUTH_SIMPLE),
+                    format!(
+                        "authentication code {auth} is not supported: Cellar accepts SIMPLE ({})",
+                        hbase_wire::AUTH_SIMPLE
+                    ),
                 ))
             }
             Preamble::WrongVersion(v) => {
                 return Err(self.fatal(
                     ex::WRONG_VERSION,
-                    format!("RPC version {v} is not supported: Cellar speaks version {}", hbase_wire::RPC_VERSION),
+                    format!(
+                        "RPC version {v} is not supported: Cellar speaks version {}",
+                        hbase_wire::RPC_VERSION
+                    ),
                 ))
             }
             Preamble::Registry => {
@@ -291,7 +297,11 @@ impl Reader {
             Ok(h) => h,
             Err(e) => return Err(self.fatal(ex::FATAL_CONNECTION, e.to_string())),
         };
-        if let Some(c) = header.cell_block_compressor_class.as_deref().filter(|c| !c.is_empty()) {
+        if let Some(c) = header
+            .cell_block_compressor_class
+            .as_deref()
+            .filter(|c| !c.is_empty())
+        {
             return Err(self.fatal(
                 ex::FATAL_CONNECTION,
                 format!("cell block compressor {c} is not supported by Cellar; unset hbase.client.rpc.compressor"),

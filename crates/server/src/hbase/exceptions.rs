@@ -16,7 +16,8 @@ pub const NOT_SERVING_REGION: &str = "org.apache.hadoop.hbase.NotServingRegionEx
 pub const UNKNOWN_SCANNER: &str = "org.apache.hadoop.hbase.UnknownScannerException";
 pub const OUT_OF_ORDER_SCANNER_NEXT: &str =
     "org.apache.hadoop.hbase.exceptions.OutOfOrderScannerNextException";
-pub const SERVER_STOPPED: &str = "org.apache.hadoop.hbase.regionserver.RegionServerStoppedException";
+pub const SERVER_STOPPED: &str =
+    "org.apache.hadoop.hbase.regionserver.RegionServerStoppedException";
 pub const CALL_QUEUE_TOO_BIG: &str = "org.apache.hadoop.hbase.CallQueueTooBigException";
 pub const UNKNOWN_PROTOCOL: &str = "org.apache.hadoop.hbase.exceptions.UnknownProtocolException";
 pub const UNSUPPORTED: &str = "java.lang.UnsupportedOperationException";

@@ -15,7 +15,10 @@ pub(crate) const META_REGION_NAME: &[u8] = b"hbase:meta,,1";
 pub(crate) enum RegionTarget {
     Meta,
     /// A user region: Cellar's table name (`default:` dropped) and region id.
-    User { table: String, region_id: u64 },
+    User {
+        table: String,
+        region_id: u64,
+    },
 }
 
 /// The region a RegionSpecifier names (`kind` is its RegionSpecifierType: 1 REGION_NAME,

@@ -1,0 +1,209 @@
+//! The HBase-compatible front end of a real `cellar standalone`, spoken to byte by byte as
+//! HBase's Java client does (preambles, connection header, frames), so protocol mistakes show
+//! up here without a JVM. The Java client itself runs in `java/hbase-compat-tests`.
+
+mod support;
+
+use bytes::{Bytes, BytesMut};
+use cellar_proto::hbase;
+use cellar_proto::hbase_wire::{self, PREAMBLE_CALL_ID};
+use prost::Message;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+use support::Server;
+
+const IO_TIMEOUT: Duration = Duration::from_secs(30);
+
+fn connect(addr: &str) -> TcpStream {
+    let s = TcpStream::connect(addr).expect("connect to the HBase port");
+    s.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
+    s
+}
+
+/// Reads one response frame; `None` at a clean end of stream.
+fn read_frame(s: &mut TcpStream) -> Option<(hbase::ResponseHeader, Bytes, Bytes)> {
+    let mut len = [0u8; 4];
+    match s.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return None,
+        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
+        Err(e) => panic!("reading a response frame: {e}"),
+    }
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).expect("frame body");
+    Some(hbase_wire::decode_response(Bytes::from(body)).expect("a well-formed response frame"))
+}
+
+fn at_eof(s: &mut TcpStream) -> bool {
+    let mut b = [0u8; 1];
+    matches!(s.read(&mut b), Ok(0))
+        || matches!(s.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset)
+}
+
+/// A connection that has sent the HBase preamble and a header for `service`.
+fn open(addr: &str, service: &str) -> TcpStream {
+    let mut s = connect(addr);
+    let mut out = BytesMut::new();
+    out.extend_from_slice(&hbase_wire::HBAS_MAGIC);
+    out.extend_from_slice(&[hbase_wire::RPC_VERSION, hbase_wire::AUTH_SIMPLE]);
+    let header = hbase::ConnectionHeader {
+        user_info: Some(hbase::UserInformation {
+            effective_user: "cellar-test".into(),
+            real_user: None,
+        }),
+        service_name: Some(service.into()),
+        cell_block_codec_class: Some(hbase_wire::KEY_VALUE_CODEC.into()),
+        ..Default::default()
+    };
+    hbase_wire::encode_connection_header(&mut out, &header);
+    s.write_all(&out).expect("send preamble and header");
+    s
+}
+
+/// One call and its answer: `Ok(response message bytes, cell block)` or `Err(exception)`.
+fn call(
+    s: &mut TcpStream,
+    call_id: u32,
+    method: &str,
+    param: &impl Message,
+) -> Result<(Bytes, Bytes), hbase::ExceptionResponse> {
+    let mut out = BytesMut::new();
+    hbase_wire::encode_request(&mut out, call_id, method, param, &[]);
+    s.write_all(&out).expect("send request");
+    let (header, param, cells) = read_frame(s).expect("an answer before the connection closed");
+    assert_eq!(header.call_id, Some(call_id), "answer for the call sent");
+    match header.exception {
+        Some(e) => Err(e),
+        None => Ok((param, cells)),
+    }
+}
+
+#[test]
+fn the_registry_preamble_gets_the_cluster_id_which_survives_a_restart() {
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let ask = |addr: &str| {
+        let mut s = connect(addr);
+        s.write_all(&hbase_wire::REGISTRY_PREAMBLE).expect("send");
+        let (header, param, _) = read_frame(&mut s).expect("an answer to the registry preamble");
+        assert_eq!(header.call_id, Some(PREAMBLE_CALL_ID));
+        assert!(header.exception.is_none(), "{:?}", header.exception);
+        let answer = hbase::GetConnectionRegistryResponse::decode(param).expect("decodes");
+        assert!(
+            at_eof(&mut s),
+            "the server closes after the registry answer"
+        );
+        answer.cluster_id
+    };
+    let first = {
+        let server = Server::start_in(tmp.path(), None);
+        ask(&server.hbase)
+    };
+    assert_eq!(first.len(), 36, "a UUID-shaped cluster id: {first}");
+    let server = Server::start_in(tmp.path(), None);
+    assert_eq!(
+        ask(&server.hbase),
+        first,
+        "the same cluster id after a restart"
+    );
+}
+
+#[test]
+fn bad_preambles_are_answered_with_hbase_exceptions_and_closed() {
+    let server = Server::start();
+    let cases: [(&[u8; 6], &str); 3] = [
+        (b"GET / ", "FatalConnectionException"),
+        (b"HBas\x07\x50", "WrongVersionException"),
+        (b"HBas\x00\x51", "BadAuthException"),
+    ];
+    for (preamble, class) in cases {
+        let mut s = connect(&server.hbase);
+        s.write_all(preamble).expect("send");
+        let (header, _, _) = read_frame(&mut s).expect("an exception before the close");
+        let e = header.exception.expect("an exception");
+        let name = e.exception_class_name.unwrap_or_default();
+        assert!(name.ends_with(class), "{preamble:?}: got {name}");
+        assert!(at_eof(&mut s), "{preamble:?}: the connection closes");
+    }
+    // The server still serves everyone else.
+    let mut s = open(&server.hbase, "MasterService");
+    let (param, _) = call(
+        &mut s,
+        1,
+        "IsMasterRunning",
+        &hbase::IsMasterRunningRequest {},
+    )
+    .expect("IsMasterRunning answers");
+    let r = hbase::IsMasterRunningResponse::decode(param).expect("decodes");
+    assert!(r.is_master_running);
+}
+
+#[test]
+fn unknown_methods_and_services_get_do_not_retry_exceptions_and_the_connection_stays_usable() {
+    let server = Server::start();
+    let mut s = open(&server.hbase, "MasterService");
+    let e = call(&mut s, 7, "NoSuchMethod", &hbase::IsMasterRunningRequest {})
+        .expect_err("an unknown method is refused");
+    assert!(e.do_not_retry(), "{e:?}");
+    assert!(
+        e.stack_trace().contains("NoSuchMethod"),
+        "names the method: {e:?}"
+    );
+    let ok = call(
+        &mut s,
+        8,
+        "IsMasterRunning",
+        &hbase::IsMasterRunningRequest {},
+    );
+    assert!(ok.is_ok(), "the same connection still answers: {ok:?}");
+
+    let mut other = open(&server.hbase, "NoSuchService");
+    let e = call(&mut other, 1, "Get", &hbase::IsMasterRunningRequest {})
+        .expect_err("an unknown service is refused");
+    assert!(
+        e.stack_trace().contains("NoSuchService"),
+        "names the service: {e:?}"
+    );
+}
+
+#[test]
+fn a_garbage_frame_closes_only_its_own_connection() {
+    let server = Server::start();
+    let mut good = open(&server.hbase, "MasterService");
+    let mut bad = open(&server.hbase, "MasterService");
+    // A frame whose header length runs past its end.
+    bad.write_all(&[0, 0, 0, 3, 0x7f, 1, 2])
+        .expect("send garbage");
+    let (header, _, _) = read_frame(&mut bad).expect("an exception before the close");
+    assert!(
+        header.exception.is_some(),
+        "the malformed frame is answered"
+    );
+    assert!(at_eof(&mut bad), "the bad connection closes");
+    assert!(
+        call(
+            &mut good,
+            1,
+            "IsMasterRunning",
+            &hbase::IsMasterRunningRequest {}
+        )
+        .is_ok(),
+        "other connections keep working"
+    );
+}
+
+#[test]
+fn an_oversized_request_is_refused_with_request_too_big() {
+    let server = Server::start_with_config("[rpc]\nmax_request_bytes = 4096\n");
+    let mut s = open(&server.hbase, "ClientService");
+    let mut frame = Vec::new();
+    frame.extend_from_slice(&(1_000_000u32).to_be_bytes());
+    frame.extend_from_slice(&[0u8; 1024]);
+    s.write_all(&frame).expect("send the start of a big frame");
+    let (header, _, _) = read_frame(&mut s).expect("an exception");
+    let name = header
+        .exception
+        .and_then(|e| e.exception_class_name)
+        .unwrap_or_default();
+    assert!(name.ends_with("RequestTooBigException"), "{name}");
+}
