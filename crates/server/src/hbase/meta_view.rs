@@ -20,6 +20,9 @@ use cellar_proto::hbase;
 use prost::Message;
 use std::cmp::Ordering;
 
+#[cfg(test)]
+mod tests;
+
 /// The protobuf magic HBase puts before serialized RegionInfos.
 #[allow(dead_code)] // also for ClientService (client.rs)
 pub(crate) const PB_MAGIC: &[u8] = b"PBUF";
