@@ -1,14 +1,232 @@
 //! AdminService: the region-server admin calls a client makes on its way (region info,
-//! flush, compact).
+//! online regions, flush, compact, server info). Regions are named as in data calls.
 
-use super::{CallCtx, HReply, HbaseError, HbaseService};
+use super::names::{self, RegionTarget};
+use super::registry;
+use super::{meta_view, CallCtx, HReply, HbaseError, HbaseService};
+use crate::meta::META_TABLE;
+use crate::router::HostedRegion;
 use bytes::Bytes;
+use cellar_proto::hbase;
+use prost::Message;
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+fn decode<M: Message + Default>(what: &str, param: &Bytes) -> Result<M, HbaseError> {
+    M::decode(param.clone()).map_err(|e| HbaseError::malformed(what, e))
+}
 
 pub(crate) fn call(
-    _svc: &HbaseService,
+    svc: &HbaseService,
     _ctx: &CallCtx,
     method: &str,
-    _param: Bytes,
+    param: Bytes,
 ) -> Result<HReply, HbaseError> {
-    Err(HbaseError::unknown_method("AdminService", method))
+    match method {
+        "GetRegionInfo" => {
+            let req: hbase::GetRegionInfoRequest = decode("GetRegionInfoRequest", &param)?;
+            let info = match resolve(svc, &req.region)? {
+                Resolved::Meta => registry::meta_region_info(),
+                Resolved::User(r) => meta_view::region_info_pb(&r.table, &r.info),
+            };
+            Ok(HReply::message(&hbase::GetRegionInfoResponse {
+                region_info: info,
+                // Compactions here run inside the call that asks for them: none is ever
+                // in progress when a client looks.
+                compaction_state: req
+                    .compaction_state
+                    .filter(|asked| *asked)
+                    .map(|_| hbase::get_region_info_response::CompactionState::None as i32),
+                ..Default::default()
+            }))
+        }
+        "GetOnlineRegion" => {
+            decode::<hbase::GetOnlineRegionRequest>("GetOnlineRegionRequest", &param)?;
+            let mut infos = vec![registry::meta_region_info()];
+            for r in svc.rs.router.all_regions() {
+                if r.table != META_TABLE && r.is_open() {
+                    infos.push(meta_view::region_info_pb(&r.table, &r.info));
+                }
+            }
+            Ok(HReply::message(&hbase::GetOnlineRegionResponse {
+                region_info: infos,
+            }))
+        }
+        "FlushRegion" => {
+            let req: hbase::FlushRegionRequest = decode("FlushRegionRequest", &param)?;
+            let flushed = match resolve(svc, &req.region)? {
+                // Meta is computed, never written: nothing to flush.
+                Resolved::Meta => false,
+                Resolved::User(r) => {
+                    r.with(|region| Ok(region.flush()?))?;
+                    true
+                }
+            };
+            Ok(HReply::message(&hbase::FlushRegionResponse {
+                last_flush_time: now_ms(),
+                flushed: Some(flushed),
+                wrote_flush_wal_marker: Some(false),
+            }))
+        }
+        "CompactRegion" => {
+            let req: hbase::CompactRegionRequest = decode("CompactRegionRequest", &param)?;
+            if let Resolved::User(r) = resolve(svc, &req.region)? {
+                let major = req.major.unwrap_or(false);
+                r.with(|region| Ok(region.compact(major)?))?;
+            }
+            Ok(HReply::message(&hbase::CompactRegionResponse {}))
+        }
+        "GetServerInfo" => {
+            decode::<hbase::GetServerInfoRequest>("GetServerInfoRequest", &param)?;
+            Ok(HReply::message(&hbase::GetServerInfoResponse {
+                server_info: hbase::ServerInfo {
+                    server_name: registry::server_name(svc),
+                    webui_port: None,
+                },
+            }))
+        }
+        _ => Err(HbaseError::unknown_method("AdminService", method)),
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+enum Resolved {
+    Meta,
+    User(Arc<HostedRegion>),
+}
+
+/// The region a specifier names, served here; NotServingRegion when it is not (split,
+/// closed, unknown), TableNotEnabled when its table is disabled.
+fn resolve(svc: &HbaseService, spec: &hbase::RegionSpecifier) -> Result<Resolved, HbaseError> {
+    match names::parse_region_in(svc, spec.r#type, &spec.value)? {
+        RegionTarget::Meta => Ok(Resolved::Meta),
+        RegionTarget::User { table, region_id } => Ok(Resolved::User(
+            svc.rs.router.region_for_call(&table, region_id)?,
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hbase::exceptions::NOT_SERVING_REGION;
+    use crate::hbase::master::test_support::{create, Fixture};
+    use crate::hbase::names::{encoded_name, region_name, ENCODED_REGION_NAME, REGION_NAME};
+
+    fn spec(kind: i32, value: impl Into<Bytes>) -> hbase::RegionSpecifier {
+        hbase::RegionSpecifier {
+            r#type: kind,
+            value: value.into(),
+        }
+    }
+
+    fn info(
+        f: &Fixture,
+        s: hbase::RegionSpecifier,
+    ) -> Result<hbase::GetRegionInfoResponse, HbaseError> {
+        let reply = f.call(
+            "AdminService",
+            "GetRegionInfo",
+            &hbase::GetRegionInfoRequest {
+                region: s,
+                compaction_state: Some(true),
+                best_split_row: None,
+            },
+        )?;
+        Ok(hbase::GetRegionInfoResponse::decode(reply.param).expect("decodes"))
+    }
+
+    #[test]
+    fn regions_by_name_and_encoded_name() {
+        let f = Fixture::new();
+        create(&f, "t", &[b"k,1"]).expect("create");
+        let route = f.svc.rs.router.table("t").expect("t");
+        let second = route
+            .regions
+            .values()
+            .nth(1)
+            .expect("second region")
+            .clone();
+        let full = region_name("t", &second.info.start_key, second.info.id);
+        for s in [
+            spec(REGION_NAME, full.clone()),
+            spec(
+                ENCODED_REGION_NAME,
+                encoded_name("t", &second.info.start_key, second.info.id),
+            ),
+        ] {
+            let r = info(&f, s).expect("region info");
+            assert_eq!(r.region_info.region_id, second.info.id);
+            assert_eq!(r.region_info.start_key.as_deref(), Some(&b"k,1"[..]));
+            assert_eq!(r.compaction_state, Some(0), "NONE");
+        }
+        let meta = info(&f, spec(REGION_NAME, names::META_REGION_NAME)).expect("meta");
+        assert_eq!(meta.region_info.region_id, 1);
+        let gone = info(
+            &f,
+            spec(ENCODED_REGION_NAME, "0123456789abcdef0123456789abcdef"),
+        )
+        .expect_err("unknown");
+        assert_eq!(gone.class, NOT_SERVING_REGION);
+        assert!(!gone.do_not_retry);
+        let stale = info(&f, spec(REGION_NAME, region_name("t", b"k,1", 42))).expect_err("old id");
+        assert_eq!(stale.class, NOT_SERVING_REGION);
+        // Flush and compact reach the region; online regions list meta and both regions.
+        f.call(
+            "AdminService",
+            "FlushRegion",
+            &hbase::FlushRegionRequest {
+                region: spec(REGION_NAME, full.clone()),
+                ..Default::default()
+            },
+        )
+        .expect("flush");
+        f.call(
+            "AdminService",
+            "CompactRegion",
+            &hbase::CompactRegionRequest {
+                region: spec(REGION_NAME, full),
+                major: Some(true),
+                family: None,
+            },
+        )
+        .expect("compact");
+        let online = f
+            .call(
+                "AdminService",
+                "GetOnlineRegion",
+                &hbase::GetOnlineRegionRequest {},
+            )
+            .expect("online");
+        let online = hbase::GetOnlineRegionResponse::decode(online.param).expect("decodes");
+        assert_eq!(online.region_info.len(), 3);
+        let server = f
+            .call(
+                "AdminService",
+                "GetServerInfo",
+                &hbase::GetServerInfoRequest {},
+            )
+            .expect("server info");
+        let server = hbase::GetServerInfoResponse::decode(server.param).expect("decodes");
+        assert_eq!(server.server_info.server_name.port, Some(16020));
+        f.svc.rs.disable_table("t").expect("disable");
+        let closed = info(
+            &f,
+            spec(
+                REGION_NAME,
+                region_name(
+                    "t",
+                    b"",
+                    route.regions.values().next().expect("first").info.id,
+                ),
+            ),
+        )
+        .expect_err("disabled");
+        assert_eq!(closed.class, crate::hbase::exceptions::TABLE_NOT_ENABLED);
+    }
 }

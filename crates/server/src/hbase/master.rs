@@ -1,18 +1,526 @@
 //! MasterService: table admin. DDL runs synchronously; its procedure id and outcome are kept
 //! so `getProcedureResult` can answer the client's polling.
+//!
+//! Where an error surfaces mirrors HBase 2.6's master: create and delete table wait for their
+//! procedure's prepare step (HBASE-19953), so "table exists", "not found" and "not disabled"
+//! come back from the call itself; disable, enable, truncate, modify and flush fail through
+//! the procedure (`getProcedureResult` carries the exception, which the client rethrows by
+//! class). Family add/modify/delete check the family while submitting, as HBase does.
 
-use super::{CallCtx, HReply, HbaseError, HbaseService};
+use super::names::{self, show};
+use super::schema;
+use super::{meta_view, CallCtx, HReply, HbaseError, HbaseService};
+use crate::catalog::names as catalog_names;
+use crate::meta::META_TABLE;
+use crate::router::TableState;
 use bytes::Bytes;
+use cellar_model::TableSchema;
+use cellar_proto::hbase;
+use cellar_proto::hbase::get_procedure_result_response::State as ProcState;
+use parking_lot::Mutex;
+use prost::Message;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Finished procedures, by id.
+#[cfg(test)]
+pub(crate) mod test_support;
+#[cfg(test)]
+mod tests;
+
+/// The exception HBase raises for adding an existing family or removing a missing one.
+pub(crate) const INVALID_FAMILY_OPERATION: &str =
+    "org.apache.hadoop.hbase.InvalidFamilyOperationException";
+/// Procedure outcomes kept for polling; the oldest go first.
+const MAX_PROCEDURES: usize = 1024;
+
+/// A finished procedure: when it ran and how it ended.
+#[derive(Debug, Clone)]
+struct Outcome {
+    submitted_ms: u64,
+    finished_ms: u64,
+    error: Option<HbaseError>,
+}
+
+/// Finished procedures, by id (bounded: clients poll right after submitting).
 #[derive(Debug, Default)]
-pub(crate) struct Procedures {}
+pub(crate) struct Procedures {
+    inner: Mutex<ProcTable>,
+}
+
+#[derive(Debug, Default)]
+struct ProcTable {
+    last_id: u64,
+    done: BTreeMap<u64, Outcome>,
+}
+
+impl Procedures {
+    /// Runs `op` now and records its outcome under a new procedure id.
+    fn run(&self, op: impl FnOnce() -> Result<(), HbaseError>) -> u64 {
+        let submitted_ms = now_ms();
+        let error = op().err();
+        let mut st = self.inner.lock();
+        st.last_id += 1;
+        let id = st.last_id;
+        st.done.insert(
+            id,
+            Outcome {
+                submitted_ms,
+                finished_ms: now_ms(),
+                error,
+            },
+        );
+        while st.done.len() > MAX_PROCEDURES {
+            st.done.pop_first();
+        }
+        id
+    }
+
+    fn get(&self, id: u64) -> Option<Outcome> {
+        self.inner.lock().done.get(&id).cloned()
+    }
+}
+
+fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
+fn decode<M: Message + Default>(what: &str, param: &Bytes) -> Result<M, HbaseError> {
+    M::decode(param.clone()).map_err(|e| HbaseError::malformed(what, e))
+}
+
+/// The table a request names, as Cellar spells it; a missing name is a bad request.
+fn table_of(t: &hbase::TableName, what: &str) -> Result<String, HbaseError> {
+    if t.qualifier.is_empty() {
+        return Err(HbaseError::do_not_retry(format!("{what} names no table")));
+    }
+    names::table_from_pb(t)
+}
 
 pub(crate) fn call(
-    _svc: &HbaseService,
+    svc: &HbaseService,
     _ctx: &CallCtx,
     method: &str,
-    _param: Bytes,
+    param: Bytes,
 ) -> Result<HReply, HbaseError> {
-    Err(HbaseError::unknown_method("MasterService", method))
+    let rs = &svc.rs;
+    let procs = &svc.procedures;
+    match method {
+        "IsMasterRunning" => {
+            decode::<hbase::IsMasterRunningRequest>("IsMasterRunningRequest", &param)?;
+            rs.check_running().map_err(HbaseError::from)?;
+            Ok(HReply::message(&hbase::IsMasterRunningResponse {
+                is_master_running: true,
+            }))
+        }
+        "CreateTable" => {
+            let req: hbase::CreateTableRequest = decode("CreateTableRequest", &param)?;
+            let schema = schema::table_from_pb(&req.table_schema)?;
+            rs.create_table(schema, &req.split_keys)?;
+            let proc_id = procs.run(|| Ok(()));
+            Ok(HReply::message(&hbase::CreateTableResponse {
+                proc_id: Some(proc_id),
+            }))
+        }
+        "DeleteTable" => {
+            let req: hbase::DeleteTableRequest = decode("DeleteTableRequest", &param)?;
+            let table = table_of(&req.table_name, "DeleteTableRequest")?;
+            rs.delete_table(&table)?;
+            let proc_id = procs.run(|| Ok(()));
+            Ok(HReply::message(&hbase::DeleteTableResponse {
+                proc_id: Some(proc_id),
+            }))
+        }
+        "DisableTable" => {
+            let req: hbase::DisableTableRequest = decode("DisableTableRequest", &param)?;
+            let table = table_of(&req.table_name, "DisableTableRequest")?;
+            let proc_id = procs.run(|| Ok(rs.disable_table(&table)?));
+            Ok(HReply::message(&hbase::DisableTableResponse {
+                proc_id: Some(proc_id),
+            }))
+        }
+        "EnableTable" => {
+            let req: hbase::EnableTableRequest = decode("EnableTableRequest", &param)?;
+            let table = table_of(&req.table_name, "EnableTableRequest")?;
+            let proc_id = procs.run(|| Ok(rs.enable_table(&table)?));
+            Ok(HReply::message(&hbase::EnableTableResponse {
+                proc_id: Some(proc_id),
+            }))
+        }
+        "truncateTable" => {
+            let req: hbase::TruncateTableRequest = decode("TruncateTableRequest", &param)?;
+            let table = table_of(&req.table_name, "TruncateTableRequest")?;
+            let preserve = req.preserve_splits();
+            let proc_id = procs.run(|| truncate(svc, &table, preserve));
+            Ok(HReply::message(&hbase::TruncateTableResponse {
+                proc_id: Some(proc_id),
+            }))
+        }
+        "ModifyTable" => {
+            let req: hbase::ModifyTableRequest = decode("ModifyTableRequest", &param)?;
+            let table = table_of(&req.table_name, "ModifyTableRequest")?;
+            let wanted = schema::table_from_pb(&req.table_schema)?;
+            if wanted.name != table {
+                return Err(HbaseError::do_not_retry(format!(
+                    "ModifyTableRequest names table '{table}' but its descriptor is of '{}'",
+                    wanted.name
+                )));
+            }
+            let proc_id = procs.run(|| modify(svc, &table, wanted));
+            Ok(HReply::message(&hbase::ModifyTableResponse {
+                proc_id: Some(proc_id),
+            }))
+        }
+        "AddColumn" | "ModifyColumn" => {
+            let (table, family) = if method == "AddColumn" {
+                let req: hbase::AddColumnRequest = decode("AddColumnRequest", &param)?;
+                (req.table_name, req.column_families)
+            } else {
+                let req: hbase::ModifyColumnRequest = decode("ModifyColumnRequest", &param)?;
+                (req.table_name, req.column_families)
+            };
+            let table = table_of(&table, method)?;
+            let family = schema::family_from_pb(&table, &family)?;
+            let current = current_schema(svc, &table)?;
+            let exists = current.family(family.name.as_bytes()).is_some();
+            if method == "AddColumn" && exists {
+                return Err(invalid_family(format!(
+                    "column family '{}' in table '{table}' already exists so cannot be added",
+                    family.name
+                )));
+            }
+            if method == "ModifyColumn" && !exists {
+                return Err(invalid_family(format!(
+                    "column family '{}' does not exist in table '{table}'",
+                    family.name
+                )));
+            }
+            let proc_id = procs.run(|| Ok(rs.alter_table(&table, vec![family], &[])?));
+            let reply = hbase::AddColumnResponse {
+                proc_id: Some(proc_id),
+            };
+            Ok(HReply::message(&reply))
+        }
+        "DeleteColumn" => {
+            let req: hbase::DeleteColumnRequest = decode("DeleteColumnRequest", &param)?;
+            let table = table_of(&req.table_name, "DeleteColumnRequest")?;
+            let family = String::from_utf8_lossy(&req.column_name).into_owned();
+            let current = current_schema(svc, &table)?;
+            if current.family(&req.column_name).is_none() {
+                return Err(invalid_family(format!(
+                    "family '{}' does not exist in table '{table}', so it cannot be deleted",
+                    show(&req.column_name)
+                )));
+            }
+            if current.families.len() == 1 {
+                return Err(invalid_family(format!(
+                    "family '{family}' is the only column family of table '{table}', so it cannot be deleted"
+                )));
+            }
+            let proc_id = procs.run(|| Ok(rs.alter_table(&table, Vec::new(), &[family])?));
+            Ok(HReply::message(&hbase::DeleteColumnResponse {
+                proc_id: Some(proc_id),
+            }))
+        }
+        "FlushTable" => {
+            let req: hbase::FlushTableRequest = decode("FlushTableRequest", &param)?;
+            let table = table_of(&req.table_name, "FlushTableRequest")?;
+            // Cellar flushes whole regions: a family list flushes them all, which is a superset.
+            let proc_id = procs.run(|| Ok(rs.flush_table(&table)?));
+            Ok(HReply::message(&hbase::FlushTableResponse {
+                proc_id: Some(proc_id),
+            }))
+        }
+        "getProcedureResult" => {
+            let req: hbase::GetProcedureResultRequest =
+                decode("GetProcedureResultRequest", &param)?;
+            Ok(HReply::message(&procedure_result(svc, req.proc_id)))
+        }
+        "GetTableDescriptors" => {
+            let req: hbase::GetTableDescriptorsRequest =
+                decode("GetTableDescriptorsRequest", &param)?;
+            let schemas = if req.table_names.is_empty() {
+                let pick = Selection::new(
+                    req.regex.as_deref(),
+                    req.namespace.as_deref(),
+                    req.include_sys_tables(),
+                )?;
+                user_tables(svc)
+                    .into_iter()
+                    .filter(|(n, _)| pick.matches(n))
+                    .map(|(_, s)| s)
+                    .collect()
+            } else {
+                // Tables that do not exist are left out; the client reports them.
+                let mut v = Vec::new();
+                for t in &req.table_names {
+                    let name = names::table_from_pb(t)?;
+                    if let Some(route) = visible_table(svc, &name) {
+                        v.push((*route.schema).clone());
+                    }
+                }
+                v
+            };
+            Ok(HReply::message(&hbase::GetTableDescriptorsResponse {
+                table_schema: schemas.iter().map(schema::table_to_pb).collect(),
+            }))
+        }
+        "GetTableNames" => {
+            let req: hbase::GetTableNamesRequest = decode("GetTableNamesRequest", &param)?;
+            let pick = Selection::new(
+                req.regex.as_deref(),
+                req.namespace.as_deref(),
+                req.include_sys_tables(),
+            )?;
+            Ok(HReply::message(&hbase::GetTableNamesResponse {
+                table_names: user_tables(svc)
+                    .into_iter()
+                    .filter(|(n, _)| pick.matches(n))
+                    .map(|(n, _)| names::table_to_pb(&n))
+                    .collect(),
+            }))
+        }
+        "GetTableState" => {
+            let req: hbase::GetTableStateRequest = decode("GetTableStateRequest", &param)?;
+            let table = table_of(&req.table_name, "GetTableStateRequest")?;
+            let state = if table == META_TABLE {
+                TableState::Enabled
+            } else {
+                visible_table(svc, &table)
+                    .ok_or_else(|| table_not_found(&table))?
+                    .state
+            };
+            Ok(HReply::message(&hbase::GetTableStateResponse {
+                table_state: meta_view::table_state_pb(state),
+            }))
+        }
+        "ListTableDescriptorsByNamespace" | "ListTableNamesByNamespace" => {
+            let ns = if method == "ListTableNamesByNamespace" {
+                decode::<hbase::ListTableNamesByNamespaceRequest>(method, &param)?.namespace_name
+            } else {
+                decode::<hbase::ListTableDescriptorsByNamespaceRequest>(method, &param)?
+                    .namespace_name
+            };
+            if !namespaces(svc).contains(&ns) {
+                return Err(namespace_not_found(&ns));
+            }
+            let tables: Vec<_> = user_tables(svc)
+                .into_iter()
+                .filter(|(n, _)| catalog_names::split(n).0 == ns)
+                .collect();
+            if method == "ListTableNamesByNamespace" {
+                Ok(HReply::message(&hbase::ListTableNamesByNamespaceResponse {
+                    table_name: tables.iter().map(|(n, _)| names::table_to_pb(n)).collect(),
+                }))
+            } else {
+                Ok(HReply::message(
+                    &hbase::ListTableDescriptorsByNamespaceResponse {
+                        table_schema: tables.iter().map(|(_, s)| schema::table_to_pb(s)).collect(),
+                    },
+                ))
+            }
+        }
+        "ListNamespaceDescriptors" => {
+            decode::<hbase::ListNamespaceDescriptorsRequest>(method, &param)?;
+            Ok(HReply::message(&hbase::ListNamespaceDescriptorsResponse {
+                namespace_descriptor: namespaces(svc).iter().map(|n| ns_descriptor(n)).collect(),
+            }))
+        }
+        "ListNamespaces" => {
+            decode::<hbase::ListNamespacesRequest>(method, &param)?;
+            Ok(HReply::message(&hbase::ListNamespacesResponse {
+                namespace_name: namespaces(svc).into_iter().collect(),
+            }))
+        }
+        "GetNamespaceDescriptor" => {
+            let req: hbase::GetNamespaceDescriptorRequest = decode(method, &param)?;
+            if !namespaces(svc).contains(&req.namespace_name) {
+                return Err(namespace_not_found(&req.namespace_name));
+            }
+            Ok(HReply::message(&hbase::GetNamespaceDescriptorResponse {
+                namespace_descriptor: ns_descriptor(&req.namespace_name),
+            }))
+        }
+        _ => Err(HbaseError::unknown_method("MasterService", method)),
+    }
+}
+
+/// What `getProcedureResult` answers for `proc_id`.
+fn procedure_result(svc: &HbaseService, proc_id: u64) -> hbase::GetProcedureResultResponse {
+    let Some(o) = svc.procedures.get(proc_id) else {
+        return hbase::GetProcedureResultResponse {
+            state: ProcState::NotFound as i32,
+            ..Default::default()
+        };
+    };
+    hbase::GetProcedureResultResponse {
+        state: ProcState::Finished as i32,
+        submitted_time: Some(o.submitted_ms),
+        last_update: Some(o.finished_ms),
+        result: None,
+        exception: o.error.map(|e| foreign_exception(svc, &e)),
+    }
+}
+
+/// A failed procedure's exception as the client rebuilds it (class by name, message).
+pub(crate) fn foreign_exception(
+    svc: &HbaseService,
+    e: &HbaseError,
+) -> hbase::ForeignExceptionMessage {
+    hbase::ForeignExceptionMessage {
+        source: Some(meta_view::server_name_string(svc)),
+        generic_exception: Some(hbase::GenericExceptionMessage {
+            class_name: Some(e.class.to_string()),
+            message: Some(e.message.clone()),
+            error_info: None,
+            trace: Vec::new(),
+        }),
+    }
+}
+
+fn invalid_family(message: String) -> HbaseError {
+    HbaseError::new(INVALID_FAMILY_OPERATION, message, true)
+}
+
+fn table_not_found(table: &str) -> HbaseError {
+    HbaseError::new(super::exceptions::TABLE_NOT_FOUND, table.to_string(), true)
+}
+
+fn namespace_not_found(ns: &str) -> HbaseError {
+    HbaseError::new(super::exceptions::NAMESPACE_NOT_FOUND, ns.to_string(), true)
+}
+
+/// A user table's route (system tables, Cellar's meta among them, are not shown).
+fn visible_table(svc: &HbaseService, table: &str) -> Option<crate::router::TableRoute> {
+    if catalog_names::is_system(table) {
+        return None;
+    }
+    svc.rs.router.table(table)
+}
+
+fn current_schema(svc: &HbaseService, table: &str) -> Result<TableSchema, HbaseError> {
+    visible_table(svc, table)
+        .map(|r| (*r.schema).clone())
+        .ok_or_else(|| table_not_found(table))
+}
+
+/// User tables and their schemas, by name.
+fn user_tables(svc: &HbaseService) -> Vec<(String, TableSchema)> {
+    svc.rs
+        .router
+        .tables()
+        .into_iter()
+        .filter(|(n, _)| !catalog_names::is_system(n))
+        .map(|(n, r)| (n, (*r.schema).clone()))
+        .collect()
+}
+
+/// `default`, `hbase` and every namespace a table lives in (Cellar has no namespace records).
+fn namespaces(svc: &HbaseService) -> BTreeSet<String> {
+    let mut set: BTreeSet<String> = [
+        catalog_names::DEFAULT_NAMESPACE,
+        catalog_names::SYSTEM_NAMESPACE,
+    ]
+    .into_iter()
+    .map(String::from)
+    .collect();
+    for (n, _) in user_tables(svc) {
+        set.insert(catalog_names::split(&n).0.to_string());
+    }
+    set
+}
+
+fn ns_descriptor(name: &str) -> hbase::NamespaceDescriptor {
+    hbase::NamespaceDescriptor {
+        name: Bytes::copy_from_slice(name.as_bytes()),
+        configuration: Vec::new(),
+    }
+}
+
+/// Which tables a list call wants: HBase matches the regex against the whole name, and for
+/// tables of the default namespace also against `default:<name>`.
+struct Selection {
+    regex: Option<regex::Regex>,
+    namespace: Option<String>,
+}
+
+impl Selection {
+    fn new(
+        regex: Option<&str>,
+        namespace: Option<&str>,
+        _sys: bool,
+    ) -> Result<Selection, HbaseError> {
+        let regex = regex
+            .filter(|r| !r.is_empty())
+            .map(|r| {
+                regex::Regex::new(&format!("^(?:{r})$")).map_err(|e| {
+                    HbaseError::do_not_retry(format!("invalid table name pattern '{r}': {e}"))
+                })
+            })
+            .transpose()?;
+        Ok(Selection {
+            regex,
+            namespace: namespace.filter(|n| !n.is_empty()).map(String::from),
+        })
+    }
+
+    fn matches(&self, table: &str) -> bool {
+        let (ns, _) = catalog_names::split(table);
+        if self.namespace.as_deref().is_some_and(|want| want != ns) {
+            return false;
+        }
+        match &self.regex {
+            None => true,
+            Some(re) => {
+                re.is_match(table)
+                    || (ns == catalog_names::DEFAULT_NAMESPACE
+                        && re.is_match(&format!("default:{table}")))
+            }
+        }
+    }
+}
+
+/// HBase's truncate: the table must be disabled; afterwards it is enabled and empty, with its
+/// old region boundaries when `preserve_splits`.
+fn truncate(svc: &HbaseService, table: &str, preserve_splits: bool) -> Result<(), HbaseError> {
+    let route = visible_table(svc, table).ok_or_else(|| table_not_found(table))?;
+    if route.state != TableState::Disabled {
+        return Err(HbaseError::from(
+            crate::region_server::ServerError::TableNotDisabled(table.to_string()),
+        ));
+    }
+    let splits: Vec<Bytes> = route
+        .regions
+        .keys()
+        .filter(|k| !k.is_empty())
+        .cloned()
+        .collect();
+    if !preserve_splits || splits.is_empty() {
+        return Ok(svc.rs.truncate_table(table)?);
+    }
+    // Cellar's truncate makes one region: with splits to keep, the table is made again.
+    svc.rs.delete_table(table)?;
+    Ok(svc.rs.create_table((*route.schema).clone(), &splits)?)
+}
+
+/// Makes `table`'s families those of `wanted`: changed or new ones put, missing ones removed.
+fn modify(svc: &HbaseService, table: &str, wanted: TableSchema) -> Result<(), HbaseError> {
+    let current = current_schema(svc, table)?;
+    let put: Vec<_> = wanted
+        .families
+        .iter()
+        .filter(|f| current.family(f.name.as_bytes()) != Some(*f))
+        .cloned()
+        .collect();
+    let delete: Vec<String> = current
+        .families
+        .iter()
+        .filter(|f| wanted.family(f.name.as_bytes()).is_none())
+        .map(|f| f.name.clone())
+        .collect();
+    if put.is_empty() && delete.is_empty() {
+        return Ok(());
+    }
+    Ok(svc.rs.alter_table(table, put, &delete)?)
 }

@@ -1,0 +1,355 @@
+//! MasterService driven with encoded requests, as the Java client's admin sends them.
+
+use super::test_support::{create, table_schema, Fixture};
+use crate::hbase::exceptions::{
+    TABLE_EXISTS, TABLE_NOT_DISABLED, TABLE_NOT_ENABLED, TABLE_NOT_FOUND,
+};
+use crate::hbase::meta_view::{self, MetaScan};
+use crate::hbase::names::table_to_pb;
+use bytes::Bytes;
+use cellar_proto::hbase;
+use cellar_proto::hbase::get_procedure_result_response::State;
+
+const FINISHED: i32 = State::Finished as i32;
+
+fn region_starts(f: &Fixture, table: &str) -> Vec<Bytes> {
+    let scan = MetaScan {
+        start: Bytes::from(format!("{table},,")),
+        include_start: true,
+        stop: Bytes::from(format!("{table} ,,")),
+        families: vec![Bytes::from_static(b"info")],
+        ..Default::default()
+    };
+    meta_view::scan(&f.svc, &scan)
+        .expect("meta scan")
+        .iter()
+        .map(|cells| {
+            let v = &cells
+                .iter()
+                .find(|c| &c.qualifier[..] == b"regioninfo")
+                .expect("regioninfo")
+                .value;
+            let ri: hbase::RegionInfo = prost::Message::decode(&v[4..]).expect("decodes");
+            ri.start_key.unwrap_or_default()
+        })
+        .collect()
+}
+
+fn table_req(name: &str) -> hbase::TableName {
+    table_to_pb(name)
+}
+
+fn disable(f: &Fixture, name: &str) -> (i32, Option<String>) {
+    let r: hbase::DisableTableResponse = f.master(
+        "DisableTable",
+        &hbase::DisableTableRequest {
+            table_name: table_req(name),
+            nonce_group: None,
+            nonce: None,
+        },
+    );
+    f.procedure(r.proc_id)
+}
+
+fn enable(f: &Fixture, name: &str) -> (i32, Option<String>) {
+    let r: hbase::EnableTableResponse = f.master(
+        "EnableTable",
+        &hbase::EnableTableRequest {
+            table_name: table_req(name),
+            nonce_group: None,
+            nonce: None,
+        },
+    );
+    f.procedure(r.proc_id)
+}
+
+fn truncate(f: &Fixture, name: &str, preserve: bool) -> (i32, Option<String>) {
+    let r: hbase::TruncateTableResponse = f.master(
+        "truncateTable",
+        &hbase::TruncateTableRequest {
+            table_name: table_req(name),
+            preserve_splits: Some(preserve),
+            nonce_group: None,
+            nonce: None,
+        },
+    );
+    f.procedure(r.proc_id)
+}
+
+fn delete_req(name: &str) -> hbase::DeleteTableRequest {
+    hbase::DeleteTableRequest {
+        table_name: table_req(name),
+        nonce_group: None,
+        nonce: None,
+    }
+}
+
+#[test]
+fn master_is_running() {
+    let f = Fixture::new();
+    let r: hbase::IsMasterRunningResponse =
+        f.master("IsMasterRunning", &hbase::IsMasterRunningRequest {});
+    assert!(r.is_master_running);
+    let e = f
+        .call(
+            "MasterService",
+            "NoSuchMethod",
+            &hbase::IsMasterRunningRequest {},
+        )
+        .expect_err("unknown method");
+    assert!(e.do_not_retry && e.message.contains("NoSuchMethod"), "{e}");
+}
+
+#[test]
+fn create_with_splits_then_the_full_lifecycle() {
+    let f = Fixture::new();
+    let proc_id = create(&f, "t", &[b"c", b"m", b"x"]).expect("create");
+    assert_eq!(f.procedure(proc_id), (FINISHED, None));
+    assert_eq!(
+        region_starts(&f, "t"),
+        vec![
+            Bytes::new(),
+            Bytes::from("c"),
+            Bytes::from("m"),
+            Bytes::from("x")
+        ]
+    );
+    // Creating it again fails at submit time, as HBase's master does.
+    let e = create(&f, "t", &[]).expect_err("exists");
+    assert_eq!(e.class, TABLE_EXISTS);
+    assert!(e.message.contains("'t'"), "{}", e.message);
+    // Bad split keys are refused with the key named.
+    let e = create(&f, "u", &[b"m", b"c"]).expect_err("unsorted");
+    assert!(
+        e.do_not_retry && e.message.contains("split key 1"),
+        "{}",
+        e.message
+    );
+    // Enable of an enabled table and truncate of an enabled table fail in the procedure.
+    assert_eq!(enable(&f, "t"), (FINISHED, Some(TABLE_NOT_DISABLED.into())));
+    assert_eq!(
+        truncate(&f, "t", true),
+        (FINISHED, Some(TABLE_NOT_DISABLED.into()))
+    );
+    // Deleting an enabled table fails at submit time.
+    let e = f
+        .call("MasterService", "DeleteTable", &delete_req("t"))
+        .expect_err("enabled");
+    assert_eq!(e.class, TABLE_NOT_DISABLED);
+    assert_eq!(disable(&f, "t"), (FINISHED, None));
+    assert_eq!(disable(&f, "t"), (FINISHED, Some(TABLE_NOT_ENABLED.into())));
+    assert_eq!(
+        disable(&f, "nosuch"),
+        (FINISHED, Some(TABLE_NOT_FOUND.into()))
+    );
+    // Truncate keeping the splits: enabled again, same boundaries, new regions.
+    assert_eq!(truncate(&f, "t", true), (FINISHED, None));
+    assert_eq!(
+        region_starts(&f, "t"),
+        vec![
+            Bytes::new(),
+            Bytes::from("c"),
+            Bytes::from("m"),
+            Bytes::from("x")
+        ]
+    );
+    assert_eq!(
+        f.svc.rs.router.table("t").expect("t").state,
+        crate::router::TableState::Enabled
+    );
+    assert_eq!(disable(&f, "t"), (FINISHED, None));
+    assert_eq!(truncate(&f, "t", false), (FINISHED, None));
+    assert_eq!(region_starts(&f, "t"), vec![Bytes::new()]);
+    assert_eq!(disable(&f, "t"), (FINISHED, None));
+    assert_eq!(enable(&f, "t"), (FINISHED, None));
+    assert_eq!(disable(&f, "t"), (FINISHED, None));
+    let r: hbase::DeleteTableResponse = f.master("DeleteTable", &delete_req("t"));
+    assert_eq!(f.procedure(r.proc_id), (FINISHED, None));
+    assert!(region_starts(&f, "t").is_empty());
+    let e = f
+        .call("MasterService", "DeleteTable", &delete_req("t"))
+        .expect_err("gone");
+    assert_eq!(e.class, TABLE_NOT_FOUND);
+    // An unknown procedure is NOT_FOUND (the client then checks the outcome itself).
+    assert_eq!(f.procedure(Some(987_654)), (State::NotFound as i32, None));
+}
+
+#[test]
+fn descriptors_round_trip_and_list() {
+    let f = Fixture::new();
+    let mut schema = table_schema("t", &["cf", "hot"]);
+    let attr = |k: &str, v: &str| hbase::BytesBytesPair {
+        first: Bytes::copy_from_slice(k.as_bytes()),
+        second: Bytes::copy_from_slice(v.as_bytes()),
+    };
+    schema.column_families[1].attributes = vec![
+        attr("VERSIONS", "4"),
+        attr("TTL", "3600"),
+        attr("BLOOMFILTER", "ROWCOL"),
+    ];
+    let r: hbase::CreateTableResponse = f.master(
+        "CreateTable",
+        &hbase::CreateTableRequest {
+            table_schema: schema,
+            split_keys: Vec::new(),
+            nonce_group: None,
+            nonce: None,
+        },
+    );
+    assert_eq!(f.procedure(r.proc_id), (FINISHED, None));
+    create(&f, "ns1:other", &[]).expect("create ns1:other");
+    let d: hbase::GetTableDescriptorsResponse = f.master(
+        "GetTableDescriptors",
+        &hbase::GetTableDescriptorsRequest {
+            table_names: vec![table_req("t"), table_req("missing")],
+            ..Default::default()
+        },
+    );
+    assert_eq!(d.table_schema.len(), 1, "missing tables are left out");
+    let hot = &d.table_schema[0].column_families[1];
+    let get = |k: &str| {
+        hot.attributes
+            .iter()
+            .find(|a| &a.first[..] == k.as_bytes())
+            .map(|a| String::from_utf8_lossy(&a.second).into_owned())
+    };
+    assert_eq!(&hot.name[..], b"hot");
+    assert_eq!(get("VERSIONS").as_deref(), Some("4"));
+    assert_eq!(get("TTL").as_deref(), Some("3600"));
+    assert_eq!(get("BLOOMFILTER").as_deref(), Some("ROWCOL"));
+    let names = |req: hbase::GetTableNamesRequest| {
+        let r: hbase::GetTableNamesResponse = f.master("GetTableNames", &req);
+        r.table_names
+            .iter()
+            .map(|t| crate::hbase::names::table_from_pb(t).expect("name"))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(Default::default()), vec!["ns1:other", "t"]);
+    assert_eq!(
+        names(hbase::GetTableNamesRequest {
+            regex: Some("default:.*".into()),
+            ..Default::default()
+        }),
+        vec!["t"]
+    );
+    assert_eq!(
+        names(hbase::GetTableNamesRequest {
+            namespace: Some("ns1".into()),
+            ..Default::default()
+        }),
+        vec!["ns1:other"]
+    );
+    let e = f
+        .call(
+            "MasterService",
+            "GetTableNames",
+            &hbase::GetTableNamesRequest {
+                regex: Some("(".into()),
+                ..Default::default()
+            },
+        )
+        .expect_err("bad regex");
+    assert!(e.message.contains("'('"), "{}", e.message);
+    let ns: hbase::ListNamespaceDescriptorsResponse = f.master(
+        "ListNamespaceDescriptors",
+        &hbase::ListNamespaceDescriptorsRequest {},
+    );
+    let ns: Vec<_> = ns
+        .namespace_descriptor
+        .iter()
+        .map(|d| d.name.clone())
+        .collect();
+    assert_eq!(
+        ns,
+        vec![
+            Bytes::from("default"),
+            Bytes::from("hbase"),
+            Bytes::from("ns1")
+        ]
+    );
+    let st: hbase::GetTableStateResponse = f.master(
+        "GetTableState",
+        &hbase::GetTableStateRequest {
+            table_name: table_req("t"),
+        },
+    );
+    assert_eq!(
+        st.table_state.state,
+        hbase::table_state::State::Enabled as i32
+    );
+}
+
+#[test]
+fn families_change_through_modify_and_column_calls() {
+    let f = Fixture::new();
+    create(&f, "t", &[]).expect("create");
+    let fam = |name: &str, versions: &str| hbase::ColumnFamilySchema {
+        name: Bytes::copy_from_slice(name.as_bytes()),
+        attributes: vec![hbase::BytesBytesPair {
+            first: Bytes::from_static(b"VERSIONS"),
+            second: Bytes::copy_from_slice(versions.as_bytes()),
+        }],
+        configuration: Vec::new(),
+    };
+    let add = |f: &Fixture, family| {
+        f.call(
+            "MasterService",
+            "AddColumn",
+            &hbase::AddColumnRequest {
+                table_name: table_req("t"),
+                column_families: family,
+                nonce_group: None,
+                nonce: None,
+            },
+        )
+    };
+    let r: hbase::AddColumnResponse =
+        prost::Message::decode(add(&f, fam("x", "3")).expect("add x").param).expect("decodes");
+    assert_eq!(f.procedure(r.proc_id), (FINISHED, None));
+    let e = add(&f, fam("x", "3")).expect_err("exists");
+    assert_eq!(e.class, super::INVALID_FAMILY_OPERATION);
+    let schema = |f: &Fixture| (*f.svc.rs.router.table("t").expect("t").schema).clone();
+    assert_eq!(schema(&f).family(b"x").expect("x").max_versions, 3);
+    let _: hbase::ModifyColumnResponse = f.master(
+        "ModifyColumn",
+        &hbase::ModifyColumnRequest {
+            table_name: table_req("t"),
+            column_families: fam("x", "7"),
+            nonce_group: None,
+            nonce: None,
+        },
+    );
+    assert_eq!(schema(&f).family(b"x").expect("x").max_versions, 7);
+    // ModifyTable to exactly {cf, y}: x goes, y comes.
+    let _: hbase::ModifyTableResponse = f.master(
+        "ModifyTable",
+        &hbase::ModifyTableRequest {
+            table_name: table_req("t"),
+            table_schema: table_schema("t", &["cf", "y"]),
+            nonce_group: None,
+            nonce: None,
+            reopen_regions: None,
+        },
+    );
+    let names: Vec<_> = schema(&f).families.iter().map(|f| f.name.clone()).collect();
+    assert_eq!(names, vec!["cf", "y"]);
+    let del = |f: &Fixture, name: &'static [u8]| {
+        f.call(
+            "MasterService",
+            "DeleteColumn",
+            &hbase::DeleteColumnRequest {
+                table_name: table_req("t"),
+                column_name: Bytes::from_static(name),
+                nonce_group: None,
+                nonce: None,
+            },
+        )
+    };
+    del(&f, b"y").expect("delete y");
+    assert_eq!(
+        del(&f, b"y").expect_err("gone").class,
+        super::INVALID_FAMILY_OPERATION
+    );
+    let e = del(&f, b"cf").expect_err("last family");
+    assert!(e.message.contains("only column family"), "{}", e.message);
+}
