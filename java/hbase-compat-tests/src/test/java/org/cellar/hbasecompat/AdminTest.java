@@ -1,0 +1,201 @@
+package org.cellar.hbasecompat;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Set;
+import java.util.TreeSet;
+import org.apache.hadoop.hbase.HConstants;
+import org.apache.hadoop.hbase.HRegionLocation;
+import org.apache.hadoop.hbase.TableExistsException;
+import org.apache.hadoop.hbase.TableName;
+import org.apache.hadoop.hbase.TableNotDisabledException;
+import org.apache.hadoop.hbase.TableNotEnabledException;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
+import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
+import org.apache.hadoop.hbase.client.Get;
+import org.apache.hadoop.hbase.client.Put;
+import org.apache.hadoop.hbase.client.RegionInfo;
+import org.apache.hadoop.hbase.client.RegionLocator;
+import org.apache.hadoop.hbase.client.Scan;
+import org.apache.hadoop.hbase.client.TableDescriptor;
+import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
+import org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException;
+import org.apache.hadoop.hbase.util.Bytes;
+import org.junit.jupiter.api.Test;
+
+/** Table life cycle and schema: what `Admin` and `RegionLocator` report and change. */
+class AdminTest extends CompatTest {
+
+  @Test
+  void createWithFamiliesAndOptionsRoundTripsTheDescriptor() throws Exception {
+    ColumnFamilyDescriptor a =
+        ColumnFamilyDescriptorBuilder.newBuilder(b("a")).setMaxVersions(5).setTimeToLive(3600).build();
+    ColumnFamilyDescriptor bFam = ColumnFamilyDescriptorBuilder.of("b");
+    ColumnFamilyDescriptor c =
+        ColumnFamilyDescriptorBuilder.newBuilder(b("c")).setMaxVersions(2).build();
+    try (TempTable t = TempTable.create(connection, admin, "admin_desc", null, a, bFam, c)) {
+      assertTrue(admin.tableExists(t.name()));
+      assertTrue(Arrays.asList(admin.listTableNames()).contains(t.name()),
+          "listTableNames() lists the new table");
+
+      TableDescriptor desc = admin.getDescriptor(t.name());
+      assertEquals(t.name(), desc.getTableName());
+      Set<String> names = new TreeSet<>();
+      for (ColumnFamilyDescriptor f : desc.getColumnFamilies()) {
+        names.add(f.getNameAsString());
+      }
+      assertEquals(Set.of("a", "b", "c"), names);
+      assertEquals(5, desc.getColumnFamily(b("a")).getMaxVersions());
+      assertEquals(3600, desc.getColumnFamily(b("a")).getTimeToLive());
+      assertEquals(1, desc.getColumnFamily(b("b")).getMaxVersions(), "default VERSIONS is 1");
+      assertEquals(HConstants.FOREVER, desc.getColumnFamily(b("b")).getTimeToLive(),
+          "default TTL is FOREVER");
+      assertEquals(2, desc.getColumnFamily(b("c")).getMaxVersions());
+    }
+  }
+
+  @Test
+  void createExistingTableFailsWithTableExistsException() throws Exception {
+    try (TempTable t = TempTable.create(connection, admin, "admin_exists", "f")) {
+      TableDescriptor again = TableDescriptorBuilder.newBuilder(t.name())
+          .setColumnFamily(ColumnFamilyDescriptorBuilder.of("f")).build();
+      assertThrows(TableExistsException.class, () -> admin.createTable(again));
+    }
+  }
+
+  @Test
+  void disableAndEnableKeepTheData() throws Exception {
+    try (TempTable t = TempTable.create(connection, admin, "admin_disable", "f")) {
+      t.table().put(new Put(b("r1")).addColumn(b("f"), b("q"), b("v1")));
+      assertTrue(admin.isTableEnabled(t.name()));
+      assertFalse(admin.isTableDisabled(t.name()));
+
+      admin.disableTable(t.name());
+      assertTrue(admin.isTableDisabled(t.name()));
+      assertFalse(admin.isTableEnabled(t.name()));
+      assertTrue(admin.tableExists(t.name()), "a disabled table still exists");
+      assertThrows(TableNotEnabledException.class, () -> t.table().get(new Get(b("r1"))));
+      assertThrows(TableNotEnabledException.class, () -> admin.disableTable(t.name()));
+
+      admin.enableTable(t.name());
+      assertTrue(admin.isTableEnabled(t.name()));
+      assertEquals("v1", s(t.table().get(new Get(b("r1"))).getValue(b("f"), b("q"))));
+    }
+  }
+
+  @Test
+  void dropRemovesTheTableAndNeedsItDisabled() throws Exception {
+    TempTable t = TempTable.create(connection, admin, "admin_drop", "f");
+    try {
+      TableName name = t.name();
+      t.table().put(new Put(b("r1")).addColumn(b("f"), b("q"), b("v1")));
+      assertThrows(TableNotDisabledException.class, () -> admin.deleteTable(name));
+      admin.disableTable(name);
+      admin.deleteTable(name);
+      assertFalse(admin.tableExists(name));
+      assertFalse(Arrays.asList(admin.listTableNames()).contains(name));
+    } finally {
+      t.close();
+    }
+  }
+
+  @Test
+  void preSplitTableHasOneRegionPerRangeWithMatchingKeys() throws Exception {
+    byte[][] splits = {b("g"), b("n"), b("t")};
+    try (TempTable t = TempTable.createSplit(connection, admin, "admin_presplit", splits, "f")) {
+      List<RegionInfo> regions = new ArrayList<>(admin.getRegions(t.name()));
+      regions.sort((x, y) -> Bytes.compareTo(x.getStartKey(), y.getStartKey()));
+      assertEquals(4, regions.size(), "splits + 1 regions");
+      List<String> starts = new ArrayList<>();
+      for (RegionInfo r : regions) {
+        assertEquals(t.name(), r.getTable());
+        starts.add(s(r.getStartKey()));
+      }
+      assertEquals(List.of("", "g", "n", "t"), starts);
+
+      try (RegionLocator locator = connection.getRegionLocator(t.name())) {
+        List<HRegionLocation> locations = locator.getAllRegionLocations();
+        assertEquals(4, locations.size());
+        locations.sort((x, y) -> Bytes.compareTo(x.getRegion().getStartKey(), y.getRegion().getStartKey()));
+        byte[][] bounds = {HConstants.EMPTY_START_ROW, b("g"), b("n"), b("t"), HConstants.EMPTY_END_ROW};
+        for (int i = 0; i < locations.size(); i++) {
+          HRegionLocation loc = locations.get(i);
+          assertNotNull(loc.getServerName(), "every region is hosted somewhere");
+          assertArrayEquals(bounds[i], loc.getRegion().getStartKey(), "start key of region " + i);
+          assertArrayEquals(bounds[i + 1], loc.getRegion().getEndKey(), "end key of region " + i);
+        }
+        assertArrayEquals(b("n"), locator.getRegionLocation(b("p")).getRegion().getStartKey(),
+            "row p lives in the region starting at n");
+      }
+      // Rows land in their regions and read back across all of them in order.
+      for (String row : List.of("a", "h", "o", "z")) {
+        t.table().put(new Put(b(row)).addColumn(b("f"), b("q"), b(row)));
+      }
+      assertEquals(List.of("a", "h", "o", "z"), rows(t.table(), new Scan()));
+    }
+  }
+
+  @Test
+  void truncatePreservingSplitsEmptiesTheTableAndKeepsRegions() throws Exception {
+    byte[][] splits = {b("m")};
+    try (TempTable t = TempTable.createSplit(connection, admin, "admin_truncate", splits, "f")) {
+      for (String row : List.of("a", "b", "x", "y")) {
+        t.table().put(new Put(b(row)).addColumn(b("f"), b("q"), b(row)));
+      }
+      assertEquals(4, rows(t.table(), new Scan()).size());
+      admin.disableTable(t.name());
+      admin.truncateTable(t.name(), true);
+      assertTrue(admin.isTableEnabled(t.name()), "truncate leaves the table enabled");
+      assertEquals(List.of(), rows(t.table(), new Scan()));
+      List<String> starts = new ArrayList<>();
+      for (RegionInfo r : admin.getRegions(t.name())) {
+        starts.add(s(r.getStartKey()));
+      }
+      starts.sort(null);
+      assertEquals(List.of("", "m"), starts);
+      assertEquals(1, admin.getDescriptor(t.name()).getColumnFamilyCount());
+      t.table().put(new Put(b("c")).addColumn(b("f"), b("q"), b("after")));
+      assertEquals("after", s(t.table().get(new Get(b("c"))).getValue(b("f"), b("q"))));
+    }
+  }
+
+  @Test
+  void addModifyAndDeleteColumnFamilies() throws Exception {
+    try (TempTable t = TempTable.create(connection, admin, "admin_families", "a", "b")) {
+      t.table().put(new Put(b("r")).addColumn(b("a"), b("q"), b("va")).addColumn(b("b"), b("q"), b("vb")));
+
+      admin.addColumnFamily(t.name(),
+          ColumnFamilyDescriptorBuilder.newBuilder(b("c")).setMaxVersions(3).build());
+      TableDescriptor desc = admin.getDescriptor(t.name());
+      assertEquals(3, desc.getColumnFamilyCount());
+      assertEquals(3, desc.getColumnFamily(b("c")).getMaxVersions());
+      t.table().put(new Put(b("r")).addColumn(b("c"), b("q"), b("vc")));
+      assertEquals("vc", s(t.table().get(new Get(b("r"))).getValue(b("c"), b("q"))));
+
+      admin.modifyColumnFamily(t.name(),
+          ColumnFamilyDescriptorBuilder.newBuilder(b("a")).setMaxVersions(4).setTimeToLive(7200).build());
+      ColumnFamilyDescriptor a = admin.getDescriptor(t.name()).getColumnFamily(b("a"));
+      assertEquals(4, a.getMaxVersions());
+      assertEquals(7200, a.getTimeToLive());
+      assertEquals("va", s(t.table().get(new Get(b("r"))).getValue(b("a"), b("q"))),
+          "modifying a family keeps its data");
+
+      admin.deleteColumnFamily(t.name(), b("b"));
+      desc = admin.getDescriptor(t.name());
+      assertNull(desc.getColumnFamily(b("b")));
+      assertEquals(2, desc.getColumnFamilyCount());
+      assertEquals(List.of("a:q=va", "c:q=vc"), cells(t.table().get(new Get(b("r")))));
+      assertThrows(NoSuchColumnFamilyException.class,
+          () -> t.table().put(new Put(b("r")).addColumn(b("b"), b("q"), b("again"))));
+    }
+  }
+}

@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# The HBase compatibility check: starts a `cellar standalone` with its HBase front end (or, with
+# --against-hbase, a real Apache HBase 2.6.4 to validate the tests themselves), runs the JUnit
+# suite in java/hbase-compat-tests through the unmodified hbase-client, then the real YCSB core
+# with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
+#   hbase-compat: N tests passed, M failed; ycsb: ok|failed|skipped
+# and exits non-zero on any failure. See docs/hbase-compat-tests.md.
+#
+# Usage: scripts/hbase-compat.sh [--cellar BIN] [--build] [--against-hbase] [--skip-ycsb]
+#          [--records N] [--work DIR]
+set -uo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cellar_bin="${CARGO_TARGET_DIR:-$repo/target}/release/cellar"
+build=0
+against_hbase=0
+with_ycsb=1
+records=2000
+work=""
+
+die() { echo "hbase-compat: $*" >&2; echo "hbase-compat: 0 tests passed, 1 failed; ycsb: failed"; exit 1; }
+need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --cellar) need_value "$@"; cellar_bin="$2"; shift 2 ;;
+    --build) build=1; shift ;;
+    --against-hbase) against_hbase=1; shift ;;
+    --skip-ycsb) with_ycsb=0; shift ;;
+    --records) need_value "$@"; records="$2"; shift 2 ;;
+    --work) need_value "$@"; work="$2"; shift 2 ;;
+    -h|--help) sed -n '2,10p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+[[ "$records" =~ ^[1-9][0-9]*$ ]] || die "--records: '$records' is not a positive count"
+command -v java >/dev/null 2>&1 || die "java (17+) is not installed"
+command -v mvn >/dev/null 2>&1 || die "mvn (Maven 3) is not installed"
+
+work="${work:-$(mktemp -d -t cellar-hbase-compat.XXXXXX)}"
+mkdir -p "$work"
+echo "work dir: $work" >&2
+
+# --- the server under test, stopped by PID on every exit ------------------------------------
+server_pid=""
+cleanup() {
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL "$server_pid" 2>/dev/null || true
+  fi
+  if (( against_hbase )); then
+    "$repo/scripts/hbase/stop.sh" "$work/hbase" >&2 || true
+  fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+if (( against_hbase )); then
+  "$repo/scripts/hbase/start.sh" "$work/hbase" >&2 || die "starting Apache HBase failed (scripts/hbase/start.sh)"
+  addr="127.0.0.1:16020"
+  autosplit=false
+else
+  if (( build )) || [[ ! -x "$cellar_bin" ]]; then
+    echo "building the release CLI (cargo build --release -p cellar-cli)..." >&2
+    (cd "$repo" && cargo build --release -p cellar-cli) >&2 || die "cargo build --release -p cellar-cli failed"
+  fi
+  [[ -x "$cellar_bin" ]] || die "no Cellar binary at $cellar_bin (--cellar BIN or --build)"
+  # A small split size, so the split test sees regions split within seconds.
+  cat > "$work/cellar.toml" <<TOML
+[split]
+initial_bytes = 262144
+check_interval_ms = 200
+
+[storage]
+memstore_flush_bytes = 131072
+TOML
+  mkdir -p "$work/cellar-data"
+  "$cellar_bin" standalone --data-dir "$work/cellar-data" --listen 127.0.0.1:0 \
+    --http-listen 127.0.0.1:0 --hbase-listen 127.0.0.1:0 --config "$work/cellar.toml" \
+    >"$work/cellar.out" 2>"$work/cellar.log" &
+  server_pid=$!
+  addr=""
+  for _ in $(seq 1 120); do
+    addr="$(sed -n 's/^listening hbase=//p' "$work/cellar.out" | head -n1)"
+    [[ -n "$addr" ]] && break
+    if ! kill -0 "$server_pid" 2>/dev/null; then
+      tail -n 20 "$work/cellar.log" >&2
+      die "cellar standalone exited at startup (log: $work/cellar.log)"
+    fi
+    sleep 0.5
+  done
+  [[ -n "$addr" ]] || die "cellar standalone printed no 'listening hbase=' line within 60 s"
+  autosplit=true
+  echo "cellar pid $server_pid, HBase front end at $addr" >&2
+fi
+
+# --- the JUnit suite -------------------------------------------------------------------------
+suite="$repo/java/hbase-compat-tests"
+echo "running the JUnit suite against $addr..." >&2
+timeout 1200 mvn -B -f "$suite/pom.xml" test "-Dcellar.hbase.bootstrap=$addr" \
+  "-Dcellar.autosplit=$autosplit" 2>&1 | tee "$work/junit.log" >&2
+mvn_status=${PIPESTATUS[0]}
+# Surefire's aggregate line is the last "Tests run:" line without a "Time elapsed" part.
+summary="$(grep -E 'Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+ *$' "$work/junit.log" | tail -n1)"
+if [[ -n "$summary" ]]; then
+  read -r run fails errs skipped < <(sed -E 's/.*Tests run: ([0-9]+), Failures: ([0-9]+), Errors: ([0-9]+), Skipped: ([0-9]+).*/\1 \2 \3 \4/' <<<"$summary")
+  passed=$((run - fails - errs - skipped))
+  failed=$((fails + errs))
+else
+  passed=0
+  failed=0
+fi
+# Maven failed without a test failing (compile error, timeout, crash): count it.
+if (( mvn_status != 0 && failed == 0 )); then failed=1; fi
+
+# --- YCSB: the real core with Cellar's binding -----------------------------------------------
+ycsb=skipped
+ycsb_check() {
+  local file="$1" what="$2" expect="$3" ops
+  if grep -Eq -- '-FAILED\]|Return=(ERROR|NOT_FOUND|UNEXPECTED_STATE|BAD_REQUEST|FORBIDDEN|SERVICE_UNAVAILABLE)' "$file"; then
+    echo "ycsb $what: failed operations:" >&2
+    grep -E -- '-FAILED\]|Return=' "$file" | grep -v 'Return=OK' >&2
+    return 1
+  fi
+  ops="$(grep -E "^\[($what)\], Return=OK, [0-9]+" "$file" | awk -F', ' '{s += $3} END {print s + 0}')"
+  if [[ "$ops" != "$expect" ]]; then
+    echo "ycsb: $what Return=OK counts add up to $ops, expected $expect ($file)" >&2
+    return 1
+  fi
+}
+if (( with_ycsb )); then
+  ycsb=ok
+  binding="$repo/java/ycsb-hbase-binding"
+  java_flags=(
+    -Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true
+    --add-modules jdk.unsupported
+    --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
+    --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/java.util=ALL-UNNAMED
+    --add-opens java.base/java.util.concurrent=ALL-UNNAMED --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
+    --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
+  )
+  client_props=(
+    hbase.client.registry.impl=org.apache.hadoop.hbase.client.RpcConnectionRegistry
+    "hbase.client.bootstrap.servers=$addr"
+    hbase.client.retries.number=10 hbase.client.operation.timeout=60000
+  )
+  ycsb_props=()
+  for p in "${client_props[@]}"; do ycsb_props+=(-p "$p"); done
+  ycsb_props+=(-p columnfamily=family -p recordcount="$records" -p operationcount="$records")
+  if ! mvn -B -q -f "$binding/pom.xml" package -DskipTests >&2 \
+     || ! mvn -B -q -f "$binding/pom.xml" dependency:build-classpath -DincludeScope=runtime \
+            -Dmdep.outputFile="$work/ycsb.classpath" >&2; then
+    echo "building the YCSB binding failed" >&2
+    ycsb=failed
+  fi
+  if [[ "$ycsb" == ok ]]; then
+    cp="$binding/target/cellar-ycsb-hbase-0.1.0.jar:$(cat "$work/ycsb.classpath")"
+    if ! timeout 300 java "${java_flags[@]}" -cp "$cp" org.cellar.ycsb.CreateTable table=usertable \
+         columnfamily=family splits=user1,user3,user5,user7 "${client_props[@]}" >"$work/createtable.log" 2>&1; then
+      tail -n 20 "$work/createtable.log" >&2
+      echo "ycsb: creating usertable failed" >&2
+      ycsb=failed
+    fi
+  fi
+  if [[ "$ycsb" == ok ]]; then
+    for phase in load a c; do
+      if [[ "$phase" == load ]]; then flag=-load; wl=workloada; else flag=-t; wl="workload$phase"; fi
+      out="$work/ycsb-$phase.txt"
+      echo "ycsb $phase ($records records/operations)..." >&2
+      if ! timeout 600 java "${java_flags[@]}" -cp "$cp" site.ycsb.Client "$flag" \
+           -db org.cellar.ycsb.HBaseClient -P "$repo/workloads/$wl" "${ycsb_props[@]}" -threads 2 \
+           >"$out" 2>"$out.err"; then
+        tail -n 20 "$out.err" >&2
+        echo "ycsb $phase: the client exited non-zero" >&2
+        ycsb=failed
+        break
+      fi
+      grep -E '^\[(OVERALL|INSERT|READ|UPDATE)\], (Throughput|Return)' "$out" >&2
+      if [[ "$phase" == load ]]; then
+        ycsb_check "$out" INSERT "$records" || { ycsb=failed; break; }
+      else
+        ycsb_check "$out" 'READ|UPDATE' "$records" || { ycsb=failed; break; }
+      fi
+    done
+  fi
+fi
+
+echo "hbase-compat: ${passed} tests passed, ${failed} failed; ycsb: ${ycsb}"
+if (( failed > 0 )) || [[ "$ycsb" == failed ]]; then
+  exit 1
+fi
