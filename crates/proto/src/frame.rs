@@ -125,7 +125,7 @@ pub struct Parts {
     pub cellblock: Bytes,
 }
 
-fn take_delimited(body: &mut Bytes, what: &str) -> Result<Bytes, FrameError> {
+pub(crate) fn take_delimited(body: &mut Bytes, what: &str) -> Result<Bytes, FrameError> {
     let len = prost::decode_length_delimiter(&mut *body)
         .map_err(|_| FrameError::Malformed(format!("bad {what} length")))?;
     if len > body.remaining() {
