@@ -1,0 +1,382 @@
+use super::*;
+use crate::hbase::exceptions::DO_NOT_RETRY;
+
+fn f(class: &str, m: &impl Message) -> hbase::Filter {
+    hbase::Filter {
+        name: format!("{PACKAGE}{class}"),
+        serialized_filter: Some(m.encode_to_vec().into()),
+    }
+}
+
+fn binary(v: &str) -> hbase::Comparator {
+    hbase::Comparator {
+        name: format!("{PACKAGE}BinaryComparator"),
+        serialized_comparator: Some(
+            hbase::BinaryComparator {
+                comparable: hbase::ByteArrayComparable {
+                    value: Some(Bytes::copy_from_slice(v.as_bytes())),
+                },
+            }
+            .encode_to_vec()
+            .into(),
+        ),
+    }
+}
+
+fn regex(pattern: &str, flags: i32) -> hbase::Comparator {
+    hbase::Comparator {
+        name: format!("{PACKAGE}RegexStringComparator"),
+        serialized_comparator: Some(
+            hbase::RegexStringComparator {
+                pattern: pattern.into(),
+                pattern_flags: flags,
+                charset: "UTF-8".into(),
+                engine: None,
+            }
+            .encode_to_vec()
+            .into(),
+        ),
+    }
+}
+
+fn cmp(op: hbase::CompareType, c: hbase::Comparator) -> hbase::CompareFilter {
+    hbase::CompareFilter {
+        compare_op: op as i32,
+        comparator: Some(c),
+    }
+}
+
+fn b(s: &str) -> Bytes {
+    Bytes::copy_from_slice(s.as_bytes())
+}
+
+#[test]
+fn each_filter_class_maps_to_its_model_filter() {
+    use hbase::CompareType as T;
+    let scv = hbase::SingleColumnValueFilter {
+        column_family: Some(b("cf")),
+        column_qualifier: Some(b("q")),
+        compare_op: T::GreaterOrEqual as i32,
+        comparator: binary("5"),
+        filter_if_missing: Some(true),
+        latest_version_only: None,
+    };
+    let cases: Vec<(hbase::Filter, Filter)> = vec![
+        (
+            f(
+                "PrefixFilter",
+                &hbase::PrefixFilter {
+                    prefix: Some(b("ab")),
+                },
+            ),
+            Filter::Prefix(b("ab")),
+        ),
+        (
+            f(
+                "ColumnPrefixFilter",
+                &hbase::ColumnPrefixFilter { prefix: b("q") },
+            ),
+            Filter::ColumnPrefix(b("q")),
+        ),
+        (
+            f(
+                "MultipleColumnPrefixFilter",
+                &hbase::MultipleColumnPrefixFilter {
+                    sorted_prefixes: vec![b("a"), b("b")],
+                },
+            ),
+            Filter::List(
+                ListOp::MustPassOne,
+                vec![Filter::ColumnPrefix(b("a")), Filter::ColumnPrefix(b("b"))],
+            ),
+        ),
+        (
+            f(
+                "ColumnRangeFilter",
+                &hbase::ColumnRangeFilter {
+                    min_column: Some(b("a")),
+                    min_column_inclusive: Some(true),
+                    max_column: None,
+                    max_column_inclusive: Some(false),
+                },
+            ),
+            Filter::ColumnRange {
+                min: Some(b("a")),
+                min_inclusive: true,
+                max: None,
+                max_inclusive: false,
+            },
+        ),
+        (
+            f(
+                "RowFilter",
+                &hbase::RowFilter {
+                    compare_filter: cmp(T::Less, binary("m")),
+                },
+            ),
+            Filter::Row(CompareOp::Less, Comparator::Binary(b("m"))),
+        ),
+        (
+            f(
+                "FamilyFilter",
+                &hbase::FamilyFilter {
+                    compare_filter: cmp(T::Equal, binary("cf")),
+                },
+            ),
+            Filter::Family(CompareOp::Equal, Comparator::Binary(b("cf"))),
+        ),
+        (
+            f(
+                "QualifierFilter",
+                &hbase::QualifierFilter {
+                    compare_filter: cmp(T::Greater, binary("q")),
+                },
+            ),
+            Filter::Qualifier(CompareOp::Greater, Comparator::Binary(b("q"))),
+        ),
+        (
+            f(
+                "ValueFilter",
+                &hbase::ValueFilter {
+                    compare_filter: cmp(
+                        T::NotEqual,
+                        hbase::Comparator {
+                            name: format!("{PACKAGE}SubstringComparator"),
+                            serialized_comparator: Some(
+                                hbase::SubstringComparator { substr: "x".into() }
+                                    .encode_to_vec()
+                                    .into(),
+                            ),
+                        },
+                    ),
+                },
+            ),
+            Filter::Value(CompareOp::NotEqual, Comparator::Substring("x".into())),
+        ),
+        (
+            f(
+                "ValueFilter",
+                &hbase::ValueFilter {
+                    compare_filter: cmp(
+                        T::Equal,
+                        hbase::Comparator {
+                            name: format!("{PACKAGE}BinaryPrefixComparator"),
+                            serialized_comparator: Some(
+                                hbase::BinaryPrefixComparator {
+                                    comparable: hbase::ByteArrayComparable {
+                                        value: Some(b("v")),
+                                    },
+                                }
+                                .encode_to_vec()
+                                .into(),
+                            ),
+                        },
+                    ),
+                },
+            ),
+            Filter::Value(CompareOp::Equal, Comparator::BinaryPrefix(b("v"))),
+        ),
+        (
+            f(
+                "RowFilter",
+                &hbase::RowFilter {
+                    compare_filter: cmp(T::Equal, regex("^r.$", DOTALL)),
+                },
+            ),
+            Filter::Row(CompareOp::Equal, Comparator::Regex("^r.$".into())),
+        ),
+        (
+            f(
+                "RowFilter",
+                &hbase::RowFilter {
+                    compare_filter: cmp(T::Equal, regex("a.b", CASE_INSENSITIVE)),
+                },
+            ),
+            Filter::Row(CompareOp::Equal, Comparator::Regex("(?i-s)a.b".into())),
+        ),
+        (
+            f(
+                "RowFilter",
+                &hbase::RowFilter {
+                    compare_filter: cmp(T::Equal, regex("a.b", LITERAL | DOTALL)),
+                },
+            ),
+            Filter::Row(CompareOp::Equal, Comparator::Regex(r"a\.b".into())),
+        ),
+        (
+            f("SingleColumnValueFilter", &scv),
+            Filter::SingleColumnValue {
+                family: b("cf"),
+                qualifier: b("q"),
+                op: CompareOp::GreaterOrEqual,
+                comparator: Comparator::Binary(b("5")),
+                filter_if_missing: true,
+                latest_version_only: true,
+            },
+        ),
+        (
+            f("KeyOnlyFilter", &hbase::KeyOnlyFilter { len_as_val: true }),
+            Filter::KeyOnly { len_as_value: true },
+        ),
+        (
+            f("FirstKeyOnlyFilter", &hbase::FirstKeyOnlyFilter {}),
+            Filter::FirstKeyOnly,
+        ),
+        (
+            f("PageFilter", &hbase::PageFilter { page_size: 3 }),
+            Filter::Page(3),
+        ),
+        (
+            f(
+                "MultiRowRangeFilter",
+                &hbase::MultiRowRangeFilter {
+                    row_range_list: vec![hbase::RowRange {
+                        start_row: Some(b("a")),
+                        start_row_inclusive: Some(false),
+                        stop_row: Some(b("c")),
+                        stop_row_inclusive: Some(true),
+                    }],
+                },
+            ),
+            Filter::RowRanges(vec![RowRange {
+                start: b("a"),
+                start_inclusive: false,
+                stop: b("c"),
+                stop_inclusive: true,
+            }]),
+        ),
+        (
+            f(
+                "InclusiveStopFilter",
+                &hbase::InclusiveStopFilter {
+                    stop_row_key: Some(b("k")),
+                },
+            ),
+            Filter::Row(CompareOp::LessOrEqual, Comparator::Binary(b("k"))),
+        ),
+        (
+            f(
+                "FilterList",
+                &hbase::FilterList {
+                    operator: hbase::filter_list::Operator::MustPassOne as i32,
+                    filters: vec![
+                        f(
+                            "PrefixFilter",
+                            &hbase::PrefixFilter {
+                                prefix: Some(b("a")),
+                            },
+                        ),
+                        f(
+                            "FilterList",
+                            &hbase::FilterList {
+                                operator: hbase::filter_list::Operator::MustPassAll as i32,
+                                filters: vec![f(
+                                    "FirstKeyOnlyFilter",
+                                    &hbase::FirstKeyOnlyFilter {},
+                                )],
+                            },
+                        ),
+                    ],
+                },
+            ),
+            Filter::List(
+                ListOp::MustPassOne,
+                vec![
+                    Filter::Prefix(b("a")),
+                    Filter::List(ListOp::MustPassAll, vec![Filter::FirstKeyOnly]),
+                ],
+            ),
+        ),
+    ];
+    for (proto, want) in cases {
+        let got = checked_filter_from_hbase(&proto, false)
+            .unwrap_or_else(|e| panic!("{} did not convert: {e}", proto.name));
+        assert_eq!(got, want, "{}", proto.name);
+    }
+    // Reversed scans keep rows at or above the inclusive stop.
+    let stop = f(
+        "InclusiveStopFilter",
+        &hbase::InclusiveStopFilter {
+            stop_row_key: Some(b("k")),
+        },
+    );
+    assert_eq!(
+        checked_filter_from_hbase(&stop, true).expect("converts"),
+        Filter::Row(CompareOp::GreaterOrEqual, Comparator::Binary(b("k")))
+    );
+    // The exclude variant drops exactly the tested column after the row test.
+    let ex = f(
+        "SingleColumnValueExcludeFilter",
+        &hbase::SingleColumnValueExcludeFilter {
+            single_column_value_filter: scv,
+        },
+    );
+    match checked_filter_from_hbase(&ex, false).expect("converts") {
+        Filter::List(ListOp::MustPassAll, members) => {
+            assert!(matches!(members[0], Filter::SingleColumnValue { .. }));
+            assert_eq!(members.len(), 2);
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn unknown_classes_and_bad_patterns_are_named() {
+    let unknown = hbase::Filter {
+        name: "org.apache.hadoop.hbase.filter.FuzzyRowFilter".into(),
+        serialized_filter: None,
+    };
+    let e = checked_filter_from_hbase(&unknown, false).expect_err("unknown filter");
+    assert_eq!(e.class, DO_NOT_RETRY);
+    assert!(
+        e.message
+            .contains("org.apache.hadoop.hbase.filter.FuzzyRowFilter"),
+        "{}",
+        e.message
+    );
+    // Nested inside a list too.
+    let list = f(
+        "FilterList",
+        &hbase::FilterList {
+            operator: 1,
+            filters: vec![unknown],
+        },
+    );
+    let e = checked_filter_from_hbase(&list, false).expect_err("nested unknown");
+    assert!(e.message.contains("FuzzyRowFilter"), "{}", e.message);
+    let long = hbase::Comparator {
+        name: format!("{PACKAGE}LongComparator"),
+        serialized_comparator: None,
+    };
+    let e = checked_filter_from_hbase(
+        &f(
+            "ValueFilter",
+            &hbase::ValueFilter {
+                compare_filter: cmp(hbase::CompareType::Equal, long),
+            },
+        ),
+        false,
+    )
+    .expect_err("unknown comparator");
+    assert!(
+        e.message
+            .contains("org.apache.hadoop.hbase.filter.LongComparator"),
+        "{}",
+        e.message
+    );
+    let bad = f(
+        "RowFilter",
+        &hbase::RowFilter {
+            compare_filter: cmp(hbase::CompareType::Equal, regex("(unclosed", DOTALL)),
+        },
+    );
+    let e = checked_filter_from_hbase(&bad, false).expect_err("bad regex");
+    assert_eq!(e.class, DO_NOT_RETRY);
+    assert!(e.message.contains("(unclosed"), "{}", e.message);
+    let garbage = hbase::Filter {
+        name: format!("{PACKAGE}PageFilter"),
+        serialized_filter: Some(Bytes::from_static(b"\xff\xff\xff")),
+    };
+    let e = checked_filter_from_hbase(&garbage, false).expect_err("garbage");
+    assert!(e.message.contains("PageFilter"), "{}", e.message);
+}
