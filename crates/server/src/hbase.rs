@@ -105,13 +105,21 @@ impl HbaseService {
         self.rs
             .requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        match service {
+        let outcome = match service {
             "ClientService" => client::call(self, ctx, method, param, cellblock),
             "MasterService" => master::call(self, ctx, method, param),
             "ClientMetaService" => registry::call(self, method, param),
             "AdminService" => admin_service::call(self, ctx, method, param),
             _ => Err(HbaseError::unknown_service(service)),
+        };
+        if let Err(e) = &outcome {
+            if e.class == exceptions::UNSUPPORTED || e.class == exceptions::UNKNOWN_PROTOCOL {
+                tracing::info!(service, method, error = %e.message, "HBase call not supported");
+            } else {
+                tracing::debug!(service, method, class = e.class, error = %e.message, "HBase call failed");
+            }
         }
+        outcome
     }
 
     /// The reactor's fast path: a Get answered from memory, or `None` to queue the call.

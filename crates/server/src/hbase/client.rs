@@ -10,7 +10,7 @@ use super::meta_view::{self, MetaScan};
 use super::names::{self, RegionTarget};
 use super::{filters, CallCtx, HReply, HbaseError, HbaseService};
 use bytes::{Bytes, BytesMut};
-use cellar_model::filter::{Condition, FilterEval};
+use cellar_model::filter::FilterEval;
 use cellar_model::{Cell, Durability, Get, RowMutation};
 use cellar_proto::cellblock::CellReader;
 use cellar_proto::hbase;
@@ -223,9 +223,13 @@ pub(crate) fn mutate(
         .as_ref()
         .map(convert::condition_from_hbase)
         .transpose()?;
-    let outcome = svc
-        .rs
-        .mutate(table, region_id, &m.mutation, m.kind, condition.as_ref())?;
+    let outcome = svc.rs.mutate_checked(
+        table,
+        region_id,
+        &m.mutation,
+        m.kind,
+        condition.as_ref().map(|c| c.check()),
+    )?;
     let mut out = BytesMut::new();
     let result = (!m.is_put_or_delete())
         .then(|| mutation_result(ctx, m.kind, m.return_results, &outcome.cells, &mut out));
@@ -299,7 +303,8 @@ pub(crate) fn multi(
         };
         results.push(match r {
             Ok(r) => {
-                if condition.is_some() {
+                if condition.is_some() || ra.atomic.unwrap_or(false) {
+                    // Old clients read the request-level flag.
                     let held = r.processed.unwrap_or(false);
                     processed = Some(processed.unwrap_or(true) && held);
                 }
@@ -442,22 +447,29 @@ fn atomic_region_action(
         return Err(e);
     }
     let (_, region_id) = user_region(target)?;
-    let condition: Option<Condition> = condition.map(convert::condition_from_hbase).transpose()?;
+    let condition = condition.map(convert::condition_from_hbase).transpose()?;
     let (mutation, kind, return_results) = merge(&decoded)?;
-    let outcome = svc
-        .rs
-        .mutate(table, region_id, &mutation, kind, condition.as_ref())?;
-    let roe = decoded
-        .iter()
-        .map(|(index, m)| hbase::ResultOrException {
-            index: *index,
-            result: Some(mutation_result(
-                ctx,
-                m.kind,
-                return_results && outcome.processed,
-                &outcome.cells,
-                out,
-            )),
+    let outcome = svc.rs.mutate_checked(
+        table,
+        region_id,
+        &mutation,
+        kind,
+        condition.as_ref().map(|c| c.check()),
+    )?;
+    // As HBase's region server answers atomic and conditional region actions: one entry per
+    // action, indexed by POSITION (the client's AsyncProcess reads them so), the increment or
+    // append result on the first; a conditional put/delete carries no result, an atomic one
+    // an empty result.
+    let first_result = (kind != MutationKind::PutDelete && return_results && outcome.processed)
+        .then(|| mutation_result(ctx, kind, true, &outcome.cells, out));
+    let roe = (0..decoded.len())
+        .map(|i| hbase::ResultOrException {
+            index: Some(i as u32),
+            result: match (i, &first_result) {
+                (0, Some(r)) => Some(r.clone()),
+                _ if condition.is_some() => None,
+                _ => Some(hbase::Result::default()),
+            },
             ..Default::default()
         })
         .collect();

@@ -4,6 +4,7 @@
 
 use super::filters;
 use super::HbaseError;
+use crate::region_server::Check;
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::{Comparator, CompareOp, Condition, Filter, ListOp};
 use cellar_model::{
@@ -426,10 +427,36 @@ fn condition_op(op: CompareOp) -> CompareOp {
 /// A check-and-mutate condition on one column with a binary comparator. An empty operand is
 /// HBase's "null": the column must be absent (or empty). Filter conditions and time-ranged
 /// conditions are refused: Cellar checks a column's newest value only.
-pub(crate) fn condition_from_hbase(c: &hbase::Condition) -> Result<Condition> {
-    if c.filter.is_some() {
-        return refuse("checkAndMutate with a filter condition is not supported by Cellar");
+/// A checkAndMutate condition: a column compared with a value, or a filter on the row.
+#[derive(Debug, Clone)]
+pub(crate) enum HCondition {
+    Column(Condition),
+    RowFilter { row: Bytes, filter: Filter },
+}
+
+impl HCondition {
+    pub(crate) fn check(&self) -> Check<'_> {
+        match self {
+            HCondition::Column(c) => Check::Column(c),
+            HCondition::RowFilter { row, filter } => Check::RowFilter { row, filter },
+        }
     }
+}
+
+pub(crate) fn condition_from_hbase(c: &hbase::Condition) -> Result<HCondition> {
+    if time_range(c.time_range.as_ref())? != TimeRange::ALL {
+        return refuse("checkAndMutate with a time range is not supported by Cellar");
+    }
+    if let Some(f) = &c.filter {
+        return Ok(HCondition::RowFilter {
+            row: c.row.clone(),
+            filter: filters::checked_filter_from_hbase(f, false)?,
+        });
+    }
+    column_condition(c).map(HCondition::Column)
+}
+
+fn column_condition(c: &hbase::Condition) -> Result<Condition> {
     if time_range(c.time_range.as_ref())? != TimeRange::ALL {
         return refuse("checkAndMutate with a time range is not supported by Cellar");
     }

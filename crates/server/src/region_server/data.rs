@@ -8,12 +8,31 @@ use super::{RegionServer, ServerError};
 use crate::catalog::names;
 use crate::router::HostedRegion;
 use bytes::{Bytes, BytesMut};
-use cellar_model::filter::{CompareOp, Condition, FilterEval};
+use cellar_model::filter::{CompareOp, Condition, Filter, FilterEval};
 use cellar_model::{Cell, CellType, Get, RowMutation};
 use cellar_proto::pb::MutationKind;
 use cellar_storage::region::Region;
 use std::collections::BTreeMap;
 use std::sync::Arc;
+
+/// What a conditional mutation checks, under the row lock, before it writes.
+#[derive(Debug, Clone, Copy)]
+pub enum Check<'a> {
+    /// One column's newest value compared with a value.
+    Column(&'a Condition),
+    /// The row (every family, newest versions) passes the filter with at least one cell:
+    /// HBase's checkAndMutate with a filter.
+    RowFilter { row: &'a [u8], filter: &'a Filter },
+}
+
+impl Check<'_> {
+    fn row(&self) -> &[u8] {
+        match self {
+            Check::Column(c) => &c.row,
+            Check::RowFilter { row, .. } => row,
+        }
+    }
+}
 
 /// What a mutation did.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -82,16 +101,28 @@ impl RegionServer {
         kind: MutationKind,
         condition: Option<&Condition>,
     ) -> Result<MutateOutcome, ServerError> {
+        self.mutate_checked(table, region_id, m, kind, condition.map(Check::Column))
+    }
+
+    /// [`RegionServer::mutate`] with any kind of [`Check`].
+    pub fn mutate_checked(
+        &self,
+        table: &str,
+        region_id: u64,
+        m: &RowMutation,
+        kind: MutationKind,
+        check: Option<Check<'_>>,
+    ) -> Result<MutateOutcome, ServerError> {
         if names::is_system(table) {
             return Err(ServerError::invalid(format!(
                 "table '{table}' is read-only: it is written by the server"
             )));
         }
-        if let Some(c) = condition {
-            if c.row != m.row {
+        if let Some(c) = &check {
+            if c.row() != m.row {
                 return Err(ServerError::invalid(format!(
                     "the condition's row {:?} is not the mutation's row {:?}",
-                    String::from_utf8_lossy(&c.row),
+                    String::from_utf8_lossy(c.row()),
                     String::from_utf8_lossy(&m.row)
                 )));
             }
@@ -100,10 +131,18 @@ impl RegionServer {
         hosted.check_row(&m.row)?;
         hosted.with(|region| {
             let _row = hosted.lock_row(&m.row);
-            if let Some(c) = condition {
-                if !condition_holds(region, c)? {
-                    return Ok(MutateOutcome::default());
+            let holds = match check {
+                None => true,
+                Some(Check::Column(c)) => condition_holds(region, c)?,
+                Some(Check::RowFilter { row, filter }) => {
+                    let cells = region.get(&Get::new(Bytes::copy_from_slice(row)))?;
+                    FilterEval::new(filter)
+                        .filter_row(cells)
+                        .is_some_and(|c| !c.is_empty())
                 }
+            };
+            if !holds {
+                return Ok(MutateOutcome::default());
             }
             let cells = match kind {
                 MutationKind::PutDelete => {

@@ -467,16 +467,31 @@ fn check_and_mutate_compares_operand_against_stored_value_as_hbase_does() {
         .filter(|c| c.0 == "cf:w")
         .collect();
     assert_eq!(w[0].2, "6");
-    let mut with_filter = condition(T::Equal, "m");
-    with_filter.filter = Some(hbase::Filter {
-        name: "x".into(),
-        serialized_filter: None,
-    });
-    let m = mutation(MutationType::Put, "k", "cf", vec![qv("w", "7", None)]);
+    // A filter condition holds when the row passes it with at least one cell.
+    let filter_condition = |name: &str, serialized: Vec<u8>| {
+        let mut c = condition(T::Equal, "m");
+        c.family = None;
+        c.qualifier = None;
+        c.compare_type = None;
+        c.comparator = None;
+        c.filter = Some(hbase::Filter {
+            name: name.into(),
+            serialized_filter: Some(serialized.into()),
+        });
+        c
+    };
+    let key_only = hbase::KeyOnlyFilter { len_as_val: false }.encode_to_vec();
+    let passes = filter_condition("org.apache.hadoop.hbase.filter.KeyOnlyFilter", key_only);
+    assert_eq!(try_put(passes, "7"), Some(true));
+    let none = filter_condition("org.apache.hadoop.hbase.filter.FilterAllFilter", Vec::new());
+    assert_eq!(try_put(none, "8"), Some(false));
+    let unknown = filter_condition("x.NoSuchFilter", Vec::new());
+    let m = mutation(MutationType::Put, "k", "cf", vec![qv("w", "9", None)]);
     let e = fx
-        .mutate(&PB, req(m, Some(with_filter)), Bytes::new())
-        .expect_err("filter condition");
+        .mutate(&PB, req(m, Some(unknown)), Bytes::new())
+        .expect_err("unknown filter class");
     assert_eq!(e.class, DO_NOT_RETRY);
+    assert!(e.message.contains("x.NoSuchFilter"), "{}", e.message);
     // Meta is read-only.
     let m = mutation(MutationType::Put, "k", "cf", vec![qv("w", "7", None)]);
     let e = mutate(
