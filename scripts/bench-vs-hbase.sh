@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Side-by-side YCSB: Apache HBase 2.6.4 standalone (driven by the real YCSB 0.17 core and
-# Cellar's binding in java/ycsb-hbase-binding) and Cellar standalone (driven by
-# `cellar bench load|run`), same workload files, same machine, interleaved: for every pass,
-# thread count and workload, HBase then Cellar. Reports throughput, p50/p99 per operation and
-# the SERVER's CPU time per operation (from /proc/PID/stat), medians over passes, as a table
-# and JSON. See docs/hbase-side-by-side.md.
+# Side-by-side YCSB: Apache HBase 2.6.4 standalone and Cellar standalone, same workload files,
+# same machine, interleaved: for every pass, thread count and workload, the systems in turn:
+#   hbase          the real YCSB 0.17 core + Cellar's binding (java/ycsb-hbase-binding) -> HBase
+#   cellar         the same YCSB core + binding -> Cellar's HBase-compatible front end
+#   cellar-native  `cellar bench load|run` (Cellar's native protocol) -> Cellar
+# Reports throughput, p50/p99 per operation and the SERVER's CPU time per operation (from
+# /proc/PID/stat), medians over passes, as a table and JSON. See docs/hbase-side-by-side.md.
 #
 # Usage: scripts/bench-vs-hbase.sh [--records N] [--ops N] [--threads "1 8"] [--passes N]
 #          [--workloads "load a c"] [--out FILE.json] [--cellar BIN] [--work DIR] [--no-cellar]
+#          [--no-native]
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -20,6 +22,7 @@ out=""
 cellar_bin="${CARGO_TARGET_DIR:-$repo/target}/release/cellar"
 work=""
 with_cellar=1
+with_native=1
 
 die() { echo "bench-vs-hbase: $*" >&2; exit 1; }
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
@@ -34,7 +37,8 @@ while [[ $# -gt 0 ]]; do
     --cellar) need_value "$@"; cellar_bin="$2"; shift 2 ;;
     --work) need_value "$@"; work="$2"; shift 2 ;;
     --no-cellar) with_cellar=0; shift ;;
-    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    --no-native) with_native=0; shift ;;
+    -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -83,11 +87,11 @@ java_flags=(
   --add-opens java.base/java.util.concurrent=ALL-UNNAMED --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
   --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
 )
-hbase_props=(
-  -p hbase.client.registry.impl=org.apache.hadoop.hbase.client.RpcConnectionRegistry
-  -p hbase.client.bootstrap.servers=127.0.0.1:16020
-  -p columnfamily=family
-)
+# hbase_props BOOTSTRAP: the binding's client settings for the server at BOOTSTRAP.
+hbase_props() {
+  printf '%s\n' -p hbase.client.registry.impl=org.apache.hadoop.hbase.client.RpcConnectionRegistry \
+    -p "hbase.client.bootstrap.servers=$1" -p columnfamily=family
+}
 
 # --- workload files: the repo's, else YCSB's standard values ------------------------------
 wl_dir="$work/workloads"
@@ -119,24 +123,35 @@ for w in $(printf '%s\n' a $workloads | sort -u); do
 done
 
 # --- servers --------------------------------------------------------------------------------
+now_ms() { date +%s%3N; }
+# Startup: from launch until the server answers (HBase: start.sh returns once the master sees
+# an active region server; Cellar: its `listening hbase=` line, printed once it serves).
+t0="$(now_ms)"
 "$repo/scripts/hbase/start.sh" "$work/hbase" >&2
+hbase_startup_ms=$(( $(now_ms) - t0 ))
 hbase_pid="$(cat "$work/hbase/hbase.pid")"
-echo "hbase pid $hbase_pid" >&2
+hbase_addr=127.0.0.1:16020
+echo "hbase pid $hbase_pid, ready after ${hbase_startup_ms} ms" >&2
 
 cellar_addr=""
+cellar_hbase_addr=""
+cellar_startup_ms=""
 if (( with_cellar )); then
   mkdir -p "$work/cellar-data"
+  t0="$(now_ms)"
   "$cellar_bin" standalone --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --hbase-listen 127.0.0.1:0 \
     --data-dir "$work/cellar-data" >"$work/cellar.out" 2>"$work/cellar.log" &
   cellar_pid=$!
-  for _ in $(seq 1 120); do
-    cellar_addr="$(sed -n 's/^listening native=//p' "$work/cellar.out" | head -n1)"
-    [[ -n "$cellar_addr" ]] && break
+  for _ in $(seq 1 6000); do
+    cellar_hbase_addr="$(sed -n 's/^listening hbase=//p' "$work/cellar.out" | head -n1)"
+    [[ -n "$cellar_hbase_addr" ]] && break
     kill -0 "$cellar_pid" 2>/dev/null || { tail -n 20 "$work/cellar.log" >&2; die "cellar standalone exited at startup"; }
-    sleep 0.5
+    sleep 0.01
   done
-  [[ -n "$cellar_addr" ]] || die "cellar standalone printed no 'listening native=' line within 60 s"
-  echo "cellar pid $cellar_pid at $cellar_addr" >&2
+  cellar_startup_ms=$(( $(now_ms) - t0 ))
+  [[ -n "$cellar_hbase_addr" ]] || die "cellar standalone printed no 'listening hbase=' line within 60 s"
+  cellar_addr="$(sed -n 's/^listening native=//p' "$work/cellar.out" | head -n1)"
+  echo "cellar pid $cellar_pid at $cellar_addr (hbase $cellar_hbase_addr), ready after ${cellar_startup_ms} ms" >&2
 fi
 
 # --- one phase ------------------------------------------------------------------------------
@@ -149,18 +164,25 @@ cpu_ticks() {
 }
 
 splits="user1,user2,user3,user4,user5,user6,user7,user8,user9"
-recreate_tables() {
+# create_hbase_table BOOTSTRAP: (re)creates usertable, pre-split, through the HBase client.
+create_hbase_table() {
   java "${java_flags[@]}" -cp "$ycsb_cp" org.cellar.ycsb.CreateTable table=usertable \
     columnfamily=family splits="$splits" \
     hbase.client.registry.impl=org.apache.hadoop.hbase.client.RpcConnectionRegistry \
-    hbase.client.bootstrap.servers=127.0.0.1:16020 >&2 2>"$work/createtable.log" \
-    || { tail -n 20 "$work/createtable.log" >&2; die "creating the HBase table failed"; }
+    hbase.client.bootstrap.servers="$1" >&2 2>"$work/createtable.log" \
+    || { tail -n 20 "$work/createtable.log" >&2; die "creating usertable through $1 failed"; }
+}
+recreate_tables() {
+  create_hbase_table "$hbase_addr"
   if (( with_cellar )); then
-    "$cellar_bin" shell --connect "$cellar_addr" -e "disable 'usertable'; drop 'usertable'" >/dev/null 2>&1 || true
-    local quoted="'${splits//,/\', \'}'"
-    "$cellar_bin" shell --connect "$cellar_addr" \
-      -e "create 'usertable', 'family', {SPLITS => [$quoted]}" >&2 \
-      || die "creating the Cellar table failed"
+    create_hbase_table "$cellar_hbase_addr"
+    if (( with_native )); then
+      "$cellar_bin" shell --connect "$cellar_addr" -e "disable 'usertable_native'; drop 'usertable_native'" >/dev/null 2>&1 || true
+      local quoted="'${splits//,/\', \'}'"
+      "$cellar_bin" shell --connect "$cellar_addr" \
+        -e "create 'usertable_native', 'family', {SPLITS => [$quoted]}" >&2 \
+        || die "creating the Cellar table failed"
+    fi
   fi
 }
 
@@ -173,14 +195,17 @@ run_phase() {
                 -p hdrhistogram.percentiles=50,99 -threads "$t")
   if [[ "$sys" == hbase ]]; then pid="$hbase_pid"; else pid="$cellar_pid"; fi
   before="$(cpu_ticks "$pid")"
-  if [[ "$sys" == hbase ]]; then
-    local flag=-t; [[ "$phase" == load ]] && flag=-load
+  if [[ "$sys" == hbase || "$sys" == cellar ]]; then
+    local addr="$hbase_addr" flag=-t props
+    [[ "$sys" == cellar ]] && addr="$cellar_hbase_addr"
+    [[ "$phase" == load ]] && flag=-load
+    mapfile -t props < <(hbase_props "$addr")
     java "${java_flags[@]}" -cp "$ycsb_cp" site.ycsb.Client "$flag" -db org.cellar.ycsb.HBaseClient \
-      "${common[@]}" "${hbase_props[@]}" >"$file" 2>"$file.err" \
-      || { tail -n 20 "$file.err" >&2; die "YCSB $phase of workload $w against HBase failed"; }
+      "${common[@]}" "${props[@]}" >"$file" 2>"$file.err" \
+      || { tail -n 20 "$file.err" >&2; die "YCSB $phase of workload $w against $sys failed"; }
   else
-    "$cellar_bin" bench "$phase" "${common[@]}" -p columnfamily=family --db "cellar://$cellar_addr" \
-      >"$file" 2>"$file.err" \
+    "$cellar_bin" bench "$phase" "${common[@]}" -p columnfamily=family -p table=usertable_native \
+      --db "cellar://$cellar_addr" >"$file" 2>"$file.err" \
       || { tail -n 20 "$file.err" >&2; die "cellar bench $phase of workload $w failed"; }
   fi
   after="$(cpu_ticks "$pid")"
@@ -189,12 +214,13 @@ run_phase() {
 }
 
 : > "$work/phases.tsv"
-systems=(hbase); (( with_cellar )) && systems+=(cellar)
+systems=(hbase); (( with_cellar )) && systems+=(cellar); (( with_cellar && with_native )) && systems+=(cellar-native)
 
 # Idle baseline: each server's own CPU use over 5 s with no client, so a reader can see how
 # much of the per-operation figure is background work (JIT, chores, GC) at small counts.
 idle_meta=()
-for sys in "${systems[@]}"; do
+for sys in hbase cellar; do
+  [[ "$sys" == cellar ]] && (( ! with_cellar )) && continue
   if [[ "$sys" == hbase ]]; then pid="$hbase_pid"; else pid="$cellar_pid"; fi
   before="$(cpu_ticks "$pid")"; sleep 5; after="$(cpu_ticks "$pid")"
   idle_meta+=("idle_cpu_ms_per_s_$sys=$(( (after - before) * 1000 / clk_tck / 5 ))")
@@ -215,5 +241,7 @@ done
 
 python3 "$repo/scripts/hbase/summarize.py" --phases "$work/phases.tsv" --clk-tck "$clk_tck" \
   --workloads "$workloads" --out "$out" \
-  --meta "records=$records" "ops=$ops" "passes=$passes" "threads=$threads" "${idle_meta[@]}"
+  --meta "records=$records" "ops=$ops" "passes=$passes" "threads=$threads" "${idle_meta[@]}" \
+    "startup_ms_hbase=$hbase_startup_ms" "startup_ms_cellar=$cellar_startup_ms"
+echo "startup: hbase ${hbase_startup_ms} ms, cellar ${cellar_startup_ms} ms" >&2
 echo "results: $out" >&2

@@ -60,6 +60,12 @@ def median(values):
     return statistics.median(values) if values else None
 
 
+# Systems in report order: HBase through YCSB's Java client, Cellar through the same client
+# (its HBase-compatible front end), Cellar through `cellar bench` (native protocol).
+SYSTEMS = ("hbase", "cellar", "cellar-native")
+RATIO_LABEL = {"cellar": "C/H", "cellar-native": "Cn/H"}
+
+
 def ratio(cellar, hbase):
     if cellar is None or hbase is None or hbase == 0:
         return None
@@ -100,7 +106,7 @@ def main():
     medians = []
     for workload, threads in keys:
         row = {"workload": workload, "threads": threads}
-        for sys_name in ("hbase", "cellar"):
+        for sys_name in SYSTEMS:
             runs = [p for p in phases if p["system"] == sys_name
                     and p["workload"] == workload and p["threads"] == threads]
             if not runs:
@@ -116,32 +122,40 @@ def main():
                     "p99_us": median([r["ops"].get(name, {}).get("p99_us") for r in runs]),
                 } for name in op_names},
             }
-        if "hbase" in row and "cellar" in row:
-            row["cellar_over_hbase"] = {
-                "throughput": ratio(row["cellar"]["throughput"], row["hbase"]["throughput"]),
-                "server_cpu_us_per_op": ratio(row["cellar"]["server_cpu_us_per_op"],
-                                              row["hbase"]["server_cpu_us_per_op"]),
+        for sys_name in SYSTEMS[1:]:
+            if "hbase" not in row or sys_name not in row:
+                continue
+            h, c = row["hbase"], row[sys_name]
+            row[f"{sys_name}_over_hbase"] = {
+                "throughput": ratio(c["throughput"], h["throughput"]),
+                "server_cpu_us_per_op": ratio(c["server_cpu_us_per_op"],
+                                              h["server_cpu_us_per_op"]),
+                "p99_us": {name: ratio(v["p99_us"], h["ops"].get(name, {}).get("p99_us"))
+                           for name, v in c["ops"].items()},
             }
         medians.append(row)
 
-    header = (f"{'workload':<8} {'thr':>3} {'system':<7} {'ops/s':>10} {'cpu us/op':>9} "
+    header = (f"{'workload':<8} {'thr':>3} {'system':<13} {'ops/s':>10} {'cpu us/op':>9} "
               f"{'errors':>6}  per-op p50/p99 (us)")
     print(header)
     print("-" * len(header))
     for row in medians:
-        for sys_name in ("hbase", "cellar"):
+        for sys_name in SYSTEMS:
             s = row.get(sys_name)
             if s is None:
                 continue
             lat = "  ".join(f"{name} {fmt(v['p50_us'])}/{fmt(v['p99_us'])}"
                             for name, v in s["ops"].items())
-            print(f"{row['workload']:<8} {row['threads']:>3} {sys_name:<7} "
+            print(f"{row['workload']:<8} {row['threads']:>3} {sys_name:<13} "
                   f"{fmt(s['throughput']):>10} {fmt(s['server_cpu_us_per_op'], 1):>9} "
                   f"{s['errors']:>6}  {lat}")
-        r = row.get("cellar_over_hbase")
-        if r:
-            print(f"{row['workload']:<8} {row['threads']:>3} {'C/H':<7} "
-                  f"{fmt(r['throughput'], 2):>10} {fmt(r['server_cpu_us_per_op'], 2):>9}")
+        for sys_name in SYSTEMS[1:]:
+            r = row.get(f"{sys_name}_over_hbase")
+            if r:
+                p99 = "  ".join(f"{name} p99 {fmt(v, 2)}" for name, v in r["p99_us"].items())
+                print(f"{row['workload']:<8} {row['threads']:>3} {RATIO_LABEL[sys_name]:<13} "
+                      f"{fmt(r['throughput'], 2):>10} {fmt(r['server_cpu_us_per_op'], 2):>9} "
+                      f"{'':>6}  {p99}")
 
     meta = dict(m.split("=", 1) for m in args.meta if "=" in m)
     meta["clk_tck"] = args.clk_tck

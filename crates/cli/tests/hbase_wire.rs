@@ -207,3 +207,203 @@ fn an_oversized_request_is_refused_with_request_too_big() {
         .unwrap_or_default();
     assert!(name.ends_with("RequestTooBigException"), "{name}");
 }
+
+#[test]
+fn a_security_probe_is_answered_and_the_connection_goes_on() {
+    let server = Server::start();
+    let mut s = connect(&server.hbase);
+    s.write_all(&hbase_wire::SECURITY_PREAMBLE).expect("send");
+    let (header, _, _) = read_frame(&mut s).expect("an answer to the probe");
+    let class = header
+        .exception
+        .and_then(|e| e.exception_class_name)
+        .unwrap_or_default();
+    assert!(class.ends_with("SecurityNotEnabledException"), "{class}");
+    // The same connection continues with the real preamble and a header.
+    let mut hello = BytesMut::new();
+    hello.extend_from_slice(&hbase_wire::HBAS_MAGIC);
+    hello.extend_from_slice(&[hbase_wire::RPC_VERSION, hbase_wire::AUTH_SIMPLE]);
+    let header = hbase::ConnectionHeader {
+        service_name: Some("MasterService".into()),
+        ..Default::default()
+    };
+    hbase_wire::encode_connection_header(&mut hello, &header);
+    s.write_all(&hello).expect("send preamble");
+    assert!(call(
+        &mut s,
+        1,
+        "IsMasterRunning",
+        &hbase::IsMasterRunningRequest {}
+    )
+    .is_ok());
+}
+
+fn region(name: &[u8]) -> hbase::RegionSpecifier {
+    hbase::RegionSpecifier {
+        r#type: hbase::region_specifier::RegionSpecifierType::RegionName as i32,
+        value: Bytes::copy_from_slice(name),
+    }
+}
+
+/// The Java client's path, call by call: create a pre-split table through the master and poll
+/// its procedure, find a row's region with a reversed scan of `hbase:meta`, then put and get
+/// the row in that region, answers in cell blocks.
+#[test]
+fn a_table_is_created_located_through_meta_written_and_read() {
+    let server = Server::start();
+    let mut master = open(&server.hbase, "MasterService");
+    let create = hbase::CreateTableRequest {
+        table_schema: hbase::TableSchema {
+            table_name: Some(hbase::TableName {
+                namespace: Bytes::from_static(b"default"),
+                qualifier: Bytes::from_static(b"wire"),
+            }),
+            column_families: vec![hbase::ColumnFamilySchema {
+                name: Bytes::from_static(b"f"),
+                ..Default::default()
+            }],
+            ..Default::default()
+        },
+        split_keys: vec![Bytes::from_static(b"m")],
+        ..Default::default()
+    };
+    let (param, _) = call(&mut master, 1, "CreateTable", &create).expect("CreateTable");
+    let proc_id = hbase::CreateTableResponse::decode(param)
+        .expect("decodes")
+        .proc_id
+        .expect("a procedure id");
+    let (param, _) = call(
+        &mut master,
+        2,
+        "getProcedureResult",
+        &hbase::GetProcedureResultRequest { proc_id },
+    )
+    .expect("getProcedureResult");
+    let state = hbase::GetProcedureResultResponse::decode(param).expect("decodes");
+    assert_eq!(
+        state.state,
+        hbase::get_procedure_result_response::State::Finished as i32
+    );
+    assert!(state.exception.is_none(), "{:?}", state.exception);
+
+    // Where does row "q" live? The client's locate scan.
+    let mut client = open(&server.hbase, "ClientService");
+    let locate = hbase::ScanRequest {
+        region: Some(region(b"hbase:meta,,1")),
+        scan: Some(hbase::Scan {
+            start_row: Some(Bytes::from_static(b"wire,q,99999999999999")),
+            stop_row: Some(Bytes::from_static(b"wire,,")),
+            include_stop_row: Some(true),
+            reversed: Some(true),
+            column: vec![hbase::Column {
+                family: Bytes::from_static(b"info"),
+                qualifier: Vec::new(),
+            }],
+            ..Default::default()
+        }),
+        number_of_rows: Some(1),
+        ..Default::default()
+    };
+    let (param, cells) = call(&mut client, 1, "Scan", &locate).expect("meta scan");
+    let scan = hbase::ScanResponse::decode(param).expect("decodes");
+    let mut reader = cellar_proto::cellblock::CellReader::new(cells);
+    let mut found = scan
+        .results
+        .iter()
+        .flat_map(|r| r.cell.clone())
+        .map(|c| {
+            (
+                c.row.unwrap_or_default(),
+                c.qualifier.unwrap_or_default(),
+                c.value.unwrap_or_default(),
+            )
+        })
+        .collect::<Vec<_>>();
+    while let Some(c) = reader.next_cell().expect("cell block") {
+        found.push((c.row, c.qualifier, c.value));
+    }
+    let (region_name, _, info) = found
+        .iter()
+        .find(|(_, q, _)| q.as_ref() == b"regioninfo")
+        .cloned()
+        .expect("the first row holds info:regioninfo");
+    assert!(
+        region_name.starts_with(b"wire,m,"),
+        "row 'q' is in the region starting at 'm': {region_name:?}"
+    );
+    let info = hbase::RegionInfo::decode(info.slice(4..)).expect("PBUF + RegionInfo");
+    assert_eq!(info.start_key.as_deref(), Some(&b"m"[..]));
+    let server_col = found
+        .iter()
+        .find(|(_, q, _)| q.as_ref() == b"server")
+        .map(|(_, _, v)| String::from_utf8_lossy(v).into_owned());
+    assert_eq!(server_col.as_deref(), Some(server.hbase.as_str()));
+
+    use hbase::mutation_proto::column_value::QualifierValue;
+    let put = hbase::MutateRequest {
+        region: region(&region_name),
+        mutation: hbase::MutationProto {
+            row: Some(Bytes::from_static(b"q")),
+            mutate_type: Some(hbase::mutation_proto::MutationType::Put as i32),
+            column_value: vec![hbase::mutation_proto::ColumnValue {
+                family: Bytes::from_static(b"f"),
+                qualifier_value: vec![QualifierValue {
+                    qualifier: Some(Bytes::from_static(b"c")),
+                    value: Some(Bytes::from_static(b"hello")),
+                    ..Default::default()
+                }],
+            }],
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let (param, _) = call(&mut client, 2, "Mutate", &put).expect("put");
+    assert_eq!(
+        hbase::MutateResponse::decode(param)
+            .expect("decodes")
+            .processed,
+        Some(true)
+    );
+    let get = hbase::GetRequest {
+        region: region(&region_name),
+        get: hbase::Get {
+            row: Bytes::from_static(b"q"),
+            ..Default::default()
+        },
+    };
+    let (param, cells) = call(&mut client, 3, "Get", &get).expect("get");
+    let result = hbase::GetResponse::decode(param)
+        .expect("decodes")
+        .result
+        .expect("a result");
+    assert_eq!(
+        result.associated_cell_count,
+        Some(1),
+        "the cell rides in the cell block"
+    );
+    let mut reader = cellar_proto::cellblock::CellReader::new(cells);
+    let cell = reader.next_cell().expect("cell block").expect("one cell");
+    assert_eq!(
+        (
+            &cell.row[..],
+            &cell.family[..],
+            &cell.qualifier[..],
+            &cell.value[..]
+        ),
+        (&b"q"[..], &b"f"[..], &b"c"[..], &b"hello"[..])
+    );
+    // A region name whose MD5 suffix does not match is refused, naming it.
+    let forged = hbase::GetRequest {
+        region: region(b"wire,,1.00000000000000000000000000000000."),
+        get: hbase::Get {
+            row: Bytes::from_static(b"q"),
+            ..Default::default()
+        },
+    };
+    let e = call(&mut client, 4, "Get", &forged).expect_err("a forged region name is refused");
+    assert!(e.do_not_retry(), "{e:?}");
+    assert!(
+        e.stack_trace().contains("wire,,1."),
+        "names the region: {e:?}"
+    );
+}

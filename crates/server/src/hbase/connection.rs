@@ -232,30 +232,39 @@ impl Reader {
 
     /// The 6-byte preamble and the connection header.
     async fn hello(&mut self) -> Result<(), End> {
+        // A client probing for a Kerberos principal gets told there is none and may go on
+        // with its real preamble, as on HBase; at most a few probes per connection.
+        for _ in 0..4 {
+            if self.preamble().await? {
+                return self.connection_header().await;
+            }
+        }
+        Err(self.fatal(ex::FATAL_CONNECTION, "too many security preambles".into()))
+    }
+
+    /// One preamble: true when it is `HBas` + SIMPLE (a connection header follows), false
+    /// after a security probe was answered.
+    async fn preamble(&mut self) -> Result<bool, End> {
         self.need(6).await?;
         let mut p = [0u8; 6];
         p.copy_from_slice(&self.buf[..6]);
         self.buf.advance(6);
         match hbase_wire::classify_preamble(&p) {
-            Preamble::Hbase { auth } if auth == hbase_wire::AUTH_SIMPLE => {}
-            Preamble::Hbase { auth } => {
-                return Err(self.fatal(
-                    ex::BAD_AUTH,
-                    format!(
-                        "authentication code {auth} is not supported: Cellar accepts SIMPLE ({})",
-                        hbase_wire::AUTH_SIMPLE
-                    ),
-                ))
-            }
-            Preamble::WrongVersion(v) => {
-                return Err(self.fatal(
-                    ex::WRONG_VERSION,
-                    format!(
-                        "RPC version {v} is not supported: Cellar speaks version {}",
-                        hbase_wire::RPC_VERSION
-                    ),
-                ))
-            }
+            Preamble::Hbase { auth } if auth == hbase_wire::AUTH_SIMPLE => Ok(true),
+            Preamble::Hbase { auth } => Err(self.fatal(
+                ex::BAD_AUTH,
+                format!(
+                    "authentication code {auth} is not supported: Cellar accepts SIMPLE ({})",
+                    hbase_wire::AUTH_SIMPLE
+                ),
+            )),
+            Preamble::WrongVersion(v) => Err(self.fatal(
+                ex::WRONG_VERSION,
+                format!(
+                    "RPC version {v} is not supported: Cellar speaks version {}",
+                    hbase_wire::RPC_VERSION
+                ),
+            )),
             Preamble::Registry => {
                 // The 2.6 client's cluster-id probe: answer and close.
                 let answer = hbase::GetConnectionRegistryResponse {
@@ -264,24 +273,28 @@ impl Reader {
                 let mut out = BytesMut::new();
                 hbase_wire::encode_response(&mut out, NO_CALL, &answer.encode_to_vec(), &[]);
                 self.send(out.freeze())?;
-                return Err(End::Done);
+                Err(End::Done)
             }
             Preamble::Security => {
-                return Err(self.fatal(
+                self.send(exception_frame(
+                    NO_CALL,
                     ex::SECURITY_NOT_ENABLED,
-                    "security is not enabled on this Cellar server".into(),
-                ))
+                    "security is not enabled on this Cellar server",
+                ))?;
+                Ok(false)
             }
-            Preamble::Bad(got) => {
-                return Err(self.fatal(
-                    ex::FATAL_CONNECTION,
-                    format!(
-                        "Expected HEADER=HBas but received HEADER={}",
-                        String::from_utf8_lossy(&got[..4])
-                    ),
-                ))
-            }
+            Preamble::Bad(got) => Err(self.fatal(
+                ex::FATAL_CONNECTION,
+                format!(
+                    "Expected HEADER=HBas but received HEADER={}",
+                    String::from_utf8_lossy(&got[..4])
+                ),
+            )),
         }
+    }
+
+    /// The connection header: `u32 BE length | ConnectionHeader`.
+    async fn connection_header(&mut self) -> Result<(), End> {
         self.need(4).await?;
         let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
         if len > MAX_CONNECTION_HEADER {

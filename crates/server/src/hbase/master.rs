@@ -510,9 +510,14 @@ fn truncate(svc: &HbaseService, table: &str, preserve_splits: bool) -> Result<()
     if !preserve_splits || splits.is_empty() {
         return Ok(svc.rs.truncate_table(table)?);
     }
-    // Cellar's truncate makes one region: with splits to keep, the table is made again.
-    svc.rs.delete_table(table)?;
-    Ok(svc.rs.create_table((*route.schema).clone(), &splits)?)
+    // Cellar's truncate leaves one region; the old boundaries come back as splits of the
+    // empty table. Each step is crash-safe on its own, so a crash in between leaves the table
+    // empty, enabled and with its schema, only with fewer regions.
+    svc.rs.truncate_table(table)?;
+    for key in splits {
+        svc.rs.split_table(table, Some(key))?;
+    }
+    Ok(())
 }
 
 /// Makes `table`'s families those of `wanted`: changed or new ones put, missing ones removed.
