@@ -9,13 +9,17 @@ const SHIFTS: [u32; 64] = [
     6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21, 6, 10, 15, 21,
 ];
 
-/// `floor(abs(sin(i + 1)) * 2^32)`, the RFC's table T.
-fn sine_table() -> [u32; 64] {
-    let mut t = [0u32; 64];
-    for (i, v) in t.iter_mut().enumerate() {
-        *v = ((i as f64 + 1.0).sin().abs() * 4_294_967_296.0) as u32;
-    }
-    t
+/// `floor(abs(sin(i + 1)) * 2^32)`, the RFC's table T, computed once: every data call checks
+/// a region name's digest, and 64 sines per call showed up in profiles.
+fn sine_table() -> &'static [u32; 64] {
+    static TABLE: std::sync::OnceLock<[u32; 64]> = std::sync::OnceLock::new();
+    TABLE.get_or_init(|| {
+        let mut t = [0u32; 64];
+        for (i, v) in t.iter_mut().enumerate() {
+            *v = ((i as f64 + 1.0).sin().abs() * 4_294_967_296.0) as u32;
+        }
+        t
+    })
 }
 
 /// The 16-byte digest of `data`.
