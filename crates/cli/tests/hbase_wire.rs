@@ -392,6 +392,19 @@ fn a_table_is_created_located_through_meta_written_and_read() {
         ),
         (&b"q"[..], &b"f"[..], &b"c"[..], &b"hello"[..])
     );
+    // The front end's calls and connections show in /metrics.
+    let metrics = server.http_get("/metrics");
+    let calls = metrics
+        .lines()
+        .find_map(|l| l.strip_prefix("cellar_hbase_call_duration_seconds_count "))
+        .and_then(|n| n.trim().parse::<u64>().ok())
+        .expect("cellar_hbase_call_duration_seconds_count in /metrics");
+    assert!(calls >= 5, "at least the calls made here: {calls}");
+    assert!(
+        metrics.contains("cellar_hbase_open_connections 2\n"),
+        "both connections open: {metrics}"
+    );
+
     // A region name whose MD5 suffix does not match is refused, naming it.
     let forged = hbase::GetRequest {
         region: region(b"wire,,1.00000000000000000000000000000000."),

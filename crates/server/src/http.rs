@@ -35,6 +35,8 @@ pub struct StatusInfo {
 /// Where the endpoint's answers come from.
 pub struct Sources {
     pub metrics: Arc<RpcMetrics>,
+    /// The HBase-compatible front end's counters, when it runs.
+    pub hbase_metrics: Option<Arc<RpcMetrics>>,
     pub handler: Arc<dyn Handler>,
     pub info: StatusInfo,
 }
@@ -266,7 +268,11 @@ async fn route(method: &str, path: &str, served: &Served) -> Response {
             Response {
                 status: "200 OK",
                 content_type: METRICS_CONTENT_TYPE,
-                body: render(&served.sources.metrics, &gauges),
+                body: render(
+                    &served.sources.metrics,
+                    served.sources.hbase_metrics.as_deref(),
+                    &gauges,
+                ),
             }
         }
         "/status" => {

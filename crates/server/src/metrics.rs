@@ -153,6 +153,14 @@ impl RpcMetrics {
         self.methods[slot(method as i32)].latency.record(elapsed);
     }
 
+    /// A call of a protocol without Cellar method numbers (HBase's), answered after `elapsed`.
+    pub fn record_other_call(&self, elapsed: Duration, failed: bool) {
+        self.methods[0].latency.record(elapsed);
+        if failed {
+            self.errors[0].fetch_add(1, Relaxed);
+        }
+    }
+
     /// A call answered with an error.
     pub fn record_error(&self, code: pb::ErrorCode) {
         self.errors[slot(code as i32)].fetch_add(1, Relaxed);
@@ -255,11 +263,70 @@ fn single(out: &mut String, name: &str, kind: &str, help: &str, value: impl std:
 
 /// The Prometheus text exposition (format 0.0.4) of the RPC counters and the region server's
 /// gauges.
-pub fn render(rpc: &RpcMetrics, gauges: &Gauges) -> String {
+pub fn render(rpc: &RpcMetrics, hbase: Option<&RpcMetrics>, gauges: &Gauges) -> String {
     let mut out = String::with_capacity(8 * 1024);
     render_rpc(&mut out, rpc);
+    if let Some(h) = hbase {
+        render_hbase(&mut out, h);
+    }
     render_gauges(&mut out, gauges);
     out
+}
+
+/// The HBase-compatible front end's counters (its calls are not split by method: HBase
+/// method names are strings, counted together).
+fn render_hbase(out: &mut String, rpc: &RpcMetrics) {
+    let name = "cellar_hbase_call_duration_seconds";
+    header(
+        out,
+        name,
+        "histogram",
+        "HBase protocol calls: time from a request's arrival to its response being queued.",
+    );
+    rpc.methods[0].latency.render(out, name, "");
+    let name = "cellar_hbase_queue_wait_seconds";
+    header(
+        out,
+        name,
+        "histogram",
+        "Time an HBase call waited for a handler.",
+    );
+    rpc.queue_wait.render(out, name, "");
+    single(
+        out,
+        "cellar_hbase_errors_total",
+        "counter",
+        "HBase protocol calls answered with an exception.",
+        rpc.errors[0].load(Relaxed),
+    );
+    single(
+        out,
+        "cellar_hbase_received_bytes_total",
+        "counter",
+        "Bytes read from HBase protocol connections.",
+        rpc.bytes_in(),
+    );
+    single(
+        out,
+        "cellar_hbase_sent_bytes_total",
+        "counter",
+        "Bytes written to HBase protocol connections.",
+        rpc.bytes_out(),
+    );
+    single(
+        out,
+        "cellar_hbase_open_connections",
+        "gauge",
+        "HBase protocol connections open now.",
+        rpc.open_connections(),
+    );
+    single(
+        out,
+        "cellar_hbase_call_queue_length",
+        "gauge",
+        "HBase calls waiting for a handler thread.",
+        rpc.queue_depth(),
+    );
 }
 
 fn render_rpc(out: &mut String, rpc: &RpcMetrics) {
@@ -475,7 +542,11 @@ mod tests {
             block_cache_misses: 1,
             ..Gauges::default()
         };
-        let text = render(&m, &g);
+        let text = render(&m, None, &g);
+        assert!(
+            !text.contains("cellar_hbase_"),
+            "no HBase section without that front end"
+        );
         assert!(text.contains("cellar_rpc_call_duration_seconds_count{method=\"GET\"} 1\n"));
         assert!(text.contains("cellar_rpc_errors_total{code=\"SERVER_BUSY\"} 1\n"));
         assert!(text.contains("cellar_rpc_open_connections 0\n"), "{text}");
@@ -484,5 +555,18 @@ mod tests {
         assert!(text.contains("cellar_block_cache_hit_ratio 0.75\n"));
         assert_eq!(m.calls(pb::Method::Get), 1);
         assert_eq!(m.total_calls(), 1);
+
+        let h = RpcMetrics::default();
+        h.record_other_call(Duration::from_micros(40), false);
+        h.record_other_call(Duration::from_micros(90), true);
+        h.connection_opened();
+        let text = render(&m, Some(&h), &g);
+        assert!(
+            text.contains("cellar_hbase_call_duration_seconds_count 2\n"),
+            "{text}"
+        );
+        assert!(text.contains("cellar_hbase_errors_total 1\n"), "{text}");
+        assert!(text.contains("cellar_hbase_open_connections 1\n"), "{text}");
+        assert!(text.contains("cellar_rpc_call_duration_seconds_count{method=\"GET\"} 1\n"));
     }
 }

@@ -74,6 +74,7 @@ impl Standalone {
         let data_dir = std::path::absolute(&config.data_dir).unwrap_or(config.data_dir.clone());
         let sources = Sources {
             metrics: rpc.metrics(),
+            hbase_metrics: hbase.as_ref().map(HbaseServer::metrics),
             handler,
             info: StatusInfo {
                 version: env!("CARGO_PKG_VERSION").to_string(),

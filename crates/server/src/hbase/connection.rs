@@ -73,6 +73,8 @@ pub(crate) struct HCall {
 impl HCall {
     /// Encodes the outcome and queues it for the connection's writer.
     pub fn answer(self, outcome: Result<HReply, HbaseError>) {
+        self.metrics
+            .record_other_call(self.received.elapsed(), outcome.is_err());
         let frame = response_frame(self.call_id, outcome);
         let _ = self.tx.send(Outgoing {
             frame,
@@ -370,6 +372,9 @@ impl Reader {
                     .service
                     .call_inline(&self.ctx, &self.service_name, &method, &req.param)
             {
+                self.shared
+                    .metrics
+                    .record_other_call(received.elapsed(), outcome.is_err());
                 let frame = response_frame(call_id, outcome);
                 return self
                     .tx
