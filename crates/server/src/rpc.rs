@@ -8,7 +8,7 @@
 //! the reactor; other calls go through a bounded queue to `rpc.handler_count` threads, which
 //! may block on disk; responses go back through the connection's writer in completion order.
 
-mod connection;
+pub(crate) mod connection;
 mod pool;
 pub(crate) mod queue;
 mod respond;
@@ -141,7 +141,11 @@ impl RpcServer {
             max_request_bytes: config.max_request_bytes,
         });
         let (stop, stopped) = watch::channel(false);
-        let acceptor = runtime.spawn(accept_loop(listener, shared, stopped));
+        let acceptor = runtime.spawn(accept_loop(
+            listener,
+            stopped,
+            move |stream, id, peer, stop| connection::serve(stream, id, peer, shared.clone(), stop),
+        ));
         tracing::info!(addr = %local_addr, handlers = config.handler_count, io_threads = config.io_threads, "native RPC listening");
         Ok(RpcServer {
             local_addr,
@@ -218,7 +222,15 @@ impl Drop for RpcServer {
 }
 
 /// Accepts connections until told to stop, then waits for every connection to finish.
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: watch::Receiver<bool>) {
+/// `serve(stream, n, peer, stop)` serves the n-th accepted connection (n from 1).
+pub(crate) async fn accept_loop<F, Fut>(
+    listener: TcpListener,
+    stop: watch::Receiver<bool>,
+    mut serve: F,
+) where
+    F: FnMut(tokio::net::TcpStream, u64, SocketAddr, watch::Receiver<bool>) -> Fut,
+    Fut: std::future::Future<Output = ()> + Send + 'static,
+{
     let mut conns = JoinSet::new();
     let mut next_id: u64 = 0;
     let mut stop_wait = stop.clone();
@@ -233,7 +245,7 @@ async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: watch::Re
                         tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
                     }
                     next_id += 1;
-                    conns.spawn(connection::serve(stream, next_id, peer, shared.clone(), stop.clone()));
+                    conns.spawn(serve(stream, next_id, peer, stop.clone()));
                 }
                 Err(e) => {
                     // Out of file descriptors and the like: back off instead of spinning.

@@ -31,9 +31,6 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 const MAX_CONNECTION_HEADER: u32 = 64 * 1024;
 const READ_CHUNK: usize = 64 * 1024;
 const WRITE_BATCH_BYTES: usize = 64 * 1024;
-/// After a fatal answer, input still arriving is drained this long so the answer is not lost
-/// to a connection reset.
-const LINGER: Duration = Duration::from_millis(500);
 /// The call id HBase uses for answers that belong to no call (preamble answers).
 const NO_CALL: u32 = u32::MAX;
 
@@ -145,7 +142,7 @@ pub(crate) async fn serve(
     match &end {
         End::Fatal(why) => {
             tracing::info!(conn = conn_id, %peer, reason = %why, "closing HBase connection");
-            linger(rd).await;
+            crate::rpc::connection::linger(rd).await;
         }
         End::Io(e) => tracing::debug!(conn = conn_id, %peer, error = %e, "HBase connection failed"),
         _ => tracing::debug!(conn = conn_id, %peer, end = ?end, "HBase connection closed"),
@@ -153,20 +150,6 @@ pub(crate) async fn serve(
     let service = shared.service.clone();
     let _ = tokio::task::spawn_blocking(move || service.connection_closed(conn_id)).await;
     shared.metrics.connection_closed();
-}
-
-async fn linger(mut rd: OwnedReadHalf) {
-    let mut scratch = vec![0u8; 8192];
-    let _ = tokio::time::timeout(LINGER, async {
-        let mut total = 0usize;
-        while total < 1 << 20 {
-            match rd.read(&mut scratch).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => total += n,
-            }
-        }
-    })
-    .await;
 }
 
 struct Reader {

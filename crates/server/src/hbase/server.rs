@@ -16,7 +16,6 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
-use tokio::task::JoinSet;
 
 /// How long shutdown waits for in-flight calls before closing connections regardless.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -86,7 +85,15 @@ impl HbaseServer {
             inline_gets: config.inline_gets,
         });
         let (stop, stopped) = watch::channel(false);
-        let acceptor = runtime.spawn(accept_loop(listener, shared, stopped));
+        // Connection ids of this front end live in their own range, so scanners of the two
+        // front ends never share an owner.
+        let acceptor = runtime.spawn(crate::rpc::accept_loop(
+            listener,
+            stopped,
+            move |stream, id, peer, stop| {
+                connection::serve(stream, (1 << 62) | id, peer, shared.clone(), stop)
+            },
+        ));
         tracing::info!(addr = %local_addr, "HBase RPC listening");
         Ok(HbaseServer {
             local_addr,
@@ -211,36 +218,4 @@ fn run(service: &HbaseService, call: HCall) {
         ))
     });
     call.answer(outcome);
-}
-
-/// Accepts connections until told to stop, then waits for every connection to finish.
-async fn accept_loop(listener: TcpListener, shared: Arc<Shared>, stop: watch::Receiver<bool>) {
-    let mut conns = JoinSet::new();
-    let mut next_id: u64 = 0;
-    let mut stop_wait = stop.clone();
-    loop {
-        tokio::select! {
-            biased;
-            _ = crate::rpc::stopped(&mut stop_wait) => break,
-            Some(_) = conns.join_next(), if !conns.is_empty() => {}
-            accepted = listener.accept() => match accepted {
-                Ok((stream, peer)) => {
-                    if let Err(e) = stream.set_nodelay(true) {
-                        tracing::debug!(%peer, error = %e, "cannot set TCP_NODELAY");
-                    }
-                    next_id += 1;
-                    // Connection ids of this front end live in their own range so scanners
-                    // of the two front ends never share an owner.
-                    let conn_id = (1 << 62) | next_id;
-                    conns.spawn(connection::serve(stream, conn_id, peer, shared.clone(), stop.clone()));
-                }
-                Err(e) => {
-                    tracing::warn!(error = %e, "accept failed");
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                }
-            }
-        }
-    }
-    drop(listener);
-    while conns.join_next().await.is_some() {}
 }

@@ -111,8 +111,9 @@ pub(crate) async fn serve(
     shared.metrics.connection_closed();
 }
 
-/// Reads and drops input for a moment after an error frame (see [`LINGER`]).
-async fn linger(mut rd: OwnedReadHalf) {
+/// Reads and drops input for a moment after an error frame (see [`LINGER`]); the HBase
+/// front end uses it too.
+pub(crate) async fn linger(mut rd: OwnedReadHalf) {
     let mut scratch = vec![0u8; 8192];
     let _ = tokio::time::timeout(LINGER, async {
         let mut total = 0usize;
