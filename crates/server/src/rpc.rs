@@ -176,21 +176,39 @@ impl RpcServer {
     }
 
     fn stop(&mut self) {
-        let Some(running) = self.running.take() else {
-            return;
-        };
-        // Blocking on the runtime is not allowed from inside an async context; a thread of
-        // its own makes shutdown callable from anywhere.
-        let stopped = std::thread::Builder::new()
-            .name("cellar-rpc-stop".into())
-            .spawn(move || stop_running(running));
-        match stopped {
-            Ok(t) => {
-                let _ = t.join();
-            }
-            Err(e) => tracing::error!(error = %e, "cannot start the RPC shutdown thread"),
+        if let Some(running) = self.running.take() {
+            run_off_runtime("cellar-rpc-stop", move || stop_running(running));
+            tracing::info!(addr = %self.local_addr, "native RPC stopped");
         }
-        tracing::info!(addr = %self.local_addr, "native RPC stopped");
+    }
+}
+
+/// Runs `f` on a thread of its own and waits for it: blocking on a runtime is not allowed
+/// from inside an async context, so shutdowns go through here to be callable from anywhere.
+pub(crate) fn run_off_runtime(name: &str, f: impl FnOnce() + Send + 'static) {
+    match std::thread::Builder::new().name(name.into()).spawn(f) {
+        Ok(t) => {
+            let _ = t.join();
+        }
+        Err(e) => tracing::error!(error = %e, thread = name, "cannot start a shutdown thread"),
+    }
+}
+
+/// Tells the acceptor to stop and waits until every connection has finished or `deadline`.
+pub(crate) fn drain_connections(
+    runtime: &tokio::runtime::Runtime,
+    stop: &watch::Sender<bool>,
+    acceptor: tokio::task::JoinHandle<()>,
+    deadline: Instant,
+) {
+    let _ = stop.send(true);
+    let drained = runtime.block_on(async {
+        tokio::time::timeout_at(deadline.into(), acceptor)
+            .await
+            .is_ok()
+    });
+    if !drained {
+        tracing::warn!("connections still busy after the shutdown grace period; closing them");
     }
 }
 
@@ -202,15 +220,7 @@ fn stop_running(running: Running) {
         mut pool,
     } = running;
     let deadline = Instant::now() + SHUTDOWN_GRACE;
-    let _ = stop.send(true);
-    let drained = runtime.block_on(async {
-        tokio::time::timeout_at(deadline.into(), acceptor)
-            .await
-            .is_ok()
-    });
-    if !drained {
-        tracing::warn!("connections still busy after the shutdown grace period; closing them");
-    }
+    drain_connections(&runtime, &stop, acceptor, deadline);
     pool.stop(deadline);
     runtime.shutdown_timeout(Duration::from_secs(1));
 }

@@ -9,6 +9,7 @@
 use super::exceptions::{self as ex, HbaseError};
 use super::{CallCtx, HReply, HbaseService};
 use crate::metrics::RpcMetrics;
+use crate::rpc::connection::{read_more, Read, READ_CHUNK};
 use crate::rpc::queue::{CallQueue, Refused};
 use bytes::{Buf, Bytes, BytesMut};
 use cellar_proto::hbase;
@@ -17,7 +18,7 @@ use prost::Message;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::AsyncWriteExt;
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
@@ -29,7 +30,6 @@ const MAX_IN_FLIGHT_PER_CONNECTION: usize = 1024;
 const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest connection header accepted.
 const MAX_CONNECTION_HEADER: u32 = 64 * 1024;
-const READ_CHUNK: usize = 64 * 1024;
 const WRITE_BATCH_BYTES: usize = 64 * 1024;
 /// The call id HBase uses for answers that belong to no call (preamble answers).
 const NO_CALL: u32 = u32::MAX;
@@ -179,21 +179,18 @@ impl Reader {
     }
 
     async fn fill(&mut self) -> Result<(), End> {
-        if self.buf.capacity() - self.buf.len() < 4096 {
-            self.buf.reserve(READ_CHUNK);
-        }
-        let read = tokio::select! {
-            biased;
-            _ = crate::rpc::stopped(&mut self.shutdown) => return Err(End::Shutdown),
-            r = self.rd.read_buf(&mut self.buf) => r,
-        };
-        match read {
-            Ok(0) => Err(End::Eof),
-            Ok(n) => {
-                self.shared.metrics.add_bytes_in(n);
-                Ok(())
-            }
-            Err(e) => Err(End::Io(e)),
+        match read_more(
+            &mut self.rd,
+            &mut self.buf,
+            &mut self.shutdown,
+            &self.shared.metrics,
+        )
+        .await
+        {
+            Read::Data => Ok(()),
+            Read::Eof => Err(End::Eof),
+            Read::Shutdown => Err(End::Shutdown),
+            Read::Io(e) => Err(End::Io(e)),
         }
     }
 

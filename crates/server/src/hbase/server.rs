@@ -17,9 +17,6 @@ use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
-/// How long shutdown waits for in-flight calls before closing connections regardless.
-const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
-
 /// A running HBase front end. Dropping it shuts it down.
 pub struct HbaseServer {
     local_addr: SocketAddr,
@@ -125,20 +122,10 @@ impl HbaseServer {
     }
 
     fn stop(&mut self) {
-        let Some(running) = self.running.take() else {
-            return;
-        };
-        // Blocking on the runtime is not allowed from inside an async context.
-        let stopped = std::thread::Builder::new()
-            .name("cellar-hbase-stop".into())
-            .spawn(move || stop_running(running));
-        match stopped {
-            Ok(t) => {
-                let _ = t.join();
-            }
-            Err(e) => tracing::error!(error = %e, "cannot start the HBase RPC shutdown thread"),
+        if let Some(running) = self.running.take() {
+            crate::rpc::run_off_runtime("cellar-hbase-stop", move || stop_running(running));
+            tracing::info!(addr = %self.local_addr, "HBase RPC stopped");
         }
-        tracing::info!(addr = %self.local_addr, "HBase RPC stopped");
     }
 }
 
@@ -156,16 +143,8 @@ fn stop_running(running: Running) {
         queue,
         handlers,
     } = running;
-    let deadline = Instant::now() + SHUTDOWN_GRACE;
-    let _ = stop.send(true);
-    let drained = runtime.block_on(async {
-        tokio::time::timeout_at(deadline.into(), acceptor)
-            .await
-            .is_ok()
-    });
-    if !drained {
-        tracing::warn!("HBase connections still busy after the shutdown grace period");
-    }
+    let deadline = Instant::now() + crate::rpc::SHUTDOWN_GRACE;
+    crate::rpc::drain_connections(&runtime, &stop, acceptor, deadline);
     queue.close();
     for t in handlers {
         while !t.is_finished() && Instant::now() < deadline {

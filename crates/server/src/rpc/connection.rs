@@ -31,7 +31,7 @@ const PREAMBLE_TIMEOUT: Duration = Duration::from_secs(30);
 /// Bytes of an oversized frame read to find its call id; the rest is skipped unread.
 const PEEK_BYTES: usize = 1024;
 /// Read buffer growth step.
-const READ_CHUNK: usize = 64 * 1024;
+pub(crate) const READ_CHUNK: usize = 64 * 1024;
 /// The writer flushes once a batch reaches this size.
 const WRITE_BATCH_BYTES: usize = 64 * 1024;
 /// After a protocol error, input still arriving is read and dropped for this long so the
@@ -127,6 +127,40 @@ pub(crate) async fn linger(mut rd: OwnedReadHalf) {
     .await;
 }
 
+/// What one read from a connection brought.
+pub(crate) enum Read {
+    Data,
+    Eof,
+    Shutdown,
+    Io(std::io::Error),
+}
+
+/// Reads what the socket has into `buf` (growing it by [`READ_CHUNK`] when nearly full),
+/// unless the server is told to stop first; counts the bytes. Both front ends read so.
+pub(crate) async fn read_more(
+    rd: &mut OwnedReadHalf,
+    buf: &mut BytesMut,
+    shutdown: &mut watch::Receiver<bool>,
+    metrics: &RpcMetrics,
+) -> Read {
+    if buf.capacity() - buf.len() < 4096 {
+        buf.reserve(READ_CHUNK);
+    }
+    let read = tokio::select! {
+        biased;
+        _ = super::stopped(shutdown) => return Read::Shutdown,
+        r = rd.read_buf(buf) => r,
+    };
+    match read {
+        Ok(0) => Read::Eof,
+        Ok(n) => {
+            metrics.add_bytes_in(n);
+            Read::Data
+        }
+        Err(e) => Read::Io(e),
+    }
+}
+
 struct Reader {
     conn_id: u64,
     shared: Arc<Shared>,
@@ -155,21 +189,18 @@ impl Reader {
 
     /// Reads more input into the buffer.
     async fn fill(&mut self) -> Result<(), End> {
-        if self.buf.capacity() - self.buf.len() < 4096 {
-            self.buf.reserve(READ_CHUNK);
-        }
-        let read = tokio::select! {
-            biased;
-            _ = super::stopped(&mut self.shutdown) => return Err(End::Shutdown),
-            r = self.rd.read_buf(&mut self.buf) => r,
-        };
-        match read {
-            Ok(0) => Err(End::Eof),
-            Ok(n) => {
-                self.shared.metrics.add_bytes_in(n);
-                Ok(())
-            }
-            Err(e) => Err(End::Io(e)),
+        match read_more(
+            &mut self.rd,
+            &mut self.buf,
+            &mut self.shutdown,
+            &self.shared.metrics,
+        )
+        .await
+        {
+            Read::Data => Ok(()),
+            Read::Eof => Err(End::Eof),
+            Read::Shutdown => Err(End::Shutdown),
+            Read::Io(e) => Err(End::Io(e)),
         }
     }
 
