@@ -268,6 +268,14 @@ impl Region {
         self.inner.mutate(m)
     }
 
+    /// [`Region::mutate`] for a network reactor: `None` (nothing done) when the write could
+    /// wait on anything but memory and a write to the OS: an fdatasync (`FsyncWal`),
+    /// memstore or store-file back-pressure, or a read of the row (a delete of the latest
+    /// version looks its timestamp up). The caller then hands it to a thread that may wait.
+    pub fn try_mutate(&self, m: &RowMutation) -> Option<Result<()>> {
+        self.inner.try_mutate(m)
+    }
+
     /// The row's cells that `get` asks for, sorted (family, qualifier, newest first).
     pub fn get(&self, get: &Get) -> Result<Vec<Cell>> {
         let inner = &self.inner;
@@ -432,31 +440,34 @@ impl RegionInner {
         Ok(())
     }
 
-    /// Holds a writer back while the region is over its memstore bound or a store has too many
-    /// files, up to `blocking_wait`; then lets it through (slowed, never failed).
-    fn wait_for_pressure(&self) {
+    /// The memstores are past their blocking bound or a store has too many files.
+    fn over_pressure(&self) -> bool {
         let cfg = &self.services.config;
         let memstore_limit = cfg
             .memstore_flush_bytes
             .saturating_mul(cfg.memstore_block_multiplier);
-        let over = || {
-            self.stores
+        self.stores
+            .iter()
+            .map(|s| s.memstore_bytes() as u64)
+            .sum::<u64>()
+            > memstore_limit
+            || self
+                .stores
                 .iter()
-                .map(|s| s.memstore_bytes() as u64)
-                .sum::<u64>()
-                > memstore_limit
-                || self
-                    .stores
-                    .iter()
-                    .any(|s| s.file_count() >= cfg.blocking_store_files)
-        };
-        if !cfg.background || !over() {
+                .any(|s| s.file_count() >= cfg.blocking_store_files)
+    }
+
+    /// Holds a writer back while the region is over its memstore bound or a store has too many
+    /// files, up to `blocking_wait`; then lets it through (slowed, never failed).
+    fn wait_for_pressure(&self) {
+        let cfg = &self.services.config;
+        if !cfg.background || !self.over_pressure() {
             return;
         }
         let deadline = Instant::now() + cfg.blocking_wait;
         let (lock, cv) = &self.pressure;
         let mut g = lock.lock();
-        while over() && !self.closed.load(Ordering::Acquire) {
+        while self.over_pressure() && !self.closed.load(Ordering::Acquire) {
             if cv.wait_until(&mut g, deadline).timed_out() {
                 tracing::warn!(region = self.info.id, "writes held back for {:?} by too many store files or a full memstore; proceeding", cfg.blocking_wait);
                 break;
@@ -465,12 +476,33 @@ impl RegionInner {
     }
 
     fn mutate(self: &Arc<Self>, m: &RowMutation) -> Result<()> {
+        self.admit(m)?;
+        self.wait_for_pressure();
+        self.apply(m)
+    }
+
+    fn try_mutate(self: &Arc<Self>, m: &RowMutation) -> Option<Result<()>> {
+        let waits = m.durability.resolve() == Durability::FsyncWal
+            || m.entries.iter().any(|e| e.cell_type != CellType::Put)
+            || (self.services.config.background && self.over_pressure());
+        if waits {
+            return None;
+        }
+        Some(self.admit(m).and_then(|()| self.apply(m)))
+    }
+
+    /// The checks every write passes before it may wait or be applied.
+    fn admit(&self, m: &RowMutation) -> Result<()> {
         self.check_open()?;
         self.validate(m)?;
         if self.wal_failed.load(Ordering::Acquire) {
             return Err(Error::WalFailed(format!("region {}", self.info.id)));
         }
-        self.wait_for_pressure();
+        Ok(())
+    }
+
+    /// Logs the mutation, applies it to the memstores and waits for its durability.
+    fn apply(self: &Arc<Self>, m: &RowMutation) -> Result<()> {
         let durability = m.durability.resolve();
         let now = self.services.config.clock.now_millis();
 
