@@ -245,18 +245,14 @@ fn region(name: &[u8]) -> hbase::RegionSpecifier {
     }
 }
 
-/// The Java client's path, call by call: create a pre-split table through the master and poll
-/// its procedure, find a row's region with a reversed scan of `hbase:meta`, then put and get
-/// the row in that region, answers in cell blocks.
-#[test]
-fn a_table_is_created_located_through_meta_written_and_read() {
-    let server = Server::start();
-    let mut master = open(&server.hbase, "MasterService");
+/// Creates `table` (family `f`) through the master, split at `splits`, and checks its
+/// procedure finished.
+fn create_table(master: &mut TcpStream, table: &str, splits: &[&[u8]]) {
     let create = hbase::CreateTableRequest {
         table_schema: hbase::TableSchema {
             table_name: Some(hbase::TableName {
                 namespace: Bytes::from_static(b"default"),
-                qualifier: Bytes::from_static(b"wire"),
+                qualifier: Bytes::copy_from_slice(table.as_bytes()),
             }),
             column_families: vec![hbase::ColumnFamilySchema {
                 name: Bytes::from_static(b"f"),
@@ -264,16 +260,16 @@ fn a_table_is_created_located_through_meta_written_and_read() {
             }],
             ..Default::default()
         },
-        split_keys: vec![Bytes::from_static(b"m")],
+        split_keys: splits.iter().map(|k| Bytes::copy_from_slice(k)).collect(),
         ..Default::default()
     };
-    let (param, _) = call(&mut master, 1, "CreateTable", &create).expect("CreateTable");
+    let (param, _) = call(master, 1, "CreateTable", &create).expect("CreateTable");
     let proc_id = hbase::CreateTableResponse::decode(param)
         .expect("decodes")
         .proc_id
         .expect("a procedure id");
     let (param, _) = call(
-        &mut master,
+        master,
         2,
         "getProcedureResult",
         &hbase::GetProcedureResultRequest { proc_id },
@@ -285,14 +281,21 @@ fn a_table_is_created_located_through_meta_written_and_read() {
         hbase::get_procedure_result_response::State::Finished as i32
     );
     assert!(state.exception.is_none(), "{:?}", state.exception);
+}
 
-    // Where does row "q" live? The client's locate scan.
-    let mut client = open(&server.hbase, "ClientService");
+/// The client's locate scan for `row` of `table`: the cells (row, qualifier, value) of the
+/// first `hbase:meta` row at or before it.
+fn locate(
+    client: &mut TcpStream,
+    call_id: u32,
+    table: &str,
+    row: &str,
+) -> Vec<(Bytes, Bytes, Bytes)> {
     let locate = hbase::ScanRequest {
         region: Some(region(b"hbase:meta,,1")),
         scan: Some(hbase::Scan {
-            start_row: Some(Bytes::from_static(b"wire,q,99999999999999")),
-            stop_row: Some(Bytes::from_static(b"wire,,")),
+            start_row: Some(Bytes::from(format!("{table},{row},99999999999999"))),
+            stop_row: Some(Bytes::from(format!("{table},,"))),
             include_stop_row: Some(true),
             reversed: Some(true),
             column: vec![hbase::Column {
@@ -304,7 +307,7 @@ fn a_table_is_created_located_through_meta_written_and_read() {
         number_of_rows: Some(1),
         ..Default::default()
     };
-    let (param, cells) = call(&mut client, 1, "Scan", &locate).expect("meta scan");
+    let (param, cells) = call(client, call_id, "Scan", &locate).expect("meta scan");
     let scan = hbase::ScanResponse::decode(param).expect("decodes");
     let mut reader = cellar_proto::cellblock::CellReader::new(cells);
     let mut found = scan
@@ -322,6 +325,21 @@ fn a_table_is_created_located_through_meta_written_and_read() {
     while let Some(c) = reader.next_cell().expect("cell block") {
         found.push((c.row, c.qualifier, c.value));
     }
+    found
+}
+
+/// The Java client's path, call by call: create a pre-split table through the master and poll
+/// its procedure, find a row's region with a reversed scan of `hbase:meta`, then put and get
+/// the row in that region, answers in cell blocks.
+#[test]
+fn a_table_is_created_located_through_meta_written_and_read() {
+    let server = Server::start();
+    let mut master = open(&server.hbase, "MasterService");
+    create_table(&mut master, "wire", &[b"m"]);
+
+    // Where does row "q" live? The client's locate scan.
+    let mut client = open(&server.hbase, "ClientService");
+    let found = locate(&mut client, 1, "wire", "q");
     let (region_name, _, info) = found
         .iter()
         .find(|(_, q, _)| q.as_ref() == b"regioninfo")
@@ -419,4 +437,87 @@ fn a_table_is_created_located_through_meta_written_and_read() {
         e.stack_trace().contains("wire,,1."),
         "names the region: {e:?}"
     );
+}
+
+/// A client may send many calls before reading any answer (the Java client multiplexes its
+/// threads over one connection). More calls than a connection may have in flight, sent in
+/// one write: every one is answered exactly once, puts before the gets that read them.
+#[test]
+fn pipelined_calls_past_the_in_flight_limit_are_all_answered() {
+    use hbase::mutation_proto::column_value::QualifierValue;
+    const CALLS: u32 = 1500;
+    let server = Server::start();
+    let mut master = open(&server.hbase, "MasterService");
+    create_table(&mut master, "pipe", &[]);
+    let mut client = open(&server.hbase, "ClientService");
+    let found = locate(&mut client, 1, "pipe", "r");
+    let region_name = found
+        .iter()
+        .find(|(_, q, _)| q.as_ref() == b"regioninfo")
+        .map(|(r, _, _)| r.clone())
+        .expect("the table's region");
+    let row = |i: u32| Bytes::from(format!("r{i:05}"));
+    let read_all = |client: &mut TcpStream, first_id: u32| {
+        let mut answers = std::collections::BTreeMap::new();
+        for _ in 0..CALLS {
+            let (header, param, cells) = read_frame(client).expect("an answer for every call");
+            assert!(header.exception.is_none(), "{:?}", header.exception);
+            let id = header.call_id.expect("call id") - first_id;
+            assert!(
+                answers.insert(id, (param, cells)).is_none(),
+                "call {id} answered twice"
+            );
+        }
+        assert_eq!(answers.len(), CALLS as usize);
+        answers
+    };
+    let mut out = BytesMut::new();
+    for i in 0..CALLS {
+        let put = hbase::MutateRequest {
+            region: region(&region_name),
+            mutation: hbase::MutationProto {
+                row: Some(row(i)),
+                mutate_type: Some(hbase::mutation_proto::MutationType::Put as i32),
+                column_value: vec![hbase::mutation_proto::ColumnValue {
+                    family: Bytes::from_static(b"f"),
+                    qualifier_value: vec![QualifierValue {
+                        qualifier: Some(Bytes::from_static(b"c")),
+                        value: Some(Bytes::from(i.to_string())),
+                        ..Default::default()
+                    }],
+                }],
+                ..Default::default()
+            },
+            ..Default::default()
+        };
+        hbase_wire::encode_request(&mut out, 1000 + i, "Mutate", &put, &[]);
+    }
+    client.write_all(&out).expect("send the puts");
+    for (_, (param, _)) in read_all(&mut client, 1000) {
+        let resp = hbase::MutateResponse::decode(param).expect("decodes");
+        assert_eq!(resp.processed, Some(true));
+    }
+    out.clear();
+    for i in 0..CALLS {
+        let get = hbase::GetRequest {
+            region: region(&region_name),
+            get: hbase::Get {
+                row: row(i),
+                ..Default::default()
+            },
+        };
+        hbase_wire::encode_request(&mut out, 5000 + i, "Get", &get, &[]);
+    }
+    client.write_all(&out).expect("send the gets");
+    for (i, (_, cells)) in read_all(&mut client, 5000) {
+        let mut reader = cellar_proto::cellblock::CellReader::new(cells);
+        let cell = reader
+            .next_cell()
+            .expect("cell block")
+            .expect("the row's cell");
+        assert_eq!(
+            (&cell.row, &cell.value[..]),
+            (&row(i), i.to_string().as_bytes())
+        );
+    }
 }

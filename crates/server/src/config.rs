@@ -46,6 +46,10 @@ pub struct RpcConfig {
     /// Gets that memstores and the block cache can answer are served on the reactor,
     /// skipping the handler pool (two thread hand-offs); off: every call is queued.
     pub inline_gets: bool,
+    /// Plain puts are applied on the reactor when nothing would make them wait (no fdatasync,
+    /// no back-pressure, the row not locked): the WAL record is written to the OS there, as a
+    /// group-commit leader would. Off: every write is queued for the handlers.
+    pub inline_puts: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -112,6 +116,7 @@ impl Default for RpcConfig {
             max_request_bytes: 64 * 1024 * 1024,
             io_threads: 2,
             inline_gets: true,
+            inline_puts: true,
         }
     }
 }

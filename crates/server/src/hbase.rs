@@ -129,11 +129,16 @@ impl HbaseService {
         service: &str,
         method: &str,
         param: &Bytes,
+        cellblock: &Bytes,
     ) -> Option<Result<HReply, HbaseError>> {
-        if service == "ClientService" && method == "Get" {
-            return client::get_inline(self, ctx, param);
+        if service != "ClientService" {
+            return None;
         }
-        None
+        match method {
+            "Get" => client::get_inline(self, ctx, param),
+            "Mutate" => client::mutate_inline(self, param, cellblock),
+            _ => None,
+        }
     }
 
     /// A connection closed: its scanners go with it.

@@ -308,19 +308,39 @@ impl Handler for RegionServer {
         })
     }
 
-    /// Gets that memstores and the block cache can answer are served on the reactor, saving
-    /// two thread hand-offs; everything else goes to the handler pool.
+    /// Gets that memstores and the block cache can answer, and plain puts that need not
+    /// wait, are served on the reactor, saving two thread hand-offs; everything else goes to
+    /// the handler pool.
     fn call_inline(
         &self,
         _ctx: &CallContext,
         method: Method,
         param: &Bytes,
-        _cellblock: &Bytes,
+        cellblock: &Bytes,
     ) -> Option<Result<Reply, pb::RpcError>> {
-        if method != Method::Get || !self.config().rpc.inline_gets || self.check_running().is_err()
-        {
+        if self.check_running().is_err() {
             return None;
         }
+        match method {
+            Method::Get if self.config().rpc.inline_gets => self.get_on_reactor(param),
+            Method::Mutate if self.config().rpc.inline_puts => {
+                self.put_on_reactor(param, cellblock)
+            }
+            _ => None,
+        }
+    }
+
+    fn connection_closed(&self, conn_id: u64) {
+        self.scanners.connection_closed(conn_id);
+    }
+
+    fn gauges(&self) -> Gauges {
+        self.current_gauges()
+    }
+}
+
+impl RegionServer {
+    fn get_on_reactor(&self, param: &Bytes) -> Option<Result<Reply, pb::RpcError>> {
         let req: pb::GetRequest = decode(param.clone(), "GetRequest").ok()?;
         let r = req.region?;
         let get = convert::get_from_pb(req.get?).ok()?;
@@ -339,11 +359,36 @@ impl Handler for RegionServer {
         )))
     }
 
-    fn connection_closed(&self, conn_id: u64) {
-        self.scanners.connection_closed(conn_id);
-    }
-
-    fn gauges(&self) -> Gauges {
-        self.current_gauges()
+    /// A Mutate that is a plain put without condition, when [`RegionServer::mutate_inline`]
+    /// can apply it without waiting.
+    fn put_on_reactor(
+        &self,
+        param: &Bytes,
+        cellblock: &Bytes,
+    ) -> Option<Result<Reply, pb::RpcError>> {
+        let req: pb::MutateRequest = decode(param.clone(), "MutateRequest").ok()?;
+        if req.condition.is_some() {
+            return None;
+        }
+        let r = req.region?;
+        let (mutation, kind) = convert::mutation_from_pb(
+            req.mutation.as_ref()?,
+            &mut CellReader::new(cellblock.clone()),
+        )
+        .ok()?;
+        if kind != pb::MutationKind::PutDelete {
+            return None;
+        }
+        if let Err(e) = self.mutate_inline(&r.table, r.region_id, &mutation)? {
+            return Some(Err(e.to_rpc()));
+        }
+        self.requests.fetch_add(1, Ordering::Relaxed);
+        Some(Ok(reply(
+            &pb::MutateResponse {
+                processed: true,
+                result: None,
+            },
+            BytesMut::new(),
+        )))
     }
 }

@@ -584,3 +584,59 @@ fn inline_gets_are_served_from_memory_and_decline_cold_blocks() {
         .call_inline(&ctx, Method::Multi, &Bytes::new(), &Bytes::new())
         .is_none());
 }
+
+/// The reactor applies plain puts itself and declines every write that could wait or that
+/// reads before writing; what it applies is what the pool would have.
+#[test]
+fn inline_puts_apply_plain_puts_and_decline_the_rest() {
+    use cellar_server::rpc::{CallContext, Handler};
+    let ts = TestServer::start();
+    ts.create("w", &["cf"], &[]);
+    let inline = |m: &RowMutation, kind: MutationKind, condition: Option<pb::Condition>| {
+        let loc = ts.locate("w", &m.row).expect("locate");
+        let mut cells = BytesMut::new();
+        let mutation = convert::mutation_to_pb(m, kind, &mut cells);
+        let param: Bytes = pb::MutateRequest {
+            region: Some(region_ref(&loc)),
+            mutation: Some(mutation),
+            condition,
+        }
+        .encode_to_vec()
+        .into();
+        ts.server()
+            .call_inline(
+                &CallContext { conn_id: 1 },
+                Method::Mutate,
+                &param,
+                &cells.freeze(),
+            )
+            .map(|r| pb::MutateResponse::decode(r.expect("inline put").param).expect("response"))
+    };
+    let put = RowMutation::new(b("r1")).put(b"cf", b"q", 7, b("v1"));
+    let resp = inline(&put, MutationKind::PutDelete, None).expect("a plain put runs inline");
+    assert!(resp.processed);
+    assert_eq!(ts.value("w", "r1", "cf", "q").as_deref(), Some(&b"v1"[..]));
+
+    let fsync = RowMutation::new(b("r2"))
+        .put(b"cf", b"q", 7, b("v"))
+        .with_durability(Durability::FsyncWal);
+    assert!(inline(&fsync, MutationKind::PutDelete, None).is_none());
+    let delete = RowMutation::new(b("r1")).delete_column(b"cf", b"q", 9);
+    assert!(inline(&delete, MutationKind::PutDelete, None).is_none());
+    let incr = RowMutation::new(b("r3")).put(b"cf", b"n", 0, 1i64.to_be_bytes().to_vec());
+    assert!(inline(&incr, MutationKind::Increment, None).is_none());
+    let condition = pb::Condition {
+        row: b("r1"),
+        family: b("cf"),
+        qualifier: b("q"),
+        op: pb::CompareOp::Equal as i32,
+        value: Some(b("v1")),
+    };
+    assert!(inline(&put, MutationKind::PutDelete, Some(condition)).is_none());
+    assert_eq!(
+        ts.value("w", "r2", "cf", "q"),
+        None,
+        "declined writes did nothing"
+    );
+    assert_eq!(ts.value("w", "r1", "cf", "q").as_deref(), Some(&b"v1"[..]));
+}

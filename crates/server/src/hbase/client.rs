@@ -82,6 +82,43 @@ pub(crate) fn get_inline(
     Some(Ok(get_reply(ctx, &cells, exists_only)))
 }
 
+/// A plain put (no condition, no increment or append) applied on the reactor, or `None` to
+/// send the call to the pool: anything else, malformed requests, and every write that could
+/// wait ([`crate::region_server::RegionServer::mutate_inline`]).
+pub(crate) fn mutate_inline(
+    svc: &HbaseService,
+    param: &Bytes,
+    cellblock: &Bytes,
+) -> Option<Result<HReply>> {
+    if !svc.rs.config().rpc.inline_puts {
+        return None;
+    }
+    let req = hbase::MutateRequest::decode(param.clone()).ok()?;
+    let is_put = req.mutation.mutate_type == Some(hbase::mutation_proto::MutationType::Put as i32);
+    if req.condition.is_some() || !is_put {
+        return None;
+    }
+    let RegionTarget::User { table, region_id } = region(&req.region).ok()? else {
+        return None;
+    };
+    let m = convert::mutation_from_hbase(&req.mutation, &mut CellReader::new(cellblock.clone()))
+        .ok()?;
+    if m.kind != MutationKind::PutDelete || m.whole_row_delete {
+        return None;
+    }
+    if let Err(e) = svc.rs.mutate_inline(&table, region_id, &m.mutation)? {
+        return Some(Err(e.into()));
+    }
+    svc.rs
+        .requests
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Some(Ok(HReply::message(&hbase::MutateResponse {
+        result: None,
+        processed: Some(true),
+        metrics: None,
+    })))
+}
+
 pub(crate) fn region(spec: &hbase::RegionSpecifier) -> Result<RegionTarget> {
     names::parse_region(spec.r#type, &spec.value)
 }

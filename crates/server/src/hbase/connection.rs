@@ -43,7 +43,8 @@ pub(crate) struct Shared {
     pub queue: Arc<CallQueue<HCall>>,
     pub metrics: Arc<RpcMetrics>,
     pub max_request_bytes: u32,
-    pub inline_gets: bool,
+    /// Whether any call may be served on the reactor (`rpc.inline_gets` or `inline_puts`).
+    pub inline: bool,
 }
 
 /// A frame for the writer, holding its call's in-flight slot until written.
@@ -82,13 +83,15 @@ impl HCall {
 
 fn response_frame(call_id: u32, outcome: Result<HReply, HbaseError>) -> Bytes {
     let mut out = BytesMut::new();
-    match outcome {
-        Ok(reply) => hbase_wire::encode_response(&mut out, call_id, &reply.param, &reply.cellblock),
-        Err(e) => {
-            hbase_wire::encode_exception(&mut out, call_id, e.class, &e.message, e.do_not_retry)
-        }
-    }
+    append_response(&mut out, call_id, outcome);
     out.freeze()
+}
+
+fn append_response(out: &mut BytesMut, call_id: u32, outcome: Result<HReply, HbaseError>) {
+    match outcome {
+        Ok(reply) => hbase_wire::encode_response(out, call_id, &reply.param, &reply.cellblock),
+        Err(e) => hbase_wire::encode_exception(out, call_id, e.class, &e.message, e.do_not_retry),
+    }
 }
 
 fn exception_frame(call_id: u32, class: &str, message: &str) -> Bytes {
@@ -134,8 +137,11 @@ pub(crate) async fn serve(
         tx,
         slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONNECTION)),
         shutdown,
+        answered: BytesMut::new(),
+        answered_slots: None,
     };
     let end = reader.run().await;
+    let _ = reader.flush_answered();
     let Reader { rd, tx, .. } = reader;
     drop(tx);
     let _ = writer.await;
@@ -162,6 +168,11 @@ struct Reader {
     tx: mpsc::UnboundedSender<Outgoing>,
     slots: Arc<Semaphore>,
     shutdown: watch::Receiver<bool>,
+    /// Frames answered on the reactor since the last read, handed to the writer in one piece
+    /// before the reader waits for more bytes: requests that arrived together are answered
+    /// with one socket write.
+    answered: BytesMut,
+    answered_slots: Option<OwnedSemaphorePermit>,
 }
 
 impl Reader {
@@ -179,6 +190,7 @@ impl Reader {
     }
 
     async fn fill(&mut self) -> Result<(), End> {
+        self.flush_answered()?;
         match read_more(
             &mut self.rd,
             &mut self.buf,
@@ -201,13 +213,29 @@ impl Reader {
         Ok(())
     }
 
-    fn send(&self, frame: Bytes) -> Result<(), End> {
+    /// Hands the frames answered on the reactor to the writer.
+    fn flush_answered(&mut self) -> Result<(), End> {
+        if self.answered.is_empty() {
+            return Ok(());
+        }
+        let frame = self.answered.split().freeze();
+        self.tx
+            .send(Outgoing {
+                frame,
+                _slot: self.answered_slots.take(),
+            })
+            .map_err(|_| End::WriterGone)
+    }
+
+    /// Queues `frame` for the writer after everything answered before it.
+    fn send(&mut self, frame: Bytes) -> Result<(), End> {
+        self.flush_answered()?;
         self.tx
             .send(Outgoing { frame, _slot: None })
             .map_err(|_| End::WriterGone)
     }
 
-    fn fatal(&self, class: &str, message: String) -> End {
+    fn fatal(&mut self, class: &str, message: String) -> End {
         let _ = self.send(exception_frame(NO_CALL, class, &message));
         End::Fatal(message)
     }
@@ -341,28 +369,38 @@ impl Reader {
         };
         let call_id = req.header.call_id.unwrap_or(0);
         let method = req.header.method_name.clone().unwrap_or_default();
-        let slot = tokio::select! {
-            biased;
-            _ = crate::rpc::stopped(&mut self.shutdown) => return Err(End::Shutdown),
-            s = self.slots.clone().acquire_owned() => s.map_err(|_| End::Shutdown)?,
+        let slot = match self.slots.clone().try_acquire_owned() {
+            Ok(s) => s,
+            Err(_) => {
+                // Slots come back as answers are written, and some may be in `answered`.
+                self.flush_answered()?;
+                tokio::select! {
+                    biased;
+                    _ = crate::rpc::stopped(&mut self.shutdown) => return Err(End::Shutdown),
+                    s = self.slots.clone().acquire_owned() => s.map_err(|_| End::Shutdown)?,
+                }
+            }
         };
-        if self.shared.inline_gets {
-            if let Some(outcome) =
-                self.shared
-                    .service
-                    .call_inline(&self.ctx, &self.service_name, &method, &req.param)
-            {
+        if self.shared.inline {
+            if let Some(outcome) = self.shared.service.call_inline(
+                &self.ctx,
+                &self.service_name,
+                &method,
+                &req.param,
+                &req.cellblock,
+            ) {
                 self.shared
                     .metrics
                     .record_other_call(received.elapsed(), outcome.is_err());
-                let frame = response_frame(call_id, outcome);
-                return self
-                    .tx
-                    .send(Outgoing {
-                        frame,
-                        _slot: Some(slot),
-                    })
-                    .map_err(|_| End::WriterGone);
+                append_response(&mut self.answered, call_id, outcome);
+                match &mut self.answered_slots {
+                    Some(held) => held.merge(slot),
+                    None => self.answered_slots = Some(slot),
+                }
+                if self.answered.len() >= WRITE_BATCH_BYTES {
+                    self.flush_answered()?;
+                }
+                return Ok(());
             }
         }
         let deadline = req

@@ -79,7 +79,7 @@ impl HbaseServer {
             queue: queue.clone(),
             metrics: metrics.clone(),
             max_request_bytes: config.max_request_bytes,
-            inline_gets: config.inline_gets,
+            inline: config.inline_gets || config.inline_puts,
         });
         let (stop, stopped) = watch::channel(false);
         // Connection ids of this front end live in their own range, so scanners of the two

@@ -92,6 +92,32 @@ impl RegionServer {
         }))
     }
 
+    /// A plain put (no condition) applied on the network reactor, or `None` to send it to the
+    /// handler pool: when the region is being taken out, the row is locked by another call,
+    /// or the write could wait on the disk or on back-pressure ([`Region::try_mutate`]).
+    /// The reactor still writes the WAL record to the OS, as a group-commit leader would.
+    pub fn mutate_inline(
+        &self,
+        table: &str,
+        region_id: u64,
+        m: &RowMutation,
+    ) -> Option<Result<(), ServerError>> {
+        if names::is_system(table) {
+            return None;
+        }
+        let hosted = match self.data_region(table, region_id) {
+            Ok(h) => h,
+            Err(e) => return Some(Err(e)),
+        };
+        if hosted.check_row(&m.row).is_err() {
+            return None;
+        }
+        hosted.try_with(|region| {
+            let _row = hosted.try_lock_row(&m.row)?;
+            Some(region.try_mutate(m)?.map_err(ServerError::from))
+        })
+    }
+
     /// Applies one row mutation of `kind`; with a condition, only if it holds.
     pub fn mutate(
         &self,

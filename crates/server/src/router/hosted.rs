@@ -133,6 +133,11 @@ impl HostedRegion {
         self.locks.lock(row)
     }
 
+    /// [`HostedRegion::lock_row`] for the network reactor: `None` instead of waiting.
+    pub fn try_lock_row(&self, row: &[u8]) -> Option<MutexGuard<'_, ()>> {
+        self.locks.try_lock(row)
+    }
+
     /// HBase's region name: `table,start_key,region_id`.
     pub fn name(&self) -> String {
         crate::meta::region_name(&self.table, &self.info.start_key, self.info.id)

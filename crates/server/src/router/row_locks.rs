@@ -32,6 +32,11 @@ impl RowLocks {
     pub fn lock(&self, row: &[u8]) -> MutexGuard<'_, ()> {
         self.stripes[stripe_of(row)].lock()
     }
+
+    /// [`RowLocks::lock`] without waiting: `None` while another call holds the stripe.
+    pub fn try_lock(&self, row: &[u8]) -> Option<MutexGuard<'_, ()>> {
+        self.stripes[stripe_of(row)].try_lock()
+    }
 }
 
 /// FNV-1a: cheap and spreads short keys well enough for striping.

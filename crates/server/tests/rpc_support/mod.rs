@@ -142,6 +142,7 @@ pub fn config(handler_count: usize, max_queued_calls: usize, max_request_bytes: 
         max_request_bytes,
         io_threads: 2,
         inline_gets: true,
+        inline_puts: true,
     }
 }
 

@@ -839,3 +839,64 @@ fn wide_rows_come_in_batches_flagged_partial() {
     assert_eq!(res.len(), 1);
     assert_eq!(&res[0].0[0].qualifier[..], b"b");
 }
+
+#[test]
+fn plain_puts_are_applied_on_the_reactor_and_other_writes_declined() {
+    let fx = fixture();
+    let RegionTarget::User { table, region_id } = &fx.target else {
+        panic!("user region");
+    };
+    let spec = hbase::RegionSpecifier {
+        r#type: 1,
+        value: crate::hbase::names::region_name(table, b"", *region_id),
+    };
+    let inline = |m: hbase::MutationProto, condition, block: Bytes| {
+        let mut r = req(m, condition);
+        r.region = spec.clone();
+        mutate_inline(&fx.svc, &Bytes::from(r.encode_to_vec()), &block)
+    };
+    // The Java client's shape: the cells in the request's cell block.
+    let mut block = BytesMut::new();
+    cellar_proto::cellblock::put_cell(
+        &mut block,
+        b"r1",
+        b"cf",
+        b"a",
+        11,
+        cellar_model::CellType::Put,
+        b"v1",
+    );
+    let m = hbase::MutationProto {
+        row: Some(b("r1")),
+        mutate_type: Some(MutationType::Put as i32),
+        associated_cell_count: Some(1),
+        ..Default::default()
+    };
+    let reply = inline(m, None, block.freeze())
+        .expect("a plain put runs on the reactor")
+        .expect("put");
+    let resp = hbase::MutateResponse::decode(reply.param).expect("decodes");
+    assert_eq!(resp.processed, Some(true));
+    assert!(resp.result.is_none());
+    assert_eq!(fx.get_row("r1", 1), vec![("cf:a".into(), 11, "v1".into())]);
+
+    // Deletes, increments, conditional puts and unknown families' errors: the pool's.
+    let d = del("r1", "cf", "a", DeleteType::DeleteOneVersion, 11);
+    assert!(inline(d, None, Bytes::new()).is_none());
+    let incr = mutation(
+        MutationType::Increment,
+        "r2",
+        "cf",
+        vec![qv("n", "x", None)],
+    );
+    assert!(inline(incr, None, Bytes::new()).is_none());
+    let put = mutation(MutationType::Put, "r1", "cf", vec![qv("a", "v2", Some(12))]);
+    let cond = condition(hbase::CompareType::Equal, "v1");
+    assert!(inline(put, Some(cond), Bytes::new()).is_none());
+    assert_eq!(fx.get_row("r1", 1), vec![("cf:a".into(), 11, "v1".into())]);
+    let bad = mutation(MutationType::Put, "r3", "nope", vec![qv("a", "v", None)]);
+    let err = inline(bad, None, Bytes::new())
+        .expect("answered inline")
+        .expect_err("unknown family");
+    assert_eq!(err.class, NO_SUCH_FAMILY, "{}", err.message);
+}
