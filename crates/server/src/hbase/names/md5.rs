@@ -70,7 +70,13 @@ pub(crate) fn digest(data: &[u8]) -> [u8; 16] {
 
 /// The digest as 32 lower-case hex digits (HBase's encoded region names are lower case).
 pub(crate) fn hex_digest(data: &[u8]) -> String {
-    digest(data).iter().map(|b| format!("{b:02x}")).collect()
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(32);
+    for b in digest(data) {
+        out.push(char::from(HEX[usize::from(b >> 4)]));
+        out.push(char::from(HEX[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 #[cfg(test)]
