@@ -6,6 +6,9 @@
 #   cellar-native  `cellar bench load|run` (Cellar's native protocol) -> Cellar
 # Reports throughput, p50/p99 per operation and the SERVER's CPU time per operation (from
 # /proc/PID/stat), medians over passes, as a table and JSON. See docs/hbase-side-by-side.md.
+# First, with nothing else running, the kernel's floor for one call on this machine
+# (`rpc_bench floor-cpu`: a bare echo server's CPU per 1 KiB ping-pong), when rpc_bench is
+# built next to the Cellar binary.
 #
 # Usage: scripts/bench-vs-hbase.sh [--records N] [--ops N] [--threads "1 8"] [--passes N]
 #          [--workloads "load a c"] [--out FILE.json] [--cellar BIN] [--work DIR] [--no-cellar]
@@ -121,6 +124,17 @@ for w in $(printf '%s\n' a $workloads | sort -u); do
     echo "note: workloads/workload$w not in the repo; using YCSB's standard values" >&2
   fi
 done
+
+# --- the floor: what the kernel alone costs a server per call, before any server runs -------
+floor_meta=()
+rpc_bench="$(dirname "$cellar_bin")/rpc_bench"
+if [[ -x "$rpc_bench" ]]; then
+  "$rpc_bench" --ops 50000 --value-size 1024 --json "$work/floor.json" floor-cpu >&2 \
+    || die "rpc_bench floor-cpu failed"
+  floor_meta=("floor_cpu_us_per_call=$(python3 -c 'import json,sys; print(round(json.load(open(sys.argv[1]))["server_cpu_us_per_call"], 1))' "$work/floor.json")")
+else
+  echo "note: no $rpc_bench (cargo build --release -p cellar-bench); the floor is not measured" >&2
+fi
 
 # --- servers --------------------------------------------------------------------------------
 now_ms() { date +%s%3N; }
@@ -242,6 +256,7 @@ done
 python3 "$repo/scripts/hbase/summarize.py" --phases "$work/phases.tsv" --clk-tck "$clk_tck" \
   --workloads "$workloads" --out "$out" \
   --meta "records=$records" "ops=$ops" "passes=$passes" "threads=$threads" "${idle_meta[@]}" \
+    "${floor_meta[@]}" \
     "startup_ms_hbase=$hbase_startup_ms" "startup_ms_cellar=$cellar_startup_ms"
 echo "startup: hbase ${hbase_startup_ms} ms, cellar ${cellar_startup_ms} ms" >&2
 echo "results: $out" >&2

@@ -159,6 +159,9 @@ def main():
 
     meta = dict(m.split("=", 1) for m in args.meta if "=" in m)
     meta["clk_tck"] = args.clk_tck
+    if "floor_cpu_us_per_call" in meta:
+        print(f"floor: a bare echo server spends {meta['floor_cpu_us_per_call']} us of CPU per "
+              "1 KiB call on this machine (rpc_bench floor-cpu); no server's cpu us/op can be lower")
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"meta": meta, "medians": medians, "phases": phases}, f, indent=2)
     return 0

@@ -409,3 +409,86 @@ pub fn print(r: &PlacementResult, opts: &Options) {
         r.get_over_floor
     );
 }
+
+/// The kernel's share of a call, measured: a bare echo server process answering `ops`
+/// sequential `value_size`-byte ping-pongs over one loopback connection, and the CPU time
+/// (user + system, from `/proc/PID/stat`) it spent per call. No server can spend less per
+/// call on this machine: it is one receive, one send and one sleep/wake-up per call.
+#[derive(Debug, Clone, Serialize)]
+pub struct FloorCpu {
+    pub ops: u64,
+    pub value_size: usize,
+    pub server_cpu_us_per_call: f64,
+}
+
+/// Runs the [`FloorCpu`] measurement against a fresh `self_exe echo-server` process.
+pub fn floor_cpu(self_exe: &Path, ops: u64, value_size: usize) -> Result<FloorCpu> {
+    let mut echo = Command::new(self_exe);
+    echo.arg("echo-server");
+    let (guard, addr) = spawn_listening(echo, "echo")?;
+    let pid = guard.0.id();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())?;
+    let ticks = rt.block_on(async {
+        let mut sock = TcpStream::connect(&addr).await.map_err(|e| e.to_string())?;
+        sock.set_nodelay(true).map_err(|e| e.to_string())?;
+        let msg = echo_message(value_size);
+        let mut buf = Vec::new();
+        // Warm up (connection, allocations) outside the measured window.
+        for _ in 0..ops.min(1000) {
+            ping_pong_once(&mut sock, &msg, &mut buf).await?;
+        }
+        let before = cpu_ticks(pid)?;
+        for _ in 0..ops {
+            ping_pong_once(&mut sock, &msg, &mut buf).await?;
+        }
+        Ok::<_, String>(cpu_ticks(pid)? - before)
+    })?;
+    // SAFETY: sysconf has no preconditions.
+    let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if tck <= 0 {
+        return Err("sysconf(_SC_CLK_TCK) failed".into());
+    }
+    Ok(FloorCpu {
+        ops,
+        value_size,
+        server_cpu_us_per_call: ticks as f64 * 1e6 / tck as f64 / ops as f64,
+    })
+}
+
+/// utime + stime of process `pid`, in clock ticks.
+fn cpu_ticks(pid: u32) -> Result<u64> {
+    let path = format!("/proc/{pid}/stat");
+    let stat = std::fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
+    // Fields after the command name, which is parenthesised and may contain spaces.
+    let rest = stat
+        .rsplit_once(')')
+        .map(|(_, r)| r)
+        .ok_or_else(|| format!("{path}: no ')' after the command name"))?;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of stat(5); `rest` starts at field 3.
+    let field = |i: usize| -> Result<u64> {
+        fields
+            .get(i - 3)
+            .and_then(|f| f.parse().ok())
+            .ok_or_else(|| format!("{path}: field {i} is not a number"))
+    };
+    Ok(field(14)? + field(15)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cpu_ticks;
+
+    #[test]
+    fn this_process_has_cpu_ticks() {
+        let spin = std::time::Instant::now();
+        while spin.elapsed() < std::time::Duration::from_millis(30) {
+            std::hint::black_box(0u64);
+        }
+        let ticks = cpu_ticks(std::process::id()).expect("own /proc/PID/stat");
+        assert!(ticks > 0, "30 ms of spinning shows as CPU time");
+    }
+}

@@ -40,6 +40,9 @@ struct Args {
 enum Mode {
     /// Internal: the ping-pong echo server (prints `listening echo=ADDR`).
     EchoServer,
+    /// The kernel's floor for one call on this machine: the server CPU a bare echo server
+    /// spends per sequential ping-pong of --value-size bytes (--ops calls, one connection).
+    FloorCpu,
 }
 
 fn run(args: Args) -> Result<(), String> {
@@ -51,6 +54,18 @@ fn run(args: Args) -> Result<(), String> {
         return rt.block_on(rpc_bench::echo_server());
     }
     let self_exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    if let Some(Mode::FloorCpu) = args.mode {
+        let floor = rpc_bench::floor_cpu(&self_exe, args.ops, args.value_size)?;
+        println!(
+            "floor: {:.1} µs of server CPU per call ({} sequential {} B ping-pongs, one connection)",
+            floor.server_cpu_us_per_call, floor.ops, floor.value_size
+        );
+        if let Some(path) = args.json {
+            let text = serde_json::to_string_pretty(&floor).map_err(|e| e.to_string())?;
+            std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        }
+        return Ok(());
+    }
     let cellar_bin = match args.cellar_bin {
         Some(p) => p,
         None => self_exe.with_file_name("cellar"),
