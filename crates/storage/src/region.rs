@@ -738,6 +738,25 @@ impl RegionInner {
 
 /// Reads the cells of `row` from `merge` (positioned at or before the row's first cell) through
 /// `matcher`, appending visible ones to `out`; leaves `merge` at the first cell past the row.
+/// Steps past the rest of column `qualifier` of `row`: a few steps, as most columns hold one
+/// version or a few, then a seek, which costs one search however many versions remain
+/// (HBase's SEEK_NEXT_COL).
+fn skip_column(merge: &mut MergeIter, row: &[u8], qualifier: &[u8]) -> Result<()> {
+    const STEPS_BEFORE_SEEK: usize = 4;
+    for _ in 0..STEPS_BEFORE_SEEK {
+        merge.advance()?;
+        match merge.key_in_row(row)? {
+            Some(k) if k.qualifier() == qualifier => {}
+            _ => return Ok(()),
+        }
+    }
+    // The smallest qualifier above `qualifier` is `qualifier` + 0x00.
+    let mut next = Vec::with_capacity(qualifier.len() + 1);
+    next.extend_from_slice(qualifier);
+    next.push(0);
+    merge.seek(&cellar_model::key::first_on_column(row, &next))
+}
+
 pub(crate) fn read_row_cells(
     merge: &mut MergeIter,
     row: &[u8],
@@ -751,8 +770,15 @@ pub(crate) fn read_row_cells(
     let mut buf = BytesMut::new();
     let first = out.len();
     let mut parts: Vec<(usize, usize, usize)> = Vec::new();
+    let mut skip_to: Vec<u8> = Vec::new();
     while let Some(key) = merge.key_in_row(row)? {
-        if matcher.matches(&key) {
+        let matched = matcher.matches(&key);
+        let skip = matcher.column_done(&key);
+        if skip {
+            skip_to.clear();
+            skip_to.extend_from_slice(key.qualifier());
+        }
+        if matched {
             if let Some(cell_type) = key.cell_type() {
                 if buf.is_empty() {
                     // Sized for the first cell; more cells grow it.
@@ -775,7 +801,11 @@ pub(crate) fn read_row_cells(
                 });
             }
         }
-        merge.advance()?;
+        if skip {
+            skip_column(merge, row, &skip_to)?;
+        } else {
+            merge.advance()?;
+        }
     }
     if parts.is_empty() {
         return Ok(());

@@ -154,6 +154,23 @@ impl<'a> RowMatcher<'a> {
         }
     }
 
+    /// After [`RowMatcher::matches`] on `key`: no later cell of `key`'s column can be
+    /// returned, so a reader may seek past the column instead of walking its older versions
+    /// (a hot row's column can hold thousands in a memstore). True once the family's or the
+    /// read's version count is reached, a `DeleteColumn` masks everything older, or the read
+    /// does not want the column. Never for the empty qualifier, whose column shares its key
+    /// range with the family delete markers that every other column needs.
+    pub fn column_done(&self, key: &KeyRef<'_>) -> bool {
+        if !self.started || key.qualifier().is_empty() || key.qualifier() != self.qualifier {
+            return false;
+        }
+        let c = &self.column;
+        c.versions >= self.family.max_versions
+            || c.returned >= self.spec.max_versions
+            || c.delete_column.is_some()
+            || !self.wanted_qualifier(key.qualifier())
+    }
+
     /// Whether the reader gets this cell.
     pub fn matches(&mut self, key: &KeyRef<'_>) -> bool {
         if !self.survives(key) {
