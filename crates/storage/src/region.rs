@@ -740,21 +740,20 @@ impl RegionInner {
 /// `matcher`, appending visible ones to `out`; leaves `merge` at the first cell past the row.
 /// Steps past the rest of column `qualifier` of `row`: a few steps, as most columns hold one
 /// version or a few, then a seek, which costs one search however many versions remain
-/// (HBase's SEEK_NEXT_COL).
-fn skip_column(merge: &mut MergeIter, row: &[u8], qualifier: &[u8]) -> Result<()> {
+/// (HBase's SEEK_NEXT_COL). `qualifier` is the caller's scratch buffer: it may come back
+/// with a byte appended.
+fn skip_column(merge: &mut MergeIter, row: &[u8], qualifier: &mut Vec<u8>) -> Result<()> {
     const STEPS_BEFORE_SEEK: usize = 4;
     for _ in 0..STEPS_BEFORE_SEEK {
         merge.advance()?;
         match merge.key_in_row(row)? {
-            Some(k) if k.qualifier() == qualifier => {}
+            Some(k) if k.qualifier() == qualifier.as_slice() => {}
             _ => return Ok(()),
         }
     }
     // The smallest qualifier above `qualifier` is `qualifier` + 0x00.
-    let mut next = Vec::with_capacity(qualifier.len() + 1);
-    next.extend_from_slice(qualifier);
-    next.push(0);
-    merge.seek(&cellar_model::key::first_on_column(row, &next))
+    qualifier.push(0);
+    merge.seek(&cellar_model::key::first_on_column(row, qualifier))
 }
 
 pub(crate) fn read_row_cells(
@@ -802,7 +801,7 @@ pub(crate) fn read_row_cells(
             }
         }
         if skip {
-            skip_column(merge, row, &skip_to)?;
+            skip_column(merge, row, &mut skip_to)?;
         } else {
             merge.advance()?;
         }
