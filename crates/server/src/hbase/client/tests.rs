@@ -98,6 +98,27 @@ fn mutation(
     }
 }
 
+/// A put of one `cf` cell carried in the request's cell block, as the Java client sends it.
+fn cell_block_put(row: &str, q: &str, ts: u64, v: &str) -> (hbase::MutationProto, Bytes) {
+    let mut block = BytesMut::new();
+    cellar_proto::cellblock::put_cell(
+        &mut block,
+        row.as_bytes(),
+        b"cf",
+        q.as_bytes(),
+        ts,
+        cellar_model::CellType::Put,
+        v.as_bytes(),
+    );
+    let m = hbase::MutationProto {
+        row: Some(b(row)),
+        mutate_type: Some(MutationType::Put as i32),
+        associated_cell_count: Some(1),
+        ..Default::default()
+    };
+    (m, block.freeze())
+}
+
 fn del(row: &str, family: &str, q: &str, t: DeleteType, ts: u64) -> hbase::MutationProto {
     let mut v = qv(q, "", Some(ts));
     v.delete_type = Some(t as i32);
@@ -226,24 +247,9 @@ fn puts_arrive_as_column_values_or_cell_blocks_and_gets_answer_both_ways() {
     let fx = fixture();
     fx.put("r1", "a", "v1", 10);
     // A put carried in the request cell block, at the mutation's timestamp default.
-    let mut block = BytesMut::new();
-    cellar_proto::cellblock::put_cell(
-        &mut block,
-        b"r1",
-        b"cf",
-        b"b",
-        11,
-        cellar_model::CellType::Put,
-        b"v2",
-    );
-    let m = hbase::MutationProto {
-        row: Some(b("r1")),
-        mutate_type: Some(MutationType::Put as i32),
-        associated_cell_count: Some(1),
-        ..Default::default()
-    };
+    let (m, block) = cell_block_put("r1", "b", 11, "v2");
     let (resp, _) = fx
-        .mutate(&BLOCKS, req(m, None), block.freeze())
+        .mutate(&BLOCKS, req(m, None), block)
         .expect("cell block put");
     assert!(resp.result.is_none(), "puts return no result");
     assert_eq!(
@@ -856,23 +862,8 @@ fn plain_puts_are_applied_on_the_reactor_and_other_writes_declined() {
         mutate_inline(&fx.svc, &Bytes::from(r.encode_to_vec()), &block)
     };
     // The Java client's shape: the cells in the request's cell block.
-    let mut block = BytesMut::new();
-    cellar_proto::cellblock::put_cell(
-        &mut block,
-        b"r1",
-        b"cf",
-        b"a",
-        11,
-        cellar_model::CellType::Put,
-        b"v1",
-    );
-    let m = hbase::MutationProto {
-        row: Some(b("r1")),
-        mutate_type: Some(MutationType::Put as i32),
-        associated_cell_count: Some(1),
-        ..Default::default()
-    };
-    let reply = inline(m, None, block.freeze())
+    let (m, block) = cell_block_put("r1", "a", 11, "v1");
+    let reply = inline(m, None, block)
         .expect("a plain put runs on the reactor")
         .expect("put");
     let resp = hbase::MutateResponse::decode(reply.param).expect("decodes");
