@@ -515,6 +515,13 @@ pub(crate) fn result_to_hbase(
         ..Default::default()
     };
     if cell_blocks {
+        // One reservation for the whole block instead of a regrowth every few cells.
+        out.reserve(
+            cells
+                .iter()
+                .map(|c| cellblock::encoded_len(&c.row, &c.family, &c.qualifier, &c.value))
+                .sum(),
+        );
         for c in cells {
             cellblock::put(out, c);
         }
