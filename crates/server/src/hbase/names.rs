@@ -50,7 +50,7 @@ pub(crate) enum RegionTarget {
 /// An encoded name of a user region needs the server's regions: see [`parse_region_in`].
 pub(crate) fn parse_region(kind: i32, value: &[u8]) -> Result<RegionTarget, HbaseError> {
     match kind {
-        REGION_NAME => parse_full_name(value),
+        REGION_NAME => parsed_names::parse(value),
         ENCODED_REGION_NAME if value == META_ENCODED_NAME => Ok(RegionTarget::Meta),
         ENCODED_REGION_NAME => Err(HbaseError::do_not_retry(format!(
             "encoded region name '{}' cannot be resolved without the server's regions",
@@ -92,6 +92,41 @@ pub(crate) fn parse_region_in(
         format!("region with encoded name '{}' is not online", show(value)),
         false,
     ))
+}
+
+/// Full names already checked, per network thread. The client sends its region's name in
+/// every data call, and checking it costs an MD5 of the name; what a name parses to depends
+/// on its bytes alone, so a name checked once needs no second check. Only names that parse
+/// are kept, at most [`parsed_names::CAPACITY`] of them (the set starts over when full).
+mod parsed_names {
+    use super::{parse_full_name, HbaseError, RegionTarget};
+    use std::cell::RefCell;
+    use std::collections::HashMap;
+
+    pub(super) const CAPACITY: usize = 4096;
+
+    thread_local! {
+        static PARSED: RefCell<HashMap<Box<[u8]>, RegionTarget>> = RefCell::new(HashMap::new());
+    }
+
+    pub(super) fn parse(value: &[u8]) -> Result<RegionTarget, HbaseError> {
+        if let Some(hit) = PARSED.with_borrow(|m| m.get(value).cloned()) {
+            return Ok(hit);
+        }
+        let target = parse_full_name(value)?;
+        PARSED.with_borrow_mut(|m| {
+            if m.len() >= CAPACITY {
+                m.clear();
+            }
+            m.insert(value.into(), target.clone());
+        });
+        Ok(target)
+    }
+
+    #[cfg(test)]
+    pub(super) fn held() -> usize {
+        PARSED.with_borrow(|m| m.len())
+    }
 }
 
 /// Splits a full region name into table, start key and id, and checks the encoded suffix.
@@ -346,6 +381,33 @@ mod tests {
         }
         assert!(parse_region(7, b"x").is_err());
         assert!(parse_region(ENCODED_REGION_NAME, b"abc").is_err());
+    }
+
+    #[test]
+    fn checked_names_are_remembered_but_forgeries_still_refused() {
+        let name = region_name("t", b"k", 7);
+        let want = RegionTarget::User {
+            table: "t".into(),
+            region_id: 7,
+        };
+        assert_eq!(parse_region(REGION_NAME, &name), Ok(want.clone()));
+        assert_eq!(
+            parse_region(REGION_NAME, &name),
+            Ok(want),
+            "second, remembered"
+        );
+        // Same table, key and id, one digest digit changed: never matches the remembered name.
+        let mut forged = name.to_vec();
+        let digit = forged.len() - 2;
+        forged[digit] = if forged[digit] == b'0' { b'1' } else { b'0' };
+        let e = parse_region(REGION_NAME, &forged).expect_err("forged digest");
+        assert!(e.message.contains("does not match"), "{}", e.message);
+        // Bounded: many distinct names never hold more than the capacity.
+        for id in 0..(parsed_names::CAPACITY as u64 + 10) {
+            let n = region_name("t", b"k", 1000 + id);
+            assert!(parse_region(REGION_NAME, &n).is_ok());
+            assert!(parsed_names::held() <= parsed_names::CAPACITY);
+        }
     }
 
     #[test]
