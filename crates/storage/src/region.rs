@@ -30,7 +30,7 @@ use crate::iter::MergeIter;
 use crate::wal::{Wal, WalRecord};
 use background::Background;
 use bytes::{Bytes, BytesMut};
-use cellar_model::key::{encode_key, KeyRef, MAX_ROW_LEN};
+use cellar_model::key::{compare_keys, encode_key, KeyRef, MAX_ROW_LEN};
 use cellar_model::{
     Cell, CellType, Durability, Error, Get, Result, RowMutation, TableSchema, LATEST_TIMESTAMP,
 };
@@ -536,8 +536,8 @@ impl RegionInner {
                 }
             }
         }
-        for (i, key, value) in &cells {
-            self.stores[*i].insert(key, value);
+        for group in cells.chunk_by(|a, b| a.0 == b.0) {
+            self.stores[group[0].0].insert_all(group.iter().map(|(_, k, v)| (&k[..], &v[..])));
         }
         drop(guard);
 
@@ -578,12 +578,19 @@ impl RegionInner {
             };
             let mut key = Vec::with_capacity(2 + m.row.len() + e.qualifier.len() + 17);
             encode_key(&mut key, &m.row, &e.qualifier, ts, e.cell_type.code(), seq);
-            if let Some(pos) = cells.iter().position(|(j, k, _)| *j == i && *k == key) {
-                cells[pos].2 = e.value.clone();
-            } else {
-                cells.push((i, key, e.value.clone()));
-            }
+            cells.push((i, key, e.value.clone()));
         }
+        // By store, then key: each store's cells are linked into its memstore in one sorted
+        // run. The sort is stable, so of equal coordinates the last written comes last: its
+        // value is the one kept.
+        cells.sort_by(|a, b| a.0.cmp(&b.0).then_with(|| compare_keys(&a.1, &b.1)));
+        cells.dedup_by(|later, kept| {
+            let same = later.0 == kept.0 && later.1 == kept.1;
+            if same {
+                kept.2 = std::mem::take(&mut later.2);
+            }
+            same
+        });
         Ok(cells)
     }
 

@@ -133,6 +133,11 @@ impl Store {
         self.view.read().active.insert(key, value);
     }
 
+    /// [`Store::insert`] of several cells; cheapest in key order.
+    pub fn insert_all<'k>(&self, cells: impl IntoIterator<Item = (&'k [u8], &'k [u8])>) {
+        self.view.read().active.insert_all(cells);
+    }
+
     pub fn memstore_bytes(&self) -> usize {
         let v = self.view();
         v.active.approximate_bytes() + v.snapshot.as_ref().map_or(0, |s| s.approximate_bytes())
