@@ -86,6 +86,8 @@ pub struct StorageSection {
     pub block_cache_bytes: u64,
     pub memstore_flush_bytes: u64,
     pub memstore_block_multiplier: u64,
+    /// Bytes of freed memstore chunks kept for reuse (`cellar_storage::memstore::chunk_pool`).
+    pub memstore_chunk_pool_bytes: u64,
     pub compaction_min_files: usize,
     pub compaction_max_files: usize,
     pub compaction_ratio: f64,
@@ -149,6 +151,7 @@ impl Default for StorageSection {
             block_cache_bytes: s.block_cache_bytes,
             memstore_flush_bytes: s.memstore_flush_bytes,
             memstore_block_multiplier: s.memstore_block_multiplier,
+            memstore_chunk_pool_bytes: cellar_storage::memstore::chunk_pool::DEFAULT_LIMIT as u64,
             compaction_min_files: s.compaction_min_files,
             compaction_max_files: s.compaction_max_files,
             compaction_ratio: s.compaction_ratio,

@@ -73,6 +73,9 @@ impl RegionServer {
         fs.create_dir_all(&config.data_dir)?;
         let lock = lock_data_dir(&config.data_dir)?;
         let storage = config.storage_config();
+        cellar_storage::memstore::chunk_pool::set_limit(
+            usize::try_from(config.storage.memstore_chunk_pool_bytes).unwrap_or(usize::MAX),
+        );
         let clock = Arc::clone(&storage.clock);
         let (services, records) = StorageServices::open(fs, &config.data_dir.join("wal"), storage)?;
         let meta_dir = config.data_dir.join("meta");

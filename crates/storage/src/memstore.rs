@@ -3,10 +3,12 @@
 //! HOT PATH: every write inserts here. No heap allocation per cell (cells are copied into
 //! arena chunks, [`arena`]), no blocking of readers by the writer ([`skiplist`]), no IO.
 //!
-//! Memory is released only when the whole memstore drops; iterators hold an
+//! Memory is released only when the whole memstore drops (its chunks to the
+//! [`chunk_pool`], for the next memstore); iterators hold an
 //! `Arc<Memstore>`'s skiplist, so the slices they return stay valid while any iterator lives.
 
 mod arena;
+pub mod chunk_pool;
 mod row_index;
 mod skiplist;
 

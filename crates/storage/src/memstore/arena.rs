@@ -5,7 +5,8 @@
 //! must not lock, and must not touch bytes it has already handed out.
 //!
 //! Invariants:
-//! - every chunk is allocated with `std::alloc::alloc` and freed only in `Drop`, so a pointer
+//! - every chunk is allocated with `std::alloc::alloc` (or taken from the
+//!   [chunk pool](super::chunk_pool)) and freed (or given back) only in `Drop`, so a pointer
 //!   returned by [`Arena::alloc`] stays valid, and never moves, for the arena's whole life;
 //! - allocations never overlap, so the owner may initialise a fresh allocation while other
 //!   threads read older ones;
@@ -101,6 +102,14 @@ impl Arena {
 
     /// Allocates a chunk of `size` bytes and records it for `Drop`.
     fn new_chunk(&mut self, size: usize) -> NonNull<u8> {
+        let pooled = super::chunk_pool::layout();
+        if size == pooled.size() {
+            if let Some(chunk) = super::chunk_pool::take() {
+                self.chunks.push((chunk, pooled));
+                self.reserved += size;
+                return chunk;
+            }
+        }
         let huge = size.is_multiple_of(HUGE_PAGE);
         let align = if huge { HUGE_PAGE } else { CHUNK_ALIGN };
         let layout = match Layout::from_size_align(size, align) {
@@ -138,10 +147,16 @@ impl Arena {
 
 impl Drop for Arena {
     fn drop(&mut self) {
+        let pooled = super::chunk_pool::layout();
         for &(chunk, layout) in &self.chunks {
+            // The owner guarantees no handed-out pointer is used after the arena drops (the
+            // memstore drops it last, when no iterator remains), so the chunk is free to reuse.
+            if layout == pooled {
+                super::chunk_pool::give(chunk);
+                continue;
+            }
             // SAFETY: each chunk was allocated by `alloc::alloc` with exactly this layout and
-            // is freed only here, once. The owner guarantees no handed-out pointer is used
-            // after the arena drops (the memstore drops it last, when no iterator remains).
+            // is freed only here, once.
             unsafe { alloc::dealloc(chunk.as_ptr(), layout) };
         }
     }
