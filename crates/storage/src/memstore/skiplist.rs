@@ -263,21 +263,27 @@ impl SkipList {
         NonNull::new(found)
     }
 
-    /// The first node whose key is ≥ `target`: for a seek to a row's start (a Get's), the
-    /// row index answers when it knows the row; otherwise a search from the top.
-    fn seek_node(&self, target: &Target<'_>) -> Option<NonNull<Node>> {
-        if let Some(k) = target.parsed {
-            let row_start = k.qualifier().is_empty()
-                && k.timestamp() == u64::MAX
-                && k.type_code() == TYPE_MAX
-                && k.seq() == u64::MAX;
-            if row_start {
-                if let Some(node) = self.row_start(k.row()) {
-                    return Some(node);
-                }
-            }
+    /// For a seek to a row's start (a Get's), the first node ≥ `target` if the row index
+    /// knows the row; `None` means search.
+    fn indexed_row_start(&self, target: &Target<'_>) -> Option<NonNull<Node>> {
+        let k = target.parsed?;
+        let row_start = k.qualifier().is_empty()
+            && k.timestamp() == u64::MAX
+            && k.type_code() == TYPE_MAX
+            && k.seq() == u64::MAX;
+        if row_start {
+            self.row_start(k.row())
+        } else {
+            None
         }
-        self.find_greater_or_equal(target, None)
+    }
+
+    /// The first node whose key is ≥ `target`: from the row index for a row's start it
+    /// knows, otherwise by a search from the top.
+    #[cfg(test)]
+    fn seek_node(&self, target: &Target<'_>) -> Option<NonNull<Node>> {
+        self.indexed_row_start(target)
+            .or_else(|| self.find_greater_or_equal(target, None))
     }
 
     /// Allocates a node for (`key`, `value`), links it after `prev[l]` at each level of its
@@ -465,16 +471,25 @@ pub(crate) struct SkipIter {
     list: Arc<SkipList>,
     /// Current node; `None` when not positioned.
     node: Option<NonNull<Node>>,
+    /// The path of the last search from the top: `path[l]` is a node at level `l` (null: the
+    /// head), each at or before `path[0]` in key order. A later seek to a target above
+    /// `path[0]` starts from it instead of the top: skipping the rest of a column full of
+    /// versions lands a few nodes further on, so it costs a few compares, not a search.
+    path: Option<[*const Node; MAX_HEIGHT]>,
 }
 
-// SAFETY: `node` points into memory owned by `list`, which the iterator keeps alive, and
+// SAFETY: `node` and `path` point into memory owned by `list`, which the iterator keeps alive, and
 // published nodes are immutable except for atomics; so the iterator may move to another
 // thread exactly like the `Arc<SkipList>` it holds (`SkipList` is `Send + Sync`).
 unsafe impl Send for SkipIter {}
 
 impl SkipIter {
     pub(crate) fn new(list: Arc<SkipList>) -> SkipIter {
-        SkipIter { list, node: None }
+        SkipIter {
+            list,
+            node: None,
+            path: None,
+        }
     }
 
     pub(crate) fn valid(&self) -> bool {
@@ -504,7 +519,27 @@ impl SkipIter {
     }
 
     pub(crate) fn seek(&mut self, target: &[u8]) {
-        self.node = self.list.seek_node(&Target::new(target));
+        let target = Target::new(target);
+        if let Some(node) = self.list.indexed_row_start(&target) {
+            self.node = Some(node);
+            return;
+        }
+        let list = &self.list;
+        let below = |p: &[*const Node; MAX_HEIGHT]| {
+            NonNull::new(p[0].cast_mut())
+                .is_none_or(|n| target.compare(list.node_key(n)) == Ordering::Less)
+        };
+        match &mut self.path {
+            Some(path) if below(path) => {
+                list.advance_to(&target, path);
+                self.node = NonNull::new(list.next(path[0], 0));
+            }
+            _ => {
+                let mut path = [ptr::null::<Node>(); MAX_HEIGHT];
+                self.node = list.find_greater_or_equal(&target, Some(&mut path));
+                self.path = Some(path);
+            }
+        }
     }
 
     pub(crate) fn seek_for_prev(&mut self, target: &[u8]) {
