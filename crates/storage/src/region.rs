@@ -791,6 +791,8 @@ pub(crate) fn read_row_cells(
                     // little, and a typical row (ten columns) grows it once, not four times.
                     buf.reserve(row.len() + 8 * (key.qualifier().len() + merge.value().len()));
                     buf.extend_from_slice(row);
+                    parts.reserve(8);
+                    out.reserve(8);
                 }
                 let q_start = buf.len();
                 buf.extend_from_slice(key.qualifier());
