@@ -1,10 +1,13 @@
 //! The memstore chunk pool: a dropped memstore's chunks serve the next memstore, within the
 //! pool's limit. One test in its own process: the pool is process-wide.
 
+mod common;
+
 use cellar_model::cell::CellType;
 use cellar_model::key::make_key;
 use cellar_storage::iter::CellIter;
 use cellar_storage::memstore::{chunk_pool, Memstore, DEFAULT_CHUNK_SIZE};
+use common::read_all;
 use std::sync::Arc;
 
 /// A memstore with `rows` rows of 1 KiB, and its cells in order.
@@ -18,17 +21,6 @@ fn filled(rows: u32, tag: u8) -> (Arc<Memstore>, Vec<(Vec<u8>, Vec<u8>)>) {
         cells.push((key, value));
     }
     (m, cells)
-}
-
-fn contents(m: &Arc<Memstore>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = m.iter();
-    it.seek_to_first().expect("seek");
-    let mut out = Vec::new();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.next().expect("next");
-    }
-    out
 }
 
 #[test]
@@ -61,7 +53,7 @@ fn dropped_memstores_feed_the_next_within_the_limit() {
         3 * DEFAULT_CHUNK_SIZE,
         "one chunk reused"
     );
-    assert_eq!(contents(&second), cells);
+    assert_eq!(read_all(&mut second.iter()), cells);
     drop(second);
     assert_eq!(chunk_pool::held_bytes(), 4 * DEFAULT_CHUNK_SIZE);
 

@@ -10,15 +10,8 @@ use cellar_storage::iter::CellIter;
 use cellar_storage::storefile::{StoreFile, StoreFileOptions, StoreFileWriter, FORMAT_VERSION};
 use common::*;
 
-fn read_all(f: &std::sync::Arc<StoreFile>) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut it = f.iter(true);
-    it.seek_to_first().expect("seek_to_first");
-    let mut out = Vec::new();
-    while it.valid() {
-        out.push((it.key().to_vec(), it.value().to_vec()));
-        it.next().expect("next");
-    }
-    out
+fn read_file(f: &std::sync::Arc<StoreFile>) -> Vec<(Vec<u8>, Vec<u8>)> {
+    read_all(&mut f.iter(true))
 }
 
 #[test]
@@ -39,7 +32,7 @@ fn every_compression_and_bloom_round_trips() {
                 );
                 let f = StoreFile::open(&fs, &path, 1, None, Priority::Normal).expect("open");
                 assert_eq!(f.meta(), &meta, "{name}");
-                assert_eq!(read_all(&f), data, "{name}");
+                assert_eq!(read_file(&f), data, "{name}");
                 f.verify().expect("verify");
                 for (k, _) in &data {
                     let key = KeyRef::parse(k).expect("key");
@@ -130,7 +123,7 @@ fn large_values_and_blocks_larger_than_the_target() {
         );
         let f = StoreFile::open(&fs, &path, 1, None, Priority::Normal).expect("open");
         assert_eq!(f.meta().data_block_count, 20);
-        assert_eq!(read_all(&f), data);
+        assert_eq!(read_file(&f), data);
     }
 }
 
@@ -181,6 +174,6 @@ fn restart_interval_one_and_equal_rows() {
         };
         let (path, _) = write(&fs, dir.path(), &format!("r{interval}"), o, &data);
         let f = StoreFile::open(&fs, &path, 1, None, Priority::Normal).expect("open");
-        assert_eq!(read_all(&f), data);
+        assert_eq!(read_file(&f), data);
     }
 }

@@ -67,3 +67,14 @@ pub fn write(
     let meta = w.finish().expect("finish");
     (path, meta)
 }
+
+/// Every (key, value) of `it` from its first cell on.
+pub fn read_all(it: &mut impl cellar_storage::iter::CellIter) -> Vec<(Vec<u8>, Vec<u8>)> {
+    it.seek_to_first().expect("seek_to_first");
+    let mut out = Vec::new();
+    while it.valid() {
+        out.push((it.key().to_vec(), it.value().to_vec()));
+        it.next().expect("next");
+    }
+    out
+}
