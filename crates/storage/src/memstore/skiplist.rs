@@ -26,7 +26,7 @@
 
 use super::arena::Arena;
 use super::row_index::{RowIndex, RowIndexTables};
-use cellar_model::key::{compare_keys, compare_parsed, KeyRef, TYPE_MAX};
+use cellar_model::key::{compare_parsed, KeyRef, TYPE_MAX};
 use parking_lot::Mutex;
 use std::cmp::Ordering;
 use std::mem::{align_of, size_of};
@@ -173,13 +173,11 @@ impl SkipList {
         let mut last: Option<&[u8]> = None;
         for (key, value) in entries {
             let target = Target::new(key);
-            match last {
-                Some(last) if target.compare(last) == Ordering::Less => {
-                    self.advance_to(&target, &mut prev);
-                }
-                _ => {
-                    self.find_greater_or_equal(&target, Some(&mut prev));
-                }
+            let after_last = last.is_some_and(|l| target.compare(l) == Ordering::Less);
+            if after_last {
+                self.advance_to(&target, &mut prev);
+            } else {
+                self.find_greater_or_equal(&target, Some(&mut prev));
             }
             debug_assert!(
                 NonNull::new(self.next(prev[0], 0))
@@ -188,10 +186,8 @@ impl SkipList {
             );
             let node = self.link(&mut writer, key, value, &mut prev);
             // A key after a smaller one of its own row cannot be its row's smallest.
-            let follows_in_row = last.is_some_and(|l| {
-                matches!((KeyRef::parse(l), &target.parsed), (Some(l), Some(t)) if l.row() == t.row())
-                    && compare_keys(l, key) == Ordering::Less
-            });
+            let follows_in_row = after_last
+                && matches!((last.and_then(KeyRef::parse), &target.parsed), (Some(l), Some(t)) if l.row() == t.row());
             if !follows_in_row {
                 self.index_row(&mut writer, &target, node);
             }
