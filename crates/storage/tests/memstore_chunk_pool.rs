@@ -10,8 +10,11 @@ use cellar_storage::memstore::{chunk_pool, Memstore, DEFAULT_CHUNK_SIZE};
 use common::read_all;
 use std::sync::Arc;
 
+/// (key, value) pairs in order.
+type Cells = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// A memstore with `rows` rows of 1 KiB, and its cells in order.
-fn filled(rows: u32, tag: u8) -> (Arc<Memstore>, Vec<(Vec<u8>, Vec<u8>)>) {
+fn filled(rows: u32, tag: u8) -> (Arc<Memstore>, Cells) {
     let m = Arc::new(Memstore::new());
     let mut cells = Vec::new();
     for r in 0..rows {
