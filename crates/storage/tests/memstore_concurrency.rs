@@ -2,7 +2,7 @@
 //! key whose insert finished before the scan started; seeks land on finished keys.
 
 use cellar_model::cell::CellType;
-use cellar_model::key::{compare_keys, make_key};
+use cellar_model::key::{compare_keys, first_on_row, make_key, KeyRef};
 use cellar_storage::iter::CellIter;
 use cellar_storage::memstore::Memstore;
 use rand::seq::SliceRandom;
@@ -92,6 +92,14 @@ fn readers_see_every_finished_insert_in_order() {
                         assert_eq!(it.value(), &value_for(key)[..]);
                         it.seek_for_prev(key).expect("seek_for_prev");
                         assert_eq!(it.key(), &key[..]);
+                        // A seek to its row's start (answered by the row index) lands on that
+                        // row, at or before the key.
+                        let row = KeyRef::parse(key).expect("well-formed").row();
+                        it.seek(&first_on_row(row)).expect("seek row start");
+                        assert!(it.valid());
+                        let found = KeyRef::parse(it.key()).expect("well-formed");
+                        assert_eq!(found.row(), row);
+                        assert_ne!(compare_keys(it.key(), key), Ordering::Greater);
                     }
 
                     // A full scan is sorted and holds every finished key.

@@ -196,8 +196,14 @@ impl SkipList {
     }
 
     /// Moves each `prev[l]` forward to the last node at level `l` below `target`, given that
-    /// every `prev[l]` is already below it.
-    fn advance_to(&self, target: &Target<'_>, prev: &mut [*const Node; MAX_HEIGHT]) {
+    /// every `prev[l]` is already below it. Returns the first node ≥ `target` it saw: with
+    /// writers running, `prev[0]`'s successor read again later may be a node linked since,
+    /// below `target`.
+    fn advance_to(
+        &self,
+        target: &Target<'_>,
+        prev: &mut [*const Node; MAX_HEIGHT],
+    ) -> Option<NonNull<Node>> {
         let height = self.height.load(AtomicOrdering::Relaxed);
         // The node found ≥ target one level up: not compared twice.
         let mut known_ge: *const Node = ptr::null();
@@ -221,6 +227,7 @@ impl SkipList {
             moved_above = (x != start || moved_above.is_some()).then_some(x);
             prev[level] = x;
         }
+        NonNull::new(known_ge.cast_mut())
     }
 
     /// Records a just-linked `node` (key `target`) in the row index if it is its row's
@@ -527,8 +534,7 @@ impl SkipIter {
         };
         match &mut self.path {
             Some(path) if below(path) => {
-                list.advance_to(&target, path);
-                self.node = NonNull::new(list.next(path[0], 0));
+                self.node = list.advance_to(&target, path);
             }
             _ => {
                 let mut path = [ptr::null::<Node>(); MAX_HEIGHT];
