@@ -126,6 +126,14 @@ impl<'a> KeyRef<'a> {
     pub fn user_column(&self) -> &'a [u8] {
         &self.raw[..self.raw.len() - KEY_TRAILER_LEN]
     }
+
+    /// Whether this is [`first_on_row`]'s key: the seek key before every cell of its row.
+    pub fn is_row_start(&self) -> bool {
+        self.qualifier().is_empty()
+            && self.timestamp() == u64::MAX
+            && self.type_code() == TYPE_MAX
+            && self.seq() == u64::MAX
+    }
 }
 
 /// Compares two encoded keys in HBase order. Malformed keys (which only corrupt files could
@@ -157,6 +165,19 @@ pub fn compare_rows(a: &[u8], b: &[u8]) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn row_start_keys_are_recognised() {
+        let start = first_on_row(b"r");
+        assert!(KeyRef::parse(&start).is_some_and(|k| k.is_row_start()));
+        for other in [
+            first_on_column(b"r", b"q"),
+            first_on_column_at(b"r", b"", 5),
+            make_key(b"r", b"", u64::MAX, CellType::DeleteFamily, u64::MAX),
+        ] {
+            assert!(KeyRef::parse(&other).is_some_and(|k| !k.is_row_start()));
+        }
+    }
 
     fn k(row: &str, q: &str, ts: u64, t: CellType, seq: u64) -> Vec<u8> {
         make_key(row.as_bytes(), q.as_bytes(), ts, t, seq)

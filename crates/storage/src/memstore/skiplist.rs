@@ -26,7 +26,7 @@
 
 use super::arena::Arena;
 use super::row_index::{RowIndex, RowIndexTables};
-use cellar_model::key::{compare_parsed, KeyRef, TYPE_MAX};
+use cellar_model::key::{compare_parsed, KeyRef};
 use parking_lot::Mutex;
 use std::cmp::Ordering;
 use std::mem::{align_of, size_of};
@@ -269,16 +269,8 @@ impl SkipList {
     /// For a seek to a row's start (a Get's), the first node ≥ `target` if the row index
     /// knows the row; `None` means search.
     fn indexed_row_start(&self, target: &Target<'_>) -> Option<NonNull<Node>> {
-        let k = target.parsed?;
-        let row_start = k.qualifier().is_empty()
-            && k.timestamp() == u64::MAX
-            && k.type_code() == TYPE_MAX
-            && k.seq() == u64::MAX;
-        if row_start {
-            self.row_start(k.row())
-        } else {
-            None
-        }
+        let k = target.parsed.filter(KeyRef::is_row_start)?;
+        self.row_start(k.row())
     }
 
     /// The first node whose key is ≥ `target`: from the row index for a row's start it
