@@ -20,7 +20,7 @@
 
 use crate::catalog::names;
 use crate::region_server::{RegionServer, ServerError};
-use crate::router::{HostedRegion, TableState};
+use crate::router::{HostedRegion, TableRoute, TableState};
 use bytes::Bytes;
 use cellar_proto::pb;
 use cellar_storage::region::RegionInfo;
@@ -121,6 +121,79 @@ impl RegionServer {
     /// its middle row (regions too small to split are left alone, as HBase does).
     pub fn split_table(&self, name: &str, split_row: Option<Bytes>) -> Result<(), ServerError> {
         let _admin = self.admin.lock();
+        let (name, t) = self.splittable(name)?;
+        match split_row {
+            Some(row) => {
+                if row.is_empty() {
+                    return Err(ServerError::invalid("split row is empty"));
+                }
+                let hosted = t.region_for_row(&row).cloned().ok_or_else(|| {
+                    ServerError::Internal(format!("table '{name}' has no region for the split row"))
+                })?;
+                self.split_at(&hosted, row)
+            }
+            None => {
+                for hosted in t.regions.values() {
+                    if let Some(row) = self.prepare_split(hosted)? {
+                        self.split_region(hosted, row, None)?;
+                    }
+                }
+                Ok(())
+            }
+        }
+    }
+
+    /// Splits one region of `table`, named by id, at `split_row` or else at its middle row:
+    /// HBase's `SplitRegion` (`Admin.split`, `splitRegionAsync`). A row outside the region or
+    /// at its start, or no row on a region too small to have a middle, is refused.
+    pub fn split_region_by_id(
+        &self,
+        table: &str,
+        region_id: u64,
+        split_row: Option<Bytes>,
+    ) -> Result<(), ServerError> {
+        let _admin = self.admin.lock();
+        let (name, t) = self.splittable(table)?;
+        let hosted = t
+            .regions
+            .values()
+            .find(|h| h.info.id == region_id)
+            .cloned()
+            .ok_or_else(|| {
+                // Not NotServingRegion: a client would retry that with the same stale region.
+                ServerError::invalid(format!(
+                    "region {region_id} of table '{name}' is not open (already split, closed or \
+                     unknown); look the table's regions up again"
+                ))
+            })?;
+        match split_row {
+            Some(row) => {
+                let info = &hosted.info;
+                let inside =
+                    row > info.start_key && (info.end_key.is_empty() || row < info.end_key);
+                if !inside {
+                    return Err(ServerError::invalid(format!(
+                        "split row {:?} is not inside region {region_id} of table '{name}' \
+                         (rows from {:?} to {:?}, the start excluded)",
+                        String::from_utf8_lossy(&row),
+                        String::from_utf8_lossy(&info.start_key),
+                        String::from_utf8_lossy(&info.end_key),
+                    )));
+                }
+                self.split_at(&hosted, row)
+            }
+            None => match self.prepare_split(&hosted)? {
+                Some(row) => self.split_region(&hosted, row, None),
+                None => Err(ServerError::invalid(format!(
+                    "region {region_id} of table '{name}' has no middle row to split at (it \
+                     holds too few rows); name a split row"
+                ))),
+            },
+        }
+    }
+
+    /// The route of a table that may be split: a running server, a user table, enabled.
+    fn splittable(&self, name: &str) -> Result<(String, TableRoute), ServerError> {
         self.check_running()?;
         let name = names::canonical(name)?;
         if names::is_system(&name) {
@@ -132,44 +205,32 @@ impl RegionServer {
         if t.state == TableState::Disabled {
             return Err(ServerError::TableDisabled(name));
         }
-        let prepare = |r: &cellar_storage::region::Region| -> Result<(), ServerError> {
+        Ok((name, t))
+    }
+
+    /// Splits `hosted` at `row`, which must not be where it starts; the admin lock is held.
+    fn split_at(&self, hosted: &Arc<HostedRegion>, row: Bytes) -> Result<(), ServerError> {
+        if row == hosted.info.start_key {
+            return Err(ServerError::invalid(format!(
+                "split row {:?} is where region {} already starts",
+                String::from_utf8_lossy(&row),
+                hosted.info.id
+            )));
+        }
+        self.prepare_split(hosted)?;
+        self.split_region(hosted, row, None)
+    }
+
+    /// Readies a region for a split (flushed, no references left) and returns its middle
+    /// row, if it has one.
+    fn prepare_split(&self, hosted: &Arc<HostedRegion>) -> Result<Option<Bytes>, ServerError> {
+        hosted.with(|r| {
             r.flush()?;
             if r.has_references() {
                 r.compact(true)?;
             }
-            Ok(())
-        };
-        match split_row {
-            Some(row) => {
-                if row.is_empty() {
-                    return Err(ServerError::invalid("split row is empty"));
-                }
-                let hosted = t.region_for_row(&row).cloned().ok_or_else(|| {
-                    ServerError::Internal(format!("table '{name}' has no region for the split row"))
-                })?;
-                if row == hosted.info.start_key {
-                    return Err(ServerError::invalid(format!(
-                        "split row {:?} is where region {} already starts",
-                        String::from_utf8_lossy(&row),
-                        hosted.info.id
-                    )));
-                }
-                hosted.with(|r| prepare(r))?;
-                self.split_region(&hosted, row, None)
-            }
-            None => {
-                for hosted in t.regions.values() {
-                    let row = hosted.with(|r| {
-                        prepare(r)?;
-                        Ok(r.middle_row())
-                    })?;
-                    if let Some(row) = row {
-                        self.split_region(hosted, row, None)?;
-                    }
-                }
-                Ok(())
-            }
-        }
+            Ok(r.middle_row())
+        })
     }
 
     /// Runs the split procedure on the region of `table` holding `row` and stops at `step`

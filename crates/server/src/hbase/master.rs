@@ -232,6 +232,19 @@ pub(crate) fn call(
                 proc_id: Some(proc_id),
             }))
         }
+        "SplitRegion" => {
+            // Admin.split / splitRegionAsync. Like HBase's, a bad split row or a region that
+            // cannot split fails the call itself; the split then runs before the answer.
+            let req: hbase::SplitTableRegionRequest = decode("SplitTableRegionRequest", &param)?;
+            let info = &req.region_info;
+            let table = table_of(&info.table_name, "SplitTableRegionRequest")?;
+            let row = req.split_row.filter(|r| !r.is_empty());
+            rs.split_region_by_id(&table, info.region_id, row)?;
+            let proc_id = procs.run(|| Ok(()));
+            Ok(HReply::message(&hbase::SplitTableRegionResponse {
+                proc_id: Some(proc_id),
+            }))
+        }
         "GetSchemaAlterStatus" => {
             // Cellar alters a table's regions before the Modify call returns, so none is left.
             let req: hbase::GetSchemaAlterStatusRequest =

@@ -353,3 +353,130 @@ fn families_change_through_modify_and_column_calls() {
     let e = del(&f, b"cf").expect_err("last family");
     assert!(e.message.contains("only column family"), "{}", e.message);
 }
+
+/// Every region of `table` as meta describes it, in row order.
+fn regions(f: &Fixture, table: &str) -> Vec<hbase::RegionInfo> {
+    let scan = MetaScan {
+        start: Bytes::from(format!("{table},,")),
+        include_start: true,
+        stop: Bytes::from(format!("{table} ,,")),
+        families: vec![Bytes::from_static(b"info")],
+        ..Default::default()
+    };
+    meta_view::scan(&f.svc, &scan)
+        .expect("meta scan")
+        .iter()
+        .map(|cells| {
+            let v = &cells
+                .iter()
+                .find(|c| &c.qualifier[..] == b"regioninfo")
+                .expect("regioninfo")
+                .value;
+            prost::Message::decode(&v[4..]).expect("decodes")
+        })
+        .collect()
+}
+
+fn split_region(
+    f: &Fixture,
+    region: &hbase::RegionInfo,
+    row: Option<&str>,
+) -> Result<Option<u64>, crate::hbase::HbaseError> {
+    let reply = f.call(
+        "MasterService",
+        "SplitRegion",
+        &hbase::SplitTableRegionRequest {
+            region_info: region.clone(),
+            split_row: row.map(|r| Bytes::copy_from_slice(r.as_bytes())),
+            nonce_group: None,
+            nonce: None,
+        },
+    )?;
+    Ok(
+        <hbase::SplitTableRegionResponse as prost::Message>::decode(reply.param)
+            .expect("response decodes")
+            .proc_id,
+    )
+}
+
+#[test]
+fn split_region_splits_at_the_row_given_or_the_middle_and_keeps_every_row() {
+    use cellar_model::{Get, RowMutation};
+    use cellar_proto::pb::MutationKind;
+    let f = Fixture::new();
+    create(&f, "s", &[b"m"]).expect("create");
+    let rows: Vec<String> = (0..200)
+        .map(|i| format!("{}{i:03}", ["c", "p"][i % 2]))
+        .collect();
+    for row in &rows {
+        let region = f
+            .svc
+            .rs
+            .router
+            .locate("s", row.as_bytes())
+            .expect("located");
+        // 2 KiB values: a region needs more than one block for a middle row.
+        let m = RowMutation::new(row.clone().into_bytes()).put(b"cf", b"q", 1, row.repeat(512));
+        f.svc
+            .rs
+            .mutate("s", region.info.id, &m, MutationKind::PutDelete, None)
+            .expect("put");
+    }
+    let before = regions(&f, "s");
+    assert_eq!(before.len(), 2);
+
+    // At a row: the region holding it splits there.
+    let proc_id = split_region(&f, &before[0], Some("f")).expect("split at f");
+    assert_eq!(f.procedure(proc_id), (FINISHED, None));
+    let starts = |f: &Fixture| region_starts(f, "s");
+    assert_eq!(
+        starts(&f),
+        vec![Bytes::new(), Bytes::from("f"), Bytes::from("m")]
+    );
+
+    // Without a row: at the region's middle row, strictly inside it.
+    split_region(&f, &before[1], None).expect("split at the middle");
+    let after = starts(&f);
+    assert_eq!(after.len(), 4, "{after:?}");
+    assert!(after[3] > "m", "{after:?}");
+
+    // The parent is gone: asking again is a clear do-not-retry error, not a retried one.
+    let e = split_region(&f, &before[0], Some("d")).expect_err("parent split already");
+    assert!(
+        e.do_not_retry && e.message.contains("not open"),
+        "{}",
+        e.message
+    );
+    // A row outside the region, or where it starts, is refused and changes nothing.
+    let now = regions(&f, "s");
+    for bad in ["z", "f", "a"] {
+        let e = split_region(&f, &now[1], Some(bad)).expect_err("outside or at the start");
+        assert!(e.do_not_retry, "{bad}: {}", e.message);
+    }
+    assert_eq!(regions(&f, "s").len(), 4);
+
+    // A region with too few rows for a middle needs a row.
+    create(&f, "empty", &[]).expect("create");
+    let e = split_region(&f, &regions(&f, "empty")[0], None).expect_err("nothing to split");
+    assert!(
+        e.do_not_retry && e.message.contains("name a split row"),
+        "{}",
+        e.message
+    );
+
+    // Every row is still there, each in the region meta says holds it.
+    for row in &rows {
+        let region = f
+            .svc
+            .rs
+            .router
+            .locate("s", row.as_bytes())
+            .expect("located");
+        let cells = f
+            .svc
+            .rs
+            .get("s", region.info.id, &Get::new(row.clone().into_bytes()))
+            .expect("get");
+        assert_eq!(cells.len(), 1, "row {row}");
+    }
+}

@@ -13,6 +13,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
+import org.apache.hadoop.hbase.DoNotRetryIOException;
 import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.HRegionLocation;
 import org.apache.hadoop.hbase.TableExistsException;
@@ -142,6 +143,63 @@ class AdminTest extends CompatTest {
       }
       assertEquals(List.of("a", "h", "o", "z"), rows(t.table(), new Scan()));
     }
+  }
+
+  @Test
+  void adminSplitAtTheMiddleAndAtARowKeepsEveryRow() throws Exception {
+    try (TempTable t = TempTable.create(connection, admin, "admin_split", "f")) {
+      // 120 rows of 1 KiB: more than one 64 KiB block, so the region has a middle row, and
+      // below the size at which the server would split the table on its own.
+      List<String> written = new ArrayList<>();
+      for (int i = 0; i < 120; i++) {
+        String row = String.format("r%03d", i);
+        written.add(row);
+        t.table().put(new Put(b(row)).addColumn(b("f"), b("q"), new byte[1024]));
+      }
+      // No split row: the one region splits at its middle row, strictly inside it.
+      // Admin.split is asynchronous: wait (bounded) until meta shows the daughters.
+      admin.split(t.name());
+      List<RegionInfo> halves = liveRegionsOnceThereAre(t.name(), 2);
+      assertEquals(2, halves.size(), "one region split in two");
+      String middle = s(halves.get(1).getStartKey());
+      assertTrue(middle.compareTo("r000") > 0 && middle.compareTo("r119") <= 0, middle);
+      assertArrayEquals(halves.get(1).getStartKey(), halves.get(0).getEndKey());
+
+      // At a row: the region holding it splits there.
+      // HBase refuses to split a daughter until a compaction has rewritten the parent's files
+      // ("NOT splittable"), and retrying is what its users do; Cellar compacts first.
+      long deadline = System.currentTimeMillis() + 60_000;
+      while (true) {
+        try {
+          admin.split(t.name(), b("r110"));
+          break;
+        } catch (DoNotRetryIOException e) {
+          if (!String.valueOf(e.getMessage()).contains("NOT splittable")
+              || System.currentTimeMillis() > deadline) {
+            throw e;
+          }
+          Thread.sleep(200);
+        }
+      }
+      List<String> starts = new ArrayList<>();
+      for (RegionInfo r : liveRegionsOnceThereAre(t.name(), 3)) {
+        starts.add(s(r.getStartKey()));
+      }
+      assertEquals(List.of("", middle, "r110"), starts);
+      assertEquals(written, rows(t.table(), new Scan()), "every row, once, in order");
+      assertEquals(1024, t.table().get(new Get(b("r115"))).getValue(b("f"), b("q")).length);
+    }
+  }
+
+  /** The table's live regions once there are {@code n} of them, or after 60 s, whichever is first. */
+  private static List<RegionInfo> liveRegionsOnceThereAre(TableName name, int n) throws Exception {
+    long deadline = System.currentTimeMillis() + 60_000;
+    List<RegionInfo> regions = SplitTest.liveRegions(name);
+    while (regions.size() != n && System.currentTimeMillis() < deadline) {
+      Thread.sleep(100);
+      regions = SplitTest.liveRegions(name);
+    }
+    return regions;
   }
 
   @Test
