@@ -232,14 +232,20 @@ systems=(hbase); (( with_cellar )) && systems+=(cellar); (( with_cellar && with_
 
 # Idle baseline: each server's own CPU use over 5 s with no client, so a reader can see how
 # much of the per-operation figure is background work (JIT, chores, GC) at small counts.
+# Measured after startup (WHEN=start) and again after the last phase (WHEN=end): a JVM's
+# first seconds are mostly JIT compilation, not its steady background rate.
 idle_meta=()
-for sys in hbase cellar; do
-  [[ "$sys" == cellar ]] && (( ! with_cellar )) && continue
-  if [[ "$sys" == hbase ]]; then pid="$hbase_pid"; else pid="$cellar_pid"; fi
-  before="$(cpu_ticks "$pid")"; sleep 5; after="$(cpu_ticks "$pid")"
-  idle_meta+=("idle_cpu_ms_per_s_$sys=$(( (after - before) * 1000 / clk_tck / 5 ))")
-  echo "idle $sys: ${idle_meta[-1]#*=} ms CPU per second" >&2
-done
+measure_idle() {
+  local when="$1" sys pid before after
+  for sys in hbase cellar; do
+    [[ "$sys" == cellar ]] && (( ! with_cellar )) && continue
+    if [[ "$sys" == hbase ]]; then pid="$hbase_pid"; else pid="$cellar_pid"; fi
+    before="$(cpu_ticks "$pid")"; sleep 5; after="$(cpu_ticks "$pid")"
+    idle_meta+=("idle_${when}_cpu_ms_per_s_$sys=$(( (after - before) * 1000 / clk_tck / 5 ))")
+    echo "idle $sys ($when): ${idle_meta[-1]#*=} ms CPU per second" >&2
+  done
+}
+measure_idle start
 for pass in $(seq 1 "$passes"); do
   for t in $threads; do
     echo "pass $pass, threads $t" >&2
@@ -252,6 +258,8 @@ for pass in $(seq 1 "$passes"); do
     done
   done
 done
+
+measure_idle end
 
 python3 "$repo/scripts/hbase/summarize.py" --phases "$work/phases.tsv" --clk-tck "$clk_tck" \
   --workloads "$workloads" --out "$out" \
