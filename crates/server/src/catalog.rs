@@ -7,6 +7,7 @@
 //! rest).
 
 pub mod names;
+mod namespaces;
 
 use crate::meta::{RegionRecord, TableRecord, META_TABLE};
 use crate::region_server::{RegionServer, ServerError};

@@ -10,6 +10,11 @@
 //!   `schema` (a `TableSchema` message), `splits` (u64 BE, splits so far) and, while a
 //!   truncate is in progress, `truncate` (u64 BE, the id of the region that replaces them all).
 //!
+//! - one row per created namespace, keyed `<namespace>:` (no table name ends in `:`), family
+//!   `table`: `namespace` (empty: marks the row) and one `conf:<key>` column per configuration
+//!   entry of its descriptor. Namespaces that only exist because a table is named in them
+//!   have no row.
+//!
 //! Every change of one row is one atomic row mutation. Cells are written with strictly
 //! increasing timestamps (never below the largest found in meta), so a column deleted and
 //! written again within one millisecond is not hidden by its own delete marker.
@@ -39,6 +44,9 @@ pub const SPLIT_B: &[u8] = b"splitB";
 pub const SCHEMA: &[u8] = b"schema";
 pub const SPLITS: &[u8] = b"splits";
 pub const TRUNCATE: &[u8] = b"truncate";
+pub const NAMESPACE: &[u8] = b"namespace";
+/// Prefix of a namespace row's configuration columns.
+pub const NAMESPACE_CONF: &[u8] = b"conf:";
 
 /// The meta table's schema: `info` (region rows, three versions kept as HBase does) and
 /// `table` (table rows).
@@ -108,11 +116,24 @@ pub struct TableRecord {
     pub truncate_to: Option<u64>,
 }
 
+/// A created namespace: its name and its descriptor's configuration, sorted by key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NamespaceRecord {
+    pub name: String,
+    pub configuration: Vec<(String, String)>,
+}
+
+/// A namespace row's key.
+fn namespace_row(name: &str) -> Bytes {
+    Bytes::from(format!("{name}:"))
+}
+
 /// Everything meta holds.
 #[derive(Debug, Default)]
 pub struct MetaContents {
     pub tables: Vec<TableRecord>,
     pub regions: Vec<RegionRecord>,
+    pub namespaces: Vec<NamespaceRecord>,
 }
 
 /// Reads and writes the meta table through its hosted region.
@@ -282,6 +303,25 @@ impl Meta {
         self.write(RowMutation::new(Bytes::from(name.to_string())).delete_family(TABLE, ts))
     }
 
+    /// Writes a namespace row whole: its old configuration goes, the given one stays.
+    pub fn put_namespace(&self, ns: &NamespaceRecord) -> Result<(), ServerError> {
+        let cleared = self.next_ts();
+        let ts = self.next_ts();
+        let mut m = RowMutation::new(namespace_row(&ns.name))
+            .delete_family(TABLE, cleared)
+            .put(TABLE, NAMESPACE, ts, Bytes::new());
+        for (k, v) in &ns.configuration {
+            let q = [NAMESPACE_CONF, k.as_bytes()].concat();
+            m = m.put(TABLE, &q, ts, Bytes::from(v.clone()));
+        }
+        self.write(m)
+    }
+
+    pub fn delete_namespace(&self, name: &str) -> Result<(), ServerError> {
+        let ts = self.next_ts();
+        self.write(RowMutation::new(namespace_row(name)).delete_family(TABLE, ts))
+    }
+
     /// Reads every row. Also moves the timestamp source past every timestamp found.
     pub fn load(&self) -> Result<MetaContents, ServerError> {
         let scanner = self.hosted.with(|r| Ok(r.scan(&Scan::new())?))?;
@@ -297,7 +337,9 @@ impl Meta {
             if !info.is_empty() {
                 out.regions.push(parse_region(&row, &info)?);
             }
-            if !table.is_empty() {
+            if column(&table, NAMESPACE).is_some() {
+                out.namespaces.push(parse_namespace(&row, &table)?);
+            } else if !table.is_empty() {
                 out.tables.push(parse_table(&row, &table)?);
             }
         }
@@ -357,6 +399,28 @@ fn parse_table(row: &[u8], cells: &[&Cell]) -> Result<TableRecord, ServerError> 
             .and_then(|v| u64_value(v))
             .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
         truncate_to: column(cells, TRUNCATE).and_then(|v| u64_value(v)),
+    })
+}
+
+fn parse_namespace(row: &[u8], cells: &[&Cell]) -> Result<NamespaceRecord, ServerError> {
+    let name = row
+        .strip_suffix(b":")
+        .and_then(|n| std::str::from_utf8(n).ok())
+        .filter(|n| !n.is_empty())
+        .ok_or_else(|| corrupt(row, "a namespace row's key is not '<namespace>:'"))?;
+    let mut configuration = Vec::new();
+    for c in cells {
+        if let Some(key) = c.qualifier.strip_prefix(NAMESPACE_CONF) {
+            let text = |b: &[u8]| {
+                String::from_utf8(b.to_vec())
+                    .map_err(|_| corrupt(row, "a namespace configuration entry is not UTF-8"))
+            };
+            configuration.push((text(key)?, text(&c.value)?));
+        }
+    }
+    Ok(NamespaceRecord {
+        name: name.to_string(),
+        configuration,
     })
 }
 

@@ -25,7 +25,8 @@ use cellar_proto::pb;
 use cellar_storage::fs::{FsRef, LocalFs};
 use cellar_storage::region::{Region, RegionInfo, StorageServices};
 use cellar_storage::wal::WalRecord;
-use parking_lot::Mutex;
+use parking_lot::{Mutex, RwLock};
+use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -49,6 +50,8 @@ pub struct RegionServer {
     pub(crate) admin: Mutex<()>,
     /// Split parents whose directories wait for their daughters to drop their references.
     pub(crate) split_parents: Mutex<Vec<SplitParent>>,
+    /// Created namespaces (meta's namespace rows) and their configuration, by name.
+    pub(crate) namespaces: RwLock<BTreeMap<String, Vec<(String, String)>>>,
     /// The last region id handed out.
     last_region_id: AtomicU64,
     pub(crate) requests: AtomicU64,
@@ -111,6 +114,7 @@ impl RegionServer {
             scanners: ScannerRegistry::new(Duration::from_millis(config.scanner.lease_ms)),
             admin: Mutex::new(()),
             split_parents: Mutex::new(Vec::new()),
+            namespaces: RwLock::new(BTreeMap::new()),
             last_region_id: AtomicU64::new(META_REGION_ID),
             requests: AtomicU64::new(0),
             splits_done: AtomicU64::new(0),

@@ -59,6 +59,24 @@ pub fn canonical(name: &str) -> Result<String, ServerError> {
     })
 }
 
+/// Checks a namespace name against HBase's rule (`[A-Za-z0-9_]+`); the error names it.
+pub fn check_namespace(ns: &str) -> Result<(), ServerError> {
+    let bad = |why: String| ServerError::invalid(format!("illegal namespace name '{ns}': {why}"));
+    if ns.is_empty() {
+        return Err(bad("it is empty".into()));
+    }
+    if ns.len() > MAX_NAME_LEN {
+        return Err(bad(format!("longer than {MAX_NAME_LEN} bytes")));
+    }
+    match ns
+        .chars()
+        .find(|c| !(c.is_ascii_alphanumeric() || *c == '_'))
+    {
+        Some(c) => Err(bad(format!("character '{c}' is not one of [A-Za-z0-9_]"))),
+        None => Ok(()),
+    }
+}
+
 /// [`canonical`], refusing the system namespace: what user tables may be called.
 pub fn user_table(name: &str) -> Result<String, ServerError> {
     let n = canonical(name)?;

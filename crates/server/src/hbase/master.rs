@@ -19,7 +19,7 @@ use cellar_proto::hbase;
 use cellar_proto::hbase::get_procedure_result_response::State as ProcState;
 use parking_lot::Mutex;
 use prost::Message;
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 #[cfg(test)]
@@ -326,7 +326,7 @@ pub(crate) fn call(
                 decode::<hbase::ListTableDescriptorsByNamespaceRequest>(method, &param)?
                     .namespace_name
             };
-            if !namespaces(svc).contains(&ns) {
+            if !rs.namespaces().contains_key(&ns) {
                 return Err(namespace_not_found(&ns));
             }
             let tables: Vec<_> = user_tables(svc)
@@ -348,23 +348,61 @@ pub(crate) fn call(
         "ListNamespaceDescriptors" => {
             decode::<hbase::ListNamespaceDescriptorsRequest>(method, &param)?;
             Ok(HReply::message(&hbase::ListNamespaceDescriptorsResponse {
-                namespace_descriptor: namespaces(svc).iter().map(|n| ns_descriptor(n)).collect(),
+                namespace_descriptor: rs
+                    .namespaces()
+                    .iter()
+                    .map(|(n, conf)| ns_descriptor(n, conf))
+                    .collect(),
             }))
         }
         "ListNamespaces" => {
             decode::<hbase::ListNamespacesRequest>(method, &param)?;
             Ok(HReply::message(&hbase::ListNamespacesResponse {
-                namespace_name: namespaces(svc).into_iter().collect(),
+                namespace_name: rs.namespaces().into_keys().collect(),
             }))
         }
         "GetNamespaceDescriptor" => {
             let req: hbase::GetNamespaceDescriptorRequest = decode(method, &param)?;
-            if !namespaces(svc).contains(&req.namespace_name) {
-                return Err(namespace_not_found(&req.namespace_name));
-            }
+            let all = rs.namespaces();
+            let conf = all
+                .get(&req.namespace_name)
+                .ok_or_else(|| namespace_not_found(&req.namespace_name))?;
             Ok(HReply::message(&hbase::GetNamespaceDescriptorResponse {
-                namespace_descriptor: ns_descriptor(&req.namespace_name),
+                namespace_descriptor: ns_descriptor(&req.namespace_name, conf),
             }))
+        }
+        // Namespace DDL. As in HBase, "exists", "not found" and "not empty" fail the call.
+        "CreateNamespace" | "ModifyNamespace" => {
+            let descriptor = if method == "CreateNamespace" {
+                decode::<hbase::CreateNamespaceRequest>(method, &param)?.namespace_descriptor
+            } else {
+                decode::<hbase::ModifyNamespaceRequest>(method, &param)?.namespace_descriptor
+            };
+            let name = String::from_utf8(descriptor.name.to_vec()).map_err(|_| {
+                HbaseError::do_not_retry(format!("{method}: the namespace name is not UTF-8"))
+            })?;
+            let conf = descriptor
+                .configuration
+                .into_iter()
+                .map(|p| (p.name, p.value))
+                .collect();
+            if method == "CreateNamespace" {
+                rs.create_namespace(&name, conf)?;
+            } else {
+                rs.modify_namespace(&name, conf)?;
+            }
+            let proc_id = Some(procs.run(|| Ok(())));
+            Ok(if method == "CreateNamespace" {
+                HReply::message(&hbase::CreateNamespaceResponse { proc_id })
+            } else {
+                HReply::message(&hbase::ModifyNamespaceResponse { proc_id })
+            })
+        }
+        "DeleteNamespace" => {
+            let req: hbase::DeleteNamespaceRequest = decode(method, &param)?;
+            rs.delete_namespace(&req.namespace_name)?;
+            let proc_id = Some(procs.run(|| Ok(())));
+            Ok(HReply::message(&hbase::DeleteNamespaceResponse { proc_id }))
         }
         _ => Err(HbaseError::unknown_method("MasterService", method)),
     }
@@ -441,24 +479,16 @@ fn user_tables(svc: &HbaseService) -> Vec<(String, TableSchema)> {
 }
 
 /// `default`, `hbase` and every namespace a table lives in (Cellar has no namespace records).
-fn namespaces(svc: &HbaseService) -> BTreeSet<String> {
-    let mut set: BTreeSet<String> = [
-        catalog_names::DEFAULT_NAMESPACE,
-        catalog_names::SYSTEM_NAMESPACE,
-    ]
-    .into_iter()
-    .map(String::from)
-    .collect();
-    for (n, _) in user_tables(svc) {
-        set.insert(catalog_names::split(&n).0.to_string());
-    }
-    set
-}
-
-fn ns_descriptor(name: &str) -> hbase::NamespaceDescriptor {
+fn ns_descriptor(name: &str, configuration: &[(String, String)]) -> hbase::NamespaceDescriptor {
     hbase::NamespaceDescriptor {
         name: Bytes::copy_from_slice(name.as_bytes()),
-        configuration: Vec::new(),
+        configuration: configuration
+            .iter()
+            .map(|(k, v)| hbase::NameStringPair {
+                name: k.clone(),
+                value: v.clone(),
+            })
+            .collect(),
     }
 }
 

@@ -16,6 +16,13 @@ pub enum ServerError {
     TableNotDisabled(String),
     #[error("column family '{family}' does not exist in table '{table}'")]
     NoSuchFamily { table: String, family: String },
+    #[error("namespace '{0}' already exists")]
+    NamespaceExists(String),
+    #[error("namespace '{0}' does not exist")]
+    NamespaceNotFound(String),
+    /// A namespace change its state forbids (removing a reserved or non-empty namespace).
+    #[error("{0}")]
+    NamespaceConstraint(String),
     #[error("region {region} of table '{table}' is not served here: {reason}")]
     NotServingRegion {
         table: String,
@@ -62,7 +69,11 @@ impl ServerError {
             ServerError::NoSuchFamily { .. } => C::NoSuchFamily,
             ServerError::NotServingRegion { .. } => C::NotServingRegion,
             ServerError::UnknownScanner(_) => C::UnknownScanner,
-            ServerError::InvalidArgument(_) => C::InvalidArgument,
+            // The native protocol has no namespace codes; the message names the problem.
+            ServerError::InvalidArgument(_)
+            | ServerError::NamespaceExists(_)
+            | ServerError::NamespaceNotFound(_)
+            | ServerError::NamespaceConstraint(_) => C::InvalidArgument,
             ServerError::Malformed(_) => C::MalformedRequest,
             ServerError::UnknownMethod(_) => C::UnknownMethod,
             ServerError::Stopping => C::ServerStopping,

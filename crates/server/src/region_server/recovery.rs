@@ -25,6 +25,11 @@ impl RegionServer {
             self.note_region_id(r.region);
         }
         let contents = self.meta.load()?;
+        *self.namespaces.write() = contents
+            .namespaces
+            .into_iter()
+            .map(|n| (n.name, n.configuration))
+            .collect();
         let mut tables: BTreeMap<String, TableRecord> = contents
             .tables
             .into_iter()

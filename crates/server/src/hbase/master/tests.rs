@@ -480,3 +480,118 @@ fn split_region_splits_at_the_row_given_or_the_middle_and_keeps_every_row() {
         assert_eq!(cells.len(), 1, "row {row}");
     }
 }
+
+fn namespace(name: &str, conf: &[(&str, &str)]) -> hbase::NamespaceDescriptor {
+    hbase::NamespaceDescriptor {
+        name: Bytes::copy_from_slice(name.as_bytes()),
+        configuration: conf
+            .iter()
+            .map(|(k, v)| hbase::NameStringPair {
+                name: k.to_string(),
+                value: v.to_string(),
+            })
+            .collect(),
+    }
+}
+
+fn get_namespace(
+    f: &Fixture,
+    name: &str,
+) -> Result<hbase::NamespaceDescriptor, crate::hbase::HbaseError> {
+    let req = hbase::GetNamespaceDescriptorRequest {
+        namespace_name: name.to_string(),
+    };
+    let reply = f.call("MasterService", "GetNamespaceDescriptor", &req)?;
+    Ok(
+        <hbase::GetNamespaceDescriptorResponse as prost::Message>::decode(reply.param)
+            .expect("decodes")
+            .namespace_descriptor,
+    )
+}
+
+#[test]
+fn namespaces_are_created_modified_listed_and_removed_only_when_empty() {
+    use crate::hbase::exceptions::{CONSTRAINT, NAMESPACE_EXISTS, NAMESPACE_NOT_FOUND};
+    let f = Fixture::new();
+    let create_ns = |d: hbase::NamespaceDescriptor| {
+        f.call(
+            "MasterService",
+            "CreateNamespace",
+            &hbase::CreateNamespaceRequest {
+                namespace_descriptor: d,
+                nonce_group: None,
+                nonce: None,
+            },
+        )
+    };
+    let delete_ns = |name: &str| {
+        f.call(
+            "MasterService",
+            "DeleteNamespace",
+            &hbase::DeleteNamespaceRequest {
+                namespace_name: name.to_string(),
+                nonce_group: None,
+                nonce: None,
+            },
+        )
+    };
+    let listed = |f: &Fixture| -> Vec<String> {
+        let r: hbase::ListNamespacesResponse =
+            f.master("ListNamespaces", &hbase::ListNamespacesRequest {});
+        r.namespace_name
+    };
+
+    // A created namespace exists with no table in it, with its configuration.
+    create_ns(namespace("app", &[("k2", "b"), ("k1", "a")])).expect("create");
+    assert_eq!(listed(&f), vec!["app", "default", "hbase"]);
+    assert_eq!(
+        get_namespace(&f, "app").expect("found"),
+        namespace("app", &[("k1", "a"), ("k2", "b")])
+    );
+    let e = create_ns(namespace("app", &[])).expect_err("exists");
+    assert_eq!(e.class, NAMESPACE_EXISTS, "{}", e.message);
+    let e = create_ns(namespace("default", &[])).expect_err("built in");
+    assert_eq!(e.class, NAMESPACE_EXISTS, "{}", e.message);
+    let e = create_ns(namespace("no-dash", &[])).expect_err("illegal name");
+    assert!(e.do_not_retry && e.message.contains("'-'"), "{}", e.message);
+
+    // Modify replaces the configuration.
+    f.master::<hbase::ModifyNamespaceResponse>(
+        "ModifyNamespace",
+        &hbase::ModifyNamespaceRequest {
+            namespace_descriptor: namespace("app", &[("k3", "c")]),
+            nonce_group: None,
+            nonce: None,
+        },
+    );
+    assert_eq!(
+        get_namespace(&f, "app").expect("found"),
+        namespace("app", &[("k3", "c")])
+    );
+
+    // Only an empty, user namespace can go.
+    create(&f, "app:t", &[]).expect("a table in it");
+    let e = delete_ns("app").expect_err("not empty");
+    assert_eq!(e.class, CONSTRAINT);
+    assert!(e.message.contains("app:t"), "{}", e.message);
+    for reserved in ["default", "hbase"] {
+        assert_eq!(delete_ns(reserved).expect_err("reserved").class, CONSTRAINT);
+    }
+    assert_eq!(
+        delete_ns("nosuch").expect_err("missing").class,
+        NAMESPACE_NOT_FOUND
+    );
+    assert_eq!(disable(&f, "app:t"), (FINISHED, None));
+    let r: hbase::DeleteTableResponse = f.master("DeleteTable", &delete_req("app:t"));
+    assert_eq!(f.procedure(r.proc_id), (FINISHED, None));
+    delete_ns("app").expect("empty now");
+    assert_eq!(
+        get_namespace(&f, "app").expect_err("gone").class,
+        NAMESPACE_NOT_FOUND
+    );
+    assert_eq!(listed(&f), vec!["default", "hbase"]);
+
+    // A namespace only named by a table exists while the table does, without being created.
+    create(&f, "implicit:t", &[]).expect("create");
+    assert!(listed(&f).contains(&"implicit".to_string()));
+}

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
@@ -16,6 +17,9 @@ import java.util.TreeSet;
 import org.apache.hadoop.hbase.DoNotRetryIOException;
 import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.HRegionLocation;
+import org.apache.hadoop.hbase.NamespaceDescriptor;
+import org.apache.hadoop.hbase.NamespaceExistException;
+import org.apache.hadoop.hbase.NamespaceNotFoundException;
 import org.apache.hadoop.hbase.TableExistsException;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.TableNotDisabledException;
@@ -27,11 +31,13 @@ import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.RegionInfo;
 import org.apache.hadoop.hbase.client.RegionLocator;
 import org.apache.hadoop.hbase.client.Scan;
+import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.client.TableDescriptor;
 import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
 import org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
 
 /** Table life cycle and schema: what `Admin` and `RegionLocator` report and change. */
 class AdminTest extends CompatTest {
@@ -189,6 +195,49 @@ class AdminTest extends CompatTest {
       assertEquals(written, rows(t.table(), new Scan()), "every row, once, in order");
       assertEquals(1024, t.table().get(new Get(b("r115"))).getValue(b("f"), b("q")).length);
     }
+  }
+
+  @Test
+  void namespacesAreCreatedModifiedAndRemovedOnlyWhenEmpty() throws Exception {
+    String ns = TempTable.uniqueName("ns").getNameAsString();
+    admin.createNamespace(NamespaceDescriptor.create(ns).addConfiguration("owner", "compat").build());
+    try {
+      NamespaceDescriptor got = admin.getNamespaceDescriptor(ns);
+      assertEquals("compat", got.getConfigurationValue("owner"));
+      assertTrue(Arrays.asList(admin.listNamespaces()).contains(ns), "listed with no table in it");
+      assertThrows(NamespaceExistException.class,
+          () -> admin.createNamespace(NamespaceDescriptor.create(ns).build()));
+
+      admin.modifyNamespace(NamespaceDescriptor.create(ns).addConfiguration("owner", "other").build());
+      assertEquals("other", admin.getNamespaceDescriptor(ns).getConfigurationValue("owner"));
+
+      TableName inNs = TableName.valueOf(ns, "t");
+      admin.createTable(TableDescriptorBuilder.newBuilder(inNs)
+          .setColumnFamily(ColumnFamilyDescriptorBuilder.of("f")).build());
+      try (Table table = connection.getTable(inNs)) {
+        table.put(new Put(b("r")).addColumn(b("f"), b("q"), b("v")));
+        assertEquals("v", s(table.get(new Get(b("r"))).getValue(b("f"), b("q"))));
+      }
+      assertEquals(List.of(inNs), Arrays.asList(admin.listTableNamesByNamespace(ns)));
+      assertConstraint(() -> admin.deleteNamespace(ns), "not empty");
+      admin.disableTable(inNs);
+      admin.deleteTable(inNs);
+    } finally {
+      admin.deleteNamespace(ns);
+    }
+    assertThrows(NamespaceNotFoundException.class, () -> admin.getNamespaceDescriptor(ns));
+    assertFalse(Arrays.asList(admin.listNamespaces()).contains(ns));
+    assertConstraint(() -> admin.deleteNamespace("default"), "reserved");
+  }
+
+  /**
+   * The call fails with HBase's ConstraintException. That class lives in HBase's server jar,
+   * not the client's, so the client reports it as a remote exception naming the class.
+   */
+  private static void assertConstraint(Executable call, String why) {
+    IOException e = assertThrows(IOException.class, call, why);
+    assertTrue(e.toString().contains("org.apache.hadoop.hbase.constraint.ConstraintException"),
+        why + ": " + e);
   }
 
   /** The table's live regions once there are {@code n} of them, or after 60 s, whichever is first. */

@@ -1,0 +1,160 @@
+//! Namespaces, HBase's groups of tables. One exists when it was created (a meta row holding
+//! its descriptor's configuration) or when a table is named in it; `default` and `hbase`
+//! always exist. A created namespace outlives its tables; removing one needs it empty, and
+//! the two built-in ones cannot be removed. Creating a table never needs its namespace
+//! created first.
+
+use super::names::{self, DEFAULT_NAMESPACE, SYSTEM_NAMESPACE};
+use crate::meta::NamespaceRecord;
+use crate::region_server::{RegionServer, ServerError};
+use std::collections::BTreeMap;
+
+/// A namespace's configuration: (key, value), sorted by key.
+pub type NamespaceConfig = Vec<(String, String)>;
+
+impl RegionServer {
+    /// Every namespace and its configuration, by name.
+    pub fn namespaces(&self) -> BTreeMap<String, NamespaceConfig> {
+        let mut all = self.namespaces.read().clone();
+        for ns in [DEFAULT_NAMESPACE, SYSTEM_NAMESPACE] {
+            all.entry(ns.to_string()).or_default();
+        }
+        for (table, _) in self.router.tables() {
+            all.entry(names::split(&table).0.to_string()).or_default();
+        }
+        all
+    }
+
+    /// Creates namespace `name` with `configuration` (a key given twice keeps its last value).
+    pub fn create_namespace(
+        &self,
+        name: &str,
+        configuration: NamespaceConfig,
+    ) -> Result<(), ServerError> {
+        let _admin = self.admin.lock();
+        self.check_running()?;
+        names::check_namespace(name)?;
+        if self.namespaces().contains_key(name) {
+            return Err(ServerError::NamespaceExists(name.to_string()));
+        }
+        self.write_namespace(name, configuration)
+    }
+
+    /// Replaces the configuration of existing namespace `name`.
+    pub fn modify_namespace(
+        &self,
+        name: &str,
+        configuration: NamespaceConfig,
+    ) -> Result<(), ServerError> {
+        let _admin = self.admin.lock();
+        self.check_running()?;
+        if !self.namespaces().contains_key(name) {
+            return Err(ServerError::NamespaceNotFound(name.to_string()));
+        }
+        self.write_namespace(name, configuration)
+    }
+
+    /// Removes namespace `name`, which must exist, hold no table and not be built in.
+    pub fn delete_namespace(&self, name: &str) -> Result<(), ServerError> {
+        let _admin = self.admin.lock();
+        self.check_running()?;
+        if name == DEFAULT_NAMESPACE || name == SYSTEM_NAMESPACE {
+            return Err(ServerError::NamespaceConstraint(format!(
+                "namespace '{name}' is reserved and cannot be removed"
+            )));
+        }
+        if !self.namespaces().contains_key(name) {
+            return Err(ServerError::NamespaceNotFound(name.to_string()));
+        }
+        let tables: Vec<String> = self
+            .router
+            .tables()
+            .into_iter()
+            .map(|(t, _)| t)
+            .filter(|t| names::split(t).0 == name)
+            .collect();
+        if !tables.is_empty() {
+            return Err(ServerError::NamespaceConstraint(format!(
+                "only empty namespaces can be removed: namespace '{name}' has {} table(s): {}",
+                tables.len(),
+                tables.join(", ")
+            )));
+        }
+        self.meta.delete_namespace(name)?;
+        self.namespaces.write().remove(name);
+        Ok(())
+    }
+
+    /// Meta first (the commit point), then the in-memory copy; the admin lock is held.
+    fn write_namespace(
+        &self,
+        name: &str,
+        configuration: NamespaceConfig,
+    ) -> Result<(), ServerError> {
+        let configuration: NamespaceConfig = configuration
+            .into_iter()
+            .collect::<BTreeMap<_, _>>()
+            .into_iter()
+            .collect();
+        self.meta.put_namespace(&NamespaceRecord {
+            name: name.to_string(),
+            configuration: configuration.clone(),
+        })?;
+        self.namespaces
+            .write()
+            .insert(name.to_string(), configuration);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::region_server::{RegionServer, ServerError};
+    use crate::ServerConfig;
+
+    fn open(dir: &std::path::Path) -> std::sync::Arc<RegionServer> {
+        let mut config = ServerConfig {
+            data_dir: dir.to_path_buf(),
+            ..ServerConfig::default()
+        };
+        config.split.auto = false;
+        RegionServer::open(&config, "127.0.0.1:16200".into()).expect("server opens")
+    }
+
+    fn conf(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn created_namespaces_and_their_configuration_survive_a_restart() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let rs = open(dir.path());
+        rs.create_namespace("kept", conf(&[("b", "2"), ("a", "1"), ("b", "3")]))
+            .expect("create");
+        rs.create_namespace("dropped", Vec::new()).expect("create");
+        rs.modify_namespace("default", conf(&[("quota", "none")]))
+            .expect("the built-in namespaces can carry configuration too");
+        rs.delete_namespace("dropped").expect("empty");
+        rs.shutdown().expect("shutdown");
+        drop(rs);
+
+        let rs = open(dir.path());
+        let all = rs.namespaces();
+        assert_eq!(
+            all.keys().collect::<Vec<_>>(),
+            ["default", "hbase", "kept"],
+            "{all:?}"
+        );
+        // Sorted by key, the last value of a repeated key kept.
+        assert_eq!(all["kept"], conf(&[("a", "1"), ("b", "3")]));
+        assert_eq!(all["default"], conf(&[("quota", "none")]));
+        assert!(matches!(
+            rs.create_namespace("kept", Vec::new()),
+            Err(ServerError::NamespaceExists(_))
+        ));
+        rs.shutdown().expect("shutdown");
+    }
+}
