@@ -15,6 +15,7 @@
 
 mod admin_service;
 mod client;
+mod cluster_status;
 mod connection;
 mod convert;
 pub mod exceptions;
@@ -113,7 +114,8 @@ impl HbaseService {
             _ => Err(HbaseError::unknown_service(service)),
         };
         if let Err(e) = &outcome {
-            if e.class == exceptions::UNSUPPORTED || e.class == exceptions::UNKNOWN_PROTOCOL {
+            // Unsupported methods were logged where they were refused.
+            if e.class == exceptions::UNKNOWN_PROTOCOL {
                 tracing::info!(service, method, error = %e.message, "HBase call not supported");
             } else {
                 tracing::debug!(service, method, class = e.class, error = %e.message, "HBase call failed");

@@ -76,6 +76,16 @@ pub(crate) fn call(
             }
             Ok(HReply::message(&hbase::CompactRegionResponse {}))
         }
+        "GetRegionLoad" => {
+            let req: hbase::GetRegionLoadRequest = decode("GetRegionLoadRequest", &param)?;
+            let table = match &req.table_name {
+                Some(t) => Some(names::table_from_pb(t)?),
+                None => None,
+            };
+            Ok(HReply::message(&hbase::GetRegionLoadResponse {
+                region_loads: super::cluster_status::region_loads(svc, table.as_deref()),
+            }))
+        }
         "GetServerInfo" => {
             decode::<hbase::GetServerInfoRequest>("GetServerInfoRequest", &param)?;
             Ok(HReply::message(&hbase::GetServerInfoResponse {

@@ -432,11 +432,7 @@ fn run_action(
         return Ok(get_result(ctx, &row, exists_only, out));
     }
     if a.service_call.is_some() {
-        return Err(HbaseError::new(
-            super::exceptions::UNSUPPORTED,
-            "coprocessor service calls are not supported by Cellar",
-            true,
-        ));
+        return Err(HbaseError::unsupported("a coprocessor service call"));
     }
     Err(HbaseError::do_not_retry(format!(
         "action {} has neither a mutation nor a get",

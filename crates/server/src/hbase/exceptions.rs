@@ -20,7 +20,6 @@ pub const SERVER_STOPPED: &str =
     "org.apache.hadoop.hbase.regionserver.RegionServerStoppedException";
 pub const CALL_QUEUE_TOO_BIG: &str = "org.apache.hadoop.hbase.CallQueueTooBigException";
 pub const UNKNOWN_PROTOCOL: &str = "org.apache.hadoop.hbase.exceptions.UnknownProtocolException";
-pub const UNSUPPORTED: &str = "java.lang.UnsupportedOperationException";
 pub const FAILED_SANITY_CHECK: &str = "org.apache.hadoop.hbase.DoNotRetryIOException";
 pub const NAMESPACE_NOT_FOUND: &str = "org.apache.hadoop.hbase.NamespaceNotFoundException";
 pub const NAMESPACE_EXISTS: &str = "org.apache.hadoop.hbase.NamespaceExistException";
@@ -66,9 +65,18 @@ impl HbaseError {
 
     /// A method of a known service that Cellar does not implement.
     pub fn unknown_method(service: &str, method: &str) -> HbaseError {
+        HbaseError::unsupported(&format!("{service}.{method}"))
+    }
+
+    /// Something Cellar does not implement, logged so it shows in the server log. HBase's
+    /// server answers `java.lang.UnsupportedOperationException` here, but the Java client only
+    /// rebuilds `IOException`s: its caller would get "Unable to instantiate exception received
+    /// from server" with this message lost. A `DoNotRetryIOException` arrives with it.
+    pub fn unsupported(what: &str) -> HbaseError {
+        tracing::info!(call = what, "HBase call not supported");
         HbaseError::new(
-            UNSUPPORTED,
-            format!("{service}.{method} is not supported by Cellar"),
+            DO_NOT_RETRY,
+            format!("{what} is not supported by Cellar"),
             true,
         )
     }

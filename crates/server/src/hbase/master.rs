@@ -114,6 +114,44 @@ pub(crate) fn call(
                 is_master_running: true,
             }))
         }
+        "GetClusterStatus" => {
+            let req: hbase::GetClusterStatusRequest = decode("GetClusterStatusRequest", &param)?;
+            Ok(HReply::message(&hbase::GetClusterStatusResponse {
+                cluster_status: super::cluster_status::cluster_status(svc, &req.options),
+            }))
+        }
+        // A standalone server holds every region: there is no balancer to run, no
+        // maintenance mode and no server to decommission. Asking is answered truthfully;
+        // turning the balancer on is refused.
+        "IsBalancerEnabled" => {
+            decode::<hbase::IsBalancerEnabledRequest>(method, &param)?;
+            Ok(HReply::message(&hbase::IsBalancerEnabledResponse {
+                enabled: false,
+            }))
+        }
+        "SetBalancerRunning" => {
+            let req: hbase::SetBalancerRunningRequest = decode(method, &param)?;
+            if req.on {
+                return Err(HbaseError::do_not_retry(
+                    "Cellar has no balancer to turn on: a standalone server holds every region",
+                ));
+            }
+            Ok(HReply::message(&hbase::SetBalancerRunningResponse {
+                prev_balance_value: Some(false),
+            }))
+        }
+        "IsMasterInMaintenanceMode" => {
+            decode::<hbase::IsInMaintenanceModeRequest>(method, &param)?;
+            Ok(HReply::message(&hbase::IsInMaintenanceModeResponse {
+                in_maintenance_mode: false,
+            }))
+        }
+        "ListDecommissionedRegionServers" => {
+            decode::<hbase::ListDecommissionedRegionServersRequest>(method, &param)?;
+            Ok(HReply::message(
+                &hbase::ListDecommissionedRegionServersResponse::default(),
+            ))
+        }
         "CreateTable" => {
             let req: hbase::CreateTableRequest = decode("CreateTableRequest", &param)?;
             let schema = schema::table_from_pb(&req.table_schema)?;

@@ -595,3 +595,120 @@ fn namespaces_are_created_modified_listed_and_removed_only_when_empty() {
     create(&f, "implicit:t", &[]).expect("create");
     assert!(listed(&f).contains(&"implicit".to_string()));
 }
+
+#[test]
+fn cluster_status_names_this_server_and_only_the_parts_asked_for() {
+    use cellar_proto::hbase::Option as Part;
+    let f = Fixture::new();
+    create(&f, "c", &[b"m"]).expect("create");
+    let status = |parts: Vec<i32>| -> hbase::ClusterStatus {
+        let r: hbase::GetClusterStatusResponse = f.master(
+            "GetClusterStatus",
+            &hbase::GetClusterStatusRequest { options: parts },
+        );
+        r.cluster_status
+    };
+    let me = crate::hbase::registry::server_name(&f.svc);
+
+    let all = status(Vec::new());
+    assert_eq!(all.master.as_ref(), Some(&me));
+    assert_eq!(all.servers_name, vec![me.clone()]);
+    assert_eq!(
+        all.cluster_id.map(|c| c.cluster_id),
+        Some(f.svc.cluster_id.clone())
+    );
+    assert!(all
+        .hbase_version
+        .expect("version")
+        .version
+        .starts_with("2.6"));
+    assert_eq!(all.balancer_on, Some(false));
+    assert!(all.dead_servers.is_empty() && all.backup_masters.is_empty());
+    let [live] = &all.live_servers[..] else {
+        panic!("one live server: {:?}", all.live_servers);
+    };
+    assert_eq!(live.server, me);
+    // Both of the table's regions and meta's, each with its one store.
+    let names: Vec<String> = live
+        .server_load
+        .region_loads
+        .iter()
+        .map(|l| String::from_utf8_lossy(&l.region_specifier.value).into_owned())
+        .collect();
+    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(
+        names.iter().filter(|n| n.starts_with("c,")).count(),
+        2,
+        "{names:?}"
+    );
+    assert!(names.iter().any(|n| n == "hbase:meta,,1"), "{names:?}");
+    let [counts] = &all.table_region_states_count[..] else {
+        panic!("one user table: {:?}", all.table_region_states_count);
+    };
+    assert_eq!(counts.region_states_count.open_regions, 2);
+    assert_eq!(counts.region_states_count.total_regions, 2);
+
+    let some = status(vec![Part::LiveServers as i32]);
+    assert_eq!(some.live_servers.len(), 1);
+    assert!(some.master.is_none() && some.cluster_id.is_none() && some.hbase_version.is_none());
+
+    // Region loads of one table, as AdminService answers them.
+    let reply = f
+        .call(
+            "AdminService",
+            "GetRegionLoad",
+            &hbase::GetRegionLoadRequest {
+                table_name: Some(table_req("c")),
+            },
+        )
+        .expect("region load");
+    let loads = <hbase::GetRegionLoadResponse as prost::Message>::decode(reply.param)
+        .expect("decodes")
+        .region_loads;
+    assert_eq!(loads.len(), 2);
+    assert!(loads.iter().all(|l| l.stores == Some(1)), "{loads:?}");
+}
+
+#[test]
+fn there_is_no_balancer_to_turn_on_and_no_maintenance_mode() {
+    let f = Fixture::new();
+    let r: hbase::IsBalancerEnabledResponse =
+        f.master("IsBalancerEnabled", &hbase::IsBalancerEnabledRequest {});
+    assert!(!r.enabled);
+    let off = |on: bool| {
+        f.call(
+            "MasterService",
+            "SetBalancerRunning",
+            &hbase::SetBalancerRunningRequest {
+                on,
+                synchronous: None,
+            },
+        )
+    };
+    let prev = <hbase::SetBalancerRunningResponse as prost::Message>::decode(
+        off(false).expect("off is what it is").param,
+    )
+    .expect("decodes");
+    assert_eq!(prev.prev_balance_value, Some(false));
+    let e = off(true).expect_err("no balancer");
+    assert!(
+        e.do_not_retry && e.message.contains("no balancer"),
+        "{}",
+        e.message
+    );
+    let m: hbase::IsInMaintenanceModeResponse = f.master(
+        "IsMasterInMaintenanceMode",
+        &hbase::IsInMaintenanceModeRequest {},
+    );
+    assert!(!m.in_maintenance_mode);
+    // Something Cellar does not do is refused by name, as an exception the client rebuilds.
+    let e = f
+        .call(
+            "MasterService",
+            "Balance",
+            &hbase::IsBalancerEnabledRequest {},
+        )
+        .expect_err("unsupported");
+    assert_eq!(e.class, crate::hbase::exceptions::DO_NOT_RETRY);
+    assert!(e.message.contains("MasterService.Balance"), "{}", e.message);
+}

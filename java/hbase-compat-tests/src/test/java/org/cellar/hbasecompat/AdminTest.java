@@ -11,15 +11,19 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
 import org.apache.hadoop.hbase.DoNotRetryIOException;
+import org.apache.hadoop.hbase.ClusterMetrics;
 import org.apache.hadoop.hbase.HConstants;
 import org.apache.hadoop.hbase.HRegionLocation;
 import org.apache.hadoop.hbase.NamespaceDescriptor;
 import org.apache.hadoop.hbase.NamespaceExistException;
 import org.apache.hadoop.hbase.NamespaceNotFoundException;
+import org.apache.hadoop.hbase.RegionMetrics;
+import org.apache.hadoop.hbase.ServerName;
 import org.apache.hadoop.hbase.TableExistsException;
 import org.apache.hadoop.hbase.TableName;
 import org.apache.hadoop.hbase.TableNotDisabledException;
@@ -238,6 +242,34 @@ class AdminTest extends CompatTest {
     IOException e = assertThrows(IOException.class, call, why);
     assertTrue(e.toString().contains("org.apache.hadoop.hbase.constraint.ConstraintException"),
         why + ": " + e);
+  }
+
+  @Test
+  void clusterMetricsNameTheServersAndTheTablesRegions() throws Exception {
+    byte[][] splits = {b("g"), b("n")};
+    try (TempTable t = TempTable.createSplit(connection, admin, "admin_metrics", splits, "f")) {
+      ClusterMetrics all = admin.getClusterMetrics();
+      assertNotNull(all.getMasterName(), "the active master");
+      assertFalse(all.getClusterId() == null || all.getClusterId().isEmpty(), "the cluster id");
+      assertFalse(all.getHBaseVersion() == null || all.getHBaseVersion().isEmpty(), "a version");
+      List<ServerName> servers = new ArrayList<>(admin.getRegionServers());
+      assertEquals(1, servers.size(), "one live region server");
+      assertEquals(servers, new ArrayList<>(all.getLiveServerMetrics().keySet()));
+      assertEquals(3, all.getTableRegionStatesCount().get(t.name()).getOpenRegions());
+
+      // Only what was asked for.
+      ClusterMetrics some = admin.getClusterMetrics(EnumSet.of(ClusterMetrics.Option.LIVE_SERVERS));
+      assertEquals(servers, new ArrayList<>(some.getLiveServerMetrics().keySet()));
+      assertNull(some.getMasterName());
+
+      // The server's regions of the table, one store each (one family).
+      List<RegionMetrics> regions = admin.getRegionMetrics(servers.get(0), t.name());
+      assertEquals(3, regions.size());
+      for (RegionMetrics r : regions) {
+        assertEquals(1, r.getStoreCount(), r.getNameAsString());
+        assertTrue(r.getNameAsString().startsWith(t.name().getNameAsString() + ","), r.getNameAsString());
+      }
+    }
   }
 
   /** The table's live regions once there are {@code n} of them, or after 60 s, whichever is first. */
