@@ -115,6 +115,17 @@ pub enum Filter {
     Page(u64),
     /// Rows inside any of the ranges (HBase's `MultiRowRangeFilter`).
     RowRanges(Vec<RowRange>),
+    /// Per row, one page of its columns, one version each (HBase's `ColumnPaginationFilter`):
+    /// at most `limit` columns, from the `offset`-th (0-based) on, or from the first whose
+    /// qualifier is at least `column_offset` when that is set.
+    ColumnPage {
+        limit: u32,
+        offset: u32,
+        column_offset: Option<Bytes>,
+    },
+    /// Rows in which the inner filter keeps every cell; any other row is dropped whole
+    /// (HBase's `SkipFilter`).
+    Skip(Box<Filter>),
     /// A list of filters combined with AND or OR.
     List(ListOp, Vec<Filter>),
 }
@@ -142,6 +153,7 @@ impl Filter {
             | Filter::Value(_, c) => c,
             Filter::SingleColumnValue { comparator, .. } => comparator,
             Filter::List(_, members) => return members.iter().try_for_each(Filter::validate),
+            Filter::Skip(inner) => return inner.validate(),
             _ => return Ok(()),
         };
         match comparator {

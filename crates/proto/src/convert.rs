@@ -371,6 +371,16 @@ pub fn filter_to_pb(f: &Filter) -> pb::Filter {
                 })
                 .collect(),
         }),
+        Filter::ColumnPage {
+            limit,
+            offset,
+            column_offset,
+        } => Kind::ColumnPage(pb::ColumnPageFilter {
+            limit: *limit,
+            offset: *offset,
+            column_offset: column_offset.clone(),
+        }),
+        Filter::Skip(inner) => Kind::Skip(Box::new(filter_to_pb(inner))),
         Filter::List(op, filters) => Kind::List(pb::FilterList {
             must_pass_one: *op == ListOp::MustPassOne,
             filters: filters.iter().map(filter_to_pb).collect(),
@@ -427,6 +437,12 @@ pub fn filter_from_pb(f: pb::Filter) -> Result<Filter> {
         },
         Some(Kind::FirstKeyOnly(_)) => Filter::FirstKeyOnly,
         Some(Kind::Page(n)) => Filter::Page(n),
+        Some(Kind::ColumnPage(p)) => Filter::ColumnPage {
+            limit: p.limit,
+            offset: p.offset,
+            column_offset: p.column_offset,
+        },
+        Some(Kind::Skip(inner)) => Filter::Skip(Box::new(filter_from_pb(*inner)?)),
         Some(Kind::RowRanges(r)) => Filter::RowRanges(
             r.ranges
                 .into_iter()
@@ -580,6 +596,15 @@ mod tests {
                     },
                     Filter::Page(3),
                     Filter::FirstKeyOnly,
+                    Filter::ColumnPage {
+                        limit: 4,
+                        offset: 2,
+                        column_offset: Some(Bytes::from_static(b"q")),
+                    },
+                    Filter::Skip(Box::new(Filter::Value(
+                        CompareOp::NotEqual,
+                        Comparator::Binary(Bytes::from_static(b"0")),
+                    ))),
                 ],
             ));
         assert_eq!(scan_from_pb(scan_to_pb(&scan)).expect("round trip"), scan);

@@ -3,7 +3,7 @@
 //! ```text
 //! expr   := and ( OR and )*            -- AND binds tighter than OR
 //! and    := unary ( AND unary )*
-//! unary  := '(' expr ')' | Name '(' [arg (',' arg)*] ')'
+//! unary  := SKIP unary | '(' expr ')' | Name '(' [arg (',' arg)*] ')'
 //! arg    := 'quoted' ('' is a quote) | integer | true | false | < <= = != > >=
 //! ```
 //!
@@ -225,8 +225,12 @@ impl Parser {
                 self.bump();
                 Ok(f)
             }
+            Tok::Name(name) if name.eq_ignore_ascii_case("SKIP") => {
+                self.bump();
+                Ok(Filter::Skip(Box::new(self.unary()?)))
+            }
             Tok::Name(name) => {
-                if name.eq_ignore_ascii_case("SKIP") || name.eq_ignore_ascii_case("WHILE") {
+                if name.eq_ignore_ascii_case("WHILE") {
                     return Err(format!(
                         "filter error at position {}: {name} is not supported by Cellar",
                         t.position
@@ -299,6 +303,7 @@ const USAGES: &[(&str, &str)] = &[
     ("KeyOnlyFilter", "KeyOnlyFilter([lenAsValue])"),
     ("FirstKeyOnlyFilter", "FirstKeyOnlyFilter()"),
     ("PageFilter", "PageFilter(rows)"),
+    ("ColumnPaginationFilter", "ColumnPaginationFilter(limit, offset)"),
     (
         "ColumnRangeFilter",
         "ColumnRangeFilter('min', minInclusive, 'max', maxInclusive)",
@@ -358,6 +363,14 @@ fn build(name: &str, args: Vec<Arg>) -> Result<Filter, String> {
         ("FirstKeyOnlyFilter", []) => Filter::FirstKeyOnly,
         ("PageFilter", [Arg::Int(n)]) => {
             Filter::Page(u64::try_from(*n).map_err(|_| "the page size must not be negative")?)
+        }
+        ("ColumnPaginationFilter", [Arg::Int(limit), Arg::Int(offset)]) => {
+            let count = |n: &i64| u32::try_from(*n).map_err(|_| bad());
+            Filter::ColumnPage {
+                limit: count(limit)?,
+                offset: count(offset)?,
+                column_offset: None,
+            }
         }
         ("ColumnRangeFilter", [min, mi, max, ma]) => {
             let bound = |b: Bytes| if b.is_empty() { None } else { Some(b) };
@@ -472,6 +485,34 @@ mod tests {
     }
 
     #[test]
+    fn skip_wraps_the_filter_after_it_and_column_pages_take_limit_and_offset() {
+        assert_eq!(
+            p("SKIP ValueFilter(!=, 'binary:0') AND ColumnPaginationFilter(2, 1)"),
+            Filter::List(
+                ListOp::MustPassAll,
+                vec![
+                    Filter::Skip(Box::new(Filter::Value(
+                        CompareOp::NotEqual,
+                        Comparator::Binary(b("0"))
+                    ))),
+                    Filter::ColumnPage {
+                        limit: 2,
+                        offset: 1,
+                        column_offset: None
+                    },
+                ]
+            )
+        );
+        assert_eq!(
+            p("skip (PrefixFilter('a') OR PrefixFilter('b'))"),
+            Filter::Skip(Box::new(Filter::List(
+                ListOp::MustPassOne,
+                vec![Filter::Prefix(b("a")), Filter::Prefix(b("b"))]
+            )))
+        );
+    }
+
+    #[test]
     fn single_column_value_defaults_and_flags() {
         let f = p("SingleColumnValueFilter('cf','q', =, 'binary:v')");
         assert_eq!(
@@ -567,8 +608,13 @@ mod tests {
         assert!(err.contains("needs a type"), "{err}");
         let err = parse_filter(b"ValueFilter(=, 'long:1')").expect_err("bad type");
         assert!(err.contains("'long'"), "{err}");
-        let err = parse_filter(b"SKIP ValueFilter(=, 'binary:1')").expect_err("skip");
-        assert!(err.contains("SKIP is not supported"), "{err}");
+        let err = parse_filter(b"WHILE ValueFilter(=, 'binary:1')").expect_err("while");
+        assert!(err.contains("WHILE is not supported"), "{err}");
+        let err = parse_filter(b"ColumnPaginationFilter(-1, 0)").expect_err("negative");
+        assert!(
+            err.contains("ColumnPaginationFilter(limit, offset)"),
+            "{err}"
+        );
         let err = parse_filter(b"ValueFilter(! 'x')").expect_err("bang");
         assert!(err.contains("position 13"), "{err}");
         assert!(parse_filter(b"")

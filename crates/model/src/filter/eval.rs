@@ -86,6 +86,12 @@ pub(super) enum Node {
         passed: u64,
     },
     RowRanges(Vec<RowRange>),
+    ColumnPage {
+        limit: u32,
+        offset: u32,
+        column_offset: Option<Bytes>,
+    },
+    Skip(Box<Node>),
     List(ListOp, Vec<Node>),
 }
 
@@ -133,6 +139,16 @@ impl Node {
                 passed: 0,
             },
             Filter::RowRanges(ranges) => Node::RowRanges(ranges.clone()),
+            Filter::ColumnPage {
+                limit,
+                offset,
+                column_offset,
+            } => Node::ColumnPage {
+                limit: *limit,
+                offset: *offset,
+                column_offset: column_offset.clone(),
+            },
+            Filter::Skip(inner) => Node::Skip(Box::new(Node::build(inner))),
             Filter::List(op, members) => Node::List(*op, members.iter().map(Node::build).collect()),
         }
     }
@@ -205,6 +221,47 @@ impl Node {
                     })
                     .collect()
             }
+            Node::ColumnPage {
+                limit,
+                offset,
+                column_offset,
+            } => {
+                // Columns are counted as they come, among the cells still kept; each counted
+                // column keeps its first (newest) version only.
+                let mut out = vec![None; input.len()];
+                let mut column: Option<(&[u8], &[u8])> = None;
+                let mut counted = 0u64;
+                for (i, (v, c)) in input.iter().zip(cells).enumerate() {
+                    let Some(shape) = v else { continue };
+                    let this = (&c.family[..], &c.qualifier[..]);
+                    if column == Some(this) {
+                        continue;
+                    }
+                    column = Some(this);
+                    let from = match column_offset {
+                        Some(q) if c.qualifier < *q => continue,
+                        Some(_) => 0,
+                        None => u64::from(*offset),
+                    };
+                    if counted >= from && counted < from + u64::from(*limit) {
+                        out[i] = Some(*shape);
+                    }
+                    counted += 1;
+                }
+                out
+            }
+            Node::Skip(inner) => {
+                let kept = inner.eval(cells, input);
+                let all = input
+                    .iter()
+                    .zip(&kept)
+                    .all(|(i, k)| i.is_none() || k.is_some());
+                if all {
+                    kept
+                } else {
+                    vec![None; input.len()]
+                }
+            }
             Node::List(_, members) if members.is_empty() => input.to_vec(),
             Node::List(ListOp::MustPassAll, members) => {
                 let mut v = input.to_vec();
@@ -230,6 +287,7 @@ impl Node {
         match self {
             Node::Page { passed, .. } => *passed = passed.saturating_add(1),
             Node::List(_, members) => members.iter_mut().for_each(Node::count_passed_row),
+            Node::Skip(inner) => inner.count_passed_row(),
             _ => {}
         }
     }
@@ -239,6 +297,7 @@ impl Node {
         match self {
             Node::Page { limit, passed } => passed >= limit,
             Node::List(ListOp::MustPassAll, members) => members.iter().any(Node::exhausted),
+            Node::Skip(inner) => inner.exhausted(),
             Node::List(ListOp::MustPassOne, members) => {
                 !members.is_empty() && members.iter().all(Node::exhausted)
             }

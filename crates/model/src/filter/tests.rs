@@ -494,3 +494,68 @@ fn validate_names_bad_regexes_anywhere_in_the_tree() {
     // Evaluating it anyway matches nothing rather than panicking.
     assert_eq!(run(&bad, row("r")), None);
 }
+
+#[test]
+fn column_page_keeps_one_page_of_columns_one_version_each() {
+    let page = |limit, offset| Filter::ColumnPage {
+        limit,
+        offset,
+        column_offset: None,
+    };
+    let got = |f: &Filter| run(f, row("r"));
+    // Columns in order: cf:a (two versions), cf:b, cf:c, other:a.
+    assert_eq!(
+        got(&page(2, 0)),
+        Some(vec!["cf:a@20=new".into(), "cf:b@10=Yellow".into()])
+    );
+    assert_eq!(
+        got(&page(2, 2)),
+        Some(vec!["cf:c@10=xyz".into(), "other:a@10=o".into()])
+    );
+    assert_eq!(got(&page(10, 3)), Some(vec!["other:a@10=o".into()]));
+    assert_eq!(got(&page(1, 4)), None, "no column left: the row is dropped");
+    assert_eq!(got(&page(0, 0)), None);
+    // From a qualifier on: b and c of cf, then other:a is past the limit.
+    let from_b = Filter::ColumnPage {
+        limit: 2,
+        offset: 0,
+        column_offset: Some(b(b"b")),
+    };
+    assert_eq!(
+        got(&from_b),
+        Some(vec!["cf:b@10=Yellow".into(), "cf:c@10=xyz".into()])
+    );
+    // Counting restarts with each row, and only cells earlier filters kept are counted.
+    let mut eval = FilterEval::new(&page(1, 0));
+    assert_eq!(eval.filter_row(row("r1")).map(|c| c.len()), Some(1));
+    assert_eq!(eval.filter_row(row("r2")).map(|c| c.len()), Some(1));
+    let after_b = Filter::List(
+        ListOp::MustPassAll,
+        vec![qual(CompareOp::Greater, "a"), page(1, 0)],
+    );
+    assert_eq!(got(&after_b), Some(vec!["cf:b@10=Yellow".into()]));
+}
+
+#[test]
+fn skip_drops_a_row_when_its_inner_filter_drops_any_cell() {
+    let not_yellow = |v: &str| {
+        Filter::Skip(Box::new(Filter::Value(
+            CompareOp::NotEqual,
+            Comparator::Binary(b(v.as_bytes())),
+        )))
+    };
+    assert_eq!(run(&not_yellow("Yellow"), row("r")), None);
+    assert_eq!(run(&not_yellow("Blue"), row("r")), all("r"));
+    // The inner filter's transforms carry through.
+    let keys = Filter::Skip(Box::new(Filter::KeyOnly {
+        len_as_value: false,
+    }));
+    let kept = run(&keys, row("r")).expect("kept");
+    assert!(kept.iter().all(|c| c.ends_with('=')), "{kept:?}");
+    assert!(not_yellow("(").validate().is_ok());
+    let bad_regex = Filter::Skip(Box::new(Filter::Row(
+        CompareOp::Equal,
+        Comparator::Regex("(".into()),
+    )));
+    assert!(bad_regex.validate().is_err(), "the inner filter is checked");
+}

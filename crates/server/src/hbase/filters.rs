@@ -161,6 +161,23 @@ pub(crate) fn filter_from_hbase(f: &hbase::Filter, reversed: bool) -> Result<Fil
             Filter::Row(op, Comparator::Binary(s.stop_row_key.unwrap_or_default()))
         }
         "FilterAllFilter" => Filter::Row(CompareOp::NoOp, Comparator::Binary(Bytes::new())),
+        "ColumnPaginationFilter" => {
+            let p: hbase::ColumnPaginationFilter = decode(class, bytes)?;
+            let count = |what: &str, n: i32| {
+                u32::try_from(n).map_err(|_| {
+                    HbaseError::do_not_retry(format!("{class}: {what} {n} is negative"))
+                })
+            };
+            Filter::ColumnPage {
+                limit: count("limit", p.limit)?,
+                offset: count("offset", p.offset.unwrap_or(0))?,
+                column_offset: p.column_offset,
+            }
+        }
+        "SkipFilter" => {
+            let s: hbase::SkipFilter = decode(class, bytes)?;
+            Filter::Skip(Box::new(filter_from_hbase(&s.filter, reversed)?))
+        }
         "FilterList" => {
             let l: hbase::FilterList = decode(class, bytes)?;
             let op = match hbase::filter_list::Operator::try_from(l.operator) {

@@ -380,3 +380,65 @@ fn unknown_classes_and_bad_patterns_are_named() {
     let e = checked_filter_from_hbase(&garbage, false).expect_err("garbage");
     assert!(e.message.contains("PageFilter"), "{}", e.message);
 }
+
+#[test]
+fn column_pagination_and_skip_filters_map_and_bad_counts_are_refused() {
+    let page = |limit, offset, column_offset: Option<&str>| {
+        f(
+            "ColumnPaginationFilter",
+            &hbase::ColumnPaginationFilter {
+                limit,
+                offset,
+                column_offset: column_offset.map(b),
+            },
+        )
+    };
+    assert_eq!(
+        checked_filter_from_hbase(&page(3, Some(2), None), false).expect("maps"),
+        Filter::ColumnPage {
+            limit: 3,
+            offset: 2,
+            column_offset: None
+        }
+    );
+    assert_eq!(
+        checked_filter_from_hbase(&page(3, None, Some("q")), false).expect("maps"),
+        Filter::ColumnPage {
+            limit: 3,
+            offset: 0,
+            column_offset: Some(b("q"))
+        }
+    );
+    let e = checked_filter_from_hbase(&page(-1, None, None), false).expect_err("negative");
+    assert!(e.message.contains("limit -1"), "{}", e.message);
+
+    let value = f(
+        "ValueFilter",
+        &hbase::ValueFilter {
+            compare_filter: cmp(hbase::CompareType::NotEqual, binary("0")),
+        },
+    );
+    let skip = f("SkipFilter", &hbase::SkipFilter { filter: value });
+    assert_eq!(
+        checked_filter_from_hbase(&skip, false).expect("maps"),
+        Filter::Skip(Box::new(Filter::Value(
+            CompareOp::NotEqual,
+            Comparator::Binary(b("0"))
+        )))
+    );
+    let bad = f(
+        "SkipFilter",
+        &hbase::SkipFilter {
+            filter: f(
+                "RowFilter",
+                &hbase::RowFilter {
+                    compare_filter: cmp(hbase::CompareType::Equal, regex("(", 0)),
+                },
+            ),
+        },
+    );
+    assert!(
+        checked_filter_from_hbase(&bad, false).is_err(),
+        "the inner pattern is checked"
+    );
+}

@@ -9,10 +9,12 @@ import org.apache.hadoop.hbase.CompareOperator;
 import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.ResultScanner;
 import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.filter.BinaryComparator;
 import org.apache.hadoop.hbase.filter.BinaryPrefixComparator;
+import org.apache.hadoop.hbase.filter.ColumnPaginationFilter;
 import org.apache.hadoop.hbase.filter.ColumnPrefixFilter;
 import org.apache.hadoop.hbase.filter.ColumnRangeFilter;
 import org.apache.hadoop.hbase.filter.FamilyFilter;
@@ -28,6 +30,7 @@ import org.apache.hadoop.hbase.filter.QualifierFilter;
 import org.apache.hadoop.hbase.filter.RegexStringComparator;
 import org.apache.hadoop.hbase.filter.RowFilter;
 import org.apache.hadoop.hbase.filter.SingleColumnValueFilter;
+import org.apache.hadoop.hbase.filter.SkipFilter;
 import org.apache.hadoop.hbase.filter.SubstringComparator;
 import org.apache.hadoop.hbase.filter.ValueFilter;
 import org.apache.hadoop.hbase.util.Bytes;
@@ -241,5 +244,38 @@ class FilterTest extends CompatTest {
     ranges.add(new RowRange(b("row18"), false, b("row99"), false));
     List<String> expected = List.of("row02", "row03", "row10", "row11", "row12", "row19");
     assertEquals(expected, rowsWith(new MultiRowRangeFilter(ranges)));
+  }
+
+  @Test
+  void columnPaginationFilterPagesThroughARowsColumns() throws Exception {
+    // row02's columns in order: f:col_a, f:col_b, f:col_c, f:name, f:score, g:extra.
+    Result r = table.get(new Get(b("row02")).setFilter(new ColumnPaginationFilter(2, 1)));
+    assertEquals(List.of("f:col_b=b2", "f:col_c=c2"), cells(r));
+    r = table.get(new Get(b("row02")).setFilter(new ColumnPaginationFilter(2, 4)));
+    assertEquals(List.of("f:score=002", "g:extra=g2"), cells(r));
+    r = table.get(new Get(b("row02")).setFilter(new ColumnPaginationFilter(2, b("name"))));
+    assertEquals(List.of("f:name=name2", "f:score=002"), cells(r), "from a qualifier on");
+    // On a scan, each row gets its own page.
+    List<String> firstColumns = new ArrayList<>();
+    try (ResultScanner scanner = table.getScanner(
+        new Scan().withStartRow(b("row05")).withStopRow(b("row08")).setFilter(new ColumnPaginationFilter(1, 0)))) {
+      for (Result each : scanner) {
+        firstColumns.addAll(cells(each));
+      }
+    }
+    assertEquals(List.of("f:col_a=a5", "f:col_a=a6", "f:col_a=a7"), firstColumns);
+  }
+
+  @Test
+  void skipFilterDropsRowsWithAnyFilteredCell() throws Exception {
+    // Rows where no cell's value is "b7" or "name9": all but row07 and row09.
+    Filter notB7 = new ValueFilter(CompareOperator.NOT_EQUAL, new BinaryComparator(b("b7")));
+    Filter notName9 = new ValueFilter(CompareOperator.NOT_EQUAL, new BinaryComparator(b("name9")));
+    List<String> expected = new ArrayList<>(rowRange(0, 20));
+    expected.remove("row07");
+    expected.remove("row09");
+    expected.add("zz");
+    assertEquals(expected, rowsWith(new SkipFilter(
+        new FilterList(FilterList.Operator.MUST_PASS_ALL, notB7, notName9))));
   }
 }
