@@ -126,6 +126,9 @@ pub enum Filter {
     /// Rows in which the inner filter keeps every cell; any other row is dropped whole
     /// (HBase's `SkipFilter`).
     Skip(Box<Filter>),
+    /// Rows up to the first cell the inner filter drops: that row keeps only the cells
+    /// before it, and no later row passes (HBase's `WhileMatchFilter`).
+    WhileMatch(Box<Filter>),
     /// A list of filters combined with AND or OR.
     List(ListOp, Vec<Filter>),
 }
@@ -153,7 +156,7 @@ impl Filter {
             | Filter::Value(_, c) => c,
             Filter::SingleColumnValue { comparator, .. } => comparator,
             Filter::List(_, members) => return members.iter().try_for_each(Filter::validate),
-            Filter::Skip(inner) => return inner.validate(),
+            Filter::Skip(inner) | Filter::WhileMatch(inner) => return inner.validate(),
             _ => return Ok(()),
         };
         match comparator {

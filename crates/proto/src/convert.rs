@@ -381,6 +381,7 @@ pub fn filter_to_pb(f: &Filter) -> pb::Filter {
             column_offset: column_offset.clone(),
         }),
         Filter::Skip(inner) => Kind::Skip(Box::new(filter_to_pb(inner))),
+        Filter::WhileMatch(inner) => Kind::WhileMatch(Box::new(filter_to_pb(inner))),
         Filter::List(op, filters) => Kind::List(pb::FilterList {
             must_pass_one: *op == ListOp::MustPassOne,
             filters: filters.iter().map(filter_to_pb).collect(),
@@ -443,6 +444,7 @@ pub fn filter_from_pb(f: pb::Filter) -> Result<Filter> {
             column_offset: p.column_offset,
         },
         Some(Kind::Skip(inner)) => Filter::Skip(Box::new(filter_from_pb(*inner)?)),
+        Some(Kind::WhileMatch(inner)) => Filter::WhileMatch(Box::new(filter_from_pb(*inner)?)),
         Some(Kind::RowRanges(r)) => Filter::RowRanges(
             r.ranges
                 .into_iter()
@@ -605,6 +607,7 @@ mod tests {
                         CompareOp::NotEqual,
                         Comparator::Binary(Bytes::from_static(b"0")),
                     ))),
+                    Filter::WhileMatch(Box::new(Filter::Prefix(Bytes::from_static(b"u")))),
                 ],
             ));
         assert_eq!(scan_from_pb(scan_to_pb(&scan)).expect("round trip"), scan);

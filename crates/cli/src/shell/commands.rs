@@ -159,7 +159,7 @@ pub const COMMANDS: &[CommandHelp] = &[
     CommandHelp { name: "put", group: "dml", usage: "put 't', 'row', 'cf:q', 'value'[, timestamp]", summary: "Write one cell." },
     CommandHelp { name: "get", group: "dml", usage: "get 't', 'row'[, 'cf:q', ...]\nget 't', 'row', {COLUMN => ['cf:q', 'cf2'], VERSIONS => 3, TIMERANGE => [t1, t2],\n       TIMESTAMP => t, FILTER => \"ValueFilter(=, 'binary:v')\"}", summary: "Read one row." },
     CommandHelp { name: "scan", group: "dml", usage: "scan 't'[, {STARTROW => 'a', STOPROW => 'z', ROWPREFIXFILTER => 'p', COLUMNS => ['cf:q'],\n       LIMIT => 10, VERSIONS => 2, TIMERANGE => [t1, t2], REVERSED => true, CACHE => 100,\n       BATCH => 10, CACHE_BLOCKS => false, FILTER => \"PrefixFilter('r') AND KeyOnlyFilter()\"}]", summary: "Read a range of rows. FILTER takes HBase's filter language: PrefixFilter, ColumnPrefixFilter,\nColumnRangeFilter, RowFilter, FamilyFilter, QualifierFilter, ValueFilter, SingleColumnValueFilter,\nKeyOnlyFilter, FirstKeyOnlyFilter, PageFilter, ColumnPaginationFilter, combined with AND, OR,
-SKIP and parentheses." },
+SKIP, WHILE and parentheses." },
     CommandHelp { name: "delete", group: "dml", usage: "delete 't', 'row', 'cf:q'[, timestamp]", summary: "Delete one version of a cell: the newest, or the one at the timestamp." },
     CommandHelp { name: "deleteall", group: "dml", usage: "deleteall 't', 'row'[, 'cf:q' | 'cf'][, timestamp]", summary: "Delete every version (up to the timestamp) of a column, a family or the whole row." },
     CommandHelp { name: "incr", group: "dml", usage: "incr 't', 'row', 'cf:q'[, amount]", summary: "Add to a counter (8-byte big-endian) and print its new value." },

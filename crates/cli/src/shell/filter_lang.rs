@@ -3,7 +3,7 @@
 //! ```text
 //! expr   := and ( OR and )*            -- AND binds tighter than OR
 //! and    := unary ( AND unary )*
-//! unary  := SKIP unary | '(' expr ')' | Name '(' [arg (',' arg)*] ')'
+//! unary  := SKIP unary | WHILE unary | '(' expr ')' | Name '(' [arg (',' arg)*] ')'
 //! arg    := 'quoted' ('' is a quote) | integer | true | false | < <= = != > >=
 //! ```
 //!
@@ -229,13 +229,11 @@ impl Parser {
                 self.bump();
                 Ok(Filter::Skip(Box::new(self.unary()?)))
             }
+            Tok::Name(name) if name.eq_ignore_ascii_case("WHILE") => {
+                self.bump();
+                Ok(Filter::WhileMatch(Box::new(self.unary()?)))
+            }
             Tok::Name(name) => {
-                if name.eq_ignore_ascii_case("WHILE") {
-                    return Err(format!(
-                        "filter error at position {}: {name} is not supported by Cellar",
-                        t.position
-                    ));
-                }
                 self.bump();
                 if self.peek().tok != Tok::LParen {
                     return Err(self.error(&format!("'(' after {name}")));
@@ -504,6 +502,13 @@ mod tests {
             )
         );
         assert_eq!(
+            p("WHILE RowFilter(<, 'binary:m')"),
+            Filter::WhileMatch(Box::new(Filter::Row(
+                CompareOp::Less,
+                Comparator::Binary(b("m"))
+            )))
+        );
+        assert_eq!(
             p("skip (PrefixFilter('a') OR PrefixFilter('b'))"),
             Filter::Skip(Box::new(Filter::List(
                 ListOp::MustPassOne,
@@ -608,8 +613,8 @@ mod tests {
         assert!(err.contains("needs a type"), "{err}");
         let err = parse_filter(b"ValueFilter(=, 'long:1')").expect_err("bad type");
         assert!(err.contains("'long'"), "{err}");
-        let err = parse_filter(b"WHILE ValueFilter(=, 'binary:1')").expect_err("while");
-        assert!(err.contains("WHILE is not supported"), "{err}");
+        let err = parse_filter(b"WHILE AND PrefixFilter('a')").expect_err("while what");
+        assert!(err.contains("'(' after AND"), "{err}");
         let err = parse_filter(b"ColumnPaginationFilter(-1, 0)").expect_err("negative");
         assert!(
             err.contains("ColumnPaginationFilter(limit, offset)"),

@@ -92,6 +92,11 @@ pub(super) enum Node {
         column_offset: Option<Bytes>,
     },
     Skip(Box<Node>),
+    WhileMatch {
+        inner: Box<Node>,
+        /// The inner filter has dropped a cell: nothing passes any more.
+        ended: bool,
+    },
     List(ListOp, Vec<Node>),
 }
 
@@ -149,12 +154,17 @@ impl Node {
                 column_offset: column_offset.clone(),
             },
             Filter::Skip(inner) => Node::Skip(Box::new(Node::build(inner))),
+            Filter::WhileMatch(inner) => Node::WhileMatch {
+                inner: Box::new(Node::build(inner)),
+                ended: false,
+            },
             Filter::List(op, members) => Node::List(*op, members.iter().map(Node::build).collect()),
         }
     }
 
-    /// The verdicts of this node for `cells` (one row), given its input verdicts.
-    pub(super) fn eval(&self, cells: &[Cell], input: &[Option<Shape>]) -> Verdicts {
+    /// The verdicts of this node for `cells` (one row), given its input verdicts. Mutable
+    /// for the nodes that remember what they saw (`WhileMatch`).
+    pub(super) fn eval(&mut self, cells: &[Cell], input: &[Option<Shape>]) -> Verdicts {
         match self {
             Node::RowPrefix(p) => whole_row(input, row_of(cells).starts_with(p)),
             Node::Row(op, m) => whole_row(input, m.passes(*op, row_of(cells))),
@@ -174,7 +184,7 @@ impl Node {
                     .iter()
                     .filter(|c| c.family == *family && c.qualifier == *qualifier);
                 let pass = match versions.next() {
-                    None => !filter_if_missing,
+                    None => !*filter_if_missing,
                     Some(newest) if *latest_version_only => matcher.passes(*op, &newest.value),
                     Some(newest) => {
                         matcher.passes(*op, &newest.value)
@@ -250,6 +260,20 @@ impl Node {
                 }
                 out
             }
+            Node::WhileMatch { .. } if self.exhausted() => vec![None; input.len()],
+            Node::WhileMatch { inner, ended } => {
+                let mut kept = inner.eval(cells, input);
+                let dropped = input
+                    .iter()
+                    .zip(&kept)
+                    .position(|(i, k)| i.is_some() && k.is_none());
+                if let Some(first) = dropped {
+                    // HBase ends the scan at that cell: the cells before it stay.
+                    kept[first..].fill(None);
+                    *ended = true;
+                }
+                kept
+            }
             Node::Skip(inner) => {
                 let kept = inner.eval(cells, input);
                 let all = input
@@ -265,7 +289,7 @@ impl Node {
             Node::List(_, members) if members.is_empty() => input.to_vec(),
             Node::List(ListOp::MustPassAll, members) => {
                 let mut v = input.to_vec();
-                for m in members {
+                for m in members.iter_mut() {
                     if v.iter().all(Option::is_none) {
                         break;
                     }
@@ -274,7 +298,8 @@ impl Node {
                 v
             }
             Node::List(ListOp::MustPassOne, members) => {
-                let outputs: Vec<Verdicts> = members.iter().map(|m| m.eval(cells, input)).collect();
+                let outputs: Vec<Verdicts> =
+                    members.iter_mut().map(|m| m.eval(cells, input)).collect();
                 (0..input.len())
                     .map(|i| either(input[i], outputs.iter().map(|o| o[i])))
                     .collect()
@@ -287,7 +312,7 @@ impl Node {
         match self {
             Node::Page { passed, .. } => *passed = passed.saturating_add(1),
             Node::List(_, members) => members.iter_mut().for_each(Node::count_passed_row),
-            Node::Skip(inner) => inner.count_passed_row(),
+            Node::Skip(inner) | Node::WhileMatch { inner, .. } => inner.count_passed_row(),
             _ => {}
         }
     }
@@ -298,6 +323,7 @@ impl Node {
             Node::Page { limit, passed } => passed >= limit,
             Node::List(ListOp::MustPassAll, members) => members.iter().any(Node::exhausted),
             Node::Skip(inner) => inner.exhausted(),
+            Node::WhileMatch { inner, ended } => *ended || inner.exhausted(),
             Node::List(ListOp::MustPassOne, members) => {
                 !members.is_empty() && members.iter().all(Node::exhausted)
             }

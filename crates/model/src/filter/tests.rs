@@ -559,3 +559,45 @@ fn skip_drops_a_row_when_its_inner_filter_drops_any_cell() {
     )));
     assert!(bad_regex.validate().is_err(), "the inner filter is checked");
 }
+
+#[test]
+fn while_match_ends_at_the_first_cell_its_inner_filter_drops() {
+    let below = |r: &str| {
+        Filter::WhileMatch(Box::new(Filter::Row(
+            CompareOp::Less,
+            Comparator::Binary(b(r.as_bytes())),
+        )))
+    };
+    let mut eval = FilterEval::new(&below("r2"));
+    assert!(eval.filter_row(row("r1")).is_some());
+    assert!(!eval.all_remaining_filtered());
+    assert_eq!(
+        eval.filter_row(row("r2")),
+        None,
+        "the first row the inner filter drops"
+    );
+    assert!(eval.all_remaining_filtered(), "the scan can stop");
+    assert_eq!(
+        eval.filter_row(row("r0")),
+        None,
+        "nothing passes after the end"
+    );
+
+    // A cell-level inner filter: that row keeps the cells before the first dropped one.
+    let not_yellow = Filter::WhileMatch(Box::new(Filter::Value(
+        CompareOp::NotEqual,
+        Comparator::Binary(b(b"Yellow")),
+    )));
+    let mut eval = FilterEval::new(&not_yellow);
+    assert_eq!(
+        eval.filter_row(row("r1")).map(describe),
+        Some(vec!["cf:a@20=new".into(), "cf:a@10=old".into()])
+    );
+    assert!(eval.all_remaining_filtered());
+    assert!(Filter::WhileMatch(Box::new(Filter::Row(
+        CompareOp::Equal,
+        Comparator::Regex("(".into())
+    )))
+    .validate()
+    .is_err());
+}

@@ -178,6 +178,10 @@ pub(crate) fn filter_from_hbase(f: &hbase::Filter, reversed: bool) -> Result<Fil
             let s: hbase::SkipFilter = decode(class, bytes)?;
             Filter::Skip(Box::new(filter_from_hbase(&s.filter, reversed)?))
         }
+        "WhileMatchFilter" => {
+            let w: hbase::WhileMatchFilter = decode(class, bytes)?;
+            Filter::WhileMatch(Box::new(filter_from_hbase(&w.filter, reversed)?))
+        }
         "FilterList" => {
             let l: hbase::FilterList = decode(class, bytes)?;
             let op = match hbase::filter_list::Operator::try_from(l.operator) {

@@ -442,3 +442,21 @@ fn column_pagination_and_skip_filters_map_and_bad_counts_are_refused() {
         "the inner pattern is checked"
     );
 }
+
+#[test]
+fn while_match_filter_maps_with_its_inner_filter() {
+    let prefix = f(
+        "PrefixFilter",
+        &hbase::PrefixFilter {
+            prefix: Some(b("r")),
+        },
+    );
+    let w = f(
+        "WhileMatchFilter",
+        &hbase::WhileMatchFilter { filter: prefix },
+    );
+    assert_eq!(
+        checked_filter_from_hbase(&w, false).expect("maps"),
+        Filter::WhileMatch(Box::new(Filter::Prefix(b("r"))))
+    );
+}

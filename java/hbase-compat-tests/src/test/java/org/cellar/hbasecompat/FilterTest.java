@@ -33,6 +33,7 @@ import org.apache.hadoop.hbase.filter.SingleColumnValueFilter;
 import org.apache.hadoop.hbase.filter.SkipFilter;
 import org.apache.hadoop.hbase.filter.SubstringComparator;
 import org.apache.hadoop.hbase.filter.ValueFilter;
+import org.apache.hadoop.hbase.filter.WhileMatchFilter;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -277,5 +278,14 @@ class FilterTest extends CompatTest {
     expected.add("zz");
     assertEquals(expected, rowsWith(new SkipFilter(
         new FilterList(FilterList.Operator.MUST_PASS_ALL, notB7, notName9))));
+  }
+
+  @Test
+  void whileMatchFilterEndsTheScanAtTheFirstRowItsFilterDrops() throws Exception {
+    Filter belowRow05 = new RowFilter(CompareOperator.LESS, new BinaryComparator(b("row05")));
+    assertEquals(rowRange(0, 5), rowsWith(new WhileMatchFilter(belowRow05)));
+    // Unlike the bare filter, nothing after that row comes back, even rows it would pass.
+    Filter notRow05 = new RowFilter(CompareOperator.NOT_EQUAL, new BinaryComparator(b("row05")));
+    assertEquals(rowRange(0, 5), rowsWith(new WhileMatchFilter(notRow05)));
   }
 }
