@@ -31,13 +31,8 @@ impl RegionServer {
         name: &str,
         configuration: NamespaceConfig,
     ) -> Result<(), ServerError> {
-        let _admin = self.admin.lock();
-        self.check_running()?;
         names::check_namespace(name)?;
-        if self.namespaces().contains_key(name) {
-            return Err(ServerError::NamespaceExists(name.to_string()));
-        }
-        self.write_namespace(name, configuration)
+        self.write_namespace(name, configuration, false)
     }
 
     /// Replaces the configuration of existing namespace `name`.
@@ -46,12 +41,7 @@ impl RegionServer {
         name: &str,
         configuration: NamespaceConfig,
     ) -> Result<(), ServerError> {
-        let _admin = self.admin.lock();
-        self.check_running()?;
-        if !self.namespaces().contains_key(name) {
-            return Err(ServerError::NamespaceNotFound(name.to_string()));
-        }
-        self.write_namespace(name, configuration)
+        self.write_namespace(name, configuration, true)
     }
 
     /// Removes namespace `name`, which must exist, hold no table and not be built in.
@@ -85,12 +75,21 @@ impl RegionServer {
         Ok(())
     }
 
-    /// Meta first (the commit point), then the in-memory copy; the admin lock is held.
+    /// Writes namespace `name`, which must exist already or must not: meta first (the commit
+    /// point), then the in-memory copy.
     fn write_namespace(
         &self,
         name: &str,
         configuration: NamespaceConfig,
+        existing: bool,
     ) -> Result<(), ServerError> {
+        let _admin = self.admin.lock();
+        self.check_running()?;
+        match (self.namespaces().contains_key(name), existing) {
+            (true, false) => return Err(ServerError::NamespaceExists(name.to_string())),
+            (false, true) => return Err(ServerError::NamespaceNotFound(name.to_string())),
+            _ => {}
+        }
         let configuration: NamespaceConfig = configuration
             .into_iter()
             .collect::<BTreeMap<_, _>>()

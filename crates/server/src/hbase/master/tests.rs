@@ -12,7 +12,8 @@ use cellar_proto::hbase::get_procedure_result_response::State;
 
 const FINISHED: i32 = State::Finished as i32;
 
-fn region_starts(f: &Fixture, table: &str) -> Vec<Bytes> {
+/// Every region of `table` as meta describes it, in row order.
+fn regions(f: &Fixture, table: &str) -> Vec<hbase::RegionInfo> {
     let scan = MetaScan {
         start: Bytes::from(format!("{table},,")),
         include_start: true,
@@ -29,9 +30,15 @@ fn region_starts(f: &Fixture, table: &str) -> Vec<Bytes> {
                 .find(|c| &c.qualifier[..] == b"regioninfo")
                 .expect("regioninfo")
                 .value;
-            let ri: hbase::RegionInfo = prost::Message::decode(&v[4..]).expect("decodes");
-            ri.start_key.unwrap_or_default()
+            prost::Message::decode(&v[4..]).expect("decodes")
         })
+        .collect()
+}
+
+fn region_starts(f: &Fixture, table: &str) -> Vec<Bytes> {
+    regions(f, table)
+        .into_iter()
+        .map(|r| r.start_key.unwrap_or_default())
         .collect()
 }
 
@@ -352,29 +359,6 @@ fn families_change_through_modify_and_column_calls() {
     );
     let e = del(&f, b"cf").expect_err("last family");
     assert!(e.message.contains("only column family"), "{}", e.message);
-}
-
-/// Every region of `table` as meta describes it, in row order.
-fn regions(f: &Fixture, table: &str) -> Vec<hbase::RegionInfo> {
-    let scan = MetaScan {
-        start: Bytes::from(format!("{table},,")),
-        include_start: true,
-        stop: Bytes::from(format!("{table} ,,")),
-        families: vec![Bytes::from_static(b"info")],
-        ..Default::default()
-    };
-    meta_view::scan(&f.svc, &scan)
-        .expect("meta scan")
-        .iter()
-        .map(|cells| {
-            let v = &cells
-                .iter()
-                .find(|c| &c.qualifier[..] == b"regioninfo")
-                .expect("regioninfo")
-                .value;
-            prost::Message::decode(&v[4..]).expect("decodes")
-        })
-        .collect()
 }
 
 fn split_region(
