@@ -53,10 +53,18 @@ impl Fixture {
 
     /// A master call that must succeed, its response decoded.
     pub fn master<R: Message + Default>(&self, method: &str, req: &impl Message) -> R {
-        let reply = self
-            .call("MasterService", method, req)
-            .unwrap_or_else(|e| panic!("{method}: {e}"));
-        R::decode(reply.param).unwrap_or_else(|e| panic!("{method} response: {e}"))
+        self.try_master(method, req)
+            .unwrap_or_else(|e| panic!("{method}: {e}"))
+    }
+
+    /// A master call, its response decoded, or the exception it answered.
+    pub fn try_master<R: Message + Default>(
+        &self,
+        method: &str,
+        req: &impl Message,
+    ) -> Result<R, HbaseError> {
+        let reply = self.call("MasterService", method, req)?;
+        Ok(R::decode(reply.param).unwrap_or_else(|e| panic!("{method} response: {e}")))
     }
 
     /// Polls a procedure as the client does: its final state and exception class, if any.
@@ -110,8 +118,7 @@ pub(crate) fn table_schema(name: &str, families: &[&str]) -> hbase::TableSchema 
 
 /// CreateTable with split keys; the procedure id.
 pub(crate) fn create(f: &Fixture, name: &str, splits: &[&[u8]]) -> Result<Option<u64>, HbaseError> {
-    let reply = f.call(
-        "MasterService",
+    let r: hbase::CreateTableResponse = f.try_master(
         "CreateTable",
         &hbase::CreateTableRequest {
             table_schema: table_schema(name, &["cf"]),
@@ -120,7 +127,5 @@ pub(crate) fn create(f: &Fixture, name: &str, splits: &[&[u8]]) -> Result<Option
             nonce: None,
         },
     )?;
-    Ok(hbase::CreateTableResponse::decode(reply.param)
-        .expect("response decodes")
-        .proc_id)
+    Ok(r.proc_id)
 }

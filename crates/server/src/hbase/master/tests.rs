@@ -366,8 +366,7 @@ fn split_region(
     region: &hbase::RegionInfo,
     row: Option<&str>,
 ) -> Result<Option<u64>, crate::hbase::HbaseError> {
-    let reply = f.call(
-        "MasterService",
+    let r: hbase::SplitTableRegionResponse = f.try_master(
         "SplitRegion",
         &hbase::SplitTableRegionRequest {
             region_info: region.clone(),
@@ -376,11 +375,7 @@ fn split_region(
             nonce: None,
         },
     )?;
-    Ok(
-        <hbase::SplitTableRegionResponse as prost::Message>::decode(reply.param)
-            .expect("response decodes")
-            .proc_id,
-    )
+    Ok(r.proc_id)
 }
 
 #[test]
@@ -389,16 +384,18 @@ fn split_region_splits_at_the_row_given_or_the_middle_and_keeps_every_row() {
     use cellar_proto::pb::MutationKind;
     let f = Fixture::new();
     create(&f, "s", &[b"m"]).expect("create");
+    let locate = |row: &str| {
+        f.svc
+            .rs
+            .router
+            .locate("s", row.as_bytes())
+            .expect("located")
+    };
     let rows: Vec<String> = (0..200)
         .map(|i| format!("{}{i:03}", ["c", "p"][i % 2]))
         .collect();
     for row in &rows {
-        let region = f
-            .svc
-            .rs
-            .router
-            .locate("s", row.as_bytes())
-            .expect("located");
+        let region = locate(row);
         // 2 KiB values: a region needs more than one block for a middle row.
         let m = RowMutation::new(row.clone().into_bytes()).put(b"cf", b"q", 1, row.repeat(512));
         f.svc
@@ -450,12 +447,7 @@ fn split_region_splits_at_the_row_given_or_the_middle_and_keeps_every_row() {
 
     // Every row is still there, each in the region meta says holds it.
     for row in &rows {
-        let region = f
-            .svc
-            .rs
-            .router
-            .locate("s", row.as_bytes())
-            .expect("located");
+        let region = locate(row);
         let cells = f
             .svc
             .rs
@@ -485,12 +477,8 @@ fn get_namespace(
     let req = hbase::GetNamespaceDescriptorRequest {
         namespace_name: name.to_string(),
     };
-    let reply = f.call("MasterService", "GetNamespaceDescriptor", &req)?;
-    Ok(
-        <hbase::GetNamespaceDescriptorResponse as prost::Message>::decode(reply.param)
-            .expect("decodes")
-            .namespace_descriptor,
-    )
+    let r: hbase::GetNamespaceDescriptorResponse = f.try_master("GetNamespaceDescriptor", &req)?;
+    Ok(r.namespace_descriptor)
 }
 
 #[test]
