@@ -75,6 +75,23 @@ pub struct RowRange {
     pub stop_inclusive: bool,
 }
 
+/// One key of a fuzzy row filter: a row matches where `mask` is 0 (fixed) and may hold
+/// anything where it is 1. Only the positions both the row and the key have are compared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FuzzyKey {
+    pub key: Bytes,
+    pub mask: Bytes,
+}
+
+impl FuzzyKey {
+    /// Whether `row` matches this key.
+    pub fn matches(&self, row: &[u8]) -> bool {
+        row.iter()
+            .zip(self.key.iter().zip(self.mask.iter()))
+            .all(|(r, (k, m))| *m != 0 || r == k)
+    }
+}
+
 /// A server-side filter.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Filter {
@@ -115,6 +132,8 @@ pub enum Filter {
     Page(u64),
     /// Rows inside any of the ranges (HBase's `MultiRowRangeFilter`).
     RowRanges(Vec<RowRange>),
+    /// Rows matching any of the keys (HBase's `FuzzyRowFilter`).
+    FuzzyRow(Vec<FuzzyKey>),
     /// Per row, one page of its columns, one version each (HBase's `ColumnPaginationFilter`):
     /// at most `limit` columns, from the `offset`-th (0-based) on, or from the first whose
     /// qualifier is at least `column_offset` when that is set.
@@ -157,12 +176,36 @@ impl Filter {
             Filter::SingleColumnValue { comparator, .. } => comparator,
             Filter::List(_, members) => return members.iter().try_for_each(Filter::validate),
             Filter::Skip(inner) | Filter::WhileMatch(inner) => return inner.validate(),
+            Filter::FuzzyRow(keys) => return keys.iter().enumerate().try_for_each(check_fuzzy_key),
             _ => return Ok(()),
         };
         match comparator {
             Comparator::Regex(pattern) => compare::compile_regex(pattern).map(|_| ()),
             _ => Ok(()),
         }
+    }
+}
+
+/// A fuzzy key's mask is as long as its key and holds only 0s and 1s.
+fn check_fuzzy_key((i, k): (usize, &FuzzyKey)) -> Result<()> {
+    let bad = |why: String| {
+        Err(crate::error::Error::InvalidArgument(format!(
+            "fuzzy key {i}: {why}"
+        )))
+    };
+    if k.key.len() != k.mask.len() {
+        return bad(format!(
+            "the mask has {} bytes for a key of {}",
+            k.mask.len(),
+            k.key.len()
+        ));
+    }
+    match k.mask.iter().position(|m| *m > 1) {
+        Some(at) => bad(format!(
+            "mask byte {at} is {}: only 0 (fixed) and 1 (any) are allowed",
+            k.mask[at]
+        )),
+        None => Ok(()),
     }
 }
 

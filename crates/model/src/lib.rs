@@ -13,7 +13,9 @@ pub mod schema;
 
 pub use cell::{Cell, CellType, LATEST_TIMESTAMP};
 pub use error::{Error, Result};
-pub use filter::{Comparator, CompareOp, Condition, Filter, FilterEval, ListOp, RowRange};
+pub use filter::{
+    Comparator, CompareOp, Condition, Filter, FilterEval, FuzzyKey, ListOp, RowRange,
+};
 pub use mutation::{Durability, Entry, RowMutation};
 pub use query::{prefix_successor, Column, Get, Scan, TimeRange};
 pub use schema::{BloomType, Compression, FamilySchema, TableSchema};

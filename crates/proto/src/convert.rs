@@ -4,7 +4,7 @@
 use crate::cellblock::{self, CellReader};
 use crate::pb;
 use bytes::{Bytes, BytesMut};
-use cellar_model::filter::{Comparator, CompareOp, Condition, Filter, ListOp, RowRange};
+use cellar_model::filter::{Comparator, CompareOp, Condition, Filter, FuzzyKey, ListOp, RowRange};
 use cellar_model::{
     BloomType, Cell, CellType, Column, Compression, Durability, Entry, FamilySchema, Get,
     RowMutation, Scan, TableSchema, TimeRange,
@@ -382,6 +382,15 @@ pub fn filter_to_pb(f: &Filter) -> pb::Filter {
         }),
         Filter::Skip(inner) => Kind::Skip(Box::new(filter_to_pb(inner))),
         Filter::WhileMatch(inner) => Kind::WhileMatch(Box::new(filter_to_pb(inner))),
+        Filter::FuzzyRow(keys) => Kind::FuzzyRow(pb::FuzzyRowFilter {
+            keys: keys
+                .iter()
+                .map(|k| pb::FuzzyKey {
+                    key: k.key.clone(),
+                    mask: k.mask.clone(),
+                })
+                .collect(),
+        }),
         Filter::List(op, filters) => Kind::List(pb::FilterList {
             must_pass_one: *op == ListOp::MustPassOne,
             filters: filters.iter().map(filter_to_pb).collect(),
@@ -445,6 +454,15 @@ pub fn filter_from_pb(f: pb::Filter) -> Result<Filter> {
         },
         Some(Kind::Skip(inner)) => Filter::Skip(Box::new(filter_from_pb(*inner)?)),
         Some(Kind::WhileMatch(inner)) => Filter::WhileMatch(Box::new(filter_from_pb(*inner)?)),
+        Some(Kind::FuzzyRow(f)) => Filter::FuzzyRow(
+            f.keys
+                .into_iter()
+                .map(|k| FuzzyKey {
+                    key: k.key,
+                    mask: k.mask,
+                })
+                .collect(),
+        ),
         Some(Kind::RowRanges(r)) => Filter::RowRanges(
             r.ranges
                 .into_iter()
@@ -608,6 +626,10 @@ mod tests {
                         Comparator::Binary(Bytes::from_static(b"0")),
                     ))),
                     Filter::WhileMatch(Box::new(Filter::Prefix(Bytes::from_static(b"u")))),
+                    Filter::FuzzyRow(vec![FuzzyKey {
+                        key: Bytes::from_static(b"ab"),
+                        mask: Bytes::from_static(&[1, 0]),
+                    }]),
                 ],
             ));
         assert_eq!(scan_from_pb(scan_to_pb(&scan)).expect("round trip"), scan);

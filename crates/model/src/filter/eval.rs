@@ -12,7 +12,7 @@
 //! visible cells.
 
 use super::compare::Matcher;
-use super::{CompareOp, Filter, ListOp, RowRange};
+use super::{CompareOp, Filter, FuzzyKey, ListOp, RowRange};
 use crate::cell::Cell;
 use bytes::Bytes;
 
@@ -86,6 +86,7 @@ pub(super) enum Node {
         passed: u64,
     },
     RowRanges(Vec<RowRange>),
+    FuzzyRow(Vec<FuzzyKey>),
     ColumnPage {
         limit: u32,
         offset: u32,
@@ -144,6 +145,7 @@ impl Node {
                 passed: 0,
             },
             Filter::RowRanges(ranges) => Node::RowRanges(ranges.clone()),
+            Filter::FuzzyRow(keys) => Node::FuzzyRow(keys.clone()),
             Filter::ColumnPage {
                 limit,
                 offset,
@@ -171,6 +173,10 @@ impl Node {
             Node::RowRanges(ranges) => {
                 let row = row_of(cells);
                 whole_row(input, ranges.iter().any(|r| in_range(r, row)))
+            }
+            Node::FuzzyRow(keys) => {
+                let row = row_of(cells);
+                whole_row(input, keys.iter().any(|k| k.matches(row)))
             }
             Node::SingleColumnValue {
                 family,

@@ -601,3 +601,37 @@ fn while_match_ends_at_the_first_cell_its_inner_filter_drops() {
     .validate()
     .is_err());
 }
+
+#[test]
+fn fuzzy_row_matches_fixed_positions_and_lets_the_others_be_anything() {
+    let key = |k: &str, m: &[u8]| FuzzyKey {
+        key: b(k.as_bytes()),
+        mask: b(m),
+    };
+    // "??_2024": any two bytes, then "_2024".
+    let f = Filter::FuzzyRow(vec![key("00_2024", &[1, 1, 0, 0, 0, 0, 0])]);
+    assert_eq!(run(&f, row("ab_2024")), all("ab_2024"));
+    assert_eq!(
+        run(&f, row("zz_2024-more")),
+        all("zz_2024-more"),
+        "longer rows: the prefix"
+    );
+    assert_eq!(run(&f, row("ab_2023")), None);
+    assert_eq!(run(&f, row("ab-2024")), None);
+    // A shorter row is compared where it has bytes, as HBase does.
+    assert_eq!(run(&f, row("ab_20")), all("ab_20"));
+    // Any of several keys.
+    let either = Filter::FuzzyRow(vec![key("a", &[0]), key("b", &[0])]);
+    assert!(run(&either, row("b1")).is_some());
+    assert!(run(&either, row("c1")).is_none());
+    // Masks must fit their keys and hold 0s and 1s only.
+    let short = Filter::FuzzyRow(vec![key("abc", &[0, 1])]);
+    assert!(short.validate().is_err());
+    let err = Filter::FuzzyRow(vec![key("ok", &[0, 0]), key("ab", &[0, 2])])
+        .validate()
+        .expect_err("bad mask");
+    assert!(
+        err.to_string().contains("fuzzy key 1: mask byte 1 is 2"),
+        "{err}"
+    );
+}

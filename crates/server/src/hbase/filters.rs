@@ -6,7 +6,7 @@
 use super::convert::compare_op;
 use super::HbaseError;
 use bytes::Bytes;
-use cellar_model::filter::{Comparator, CompareOp, Filter, ListOp, RowRange};
+use cellar_model::filter::{Comparator, CompareOp, Filter, FuzzyKey, ListOp, RowRange};
 use cellar_proto::hbase;
 use prost::Message;
 
@@ -178,6 +178,17 @@ pub(crate) fn filter_from_hbase(f: &hbase::Filter, reversed: bool) -> Result<Fil
             let s: hbase::SkipFilter = decode(class, bytes)?;
             Filter::Skip(Box::new(filter_from_hbase(&s.filter, reversed)?))
         }
+        "FuzzyRowFilter" => {
+            let f: hbase::FuzzyRowFilter = decode(class, bytes)?;
+            let wildcard = if f.is_mask_v2.unwrap_or(false) { 2 } else { 0 };
+            Filter::FuzzyRow(
+                f.fuzzy_keys_data
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, pair)| fuzzy_key(class, i, pair, wildcard))
+                    .collect::<Result<_>>()?,
+            )
+        }
         "WhileMatchFilter" => {
             let w: hbase::WhileMatchFilter = decode(class, bytes)?;
             Filter::WhileMatch(Box::new(filter_from_hbase(&w.filter, reversed)?))
@@ -203,6 +214,29 @@ pub(crate) fn filter_from_hbase(f: &hbase::Filter, reversed: bool) -> Result<Fil
             )
         }
         _ => return unsupported("filter", class),
+    })
+}
+
+/// A fuzzy key as the Java client sends it. Its mask is either as its user wrote it (0 fixed,
+/// 1 any) or as HBase's client preprocesses it on most platforms (0xff fixed; 0, or 2 with
+/// `is_mask_v2`, any). As HBase's server does, a mask made only of 0xff and that wildcard is
+/// taken as preprocessed.
+fn fuzzy_key(class: &str, i: usize, pair: hbase::BytesBytesPair, wildcard: u8) -> Result<FuzzyKey> {
+    let preprocessed = pair.second.iter().all(|m| *m == 0xff || *m == wildcard);
+    let mask = pair
+        .second
+        .iter()
+        .map(|m| match (preprocessed, *m) {
+            (true, 0xff) | (false, 0) => Ok(0),
+            (true, _) | (false, 1) => Ok(1),
+            (false, other) => Err(HbaseError::do_not_retry(format!(
+                "{class}: fuzzy key {i}: mask byte {other} is neither 0 (fixed) nor 1 (any)"
+            ))),
+        })
+        .collect::<Result<Vec<u8>>>()?;
+    Ok(FuzzyKey {
+        key: pair.first,
+        mask: mask.into(),
     })
 }
 

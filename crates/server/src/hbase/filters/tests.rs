@@ -323,14 +323,14 @@ fn each_filter_class_maps_to_its_model_filter() {
 #[test]
 fn unknown_classes_and_bad_patterns_are_named() {
     let unknown = hbase::Filter {
-        name: "org.apache.hadoop.hbase.filter.FuzzyRowFilter".into(),
+        name: "org.apache.hadoop.hbase.filter.TimestampsFilter".into(),
         serialized_filter: None,
     };
     let e = checked_filter_from_hbase(&unknown, false).expect_err("unknown filter");
     assert_eq!(e.class, DO_NOT_RETRY);
     assert!(
         e.message
-            .contains("org.apache.hadoop.hbase.filter.FuzzyRowFilter"),
+            .contains("org.apache.hadoop.hbase.filter.TimestampsFilter"),
         "{}",
         e.message
     );
@@ -343,7 +343,7 @@ fn unknown_classes_and_bad_patterns_are_named() {
         },
     );
     let e = checked_filter_from_hbase(&list, false).expect_err("nested unknown");
-    assert!(e.message.contains("FuzzyRowFilter"), "{}", e.message);
+    assert!(e.message.contains("TimestampsFilter"), "{}", e.message);
     let long = hbase::Comparator {
         name: format!("{PACKAGE}LongComparator"),
         serialized_comparator: None,
@@ -458,5 +458,52 @@ fn while_match_filter_maps_with_its_inner_filter() {
     assert_eq!(
         checked_filter_from_hbase(&w, false).expect("maps"),
         Filter::WhileMatch(Box::new(Filter::Prefix(b("r"))))
+    );
+}
+
+#[test]
+fn fuzzy_row_masks_are_read_in_each_form_the_client_sends() {
+    let fuzzy = |mask: &[u8], v2: Option<bool>| {
+        f(
+            "FuzzyRowFilter",
+            &hbase::FuzzyRowFilter {
+                fuzzy_keys_data: vec![hbase::BytesBytesPair {
+                    first: b("abc"),
+                    second: Bytes::copy_from_slice(mask),
+                }],
+                is_mask_v2: v2,
+            },
+        )
+    };
+    let model = |mask: &[u8]| {
+        Filter::FuzzyRow(vec![FuzzyKey {
+            key: b("abc"),
+            mask: Bytes::copy_from_slice(mask),
+        }])
+    };
+    let got = |mask: &[u8], v2| checked_filter_from_hbase(&fuzzy(mask, v2), false);
+    // As written: 0 fixed, 1 any.
+    assert_eq!(got(&[0, 1, 0], None).expect("raw"), model(&[0, 1, 0]));
+    // Preprocessed: 0xff fixed, 0 any; with is_mask_v2, 2 any.
+    assert_eq!(got(&[0xff, 0, 0xff], None).expect("v1"), model(&[0, 1, 0]));
+    assert_eq!(
+        got(&[0xff, 2, 0xff], Some(true)).expect("v2"),
+        model(&[0, 1, 0])
+    );
+    assert_eq!(
+        got(&[0, 1, 0], Some(true)).expect("raw, v2"),
+        model(&[0, 1, 0])
+    );
+    let e = got(&[0, 7, 0], None).expect_err("bad byte");
+    assert!(
+        e.message.contains("fuzzy key 0: mask byte 7"),
+        "{}",
+        e.message
+    );
+    let e = got(&[0, 1], None).expect_err("short mask");
+    assert!(
+        e.message.contains("the mask has 2 bytes for a key of 3"),
+        "{}",
+        e.message
     );
 }

@@ -21,6 +21,7 @@ import org.apache.hadoop.hbase.filter.FamilyFilter;
 import org.apache.hadoop.hbase.filter.Filter;
 import org.apache.hadoop.hbase.filter.FilterList;
 import org.apache.hadoop.hbase.filter.FirstKeyOnlyFilter;
+import org.apache.hadoop.hbase.filter.FuzzyRowFilter;
 import org.apache.hadoop.hbase.filter.KeyOnlyFilter;
 import org.apache.hadoop.hbase.filter.MultiRowRangeFilter;
 import org.apache.hadoop.hbase.filter.MultiRowRangeFilter.RowRange;
@@ -35,6 +36,7 @@ import org.apache.hadoop.hbase.filter.SubstringComparator;
 import org.apache.hadoop.hbase.filter.ValueFilter;
 import org.apache.hadoop.hbase.filter.WhileMatchFilter;
 import org.apache.hadoop.hbase.util.Bytes;
+import org.apache.hadoop.hbase.util.Pair;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -287,5 +289,18 @@ class FilterTest extends CompatTest {
     // Unlike the bare filter, nothing after that row comes back, even rows it would pass.
     Filter notRow05 = new RowFilter(CompareOperator.NOT_EQUAL, new BinaryComparator(b("row05")));
     assertEquals(rowRange(0, 5), rowsWith(new WhileMatchFilter(notRow05)));
+  }
+
+  @Test
+  void fuzzyRowFilterMatchesFixedBytesAndAnyInBetween() throws Exception {
+    // "row?5": any fourth byte. Then two keys: "row?5" or "row1?". (The filter rewrites the
+    // masks it is given, so each filter gets its own.)
+    assertEquals(List.of("row05", "row15"), rowsWith(new FuzzyRowFilter(
+        List.of(new Pair<>(b("row_5"), new byte[] {0, 0, 0, 1, 0})))));
+    List<String> expected = new ArrayList<>(rowRange(10, 20));
+    expected.add(0, "row05");
+    assertEquals(expected, rowsWith(new FuzzyRowFilter(List.of(
+        new Pair<>(b("row_5"), new byte[] {0, 0, 0, 1, 0}),
+        new Pair<>(b("row1_"), new byte[] {0, 0, 0, 0, 1})))));
   }
 }
