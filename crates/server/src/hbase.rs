@@ -48,6 +48,13 @@ pub struct HbaseService {
     pub(crate) procedures: master::Procedures,
 }
 
+/// Wall-clock milliseconds since the epoch, as HBase's messages carry times.
+pub(crate) fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64)
+}
+
 /// Who is calling and what they negotiated.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct CallCtx {

@@ -10,7 +10,6 @@ use bytes::Bytes;
 use cellar_proto::hbase;
 use prost::Message;
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 fn decode<M: Message + Default>(what: &str, param: &Bytes) -> Result<M, HbaseError> {
     M::decode(param.clone()).map_err(|e| HbaseError::malformed(what, e))
@@ -63,7 +62,7 @@ pub(crate) fn call(
                 }
             };
             Ok(HReply::message(&hbase::FlushRegionResponse {
-                last_flush_time: now_ms(),
+                last_flush_time: super::now_ms(),
                 flushed: Some(flushed),
                 wrote_flush_wal_marker: Some(false),
             }))
@@ -97,12 +96,6 @@ pub(crate) fn call(
         }
         _ => Err(HbaseError::unknown_method("AdminService", method)),
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 enum Resolved {

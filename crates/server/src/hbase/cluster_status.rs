@@ -13,7 +13,6 @@ use cellar_proto::hbase;
 use cellar_proto::hbase::region_specifier::RegionSpecifierType;
 use cellar_proto::hbase::Option as Part;
 use cellar_proto::pb;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The version reported as HBase's: the HBase release whose client Cellar is tested with,
 /// then Cellar's own. HBase's `VersionInfo` compares it as just below that release.
@@ -62,7 +61,7 @@ pub(crate) fn cluster_status(svc: &HbaseService, parts: &[i32]) -> hbase::Cluste
 
 /// This server's load: its requests and every open region's sizes.
 fn server_load(svc: &HbaseService) -> hbase::ServerLoad {
-    let now = now_ms();
+    let now = super::now_ms();
     hbase::ServerLoad {
         number_of_requests: None,
         total_number_of_requests: Some(svc.rs.requests.load(std::sync::atomic::Ordering::Relaxed)),
@@ -135,10 +134,4 @@ fn region_counts(svc: &HbaseService) -> Vec<hbase::TableRegionStatesCount> {
         });
     }
     out
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }

@@ -20,7 +20,6 @@ use cellar_proto::hbase::get_procedure_result_response::State as ProcState;
 use parking_lot::Mutex;
 use prost::Message;
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -56,7 +55,7 @@ struct ProcTable {
 impl Procedures {
     /// Runs `op` now and records its outcome under a new procedure id.
     fn run(&self, op: impl FnOnce() -> Result<(), HbaseError>) -> u64 {
-        let submitted_ms = now_ms();
+        let submitted_ms = super::now_ms();
         let error = op().err();
         let mut st = self.inner.lock();
         st.last_id += 1;
@@ -65,7 +64,7 @@ impl Procedures {
             id,
             Outcome {
                 submitted_ms,
-                finished_ms: now_ms(),
+                finished_ms: super::now_ms(),
                 error,
             },
         );
@@ -78,12 +77,6 @@ impl Procedures {
     fn get(&self, id: u64) -> Option<Outcome> {
         self.inner.lock().done.get(&id).cloned()
     }
-}
-
-fn now_ms() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64)
 }
 
 fn decode<M: Message + Default>(what: &str, param: &Bytes) -> Result<M, HbaseError> {
