@@ -64,6 +64,16 @@ pub struct CallCtx {
     pub cell_blocks: bool,
 }
 
+/// A call answered on the network reactor.
+pub enum Inline {
+    /// The answer, to send as it is.
+    Ready(Result<HReply, HbaseError>),
+    /// A write applied to the memstores whose WAL record is not yet in the OS: finish it, then
+    /// send the answer (or, if finishing fails, its error). Finishing several in a row costs
+    /// one WAL write.
+    AfterWal(crate::region_server::DeferredPut, HReply),
+}
+
 /// A successful call's answer: the encoded response message and its cell block.
 #[derive(Debug, Clone, Default)]
 pub struct HReply {
@@ -139,12 +149,12 @@ impl HbaseService {
         method: &str,
         param: &Bytes,
         cellblock: &Bytes,
-    ) -> Option<Result<HReply, HbaseError>> {
+    ) -> Option<Inline> {
         if service != "ClientService" {
             return None;
         }
         match method {
-            "Get" => client::get_inline(self, ctx, param),
+            "Get" => client::get_inline(self, ctx, param).map(Inline::Ready),
             "Mutate" => client::mutate_inline(self, param, cellblock),
             _ => None,
         }

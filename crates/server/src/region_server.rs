@@ -11,7 +11,7 @@ mod error;
 mod recovery;
 mod workers;
 
-pub use data::{Check, MutateOutcome};
+pub use data::{Check, DeferredPut, MutateOutcome};
 pub use error::ServerError;
 
 use crate::catalog::names;

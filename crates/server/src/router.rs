@@ -10,7 +10,7 @@ mod hosted;
 mod row_locks;
 
 pub use hosted::{HostedRegion, RegionStateCode};
-pub use row_locks::RowLocks;
+pub use row_locks::{RowGuard, RowLocks};
 
 use crate::region_server::ServerError;
 use bytes::Bytes;

@@ -118,6 +118,58 @@ pub(crate) struct RegionInner {
     pub bytes_compacted: AtomicU64,
 }
 
+/// A write in the memstores whose WAL record is buffered but not yet in the OS
+/// ([`Region::try_mutate_deferred`]). Readers do not see it, and later writes to its region
+/// wait for it, until [`PendingWrite::finish`]: finish it soon, and before acknowledging it.
+/// Dropped unfinished, it finishes then (errors are logged).
+///
+/// Finishing waits only for the region's writes that began before it. The holder must not
+/// wait, between starting it and finishing it, for anything a later write could hold back.
+#[must_use = "a pending write holds back its region's later writes until finished"]
+pub struct PendingWrite {
+    /// `None` once finished.
+    region: Option<Arc<RegionInner>>,
+    seq: u64,
+    ticket: Option<u64>,
+    durability: Durability,
+}
+
+impl PendingWrite {
+    /// Hands the record to the OS (one write covers every record buffered before it, so
+    /// finishing several pending writes in a row costs one write), then makes the write
+    /// visible. An error means the WAL failed: the write must not be acknowledged.
+    pub fn finish(mut self) -> Result<()> {
+        self.finish_now()
+    }
+
+    fn finish_now(&mut self) -> Result<()> {
+        let Some(region) = self.region.take() else {
+            return Ok(());
+        };
+        let synced = match self.ticket {
+            Some(t) => region.services.wal.sync(t, self.durability),
+            None => Ok(()),
+        };
+        if synced.is_err() {
+            // The edit is in the memstore but maybe not in the log: refuse further writes so
+            // nothing unlogged is acknowledged after it (HBase aborts the server here).
+            region.wal_failed.store(true, Ordering::Release);
+        }
+        region.mvcc.complete_and_wait(self.seq);
+        synced?;
+        region.request_flush_if_needed();
+        Ok(())
+    }
+}
+
+impl Drop for PendingWrite {
+    fn drop(&mut self) {
+        if let Err(e) = self.finish_now() {
+            tracing::error!(seq = self.seq, error = %e, "a write dropped before it finished failed its WAL sync");
+        }
+    }
+}
+
 /// An open region. Thread-safe: share by reference or `Arc`; all methods take `&self`.
 pub struct Region {
     inner: Arc<RegionInner>,
@@ -274,6 +326,14 @@ impl Region {
     /// version looks its timestamp up). The caller then hands it to a thread that may wait.
     pub fn try_mutate(&self, m: &RowMutation) -> Option<Result<()>> {
         self.inner.try_mutate(m)
+    }
+
+    /// [`Region::try_mutate`] without the WAL sync: the write is in the memstores and its WAL
+    /// record buffered; the caller finishes it ([`PendingWrite::finish`]) before acknowledging
+    /// it. A network reactor that applies several puts from one read finishes them together,
+    /// so their records reach the OS in one write.
+    pub fn try_mutate_deferred(&self, m: &RowMutation) -> Option<Result<PendingWrite>> {
+        self.inner.try_mutate_deferred(m)
     }
 
     /// The row's cells that `get` asks for, sorted (family, qualifier, newest first).
@@ -482,13 +542,17 @@ impl RegionInner {
     }
 
     fn try_mutate(self: &Arc<Self>, m: &RowMutation) -> Option<Result<()>> {
+        Some(self.try_mutate_deferred(m)?.and_then(PendingWrite::finish))
+    }
+
+    fn try_mutate_deferred(self: &Arc<Self>, m: &RowMutation) -> Option<Result<PendingWrite>> {
         let waits = m.durability.resolve() == Durability::FsyncWal
             || m.entries.iter().any(|e| e.cell_type != CellType::Put)
             || (self.services.config.background && self.over_pressure());
         if waits {
             return None;
         }
-        Some(self.admit(m).and_then(|()| self.apply(m)))
+        Some(self.admit(m).and_then(|()| self.start(m)))
     }
 
     /// The checks every write passes before it may wait or be applied.
@@ -503,6 +567,12 @@ impl RegionInner {
 
     /// Logs the mutation, applies it to the memstores and waits for its durability.
     fn apply(self: &Arc<Self>, m: &RowMutation) -> Result<()> {
+        self.start(m)?.finish()
+    }
+
+    /// [`RegionInner::apply`] up to the WAL sync: the record is buffered in the WAL and the
+    /// cells are in the memstores, but nothing is in the OS and readers do not see it yet.
+    fn start(self: &Arc<Self>, m: &RowMutation) -> Result<PendingWrite> {
         let durability = m.durability.resolve();
         let now = self.services.config.clock.now_millis();
 
@@ -540,20 +610,12 @@ impl RegionInner {
             self.stores[group[0].0].insert_all(group.iter().map(|(_, k, v)| (&k[..], &v[..])));
         }
         drop(guard);
-
-        let synced = match ticket {
-            Some(t) => self.services.wal.sync(t, durability),
-            None => Ok(()),
-        };
-        if synced.is_err() {
-            // The edit is in the memstore but maybe not in the log: refuse further writes so
-            // nothing unlogged is acknowledged after it (HBase aborts the server here).
-            self.wal_failed.store(true, Ordering::Release);
-        }
-        self.mvcc.complete_and_wait(seq);
-        synced?;
-        self.request_flush_if_needed();
-        Ok(())
+        Ok(PendingWrite {
+            region: Some(Arc::clone(self)),
+            seq,
+            ticket,
+            durability,
+        })
     }
 
     /// Internal keys and values of a mutation: timestamps resolved, later duplicates of the same

@@ -87,3 +87,57 @@ fn back_pressure_declines_instead_of_blocking() {
     assert_eq!(value(&region, b"b").as_deref(), Some(&b"v"[..]));
     region.close().expect("close");
 }
+
+#[test]
+fn deferred_puts_are_invisible_until_finished_and_share_one_wal_write() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let region = open(dir.path(), StorageConfig::default());
+    let put = |row: &[u8], v: &[u8]| RowMutation::new(row.to_vec()).put(b"cf", b"q", 5, v.to_vec());
+    let before = region.services().wal.stats();
+    let first = region
+        .try_mutate_deferred(&put(b"a", b"1"))
+        .expect("plain put")
+        .expect("started");
+    let second = region
+        .try_mutate_deferred(&put(b"b", b"2"))
+        .expect("plain put")
+        .expect("started");
+    // Not acknowledged yet: readers do not see either write.
+    assert_eq!(value(&region, b"a"), None);
+    assert_eq!(value(&region, b"b"), None);
+    first.finish().expect("finish");
+    let after_first = region.services().wal.stats();
+    assert_eq!(after_first.appends - before.appends, 2);
+    assert!(
+        after_first.flushes - before.flushes <= 1,
+        "both records went to the OS in one write round"
+    );
+    assert!(after_first.bytes_written > before.bytes_written);
+    assert_eq!(value(&region, b"a").as_deref(), Some(&b"1"[..]));
+    second.finish().expect("finish");
+    assert_eq!(
+        region.services().wal.stats().flushes,
+        after_first.flushes,
+        "the second record was already in the OS"
+    );
+    assert_eq!(value(&region, b"b").as_deref(), Some(&b"2"[..]));
+
+    // Dropped without finish: it finishes then, so later writes do not wait for it forever.
+    drop(
+        region
+            .try_mutate_deferred(&put(b"c", b"3"))
+            .expect("plain put")
+            .expect("started"),
+    );
+    region
+        .mutate(&put(b"d", b"4"))
+        .expect("a later write completes");
+    assert_eq!(value(&region, b"c").as_deref(), Some(&b"3"[..]));
+    drop(region);
+    // Every finished write was logged: a reopen replays them.
+    let region = open(dir.path(), StorageConfig::default());
+    for (row, v) in [(b"a", b"1"), (b"b", b"2"), (b"c", b"3"), (b"d", b"4")] {
+        assert_eq!(value(&region, row).as_deref(), Some(&v[..]));
+    }
+    region.close().expect("close");
+}

@@ -8,7 +8,7 @@
 use super::convert::{self, HMutation};
 use super::meta_view::{self, MetaScan};
 use super::names::{self, RegionTarget};
-use super::{filters, CallCtx, HReply, HbaseError, HbaseService};
+use super::{filters, CallCtx, HReply, HbaseError, HbaseService, Inline};
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::FilterEval;
 use cellar_model::{Cell, Durability, Get, RowMutation};
@@ -89,7 +89,7 @@ pub(crate) fn mutate_inline(
     svc: &HbaseService,
     param: &Bytes,
     cellblock: &Bytes,
-) -> Option<Result<HReply>> {
+) -> Option<Inline> {
     if !svc.rs.config().rpc.inline_puts {
         return None;
     }
@@ -106,17 +106,21 @@ pub(crate) fn mutate_inline(
     if m.kind != MutationKind::PutDelete || m.whole_row_delete {
         return None;
     }
-    if let Err(e) = svc.rs.mutate_inline(&table, region_id, &m.mutation)? {
-        return Some(Err(e.into()));
-    }
+    let pending = match svc.rs.mutate_deferred(&table, region_id, &m.mutation)? {
+        Ok(p) => p,
+        Err(e) => return Some(Inline::Ready(Err(e.into()))),
+    };
     svc.rs
         .requests
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Some(Ok(HReply::message(&hbase::MutateResponse {
-        result: None,
-        processed: Some(true),
-        metrics: None,
-    })))
+    Some(Inline::AfterWal(
+        pending,
+        HReply::message(&hbase::MutateResponse {
+            result: None,
+            processed: Some(true),
+            metrics: None,
+        }),
+    ))
 }
 
 pub(crate) fn region(spec: &hbase::RegionSpecifier) -> Result<RegionTarget> {

@@ -7,7 +7,7 @@
 //! what arrived. Bytes: `docs/hbase-protocol.md`.
 
 use super::exceptions::{self as ex, HbaseError};
-use super::{CallCtx, HReply, HbaseService};
+use super::{CallCtx, HReply, HbaseService, Inline};
 use crate::metrics::RpcMetrics;
 use crate::rpc::connection::{read_more, Read, READ_CHUNK};
 use crate::rpc::queue::{CallQueue, Refused};
@@ -31,6 +31,8 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest connection header accepted.
 const MAX_CONNECTION_HEADER: u32 = 64 * 1024;
 const WRITE_BATCH_BYTES: usize = 64 * 1024;
+/// Writes applied on the reactor that may wait for their WAL write before it is done.
+const MAX_DEFERRED_WRITES: usize = 64;
 /// The call id HBase uses for answers that belong to no call (preamble answers).
 const NO_CALL: u32 = u32::MAX;
 
@@ -139,6 +141,7 @@ pub(crate) async fn serve(
         shutdown,
         answered: BytesMut::new(),
         answered_slots: None,
+        deferred: Vec::new(),
     };
     let end = reader.run().await;
     let _ = reader.flush_answered();
@@ -173,6 +176,24 @@ struct Reader {
     /// with one socket write.
     answered: BytesMut,
     answered_slots: Option<OwnedSemaphorePermit>,
+    /// Puts applied on the reactor since the last read whose WAL records are not yet in the
+    /// OS, with their answers: finished (one WAL write for all) just before `answered` goes to
+    /// the writer, so no put is acknowledged before its record is in the OS.
+    ///
+    /// Never held across an `.await` (the rule [`DeferredPut`] rests on): every wait of the
+    /// reader (`fill`, the slot wait, `send`) starts with `flush_answered`, which finishes
+    /// them, so they hold back other calls' writes for microseconds, never for a socket.
+    ///
+    /// [`DeferredPut`]: crate::region_server::DeferredPut
+    deferred: Vec<Deferred>,
+}
+
+/// A put applied on the reactor, waiting for its WAL write.
+struct Deferred {
+    call_id: u32,
+    received: Instant,
+    write: crate::region_server::DeferredPut,
+    reply: HReply,
 }
 
 impl Reader {
@@ -213,8 +234,16 @@ impl Reader {
         Ok(())
     }
 
-    /// Hands the frames answered on the reactor to the writer.
+    /// Hands the frames answered on the reactor to the writer, after finishing the deferred
+    /// puts (the first finish writes every buffered WAL record; the rest find theirs written).
     fn flush_answered(&mut self) -> Result<(), End> {
+        for d in self.deferred.drain(..) {
+            let outcome = d.write.finish().map(|()| d.reply).map_err(HbaseError::from);
+            self.shared
+                .metrics
+                .record_other_call(d.received.elapsed(), outcome.is_err());
+            append_response(&mut self.answered, d.call_id, outcome);
+        }
         if self.answered.is_empty() {
             return Ok(());
         }
@@ -382,22 +411,47 @@ impl Reader {
             }
         };
         if self.shared.inline {
-            if let Some(outcome) = self.shared.service.call_inline(
+            let mut inline = self.shared.service.call_inline(
                 &self.ctx,
                 &self.service_name,
                 &method,
                 &req.param,
                 &req.cellblock,
-            ) {
-                self.shared
-                    .metrics
-                    .record_other_call(received.elapsed(), outcome.is_err());
-                append_response(&mut self.answered, call_id, outcome);
+            );
+            if inline.is_none() && !self.deferred.is_empty() {
+                // A put of this batch may hold the row: finish the batch and try once more,
+                // rather than send a row this connection is writing to the handler pool.
+                self.flush_answered()?;
+                inline = self.shared.service.call_inline(
+                    &self.ctx,
+                    &self.service_name,
+                    &method,
+                    &req.param,
+                    &req.cellblock,
+                );
+            }
+            if let Some(inline) = inline {
+                match inline {
+                    Inline::Ready(outcome) => {
+                        self.shared
+                            .metrics
+                            .record_other_call(received.elapsed(), outcome.is_err());
+                        append_response(&mut self.answered, call_id, outcome);
+                    }
+                    Inline::AfterWal(write, reply) => self.deferred.push(Deferred {
+                        call_id,
+                        received,
+                        write,
+                        reply,
+                    }),
+                }
                 match &mut self.answered_slots {
                     Some(held) => held.merge(slot),
                     None => self.answered_slots = Some(slot),
                 }
-                if self.answered.len() >= WRITE_BATCH_BYTES {
+                if self.answered.len() >= WRITE_BATCH_BYTES
+                    || self.deferred.len() >= MAX_DEFERRED_WRITES
+                {
                     self.flush_answered()?;
                 }
                 return Ok(());

@@ -7,11 +7,12 @@
 use super::{RegionServer, ServerError};
 use crate::catalog::names;
 use crate::router::HostedRegion;
+use crate::router::RowGuard;
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::{CompareOp, Condition, Filter, FilterEval};
 use cellar_model::{Cell, CellType, Get, RowMutation};
 use cellar_proto::pb::MutationKind;
-use cellar_storage::region::Region;
+use cellar_storage::region::{PendingWrite, Region};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -41,6 +42,32 @@ pub struct MutateOutcome {
     pub processed: bool,
     /// Increment and append: the new values of the changed columns.
     pub cells: Vec<Cell>,
+}
+
+/// A put applied on the network reactor whose WAL record is not yet in the OS
+/// ([`RegionServer::mutate_deferred`]). It holds its row's lock until finished, so a
+/// read-modify-write of the row (increment, append, check-and-mutate) waits for it and reads
+/// it, exactly as if the put had finished before returning.
+///
+/// Deadlock freedom rests on one rule for holders: between taking a `DeferredPut` and
+/// finishing it, never wait for anything another call could be holding back (no `.await`,
+/// no blocking row lock). Finishing only waits for writes that began earlier, and those
+/// never wait for a row lock after beginning, so every wait chain ends.
+#[must_use = "a deferred put holds its row lock and holds back its region's later writes"]
+pub struct DeferredPut {
+    // Field order is drop order: an unfinished write finishes before its row lock is let go.
+    write: PendingWrite,
+    _row: RowGuard,
+}
+
+impl DeferredPut {
+    /// Hands the WAL record to the OS (one write covers every record buffered before it),
+    /// makes the put visible, then releases its row. An error means it must not be
+    /// acknowledged.
+    pub fn finish(self) -> Result<(), ServerError> {
+        let DeferredPut { write, _row } = self;
+        write.finish().map_err(ServerError::from)
+    }
 }
 
 impl RegionServer {
@@ -102,6 +129,22 @@ impl RegionServer {
         region_id: u64,
         m: &RowMutation,
     ) -> Option<Result<(), ServerError>> {
+        Some(
+            self.mutate_deferred(table, region_id, m)?
+                .and_then(DeferredPut::finish),
+        )
+    }
+
+    /// [`RegionServer::mutate_inline`] up to the WAL write: the put is in the memstores and
+    /// its record buffered in the WAL, and the caller finishes it ([`DeferredPut::finish`])
+    /// before acknowledging it. A reactor that applies several puts from one read finishes
+    /// them together, so their records reach the OS in one write.
+    pub fn mutate_deferred(
+        &self,
+        table: &str,
+        region_id: u64,
+        m: &RowMutation,
+    ) -> Option<Result<DeferredPut, ServerError>> {
         if names::is_system(table) {
             return None;
         }
@@ -113,8 +156,13 @@ impl RegionServer {
             return None;
         }
         hosted.try_with(|region| {
-            let _row = hosted.try_lock_row(&m.row)?;
-            Some(region.try_mutate(m)?.map_err(ServerError::from))
+            let row = hosted.try_lock_row_owned(&m.row)?;
+            Some(
+                region
+                    .try_mutate_deferred(m)?
+                    .map(|write| DeferredPut { write, _row: row })
+                    .map_err(ServerError::from),
+            )
         })
     }
 

@@ -1,7 +1,7 @@
 //! A region as the server holds it: identity and key range (fixed for its life), the open
 //! engine region when it is serving, its row locks and its reported state.
 
-use super::RowLocks;
+use super::{RowGuard, RowLocks};
 use crate::region_server::ServerError;
 use cellar_proto::pb;
 use cellar_storage::region::{Region, RegionInfo};
@@ -136,6 +136,12 @@ impl HostedRegion {
     /// [`HostedRegion::lock_row`] for the network reactor: `None` instead of waiting.
     pub fn try_lock_row(&self, row: &[u8]) -> Option<MutexGuard<'_, ()>> {
         self.locks.try_lock(row)
+    }
+
+    /// [`HostedRegion::try_lock_row`] with a guard that owns the lock (a deferred put keeps
+    /// it past the call).
+    pub fn try_lock_row_owned(&self, row: &[u8]) -> Option<RowGuard> {
+        self.locks.try_lock_owned(row)
     }
 
     /// HBase's region name: `table,start_key,region_id`.

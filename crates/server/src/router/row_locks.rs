@@ -5,14 +5,23 @@
 //! (read, compute, write, WAL sync). A fixed array of mutexes indexed by a hash of the row
 //! costs no allocation per row; two rows sharing a stripe only wait for each other, which is
 //! harmless. Reads take no lock: MVCC gives them a consistent row.
+//!
+//! A put the network reactor applies holds its stripe in a [`RowGuard`] until its WAL record
+//! is in the OS and it is visible, which may be after the call that applied it returned
+//! (`crate::region_server::DeferredPut`).
 
-use parking_lot::{Mutex, MutexGuard};
+use parking_lot::{ArcMutexGuard, Mutex, MutexGuard, RawMutex};
+use std::sync::Arc;
+
+/// A held stripe that owns its lock, so it can outlive the borrow of the region. It may sit in
+/// a reactor task's state (parking_lot's `send_guard`), though never across an `.await`.
+pub type RowGuard = ArcMutexGuard<RawMutex, ()>;
 
 /// Stripes per region: enough that handler threads rarely meet on unrelated rows.
 const STRIPES: usize = 256;
 
 pub struct RowLocks {
-    stripes: Box<[Mutex<()>]>,
+    stripes: Box<[Arc<Mutex<()>>]>,
 }
 
 impl Default for RowLocks {
@@ -24,7 +33,7 @@ impl Default for RowLocks {
 impl RowLocks {
     pub fn new() -> RowLocks {
         RowLocks {
-            stripes: (0..STRIPES).map(|_| Mutex::new(())).collect(),
+            stripes: (0..STRIPES).map(|_| Arc::new(Mutex::new(()))).collect(),
         }
     }
 
@@ -36,6 +45,11 @@ impl RowLocks {
     /// [`RowLocks::lock`] without waiting: `None` while another call holds the stripe.
     pub fn try_lock(&self, row: &[u8]) -> Option<MutexGuard<'_, ()>> {
         self.stripes[stripe_of(row)].try_lock()
+    }
+
+    /// [`RowLocks::try_lock`] with a guard that owns the stripe.
+    pub fn try_lock_owned(&self, row: &[u8]) -> Option<RowGuard> {
+        self.stripes[stripe_of(row)].try_lock_arc()
     }
 }
 

@@ -863,9 +863,12 @@ fn plain_puts_are_applied_on_the_reactor_and_other_writes_declined() {
     };
     // The Java client's shape: the cells in the request's cell block.
     let (m, block) = cell_block_put("r1", "a", 11, "v1");
-    let reply = inline(m, None, block)
-        .expect("a plain put runs on the reactor")
-        .expect("put");
+    let Some(Inline::AfterWal(write, reply)) = inline(m, None, block) else {
+        panic!("a plain put runs on the reactor and waits for its WAL write");
+    };
+    // Not acknowledged, not visible, until its WAL record is in the OS.
+    assert!(fx.get_row("r1", 1).is_empty());
+    write.finish().expect("WAL write");
     let resp = hbase::MutateResponse::decode(reply.param).expect("decodes");
     assert_eq!(resp.processed, Some(true));
     assert!(resp.result.is_none());
@@ -886,8 +889,64 @@ fn plain_puts_are_applied_on_the_reactor_and_other_writes_declined() {
     assert!(inline(put, Some(cond), Bytes::new()).is_none());
     assert_eq!(fx.get_row("r1", 1), vec![("cf:a".into(), 11, "v1".into())]);
     let bad = mutation(MutationType::Put, "r3", "nope", vec![qv("a", "v", None)]);
-    let err = inline(bad, None, Bytes::new())
-        .expect("answered inline")
-        .expect_err("unknown family");
+    let Some(Inline::Ready(Err(err))) = inline(bad, None, Bytes::new()) else {
+        panic!("an unknown family is answered inline with an error");
+    };
     assert_eq!(err.class, NO_SUCH_FAMILY, "{}", err.message);
+}
+
+#[test]
+fn an_increment_waits_for_a_deferred_put_of_its_row_and_reads_it() {
+    let fx = fixture();
+    let RegionTarget::User { table, region_id } = &fx.target else {
+        panic!("user region");
+    };
+    let spec = hbase::RegionSpecifier {
+        r#type: 1,
+        value: crate::hbase::names::region_name(table, b"", *region_id),
+    };
+    let counter = |n: i64| Bytes::copy_from_slice(&n.to_be_bytes());
+    let put = mutation(
+        MutationType::Put,
+        "c",
+        "cf",
+        vec![QualifierValue {
+            qualifier: Some(b("n")),
+            value: Some(counter(5)),
+            timestamp: Some(1),
+            ..Default::default()
+        }],
+    );
+    let mut r = req(put, None);
+    r.region = spec;
+    let Some(Inline::AfterWal(write, _)) =
+        mutate_inline(&fx.svc, &Bytes::from(r.encode_to_vec()), &Bytes::new())
+    else {
+        panic!("a plain put runs on the reactor");
+    };
+    let incremented = std::thread::scope(|s| {
+        let incr = s.spawn(|| {
+            let m = mutation(
+                MutationType::Increment,
+                "c",
+                "cf",
+                vec![QualifierValue {
+                    qualifier: Some(b("n")),
+                    value: Some(counter(1)),
+                    ..Default::default()
+                }],
+            );
+            fx.mutate(&PB, req(m, None), Bytes::new())
+                .expect("increment")
+                .0
+        });
+        // Without the row held, the increment would finish here, reading no value (the put
+        // is not visible yet) and writing 1 over the put's 5.
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        write.finish().expect("WAL write");
+        incr.join().expect("increment thread")
+    });
+    let cells = convert::cells_from_hbase(&incremented.result.expect("result"));
+    assert_eq!(&cells[0].value[..], &6i64.to_be_bytes());
+    assert_eq!(fx.get_row("c", 1)[0].2.as_bytes(), &6i64.to_be_bytes()[..]);
 }
