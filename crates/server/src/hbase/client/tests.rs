@@ -846,21 +846,30 @@ fn wide_rows_come_in_batches_flagged_partial() {
     assert_eq!(&res[0].0[0].qualifier[..], b"b");
 }
 
+impl Fixture {
+    /// A Mutate call as the reactor takes it: addressed by region name, encoded.
+    fn mutate_on_reactor(
+        &self,
+        m: hbase::MutationProto,
+        condition: Option<hbase::Condition>,
+        block: Bytes,
+    ) -> Option<Inline> {
+        let RegionTarget::User { table, region_id } = &self.target else {
+            panic!("user region");
+        };
+        let mut r = req(m, condition);
+        r.region = hbase::RegionSpecifier {
+            r#type: 1,
+            value: crate::hbase::names::region_name(table, b"", *region_id),
+        };
+        mutate_inline(&self.svc, &Bytes::from(r.encode_to_vec()), &block)
+    }
+}
+
 #[test]
 fn plain_puts_are_applied_on_the_reactor_and_other_writes_declined() {
     let fx = fixture();
-    let RegionTarget::User { table, region_id } = &fx.target else {
-        panic!("user region");
-    };
-    let spec = hbase::RegionSpecifier {
-        r#type: 1,
-        value: crate::hbase::names::region_name(table, b"", *region_id),
-    };
-    let inline = |m: hbase::MutationProto, condition, block: Bytes| {
-        let mut r = req(m, condition);
-        r.region = spec.clone();
-        mutate_inline(&fx.svc, &Bytes::from(r.encode_to_vec()), &block)
-    };
+    let inline = |m, condition, block| fx.mutate_on_reactor(m, condition, block);
     // The Java client's shape: the cells in the request's cell block.
     let (m, block) = cell_block_put("r1", "a", 11, "v1");
     let Some(Inline::AfterWal(write, reply)) = inline(m, None, block) else {
@@ -898,13 +907,6 @@ fn plain_puts_are_applied_on_the_reactor_and_other_writes_declined() {
 #[test]
 fn an_increment_waits_for_a_deferred_put_of_its_row_and_reads_it() {
     let fx = fixture();
-    let RegionTarget::User { table, region_id } = &fx.target else {
-        panic!("user region");
-    };
-    let spec = hbase::RegionSpecifier {
-        r#type: 1,
-        value: crate::hbase::names::region_name(table, b"", *region_id),
-    };
     let counter = |n: i64| Bytes::copy_from_slice(&n.to_be_bytes());
     let put = mutation(
         MutationType::Put,
@@ -917,11 +919,7 @@ fn an_increment_waits_for_a_deferred_put_of_its_row_and_reads_it() {
             ..Default::default()
         }],
     );
-    let mut r = req(put, None);
-    r.region = spec;
-    let Some(Inline::AfterWal(write, _)) =
-        mutate_inline(&fx.svc, &Bytes::from(r.encode_to_vec()), &Bytes::new())
-    else {
+    let Some(Inline::AfterWal(write, _)) = fx.mutate_on_reactor(put, None, Bytes::new()) else {
         panic!("a plain put runs on the reactor");
     };
     let incremented = std::thread::scope(|s| {
