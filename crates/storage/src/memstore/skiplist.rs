@@ -379,6 +379,29 @@ impl SkipList {
         }
     }
 
+    /// The first node ≥ `target` after `from`, a node below it: a finger search that climbs
+    /// the towers of the nodes it passes, so it costs compares in the log of the distance
+    /// walked rather than of the list's length.
+    fn find_forward(&self, from: NonNull<Node>, target: &Target<'_>) -> Option<NonNull<Node>> {
+        let mut x = from.as_ptr().cast_const();
+        'climb: loop {
+            // SAFETY: `x` is a published node of this list (see `node_key`).
+            let mut level = unsafe { (*x).height } as usize - 1;
+            loop {
+                match NonNull::new(self.next(x, level)) {
+                    Some(n) if target.compare(self.node_key(n)) == Ordering::Less => {
+                        x = n.as_ptr();
+                        continue 'climb;
+                    }
+                    // The successor compared, not one read again: a node linked since may
+                    // be below `target`, and the answer must be one that was checked.
+                    found if level == 0 => return found,
+                    _ => level -= 1,
+                }
+            }
+        }
+    }
+
     /// The last node whose key is ≤ `target`, if any.
     fn find_last_less_or_equal(&self, target: &Target<'_>) -> Option<NonNull<Node>> {
         let mut x: *const Node = ptr::null();
@@ -467,9 +490,10 @@ pub(crate) struct SkipIter {
     /// Current node; `None` when not positioned.
     node: Option<NonNull<Node>>,
     /// The path of the last search from the top: `path[l]` is a node at level `l` (null: the
-    /// head), each at or before `path[0]` in key order. A later seek to a target above
-    /// `path[0]` starts from it instead of the top: skipping the rest of a column full of
-    /// versions lands a few nodes further on, so it costs a few compares, not a search.
+    /// head), each at or before `path[0]` in key order. A seek ahead of the current node goes
+    /// forward from that node ([`SkipList::find_forward`]); a seek to a target at or behind
+    /// it (a merge re-seeking every source) but above `path[0]` starts from the path instead
+    /// of the top.
     path: Option<[*const Node; MAX_HEIGHT]>,
 }
 
@@ -520,6 +544,14 @@ impl SkipIter {
             return;
         }
         let list = &self.list;
+        if let Some(node) = self.node {
+            if target.compare(list.node_key(node)) == Ordering::Less {
+                // Forward from where the cursor stands: skipping a column's older versions or
+                // moving to a nearby row costs compares in the log of the distance.
+                self.node = list.find_forward(node, &target);
+                return;
+            }
+        }
         let below = |p: &[*const Node; MAX_HEIGHT]| {
             NonNull::new(p[0].cast_mut())
                 .is_none_or(|n| target.compare(list.node_key(n)) == Ordering::Less)
@@ -736,6 +768,63 @@ mod tests {
             } else {
                 assert!(list.row_start(r.as_bytes()).is_none(), "absent row");
             }
+        }
+    }
+
+    #[test]
+    fn forward_seeks_from_any_node_land_where_a_search_from_the_top_does() {
+        let list = Arc::new(SkipList::new(4096));
+        // A hot column: many versions of few columns, as after a run of updates.
+        let (rows, versions): (u32, u64) = if cfg!(miri) { (5, 8) } else { (40, 60) };
+        for v in 0..versions {
+            for row in 0..rows {
+                for q in [&b"a"[..], b"b", b"c"] {
+                    let r = format!("r{row:03}");
+                    list.insert(&make_key(r.as_bytes(), q, v, CellType::Put, v + 1), b"v");
+                }
+            }
+        }
+        let keys: Vec<Vec<u8>> = {
+            let mut it = SkipIter::new(list.clone());
+            it.seek_to_first();
+            std::iter::from_fn(|| {
+                let k = it.valid().then(|| it.key().to_vec());
+                it.next();
+                k
+            })
+            .collect()
+        };
+        let targets: Vec<Vec<u8>> = (0..=rows)
+            .flat_map(|row| {
+                let r = format!("r{row:03}");
+                [
+                    first_on_row(r.as_bytes()),
+                    cellar_model::key::first_on_column(r.as_bytes(), b"b"),
+                    cellar_model::key::first_on_column(r.as_bytes(), b"b\0"),
+                ]
+            })
+            .collect();
+        for (i, from) in keys.iter().enumerate().step_by(7) {
+            let from_node = list
+                .find_greater_or_equal(&Target::new(from), None)
+                .expect("a listed key");
+            for target in targets.iter().filter(|t| compare_keys(from, t).is_lt()) {
+                let t = Target::new(target);
+                assert_eq!(
+                    list.find_forward(from_node, &t),
+                    list.find_greater_or_equal(&t, None),
+                    "from key {i}"
+                );
+            }
+        }
+        // Through the cursor: a seek ahead moves forward, a seek behind searches again.
+        let mut it = SkipIter::new(list.clone());
+        for target in targets.iter().chain(targets.iter().rev()) {
+            it.seek(target);
+            let expect = list
+                .find_greater_or_equal(&Target::new(target), None)
+                .map(|n| list.node_key(n).to_vec());
+            assert_eq!(it.valid().then(|| it.key().to_vec()), expect);
         }
     }
 }
