@@ -907,33 +907,24 @@ fn plain_puts_are_applied_on_the_reactor_and_other_writes_declined() {
 #[test]
 fn an_increment_waits_for_a_deferred_put_of_its_row_and_reads_it() {
     let fx = fixture();
-    let counter = |n: i64| Bytes::copy_from_slice(&n.to_be_bytes());
-    let put = mutation(
-        MutationType::Put,
-        "c",
-        "cf",
-        vec![QualifierValue {
+    // Column cf:n of row c, holding `n` as HBase counters do (8 bytes, big-endian).
+    let counter = |kind: MutationType, n: i64, timestamp: Option<u64>| {
+        let value = Some(Bytes::copy_from_slice(&n.to_be_bytes()));
+        let cell = QualifierValue {
             qualifier: Some(b("n")),
-            value: Some(counter(5)),
-            timestamp: Some(1),
+            value,
+            timestamp,
             ..Default::default()
-        }],
-    );
+        };
+        mutation(kind, "c", "cf", vec![cell])
+    };
+    let put = counter(MutationType::Put, 5, Some(1));
     let Some(Inline::AfterWal(write, _)) = fx.mutate_on_reactor(put, None, Bytes::new()) else {
         panic!("a plain put runs on the reactor");
     };
     let incremented = std::thread::scope(|s| {
         let incr = s.spawn(|| {
-            let m = mutation(
-                MutationType::Increment,
-                "c",
-                "cf",
-                vec![QualifierValue {
-                    qualifier: Some(b("n")),
-                    value: Some(counter(1)),
-                    ..Default::default()
-                }],
-            );
+            let m = counter(MutationType::Increment, 1, None);
             fx.mutate(&PB, req(m, None), Bytes::new())
                 .expect("increment")
                 .0
