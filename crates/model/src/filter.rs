@@ -210,16 +210,32 @@ fn check_fuzzy_key((i, k): (usize, &FuzzyKey)) -> Result<()> {
 }
 
 /// The running state of one filter over one scanner's rows.
+///
+/// Versions follow HBase 2 (HBASE-17125): the filter sees every version of a column the
+/// family keeps, and the read's own version count ([`FilterEval::versions`]) applies to the
+/// cells it lets through. So a one-version read with a value filter returns the newest
+/// version whose value matches, not nothing when the newest does not. Readers with a filter
+/// therefore ask the engine for every version the family keeps.
 #[derive(Debug, Clone)]
 pub struct FilterEval {
     root: Node,
+    /// Versions per column a row keeps after the filter.
+    max_versions: u32,
 }
 
 impl FilterEval {
     pub fn new(filter: &Filter) -> FilterEval {
         FilterEval {
             root: Node::build(filter),
+            max_versions: u32::MAX,
         }
+    }
+
+    /// Keeps at most `max_versions` of each column's cells that pass (the read's version
+    /// count); unlimited unless set.
+    pub fn versions(mut self, max_versions: u32) -> FilterEval {
+        self.max_versions = max_versions;
+        self
     }
 
     /// The cells of `cells` (one row, in key order, as the matcher returned them) that the
@@ -231,10 +247,23 @@ impl FilterEval {
         let verdicts = self
             .root
             .eval(&cells, &vec![Some(Shape::Whole); cells.len()]);
+        let mut column: Option<(Bytes, Bytes)> = None;
+        let mut in_column = 0u32;
         let kept: Vec<Cell> = cells
             .into_iter()
             .zip(verdicts)
             .filter_map(|(cell, v)| v.map(|shape| shape.apply(cell)))
+            .filter(|cell| {
+                let same = column
+                    .as_ref()
+                    .is_some_and(|(f, q)| *f == cell.family && *q == cell.qualifier);
+                if !same {
+                    column = Some((cell.family.clone(), cell.qualifier.clone()));
+                    in_column = 0;
+                }
+                in_column += 1;
+                in_column <= self.max_versions
+            })
             .collect();
         if kept.is_empty() {
             return None;

@@ -221,14 +221,22 @@ impl RegionServer {
         let hosted = self.data_region(table, region_id)?;
         let mut storage_scan = scan.clone();
         // The limit and the filter work on what the client receives; the engine gets neither.
+        // A filter sees every version the family keeps; the scan's version count applies to
+        // what it lets through (`FilterEval`, HBase 2's order).
         storage_scan.limit = 0;
         storage_scan.filter = None;
+        if scan.filter.is_some() {
+            storage_scan.max_versions = u32::MAX;
+        }
         let (iter, epoch) = hosted.with(|r| Ok((r.scan(&storage_scan)?, hosted.epoch())))?;
         let mut scanner = OpenScanner {
             hosted,
             epoch,
             rows: iter,
-            filter: scan.filter.as_ref().map(FilterEval::new),
+            filter: scan
+                .filter
+                .as_ref()
+                .map(|f| FilterEval::new(f).versions(scan.max_versions)),
             batch: scan.batch as usize,
             rows_left: if scan.limit == 0 {
                 u64::MAX

@@ -635,3 +635,28 @@ fn fuzzy_row_matches_fixed_positions_and_lets_the_others_be_anything() {
         "{err}"
     );
 }
+
+#[test]
+fn the_reads_version_count_applies_to_the_cells_the_filter_passes() {
+    let eval = |f: &Filter, versions| {
+        FilterEval::new(f)
+            .versions(versions)
+            .filter_row(row("r"))
+            .map(describe)
+    };
+    // One version, and the newest does not match: the newest that does is returned.
+    let old = Filter::Value(CompareOp::Equal, Comparator::Binary(b(b"old")));
+    assert_eq!(eval(&old, 1), Some(vec!["cf:a@10=old".into()]));
+    // Every cell passes: one version per column, the newest; each family's column counts alone.
+    let any = Filter::Value(CompareOp::NotEqual, Comparator::Binary(b(b"nothing")));
+    assert_eq!(
+        eval(&any, 1),
+        Some(vec![
+            "cf:a@20=new".into(),
+            "cf:b@10=Yellow".into(),
+            "cf:c@10=xyz".into(),
+            "other:a@10=o".into()
+        ])
+    );
+    assert_eq!(eval(&any, 2), all("r"));
+}

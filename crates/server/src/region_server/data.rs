@@ -13,6 +13,7 @@ use cellar_model::filter::{CompareOp, Condition, Filter, FilterEval};
 use cellar_model::{Cell, CellType, Get, RowMutation};
 use cellar_proto::pb::MutationKind;
 use cellar_storage::region::{PendingWrite, Region};
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -70,6 +71,31 @@ impl DeferredPut {
     }
 }
 
+/// What the engine reads for `get`: with a filter, every version the family keeps, as the
+/// filter sees them all and the Get's own version count applies to what it lets through
+/// ([`FilterEval`], HBase 2's order).
+fn engine_get(get: &Get) -> Cow<'_, Get> {
+    match get.filter {
+        Some(_) if get.max_versions != u32::MAX => {
+            let mut all = get.clone();
+            all.max_versions = u32::MAX;
+            Cow::Owned(all)
+        }
+        _ => Cow::Borrowed(get),
+    }
+}
+
+/// `cells`, read for `get` by [`engine_get`], after its filter and version count.
+fn filtered(get: &Get, cells: Vec<Cell>) -> Vec<Cell> {
+    match &get.filter {
+        Some(f) => FilterEval::new(f)
+            .versions(get.max_versions)
+            .filter_row(cells)
+            .unwrap_or_default(),
+        None => cells,
+    }
+}
+
 impl RegionServer {
     /// The region a data call names (see `Router::region_for_call`).
     pub(crate) fn data_region(
@@ -89,11 +115,8 @@ impl RegionServer {
         }
         let hosted = self.data_region(table, region_id)?;
         hosted.check_row(&get.row)?;
-        let cells = hosted.with(|r| Ok(r.get(get)?))?;
-        Ok(match &get.filter {
-            Some(f) => FilterEval::new(f).filter_row(cells).unwrap_or_default(),
-            None => cells,
-        })
+        let cells = hosted.with(|r| Ok(r.get(&engine_get(get))?))?;
+        Ok(filtered(get, cells))
     }
 
     /// [`RegionServer::get`] if it can be answered without disk IO or waiting (memstores and
@@ -112,11 +135,11 @@ impl RegionServer {
             // The pool path reports the error.
             return None;
         }
-        let cells = hosted.try_with(|r| r.get_cached(get).map(|c| c.map_err(ServerError::from)))?;
-        Some(cells.map(|cells| match &get.filter {
-            Some(f) => FilterEval::new(f).filter_row(cells).unwrap_or_default(),
-            None => cells,
-        }))
+        let cells = hosted.try_with(|r| {
+            r.get_cached(&engine_get(get))
+                .map(|c| c.map_err(ServerError::from))
+        })?;
+        Some(cells.map(|cells| filtered(get, cells)))
     }
 
     /// A plain put (no condition) applied on the network reactor, or `None` to send it to the

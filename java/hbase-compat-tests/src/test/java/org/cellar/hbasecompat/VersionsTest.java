@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.util.List;
 import org.apache.hadoop.hbase.CellUtil;
+import org.apache.hadoop.hbase.CompareOperator;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptor;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
 import org.apache.hadoop.hbase.client.Get;
@@ -12,6 +13,8 @@ import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Result;
 import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.filter.BinaryComparator;
+import org.apache.hadoop.hbase.filter.ValueFilter;
 import org.junit.jupiter.api.Test;
 
 /** Cell versions: how many are kept and returned, and reads by timestamp and time range. */
@@ -108,6 +111,28 @@ class VersionsTest extends CompatTest {
           .addColumn(b("t"), b("new"), now, b("fresh")));
       assertEquals(List.of("t:new=fresh"), cells(t.table().get(new Get(b("r")))));
       assertEquals(1, rows(t.table(), new Scan()).size());
+    }
+  }
+
+  /**
+   * HBase 2 counts a read's versions among the cells its filter lets through: the filter sees
+   * every version the family keeps (three here), so one version with a value filter is the
+   * newest version whose value matches, and a version the family no longer keeps never is.
+   */
+  @Test
+  void aFilterSeesEveryKeptVersionAndTheReadsCountAppliesAfterIt() throws Exception {
+    try (TempTable t = fiveVersions("ver_filter")) {
+      Table tbl = t.table();
+      ValueFilter v4 = new ValueFilter(CompareOperator.EQUAL, new BinaryComparator(b("v4")));
+      assertEquals(List.of("v@4=v4"), stamped(tbl.get(new Get(b("r")).addFamily(b("v")).setFilter(v4))));
+      assertEquals(List.of("v@4=v4"),
+          stamped(results(tbl, new Scan().addFamily(b("v")).setFilter(v4)).get(0)));
+      ValueFilter notV5 = new ValueFilter(CompareOperator.NOT_EQUAL, new BinaryComparator(b("v5")));
+      assertEquals(List.of("v@4=v4", "v@3=v3"),
+          stamped(tbl.get(new Get(b("r")).addFamily(b("v")).readVersions(2).setFilter(notV5))));
+      ValueFilter v1 = new ValueFilter(CompareOperator.EQUAL, new BinaryComparator(b("v1")));
+      assertTrue(tbl.get(new Get(b("r")).addFamily(b("v")).setFilter(v1)).isEmpty(),
+          "v1 is past the family's three versions");
     }
   }
 }
