@@ -134,6 +134,9 @@ pub enum Filter {
     RowRanges(Vec<RowRange>),
     /// Rows matching any of the keys (HBase's `FuzzyRowFilter`).
     FuzzyRow(Vec<FuzzyKey>),
+    /// Cells whose timestamp is one of these (HBase's `TimestampsFilter`). It sees every
+    /// version the family keeps, so a one-version read returns the newest listed version.
+    Timestamps(Vec<u64>),
     /// Per row, one page of its columns, one version each (HBase's `ColumnPaginationFilter`):
     /// at most `limit` columns, from the `offset`-th (0-based) on, or from the first whose
     /// qualifier is at least `column_offset` when that is set.

@@ -391,6 +391,9 @@ pub fn filter_to_pb(f: &Filter) -> pb::Filter {
                 })
                 .collect(),
         }),
+        Filter::Timestamps(ts) => Kind::Timestamps(pb::TimestampsFilter {
+            timestamps: ts.clone(),
+        }),
         Filter::List(op, filters) => Kind::List(pb::FilterList {
             must_pass_one: *op == ListOp::MustPassOne,
             filters: filters.iter().map(filter_to_pb).collect(),
@@ -463,6 +466,7 @@ pub fn filter_from_pb(f: pb::Filter) -> Result<Filter> {
                 })
                 .collect(),
         ),
+        Some(Kind::Timestamps(t)) => Filter::Timestamps(t.timestamps),
         Some(Kind::RowRanges(r)) => Filter::RowRanges(
             r.ranges
                 .into_iter()
@@ -630,6 +634,7 @@ mod tests {
                         key: Bytes::from_static(b"ab"),
                         mask: Bytes::from_static(&[1, 0]),
                     }]),
+                    Filter::Timestamps(vec![7, 3]),
                 ],
             ));
         assert_eq!(scan_from_pb(scan_to_pb(&scan)).expect("round trip"), scan);

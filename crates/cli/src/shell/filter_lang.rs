@@ -302,6 +302,7 @@ const USAGES: &[(&str, &str)] = &[
     ("FirstKeyOnlyFilter", "FirstKeyOnlyFilter()"),
     ("PageFilter", "PageFilter(rows)"),
     ("ColumnPaginationFilter", "ColumnPaginationFilter(limit, offset)"),
+    ("TimestampsFilter", "TimestampsFilter(ts, ...)"),
     (
         "ColumnRangeFilter",
         "ColumnRangeFilter('min', minInclusive, 'max', maxInclusive)",
@@ -370,6 +371,16 @@ fn build(name: &str, args: Vec<Arg>) -> Result<Filter, String> {
                 column_offset: None,
             }
         }
+        ("TimestampsFilter", timestamps) => Filter::Timestamps(
+            timestamps
+                .iter()
+                .map(|a| match a {
+                    Arg::Int(ts) => u64::try_from(*ts)
+                        .map_err(|_| format!("timestamp {ts} is negative, usage: {usage}")),
+                    _ => Err(bad()),
+                })
+                .collect::<Result<_, _>>()?,
+        ),
         ("ColumnRangeFilter", [min, mi, max, ma]) => {
             let bound = |b: Bytes| if b.is_empty() { None } else { Some(b) };
             Filter::ColumnRange {
@@ -515,6 +526,19 @@ mod tests {
                 vec![Filter::Prefix(b("a")), Filter::Prefix(b("b"))]
             )))
         );
+    }
+
+    #[test]
+    fn timestamps_filter_takes_any_number_of_timestamps() {
+        assert_eq!(
+            p("TimestampsFilter(5, 10)"),
+            Filter::Timestamps(vec![5, 10])
+        );
+        assert_eq!(p("TimestampsFilter()"), Filter::Timestamps(vec![]));
+        let err = parse_filter(b"TimestampsFilter(5, -1)").expect_err("negative");
+        assert!(err.contains("timestamp -1 is negative"), "{err}");
+        let err = parse_filter(b"TimestampsFilter('5')").expect_err("not a number");
+        assert!(err.contains("usage: TimestampsFilter(ts, ...)"), "{err}");
     }
 
     #[test]

@@ -87,6 +87,8 @@ pub(super) enum Node {
     },
     RowRanges(Vec<RowRange>),
     FuzzyRow(Vec<FuzzyKey>),
+    /// Sorted.
+    Timestamps(Vec<u64>),
     ColumnPage {
         limit: u32,
         offset: u32,
@@ -146,6 +148,11 @@ impl Node {
             },
             Filter::RowRanges(ranges) => Node::RowRanges(ranges.clone()),
             Filter::FuzzyRow(keys) => Node::FuzzyRow(keys.clone()),
+            Filter::Timestamps(ts) => {
+                let mut ts = ts.clone();
+                ts.sort_unstable();
+                Node::Timestamps(ts)
+            }
             Filter::ColumnPage {
                 limit,
                 offset,
@@ -219,6 +226,9 @@ impl Node {
             Node::Family(op, m) => per_cell(cells, input, |c| m.passes(*op, &c.family)),
             Node::Qualifier(op, m) => per_cell(cells, input, |c| m.passes(*op, &c.qualifier)),
             Node::Value(op, m) => per_cell(cells, input, |c| m.passes(*op, &c.value)),
+            Node::Timestamps(ts) => {
+                per_cell(cells, input, |c| ts.binary_search(&c.timestamp).is_ok())
+            }
             Node::KeyOnly { len_as_value } => input
                 .iter()
                 .zip(cells)

@@ -660,3 +660,30 @@ fn the_reads_version_count_applies_to_the_cells_the_filter_passes() {
     );
     assert_eq!(eval(&any, 2), all("r"));
 }
+
+#[test]
+fn timestamps_keep_the_listed_versions_and_a_one_version_read_gets_the_newest_of_them() {
+    let ts = Filter::Timestamps(vec![10]);
+    assert_eq!(
+        run(&ts, row("r")),
+        Some(vec![
+            "cf:a@10=old".into(),
+            "cf:b@10=Yellow".into(),
+            "cf:c@10=xyz".into(),
+            "other:a@10=o".into()
+        ])
+    );
+    // cf:a's newest version (20) is not listed: the read of one version gets 10.
+    let both = Filter::Timestamps(vec![20, 10]);
+    let one = FilterEval::new(&both).versions(1).filter_row(row("r"));
+    assert_eq!(
+        one.map(describe).map(|c| c[0].clone()),
+        Some("cf:a@20=new".into())
+    );
+    let one = FilterEval::new(&ts).versions(1).filter_row(row("r"));
+    assert_eq!(
+        one.map(describe).map(|c| c[0].clone()),
+        Some("cf:a@10=old".into())
+    );
+    assert_eq!(run(&Filter::Timestamps(vec![15]), row("r")), None);
+}

@@ -189,6 +189,20 @@ pub(crate) fn filter_from_hbase(f: &hbase::Filter, reversed: bool) -> Result<Fil
                     .collect::<Result<_>>()?,
             )
         }
+        "TimestampsFilter" => {
+            // `can_hint` only lets HBase seek between the listed timestamps: same cells.
+            let t: hbase::TimestampsFilter = decode(class, bytes)?;
+            Filter::Timestamps(
+                t.timestamps
+                    .into_iter()
+                    .map(|ts| {
+                        u64::try_from(ts).map_err(|_| {
+                            HbaseError::do_not_retry(format!("{class}: timestamp {ts} is negative"))
+                        })
+                    })
+                    .collect::<Result<_>>()?,
+            )
+        }
         "WhileMatchFilter" => {
             let w: hbase::WhileMatchFilter = decode(class, bytes)?;
             Filter::WhileMatch(Box::new(filter_from_hbase(&w.filter, reversed)?))

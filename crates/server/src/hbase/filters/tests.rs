@@ -323,14 +323,14 @@ fn each_filter_class_maps_to_its_model_filter() {
 #[test]
 fn unknown_classes_and_bad_patterns_are_named() {
     let unknown = hbase::Filter {
-        name: "org.apache.hadoop.hbase.filter.TimestampsFilter".into(),
+        name: "org.apache.hadoop.hbase.filter.ColumnCountGetFilter".into(),
         serialized_filter: None,
     };
     let e = checked_filter_from_hbase(&unknown, false).expect_err("unknown filter");
     assert_eq!(e.class, DO_NOT_RETRY);
     assert!(
         e.message
-            .contains("org.apache.hadoop.hbase.filter.TimestampsFilter"),
+            .contains("org.apache.hadoop.hbase.filter.ColumnCountGetFilter"),
         "{}",
         e.message
     );
@@ -343,7 +343,7 @@ fn unknown_classes_and_bad_patterns_are_named() {
         },
     );
     let e = checked_filter_from_hbase(&list, false).expect_err("nested unknown");
-    assert!(e.message.contains("TimestampsFilter"), "{}", e.message);
+    assert!(e.message.contains("ColumnCountGetFilter"), "{}", e.message);
     let long = hbase::Comparator {
         name: format!("{PACKAGE}LongComparator"),
         serialized_comparator: None,
@@ -503,6 +503,30 @@ fn fuzzy_row_masks_are_read_in_each_form_the_client_sends() {
     let e = got(&[0, 1], None).expect_err("short mask");
     assert!(
         e.message.contains("the mask has 2 bytes for a key of 3"),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn timestamps_filter_maps_its_timestamps_and_refuses_negative_ones() {
+    let ts = |timestamps: Vec<i64>| {
+        f(
+            "TimestampsFilter",
+            &hbase::TimestampsFilter {
+                timestamps,
+                can_hint: Some(true),
+            },
+        )
+    };
+    assert_eq!(
+        checked_filter_from_hbase(&ts(vec![5, 2]), false).expect("maps"),
+        Filter::Timestamps(vec![5, 2])
+    );
+    let e = checked_filter_from_hbase(&ts(vec![5, -1]), false).expect_err("negative");
+    assert_eq!(e.class, DO_NOT_RETRY);
+    assert!(
+        e.message.contains("timestamp -1 is negative"),
         "{}",
         e.message
     );

@@ -14,6 +14,7 @@ import org.apache.hadoop.hbase.client.Result;
 import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.filter.BinaryComparator;
+import org.apache.hadoop.hbase.filter.TimestampsFilter;
 import org.apache.hadoop.hbase.filter.ValueFilter;
 import org.junit.jupiter.api.Test;
 
@@ -133,6 +134,23 @@ class VersionsTest extends CompatTest {
       ValueFilter v1 = new ValueFilter(CompareOperator.EQUAL, new BinaryComparator(b("v1")));
       assertTrue(tbl.get(new Get(b("r")).addFamily(b("v")).setFilter(v1)).isEmpty(),
           "v1 is past the family's three versions");
+    }
+  }
+
+  /** TimestampsFilter: the listed versions the family still keeps, newest first. */
+  @Test
+  void timestampsFilterReturnsTheNewestListedVersion() throws Exception {
+    try (TempTable t = fiveVersions("ver_timestamps")) {
+      Table tbl = t.table();
+      TimestampsFilter threeAndOne = new TimestampsFilter(List.of(3L, 1L));
+      assertEquals(List.of("v@3=v3"),
+          stamped(tbl.get(new Get(b("r")).addFamily(b("v")).setFilter(threeAndOne))),
+          "ts 1 is past the family's three versions");
+      TimestampsFilter fourAndThree = new TimestampsFilter(List.of(4L, 3L));
+      assertEquals(List.of("v@4=v4", "v@3=v3"), stamped(
+          results(tbl, new Scan().addFamily(b("v")).readAllVersions().setFilter(fourAndThree)).get(0)));
+      assertEquals(List.of("one@5=o5", "v@5=v5"),
+          stamped(tbl.get(new Get(b("r")).setFilter(new TimestampsFilter(List.of(5L))))));
     }
   }
 }
