@@ -145,6 +145,9 @@ pub enum Filter {
         offset: u32,
         column_offset: Option<Bytes>,
     },
+    /// Per row, the first `limit` columns, one version each; a row with more columns ends the
+    /// scan after it (HBase's `ColumnCountGetFilter`, meant for Gets).
+    ColumnCount(u32),
     /// Rows in which the inner filter keeps every cell; any other row is dropped whole
     /// (HBase's `SkipFilter`).
     Skip(Box<Filter>),

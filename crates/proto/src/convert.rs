@@ -391,6 +391,7 @@ pub fn filter_to_pb(f: &Filter) -> pb::Filter {
                 })
                 .collect(),
         }),
+        Filter::ColumnCount(limit) => Kind::ColumnCount(*limit),
         Filter::Timestamps(ts) => Kind::Timestamps(pb::TimestampsFilter {
             timestamps: ts.clone(),
         }),
@@ -467,6 +468,7 @@ pub fn filter_from_pb(f: pb::Filter) -> Result<Filter> {
                 .collect(),
         ),
         Some(Kind::Timestamps(t)) => Filter::Timestamps(t.timestamps),
+        Some(Kind::ColumnCount(limit)) => Filter::ColumnCount(limit),
         Some(Kind::RowRanges(r)) => Filter::RowRanges(
             r.ranges
                 .into_iter()
@@ -635,6 +637,7 @@ mod tests {
                         mask: Bytes::from_static(&[1, 0]),
                     }]),
                     Filter::Timestamps(vec![7, 3]),
+                    Filter::ColumnCount(2),
                 ],
             ));
         assert_eq!(scan_from_pb(scan_to_pb(&scan)).expect("round trip"), scan);

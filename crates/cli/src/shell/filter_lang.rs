@@ -303,6 +303,7 @@ const USAGES: &[(&str, &str)] = &[
     ("PageFilter", "PageFilter(rows)"),
     ("ColumnPaginationFilter", "ColumnPaginationFilter(limit, offset)"),
     ("TimestampsFilter", "TimestampsFilter(ts, ...)"),
+    ("ColumnCountGetFilter", "ColumnCountGetFilter(columns)"),
     (
         "ColumnRangeFilter",
         "ColumnRangeFilter('min', minInclusive, 'max', maxInclusive)",
@@ -370,6 +371,9 @@ fn build(name: &str, args: Vec<Arg>) -> Result<Filter, String> {
                 offset: count(offset)?,
                 column_offset: None,
             }
+        }
+        ("ColumnCountGetFilter", [Arg::Int(n)]) => {
+            Filter::ColumnCount(u32::try_from(*n).map_err(|_| bad())?)
         }
         ("TimestampsFilter", timestamps) => Filter::Timestamps(
             timestamps
@@ -539,6 +543,12 @@ mod tests {
         assert!(err.contains("timestamp -1 is negative"), "{err}");
         let err = parse_filter(b"TimestampsFilter('5')").expect_err("not a number");
         assert!(err.contains("usage: TimestampsFilter(ts, ...)"), "{err}");
+        assert_eq!(p("ColumnCountGetFilter(3)"), Filter::ColumnCount(3));
+        let err = parse_filter(b"ColumnCountGetFilter(-3)").expect_err("negative");
+        assert!(
+            err.contains("usage: ColumnCountGetFilter(columns)"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -94,6 +94,11 @@ pub(super) enum Node {
         offset: u32,
         column_offset: Option<Bytes>,
     },
+    ColumnCount {
+        limit: u32,
+        /// A row had more than `limit` columns: nothing passes any more.
+        ended: bool,
+    },
     Skip(Box<Node>),
     WhileMatch {
         inner: Box<Node>,
@@ -161,6 +166,10 @@ impl Node {
                 limit: *limit,
                 offset: *offset,
                 column_offset: column_offset.clone(),
+            },
+            Filter::ColumnCount(limit) => Node::ColumnCount {
+                limit: *limit,
+                ended: false,
             },
             Filter::Skip(inner) => Node::Skip(Box::new(Node::build(inner))),
             Filter::WhileMatch(inner) => Node::WhileMatch {
@@ -255,24 +264,31 @@ impl Node {
                 // Columns are counted as they come, among the cells still kept; each counted
                 // column keeps its first (newest) version only.
                 let mut out = vec![None; input.len()];
-                let mut column: Option<(&[u8], &[u8])> = None;
                 let mut counted = 0u64;
-                for (i, (v, c)) in input.iter().zip(cells).enumerate() {
-                    let Some(shape) = v else { continue };
-                    let this = (&c.family[..], &c.qualifier[..]);
-                    if column == Some(this) {
-                        continue;
-                    }
-                    column = Some(this);
+                for (i, shape, c) in column_heads(cells, input) {
                     let from = match column_offset {
                         Some(q) if c.qualifier < *q => continue,
                         Some(_) => 0,
                         None => u64::from(*offset),
                     };
                     if counted >= from && counted < from + u64::from(*limit) {
-                        out[i] = Some(*shape);
+                        out[i] = Some(shape);
                     }
                     counted += 1;
+                }
+                out
+            }
+            Node::ColumnCount { ended: true, .. } => vec![None; input.len()],
+            Node::ColumnCount { limit, ended } => {
+                // Each column's first (newest) version counts; the column past the limit
+                // ends the scan, as HBase's filter reports all remaining filtered there.
+                let mut out = vec![None; input.len()];
+                for (n, (i, shape, _)) in column_heads(cells, input).enumerate() {
+                    if n >= *limit as usize {
+                        *ended = true;
+                        break;
+                    }
+                    out[i] = Some(shape);
                 }
                 out
             }
@@ -340,12 +356,35 @@ impl Node {
             Node::List(ListOp::MustPassAll, members) => members.iter().any(Node::exhausted),
             Node::Skip(inner) => inner.exhausted(),
             Node::WhileMatch { inner, ended } => *ended || inner.exhausted(),
+            Node::ColumnCount { ended, .. } => *ended,
             Node::List(ListOp::MustPassOne, members) => {
                 !members.is_empty() && members.iter().all(Node::exhausted)
             }
             _ => false,
         }
     }
+}
+
+/// The index, shape and cell of each column's first (newest) cell still kept, in order: what
+/// the column-counting filters count (a column's older versions are HBase's NEXT_COL).
+fn column_heads<'a>(
+    cells: &'a [Cell],
+    input: &'a [Option<Shape>],
+) -> impl Iterator<Item = (usize, Shape, &'a Cell)> + 'a {
+    let mut column: Option<(&[u8], &[u8])> = None;
+    input
+        .iter()
+        .zip(cells)
+        .enumerate()
+        .filter_map(move |(i, (v, c))| {
+            let shape = (*v)?;
+            let this = (&c.family[..], &c.qualifier[..]);
+            if column == Some(this) {
+                return None;
+            }
+            column = Some(this);
+            Some((i, shape, c))
+        })
 }
 
 fn row_of(cells: &[Cell]) -> &[u8] {

@@ -687,3 +687,27 @@ fn timestamps_keep_the_listed_versions_and_a_one_version_read_gets_the_newest_of
     );
     assert_eq!(run(&Filter::Timestamps(vec![15]), row("r")), None);
 }
+
+#[test]
+fn column_count_keeps_a_rows_first_columns_and_ends_the_scan_at_a_longer_row() {
+    // Enough columns: the row passes whole (newest versions only), and the scan goes on.
+    let mut eval = FilterEval::new(&Filter::ColumnCount(4));
+    assert_eq!(
+        eval.filter_row(row("r1")).map(describe),
+        Some(vec![
+            "cf:a@20=new".into(),
+            "cf:b@10=Yellow".into(),
+            "cf:c@10=xyz".into(),
+            "other:a@10=o".into()
+        ])
+    );
+    assert!(!eval.all_remaining_filtered());
+    // More columns than the limit: the first ones, then nothing more.
+    let mut eval = FilterEval::new(&Filter::ColumnCount(2));
+    assert_eq!(
+        eval.filter_row(row("r1")).map(describe),
+        Some(vec!["cf:a@20=new".into(), "cf:b@10=Yellow".into()])
+    );
+    assert!(eval.all_remaining_filtered());
+    assert_eq!(eval.filter_row(row("r2")), None);
+}

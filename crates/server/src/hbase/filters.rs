@@ -189,6 +189,12 @@ pub(crate) fn filter_from_hbase(f: &hbase::Filter, reversed: bool) -> Result<Fil
                     .collect::<Result<_>>()?,
             )
         }
+        "ColumnCountGetFilter" => {
+            let c: hbase::ColumnCountGetFilter = decode(class, bytes)?;
+            Filter::ColumnCount(u32::try_from(c.limit).map_err(|_| {
+                HbaseError::do_not_retry(format!("{class}: limit {} is negative", c.limit))
+            })?)
+        }
         "TimestampsFilter" => {
             // `can_hint` only lets HBase seek between the listed timestamps: same cells.
             let t: hbase::TimestampsFilter = decode(class, bytes)?;

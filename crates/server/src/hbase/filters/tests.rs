@@ -323,14 +323,14 @@ fn each_filter_class_maps_to_its_model_filter() {
 #[test]
 fn unknown_classes_and_bad_patterns_are_named() {
     let unknown = hbase::Filter {
-        name: "org.apache.hadoop.hbase.filter.ColumnCountGetFilter".into(),
+        name: "org.apache.hadoop.hbase.filter.DependentColumnFilter".into(),
         serialized_filter: None,
     };
     let e = checked_filter_from_hbase(&unknown, false).expect_err("unknown filter");
     assert_eq!(e.class, DO_NOT_RETRY);
     assert!(
         e.message
-            .contains("org.apache.hadoop.hbase.filter.ColumnCountGetFilter"),
+            .contains("org.apache.hadoop.hbase.filter.DependentColumnFilter"),
         "{}",
         e.message
     );
@@ -343,7 +343,7 @@ fn unknown_classes_and_bad_patterns_are_named() {
         },
     );
     let e = checked_filter_from_hbase(&list, false).expect_err("nested unknown");
-    assert!(e.message.contains("ColumnCountGetFilter"), "{}", e.message);
+    assert!(e.message.contains("DependentColumnFilter"), "{}", e.message);
     let long = hbase::Comparator {
         name: format!("{PACKAGE}LongComparator"),
         serialized_comparator: None,
@@ -506,6 +506,22 @@ fn fuzzy_row_masks_are_read_in_each_form_the_client_sends() {
         "{}",
         e.message
     );
+}
+
+#[test]
+fn column_count_get_filter_maps_its_limit_and_refuses_a_negative_one() {
+    let count = |limit| {
+        f(
+            "ColumnCountGetFilter",
+            &hbase::ColumnCountGetFilter { limit },
+        )
+    };
+    assert_eq!(
+        checked_filter_from_hbase(&count(3), false).expect("maps"),
+        Filter::ColumnCount(3)
+    );
+    let e = checked_filter_from_hbase(&count(-2), false).expect_err("negative");
+    assert!(e.message.contains("limit -2 is negative"), "{}", e.message);
 }
 
 #[test]

@@ -14,6 +14,7 @@ import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.filter.BinaryComparator;
 import org.apache.hadoop.hbase.filter.BinaryPrefixComparator;
+import org.apache.hadoop.hbase.filter.ColumnCountGetFilter;
 import org.apache.hadoop.hbase.filter.ColumnPaginationFilter;
 import org.apache.hadoop.hbase.filter.ColumnPrefixFilter;
 import org.apache.hadoop.hbase.filter.ColumnRangeFilter;
@@ -267,6 +268,21 @@ class FilterTest extends CompatTest {
       }
     }
     assertEquals(List.of("f:col_a=a5", "f:col_a=a6", "f:col_a=a7"), firstColumns);
+  }
+
+  @Test
+  void columnCountGetFilterKeepsARowsFirstColumnsAndEndsAScanAtTheFirstLongerRow() throws Exception {
+    Result r = table.get(new Get(b("row02")).setFilter(new ColumnCountGetFilter(2)));
+    assertEquals(List.of("f:col_a=a2", "f:col_b=b2"), cells(r));
+    List<String> got = new ArrayList<>();
+    for (Result each : results(table,
+        new Scan().withStartRow(b("row05")).withStopRow(b("row08")).setFilter(new ColumnCountGetFilter(2)))) {
+      got.add(s(each.getRow()) + ":" + cells(each));
+    }
+    assertEquals(List.of("row05:[f:col_a=a5, f:col_b=b5]"), got);
+    // Rows of exactly six columns: each passes whole, and the count starts again per row.
+    assertEquals(rowRange(5, 8), rows(table,
+        new Scan().withStartRow(b("row05")).withStopRow(b("row08")).setFilter(new ColumnCountGetFilter(6))));
   }
 
   @Test
