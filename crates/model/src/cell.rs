@@ -61,3 +61,28 @@ pub struct Cell {
     pub seq_id: u64,
     pub value: Bytes,
 }
+
+/// One cell borrowed from where a read found it, for the length of one call.
+#[derive(Debug, Clone, Copy)]
+pub struct CellRef<'a> {
+    pub row: &'a [u8],
+    /// The family's name, shared: a sink that keeps it clones the `Bytes`, not the bytes.
+    pub family: &'a Bytes,
+    pub qualifier: &'a [u8],
+    pub timestamp: u64,
+    pub cell_type: CellType,
+    pub seq_id: u64,
+    pub value: &'a [u8],
+}
+
+/// Where a read puts the cells it selects, in read order: row, then family, then qualifier,
+/// then newest version first. Most readers collect [`Cell`]s; the network reactor's Get
+/// writes each cell straight into its answer's cell block, so a value is copied once, from
+/// the memstore or block to the answer, with no row buffer, no `Cell`s and no reference
+/// counts between.
+pub trait CellSink {
+    fn cell(&mut self, cell: CellRef<'_>);
+
+    /// Every cell of one row in one family has been given.
+    fn end_family(&mut self) {}
+}

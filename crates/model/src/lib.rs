@@ -11,7 +11,7 @@ pub mod mutation;
 pub mod query;
 pub mod schema;
 
-pub use cell::{Cell, CellType, LATEST_TIMESTAMP};
+pub use cell::{Cell, CellRef, CellSink, CellType, LATEST_TIMESTAMP};
 pub use error::{Error, Result};
 pub use filter::{
     Comparator, CompareOp, Condition, Filter, FilterEval, FuzzyKey, ListOp, RowRange,

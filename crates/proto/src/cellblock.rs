@@ -9,7 +9,7 @@
 //! share the block's buffer (no copies).
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use cellar_model::{Cell, CellType};
+use cellar_model::{Cell, CellRef, CellSink, CellType};
 
 /// Bytes the key takes besides row, family and qualifier.
 const KEY_INFRA: usize = 2 + 1 + 8 + 1;
@@ -63,6 +63,40 @@ pub fn put(out: &mut BytesMut, c: &Cell) {
         c.cell_type,
         &c.value,
     )
+}
+
+/// Writes the cells a read selects straight into a cell block, counting them.
+#[derive(Debug, Default)]
+pub struct CellBlockWriter {
+    block: BytesMut,
+    count: u32,
+}
+
+impl CellSink for CellBlockWriter {
+    fn cell(&mut self, c: CellRef<'_>) {
+        if self.count == 0 {
+            // Room for about eight cells like the first: a typical row grows it once at most.
+            self.block
+                .reserve(8 * encoded_len(c.row, c.family, c.qualifier, c.value));
+        }
+        put_cell(
+            &mut self.block,
+            c.row,
+            c.family,
+            c.qualifier,
+            c.timestamp,
+            c.cell_type,
+            c.value,
+        );
+        self.count += 1;
+    }
+}
+
+impl CellBlockWriter {
+    /// The number of cells written, and the block.
+    pub fn finish(self) -> (u32, BytesMut) {
+        (self.count, self.block)
+    }
 }
 
 /// Reads cells one by one from a block.
@@ -167,6 +201,32 @@ mod tests {
             seq_id: 0,
             value: Bytes::copy_from_slice(v.as_bytes()),
         }
+    }
+
+    #[test]
+    fn a_writer_given_cells_one_by_one_reads_back_as_those_cells() {
+        let cells = vec![
+            cell("r1", "a", 5, CellType::Put, "v1"),
+            cell("r1", "b", 4, CellType::Put, &"x".repeat(3000)),
+            cell("r1", "", 3, CellType::DeleteFamily, ""),
+        ];
+        let mut w = CellBlockWriter::default();
+        for c in &cells {
+            w.cell(CellRef {
+                row: &c.row,
+                family: &c.family,
+                qualifier: &c.qualifier,
+                timestamp: c.timestamp,
+                cell_type: c.cell_type,
+                seq_id: 9,
+                value: &c.value,
+            });
+        }
+        let (count, block) = w.finish();
+        assert_eq!(count, 3);
+        let mut reader = CellReader::new(block.freeze());
+        assert_eq!(reader.take(3).expect("decodes"), cells);
+        assert!(reader.is_empty());
     }
 
     #[test]

@@ -9,7 +9,7 @@ use crate::rpc::{CallContext, Handler, Reply};
 use crate::scanners::ScanBatch;
 use bytes::{Bytes, BytesMut};
 use cellar_model::Cell;
-use cellar_proto::cellblock::CellReader;
+use cellar_proto::cellblock::{CellBlockWriter, CellReader};
 use cellar_proto::convert::{self, ConvertError};
 use cellar_proto::frame::decode_param;
 use cellar_proto::pb::{self, Method};
@@ -344,13 +344,27 @@ impl RegionServer {
         let req: pb::GetRequest = decode(param.clone(), "GetRequest").ok()?;
         let r = req.region?;
         let get = convert::get_from_pb(req.get?).ok()?;
-        let cells = match self.get_inline(&r.table, r.region_id, &get)? {
-            Ok(cells) => cells,
-            Err(e) => return Some(Err(e.to_rpc())),
+        let (result, out) = if get.filter.is_none() {
+            // Cells go from the memstore or block straight into the answer.
+            let mut block = CellBlockWriter::default();
+            if let Err(e) = self.get_inline_into(&r.table, r.region_id, &get, &mut block)? {
+                return Some(Err(e.to_rpc()));
+            }
+            let (cell_count, block) = block.finish();
+            let result = pb::Result {
+                cell_count,
+                partial: false,
+            };
+            (result, block)
+        } else {
+            let cells = match self.get_inline(&r.table, r.region_id, &get)? {
+                Ok(cells) => cells,
+                Err(e) => return Some(Err(e.to_rpc())),
+            };
+            let mut out = BytesMut::new();
+            (convert::result_to_pb(&cells, false, &mut out), out)
         };
         self.requests.fetch_add(1, Ordering::Relaxed);
-        let mut out = BytesMut::new();
-        let result = convert::result_to_pb(&cells, false, &mut out);
         Some(Ok(reply(
             &pb::GetResponse {
                 result: Some(result),

@@ -16,6 +16,7 @@ mod get;
 pub mod matcher;
 pub mod mvcc;
 pub mod scanner;
+pub mod sink;
 pub mod split;
 pub mod store;
 pub mod store_files;
@@ -23,16 +24,18 @@ pub mod store_files;
 pub use config::{Clock, ManualClock, StorageConfig, SystemClock};
 pub use descriptor::RegionInfo;
 pub use scanner::RegionScanner;
+pub use sink::RowCells;
 
 use crate::block_cache::{BlockCache, CacheStats};
 use crate::fs::{FsRef, LocalFs};
 use crate::iter::MergeIter;
 use crate::wal::{Wal, WalRecord};
 use background::Background;
-use bytes::{Bytes, BytesMut};
+use bytes::Bytes;
 use cellar_model::key::{compare_keys, encode_key, KeyRef, MAX_ROW_LEN};
 use cellar_model::{
-    Cell, CellType, Durability, Error, Get, Result, RowMutation, TableSchema, LATEST_TIMESTAMP,
+    Cell, CellRef, CellSink, CellType, Durability, Error, Get, Result, RowMutation, TableSchema,
+    LATEST_TIMESTAMP,
 };
 use matcher::{ReadSpec, RowMatcher};
 use mvcc::Mvcc;
@@ -347,7 +350,23 @@ impl Region {
     /// [`Region::get`] if memstores and the block cache can answer it; `None` when it would
     /// read a block from disk (nothing is read then). Never blocks on IO.
     pub fn get_cached(&self, get: &Get) -> Option<Result<Vec<Cell>>> {
-        match crate::storefile::cache_only(|| self.get(get)) {
+        let mut out = Vec::new();
+        Some(
+            self.get_cached_into(get, &mut RowCells::new(&mut out))?
+                .map(|()| out),
+        )
+    }
+
+    /// [`Region::get_cached`] giving the cells to `sink` instead of returning them. On `None`
+    /// or an error the sink may hold part of the row: discard what it got.
+    pub fn get_cached_into<S: CellSink>(&self, get: &Get, sink: &mut S) -> Option<Result<()>> {
+        let read = || {
+            let inner = &self.inner;
+            inner.check_open()?;
+            inner.check_row(&get.row)?;
+            inner.get_into(get, inner.mvcc.read_point(), sink)
+        };
+        match crate::storefile::cache_only(read) {
             Err(Error::NotCached) => None,
             r => Some(r),
         }
@@ -805,8 +824,6 @@ impl RegionInner {
     }
 }
 
-/// Reads the cells of `row` from `merge` (positioned at or before the row's first cell) through
-/// `matcher`, appending visible ones to `out`; leaves `merge` at the first cell past the row.
 /// Steps past the rest of column `qualifier` of `row`: two steps, as most columns hold one
 /// version or two, then a seek (HBase's SEEK_NEXT_COL), which goes forward from the cursor in
 /// the log of the versions left. After a run of updates a hot column holds hundreds; two
@@ -827,19 +844,16 @@ fn skip_column(merge: &mut MergeIter, row: &[u8], qualifier: &mut Vec<u8>) -> Re
     merge.seek(&cellar_model::key::first_on_column(row, qualifier))
 }
 
-pub(crate) fn read_row_cells(
+/// Reads the cells of `row` from `merge` (positioned at or before the row's first cell) through
+/// `matcher`, giving visible ones to `sink`; leaves `merge` at the first cell past the row.
+pub(crate) fn read_row_cells<S: CellSink>(
     merge: &mut MergeIter,
     row: &[u8],
     family: &Bytes,
     matcher: &mut RowMatcher<'_>,
-    out: &mut Vec<Cell>,
+    sink: &mut S,
 ) -> Result<()> {
     matcher.reset();
-    // The row's visible cells share one buffer (row, then each qualifier and value): one
-    // allocation per row instead of two per cell. Cells hold slices of it.
-    let mut buf = BytesMut::new();
-    let first = out.len();
-    let mut parts: Vec<(usize, usize, usize)> = Vec::new();
     let mut skip_to: Vec<u8> = Vec::new();
     while let Some(key) = merge.key_in_row(row)? {
         let matched = matcher.matches(&key);
@@ -850,27 +864,14 @@ pub(crate) fn read_row_cells(
         }
         if matched {
             if let Some(cell_type) = key.cell_type() {
-                if buf.is_empty() {
-                    // Room for about eight cells like the first: rows of one cell waste
-                    // little, and a typical row (ten columns) grows it once, not four times.
-                    buf.reserve(row.len() + 8 * (key.qualifier().len() + merge.value().len()));
-                    buf.extend_from_slice(row);
-                    parts.reserve(8);
-                    out.reserve(8);
-                }
-                let q_start = buf.len();
-                buf.extend_from_slice(key.qualifier());
-                let v_start = buf.len();
-                buf.extend_from_slice(merge.value());
-                parts.push((q_start, v_start, buf.len()));
-                out.push(Cell {
-                    row: Bytes::new(),
-                    family: family.clone(),
-                    qualifier: Bytes::new(),
+                sink.cell(CellRef {
+                    row,
+                    family,
+                    qualifier: key.qualifier(),
                     timestamp: key.timestamp(),
                     cell_type,
                     seq_id: key.seq(),
-                    value: Bytes::new(),
+                    value: merge.value(),
                 });
             }
         }
@@ -880,15 +881,6 @@ pub(crate) fn read_row_cells(
             merge.advance()?;
         }
     }
-    if parts.is_empty() {
-        return Ok(());
-    }
-    let data = buf.freeze();
-    let row_bytes = data.slice(..row.len());
-    for (cell, (q, v, end)) in out[first..].iter_mut().zip(parts) {
-        cell.row = row_bytes.clone();
-        cell.qualifier = data.slice(q..v);
-        cell.value = data.slice(v..end);
-    }
+    sink.end_family();
     Ok(())
 }

@@ -12,7 +12,7 @@ use super::{filters, CallCtx, HReply, HbaseError, HbaseService, Inline};
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::FilterEval;
 use cellar_model::{Cell, Durability, Get, RowMutation};
-use cellar_proto::cellblock::CellReader;
+use cellar_proto::cellblock::{CellBlockWriter, CellReader};
 use cellar_proto::hbase;
 use cellar_proto::pb::MutationKind;
 use prost::Message;
@@ -72,14 +72,36 @@ pub(crate) fn get_inline(
         return None;
     };
     let (get, exists_only) = convert::get_from_hbase(&req.get).ok()?;
-    let cells = match svc.rs.get_inline(&table, region_id, &get)? {
-        Ok(cells) => cells,
-        Err(e) => return Some(Err(e.into())),
+    let reply = if ctx.cell_blocks && !exists_only && get.filter.is_none() {
+        // The common Get: cells go from the memstore or block straight into the answer.
+        let mut block = CellBlockWriter::default();
+        if let Err(e) = svc
+            .rs
+            .get_inline_into(&table, region_id, &get, &mut block)?
+        {
+            return Some(Err(e.into()));
+        }
+        let (count, block) = block.finish();
+        let result = hbase::Result {
+            associated_cell_count: Some(count as i32),
+            ..Default::default()
+        };
+        HReply::with_cells(
+            &hbase::GetResponse {
+                result: Some(result),
+            },
+            block,
+        )
+    } else {
+        match svc.rs.get_inline(&table, region_id, &get)? {
+            Ok(cells) => get_reply(ctx, &cells, exists_only),
+            Err(e) => return Some(Err(e.into())),
+        }
     };
     svc.rs
         .requests
         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Some(Ok(get_reply(ctx, &cells, exists_only)))
+    Some(Ok(reply))
 }
 
 /// A plain put (no condition, no increment or append) applied on the reactor, or `None` to

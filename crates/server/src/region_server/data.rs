@@ -10,9 +10,9 @@ use crate::router::HostedRegion;
 use crate::router::RowGuard;
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::{CompareOp, Condition, Filter, FilterEval};
-use cellar_model::{Cell, CellType, Get, RowMutation};
+use cellar_model::{Cell, CellSink, CellType, Get, RowMutation};
 use cellar_proto::pb::MutationKind;
-use cellar_storage::region::{PendingWrite, Region};
+use cellar_storage::region::{PendingWrite, Region, RowCells};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -127,6 +127,40 @@ impl RegionServer {
         region_id: u64,
         get: &Get,
     ) -> Option<Result<Vec<Cell>, ServerError>> {
+        let mut cells = Vec::new();
+        let read = self.read_inline(
+            table,
+            region_id,
+            &engine_get(get),
+            &mut RowCells::new(&mut cells),
+        )?;
+        Some(read.map(|()| filtered(get, cells)))
+    }
+
+    /// [`RegionServer::get_inline`] for a Get without a filter, giving the cells to `sink`
+    /// (the reactor writes them straight into its answer). On `None` or an error the sink
+    /// may hold part of the row: discard it.
+    pub fn get_inline_into<S: CellSink>(
+        &self,
+        table: &str,
+        region_id: u64,
+        get: &Get,
+        sink: &mut S,
+    ) -> Option<Result<(), ServerError>> {
+        if get.filter.is_some() {
+            // The filter sees every kept version and needs whole cells.
+            return None;
+        }
+        self.read_inline(table, region_id, get, sink)
+    }
+
+    fn read_inline<S: CellSink>(
+        &self,
+        table: &str,
+        region_id: u64,
+        get: &Get,
+        sink: &mut S,
+    ) -> Option<Result<(), ServerError>> {
         let hosted = match self.data_region(table, region_id) {
             Ok(h) => h,
             Err(e) => return Some(Err(e)),
@@ -135,11 +169,10 @@ impl RegionServer {
             // The pool path reports the error.
             return None;
         }
-        let cells = hosted.try_with(|r| {
-            r.get_cached(&engine_get(get))
+        hosted.try_with(|r| {
+            r.get_cached_into(get, sink)
                 .map(|c| c.map_err(ServerError::from))
-        })?;
-        Some(cells.map(|cells| filtered(get, cells)))
+        })
     }
 
     /// A plain put (no condition) applied on the network reactor, or `None` to send it to the

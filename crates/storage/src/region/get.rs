@@ -9,21 +9,33 @@
 //! mask newer cells (HBase's lazy seek, which saves a block read per overwritten row).
 
 use super::matcher::{ReadSpec, RowMatcher};
+use super::sink::RowCells;
 use super::store::{candidate_files, memstore_sources, Store};
 use super::{read_row_cells, RegionInner};
 use crate::iter::MergeIter;
 use bytes::Bytes;
 use cellar_model::key::first_on_row;
-use cellar_model::{Cell, Get, Result, TimeRange};
+use cellar_model::{Cell, CellSink, Get, Result, TimeRange};
 use std::cmp::Reverse;
 
 impl RegionInner {
     pub(crate) fn get_at(&self, get: &Get, read_point: u64) -> Result<Vec<Cell>> {
+        let mut out = Vec::new();
+        self.get_into(get, read_point, &mut RowCells::new(&mut out))?;
+        Ok(out)
+    }
+
+    /// The cells `get` selects at `read_point`, given to `sink` family by family.
+    pub(crate) fn get_into<S: CellSink>(
+        &self,
+        get: &Get,
+        read_point: u64,
+        sink: &mut S,
+    ) -> Result<()> {
         for c in &get.columns {
             self.store_index(&c.family)?;
         }
         let now = self.services.config.clock.now_millis();
-        let mut out = Vec::new();
         let mut row_end = Vec::with_capacity(get.row.len() + 1);
         row_end.extend_from_slice(&get.row);
         row_end.push(0);
@@ -80,9 +92,9 @@ impl RegionInner {
             // From the row's first cell: family delete markers sort there.
             merge.seek(&row_start)?;
             let mut matcher = RowMatcher::new(&store.family, &spec, now);
-            read_row_cells(&mut merge, &get.row, &store.name, &mut matcher, &mut out)?;
+            read_row_cells(&mut merge, &get.row, &store.name, &mut matcher, sink)?;
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -6,6 +6,7 @@
 //! current one in any source (found by `seek_for_prev`), read forward like a Get.
 
 use super::matcher::{ReadSpec, RowMatcher};
+use super::sink::RowCells;
 use super::{read_row_cells, RegionInner};
 use crate::iter::MergeIter;
 use bytes::Bytes;
@@ -197,7 +198,13 @@ impl RegionScanner {
             }
             let store = &self.region.stores[c.store];
             let mut matcher = RowMatcher::new(&store.family, &c.spec, self.now);
-            read_row_cells(&mut c.merge, row, &store.name, &mut matcher, &mut cells)?;
+            read_row_cells(
+                &mut c.merge,
+                row,
+                &store.name,
+                &mut matcher,
+                &mut RowCells::new(&mut cells),
+            )?;
         }
         Ok(cells)
     }
