@@ -392,12 +392,12 @@ impl Reader {
         self.buf.advance(4);
         let body = self.buf.split_to(len as usize).freeze();
         let received = Instant::now();
-        let req = match hbase_wire::decode_request(body) {
+        let mut req = match hbase_wire::decode_request(body) {
             Ok(r) => r,
             Err(e) => return Err(self.fatal(ex::FATAL_CONNECTION, e.to_string())),
         };
         let call_id = req.header.call_id.unwrap_or(0);
-        let method = req.header.method_name.clone().unwrap_or_default();
+        let method = req.header.method_name.take().unwrap_or_default();
         let slot = match self.slots.clone().try_acquire_owned() {
             Ok(s) => s,
             Err(_) => {
@@ -504,8 +504,15 @@ async fn write_loop(
 ) -> std::io::Result<()> {
     let mut batch = BytesMut::with_capacity(WRITE_BATCH_BYTES);
     while let Some(first) = rx.recv().await {
+        let Ok(second) = rx.try_recv() else {
+            // A lone frame (the reactor's answers to one read come as one): write it as is.
+            wr.write_all(&first.frame).await?;
+            metrics.add_bytes_out(first.frame.len());
+            continue;
+        };
         batch.extend_from_slice(&first.frame);
-        drop(first);
+        batch.extend_from_slice(&second.frame);
+        drop((first, second));
         while batch.len() < WRITE_BATCH_BYTES {
             match rx.try_recv() {
                 Ok(next) => batch.extend_from_slice(&next.frame),
