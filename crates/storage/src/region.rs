@@ -4,7 +4,9 @@
 //! WAL append (buffered) → memstore insert → release the lock → WAL sync to the requested
 //! durability (group commit with other writers) → MVCC complete (the write becomes visible).
 //! Read path ([`Region::get`], [`Region::scan`]): read point → per-family merge of memstores
-//! and pruned store files → [`matcher`] (deletes, versions, TTL, time range).
+//! and pruned store files → [`matcher`] (deletes, versions, TTL, time range) → a
+//! [`CellSink`]: [`RowCells`] for readers that want `Cell`s, or the network reactor's answer
+//! ([`Region::get_cached_into`]).
 //! Layout on disk: `docs/region-layout.md`.
 
 mod background;
