@@ -7,8 +7,13 @@
 //! Node layout in the arena (8-aligned, one allocation per cell):
 //!
 //! ```text
-//! key_len: u32 | value_len: u32 | height: u32 | pad: u32 | next: [AtomicPtr<Node>; height] | key | value
+//! key_len: u32 | value_len: u32 | height: u32 | pad: u32 | column_last: *const Node
+//!   | next: [AtomicPtr<Node>; height] | key | value
 //! ```
+//!
+//! `column_last` is the last node of the node's column (row and qualifier) when it was
+//! linked: a seek past the column's other versions jumps there first, so skipping a hot
+//! column's hundreds of versions is one step, not a climb through the towers of its nodes.
 //!
 //! Invariants:
 //! - a node is written completely (header, every `next`, key, value) before it is published,
@@ -19,14 +24,17 @@
 //! - at every level the linked nodes are sorted by [`compare_keys`]; level `l + 1` lists a
 //!   subset of level `l`;
 //! - nodes are never unlinked or freed before the list drops, so a node pointer obtained from
-//!   a list is valid as long as that list is.
+//!   a list is valid as long as that list is;
+//! - a node's `column_last` is a node of its column at or after it (itself when it was linked
+//!   last of its column). Versions linked later after that node make it stale, never wrong:
+//!   the seek goes on forward from it.
 //!
 //! Thread-safety: `insert` takes the writer mutex; every other method only does atomic loads
 //! and reads of published, immutable bytes.
 
 use super::arena::Arena;
 use super::row_index::{RowIndex, RowIndexTables};
-use cellar_model::key::{compare_parsed, KeyRef};
+use cellar_model::key::{compare_parsed, KeyRef, KEY_TRAILER_LEN};
 use parking_lot::Mutex;
 use std::cmp::Ordering;
 use std::mem::{align_of, size_of};
@@ -45,11 +53,25 @@ struct Node {
     value_len: u32,
     height: u32,
     _pad: u32,
+    /// See the module's doc; written once, before the node is published.
+    column_last: *const Node,
     /// Zero-sized marker: the tower starts here, `AtomicPtr`-aligned.
     next: [AtomicPtr<Node>; 0],
 }
 
 const HEADER_LEN: usize = size_of::<Node>();
+
+/// Whether two keys are of one column: equal but for the trailer (timestamp, type, sequence
+/// id), the row's length prefix included.
+fn same_column(a: &[u8], b: &[u8]) -> bool {
+    match (
+        a.len().checked_sub(KEY_TRAILER_LEN),
+        b.len().checked_sub(KEY_TRAILER_LEN),
+    ) {
+        (Some(x), Some(y)) => a[..x] == b[..y],
+        _ => false,
+    }
+}
 
 /// The search key, parsed once per search instead of once per comparison.
 struct Target<'a> {
@@ -303,6 +325,13 @@ impl SkipList {
 
         let size = HEADER_LEN + height * size_of::<AtomicPtr<Node>>() + key.len() + value.len();
         let node = writer.arena.alloc(size, align_of::<Node>()).cast::<Node>();
+        // The node will sit right before its level-0 successor: of the same column, that
+        // one's last node is this one's too.
+        let successor = NonNull::new(self.next(prev[0], 0));
+        let column_last = match successor {
+            Some(s) if same_column(self.node_key(s), key) => self.column_last(s).as_ptr(),
+            _ => node.as_ptr(),
+        };
         // SAFETY: `node` is a fresh, 8-aligned arena allocation of `size` bytes that no other
         // thread can reach yet (it is unpublished), so plain writes cannot race. The header,
         // the `height` tower slots and the key and value bytes all lie inside it: the tower
@@ -315,6 +344,7 @@ impl SkipList {
                     value_len,
                     height: height as u32,
                     _pad: 0,
+                    column_last,
                     next: [],
                 },
             );
@@ -466,6 +496,14 @@ impl SkipList {
         }
     }
 
+    /// The last node of `node`'s column when `node` was linked (see the module's doc).
+    #[inline]
+    fn column_last(&self, node: NonNull<Node>) -> NonNull<Node> {
+        // SAFETY: `node` is a published node of this list (see `node_key`); `column_last` was
+        // written before publication and points to a node of this list, or is `node` itself.
+        NonNull::new(unsafe { (*node.as_ptr()).column_last }.cast_mut()).unwrap_or(node)
+    }
+
     /// The value bytes of a node of this list.
     #[inline]
     fn node_value(&self, node: NonNull<Node>) -> &[u8] {
@@ -546,9 +584,17 @@ impl SkipIter {
         let list = &self.list;
         if let Some(node) = self.node {
             if target.compare(list.node_key(node)) == Ordering::Less {
-                // Forward from where the cursor stands: skipping a column's older versions or
-                // moving to a nearby row costs compares in the log of the distance.
-                self.node = list.find_forward(node, &target);
+                // Forward from where the cursor stands, from its column's last node if that is
+                // still below the target (skipping a column's older versions); moving to a
+                // nearby row costs compares in the log of the distance.
+                let last = list.column_last(node);
+                let from = if last != node && target.compare(list.node_key(last)) == Ordering::Less
+                {
+                    last
+                } else {
+                    node
+                };
+                self.node = list.find_forward(from, &target);
                 return;
             }
         }
@@ -780,8 +826,19 @@ mod tests {
             for row in 0..rows {
                 for q in [&b"a"[..], b"b", b"c"] {
                     let r = format!("r{row:03}");
-                    list.insert(&make_key(r.as_bytes(), q, v, CellType::Put, v + 1), b"v");
+                    list.insert(
+                        &make_key(r.as_bytes(), q, v + 10, CellType::Put, v + 1),
+                        b"v",
+                    );
                 }
+            }
+        }
+        // Versions older than every other (linked after the column's last node, which goes
+        // stale) and one in the middle of a column.
+        for row in (0..rows).step_by(3) {
+            let r = format!("r{row:03}");
+            for (ts, seq) in [(5, 1000), (3, 1001), (12, 1002)] {
+                list.insert(&make_key(r.as_bytes(), b"b", ts, CellType::Put, seq), b"v");
             }
         }
         let keys: Vec<Vec<u8>> = {
@@ -804,10 +861,32 @@ mod tests {
                 ]
             })
             .collect();
+        // Every node's column_last is of its column and not before it.
+        for from in &keys {
+            let node = list
+                .find_greater_or_equal(&Target::new(from), None)
+                .expect("a listed key");
+            let last = list.node_key(list.column_last(node));
+            assert!(same_column(from, last) && compare_keys(from, last).is_le());
+        }
         for (i, from) in keys.iter().enumerate().step_by(7) {
             let from_node = list
                 .find_greater_or_equal(&Target::new(from), None)
                 .expect("a listed key");
+            // The cursor standing there, seeking ahead (through its column's last node).
+            for target in targets.iter().filter(|t| compare_keys(from, t).is_lt()) {
+                let mut it = SkipIter::new(list.clone());
+                it.seek(from);
+                it.seek(target);
+                let expect = list
+                    .find_greater_or_equal(&Target::new(target), None)
+                    .map(|n| list.node_key(n).to_vec());
+                assert_eq!(
+                    it.valid().then(|| it.key().to_vec()),
+                    expect,
+                    "from key {i}"
+                );
+            }
             for target in targets.iter().filter(|t| compare_keys(from, t).is_lt()) {
                 let t = Target::new(target);
                 assert_eq!(
