@@ -128,7 +128,7 @@ impl RegionServer {
         get: &Get,
     ) -> Option<Result<Vec<Cell>, ServerError>> {
         let mut cells = Vec::new();
-        let read = self.read_inline(
+        let read = self.get_inline_into(
             table,
             region_id,
             &engine_get(get),
@@ -137,24 +137,11 @@ impl RegionServer {
         Some(read.map(|()| filtered(get, cells)))
     }
 
-    /// [`RegionServer::get_inline`] for a Get without a filter, giving the cells to `sink`
-    /// (the reactor writes them straight into its answer). On `None` or an error the sink
-    /// may hold part of the row: discard it.
+    /// [`RegionServer::get_inline`] giving the cells to `sink` (the reactor writes them
+    /// straight into its answer), without applying `get`'s filter: a Get with a filter goes
+    /// through `get_inline`. On `None` or an error the sink may hold part of the row:
+    /// discard it.
     pub fn get_inline_into<S: CellSink>(
-        &self,
-        table: &str,
-        region_id: u64,
-        get: &Get,
-        sink: &mut S,
-    ) -> Option<Result<(), ServerError>> {
-        if get.filter.is_some() {
-            // The filter sees every kept version and needs whole cells.
-            return None;
-        }
-        self.read_inline(table, region_id, get, sink)
-    }
-
-    fn read_inline<S: CellSink>(
         &self,
         table: &str,
         region_id: u64,
