@@ -4,8 +4,10 @@
 #   hbase          the real YCSB 0.17 core + Cellar's binding (java/ycsb-hbase-binding) -> HBase
 #   cellar         the same YCSB core + binding -> Cellar's HBase-compatible front end
 #   cellar-native  `cellar bench load|run` (Cellar's native protocol) -> Cellar
-# Reports throughput, p50/p99 per operation and the SERVER's CPU time per operation (from
-# /proc/PID/stat), medians over passes, as a table and JSON. See docs/hbase-side-by-side.md.
+# Reports throughput, p50/p99/p99.9 per operation (over the whole phase, and the steady-state
+# p99 without each Java client's JIT warm-up: see scripts/hbase/summarize.py) and the SERVER's
+# CPU time per operation (from /proc/PID/stat), medians over passes, as a table and JSON.
+# See docs/hbase-side-by-side.md.
 # First, with nothing else running, the kernel's floor for one call on this machine
 # (`rpc_bench floor-cpu`: a bare echo server's CPU per 1 KiB ping-pong), when rpc_bench is
 # built next to the Cellar binary.
@@ -41,7 +43,7 @@ while [[ $# -gt 0 ]]; do
     --work) need_value "$@"; work="$2"; shift 2 ;;
     --no-cellar) with_cellar=0; shift ;;
     --no-native) with_native=0; shift ;;
-    -h|--help) sed -n '2,14p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -206,7 +208,7 @@ run_phase() {
   file="$work/raw/$sys-$w-t$t-p$pass.txt"
   if [[ "$w" == load ]]; then phase=load; wlfile="$wl_dir/workloada"; else phase=run; wlfile="$wl_dir/workload$w"; fi
   local common=(-P "$wlfile" -p recordcount="$records" -p operationcount="$ops"
-                -p hdrhistogram.percentiles=50,99 -threads "$t")
+                -p hdrhistogram.percentiles=50,99,99.9 -threads "$t")
   if [[ "$sys" == hbase ]]; then pid="$hbase_pid"; else pid="$cellar_pid"; fi
   before="$(cpu_ticks "$pid")"
   if [[ "$sys" == hbase || "$sys" == cellar ]]; then
@@ -214,6 +216,9 @@ run_phase() {
     [[ "$sys" == cellar ]] && addr="$cellar_hbase_addr"
     [[ "$phase" == load ]] && flag=-load
     mapfile -t props < <(hbase_props "$addr")
+    # Every operation's latency too, for the steady-state percentiles.
+    props+=(-p measurementtype=hdrhistogram+raw -p "measurement.raw.output_file=$file.raw"
+            -p measurement.raw.no_summary=true)
     java "${java_flags[@]}" -cp "$ycsb_cp" site.ycsb.Client "$flag" -db org.cellar.ycsb.HBaseClient \
       "${common[@]}" "${props[@]}" >"$file" 2>"$file.err" \
       || { tail -n 20 "$file.err" >&2; die "YCSB $phase of workload $w against $sys failed"; }

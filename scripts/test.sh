@@ -30,6 +30,22 @@ failed=$(grep -Eo '[0-9]+ failed' "$out" | awk '{s+=$1} END {print s+0}')
 rm -f "$out"
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
 
+# The benchmark summarizer's tests (Python's standard library only).
+log "scripts/hbase (python3 -m unittest)"
+pout=$(mktemp)
+python3 -m unittest discover -s scripts/hbase 2>&1 | tee "$pout"
+pstatus=${PIPESTATUS[0]}
+pran=$(sed -nE 's/^Ran ([0-9]+) tests? in .*/\1/p' "$pout" | tail -n1)
+pbad=$(grep -Eo '(failures|errors)=[0-9]+' "$pout" | awk -F= '{s+=$2} END {print s+0}')
+rm -f "$pout"
+if [ -z "$pran" ]; then pran=0; pbad=1; fi
+passed=$((passed + pran - pbad))
+failed=$((failed + pbad))
+if [ "$pstatus" -ne 0 ]; then
+    status=1
+    if [ "$pbad" -eq 0 ]; then failed=$((failed + 1)); fi
+fi
+
 # The HBase wire-compatibility suite (Java, through the unmodified hbase-client, against a real
 # `cellar standalone --hbase-listen`; then the real YCSB core loads and runs workloads A and C
 # through it) and the YCSB binding's unit tests. CELLAR_HBASE_COMPAT=0 skips them.
