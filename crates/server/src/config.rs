@@ -88,6 +88,9 @@ pub struct StorageSection {
     pub memstore_block_multiplier: u64,
     /// Bytes of freed memstore chunks kept for reuse (`cellar_storage::memstore::chunk_pool`).
     pub memstore_chunk_pool_bytes: u64,
+    /// Bytes of fresh memstore chunks a background thread keeps faulted in, so writers never
+    /// wait for the kernel to zero one (`chunk_pool::keep_ready`).
+    pub memstore_chunks_ready_bytes: u64,
     pub compaction_min_files: usize,
     pub compaction_max_files: usize,
     pub compaction_ratio: f64,
@@ -152,6 +155,7 @@ impl Default for StorageSection {
             memstore_flush_bytes: s.memstore_flush_bytes,
             memstore_block_multiplier: s.memstore_block_multiplier,
             memstore_chunk_pool_bytes: cellar_storage::memstore::chunk_pool::DEFAULT_LIMIT as u64,
+            memstore_chunks_ready_bytes: cellar_storage::memstore::chunk_pool::DEFAULT_READY as u64,
             compaction_min_files: s.compaction_min_files,
             compaction_max_files: s.compaction_max_files,
             compaction_ratio: s.compaction_ratio,

@@ -79,6 +79,9 @@ impl RegionServer {
         cellar_storage::memstore::chunk_pool::set_limit(
             usize::try_from(config.storage.memstore_chunk_pool_bytes).unwrap_or(usize::MAX),
         );
+        cellar_storage::memstore::chunk_pool::keep_ready(
+            usize::try_from(config.storage.memstore_chunks_ready_bytes).unwrap_or(usize::MAX),
+        );
         let clock = Arc::clone(&storage.clock);
         let (services, records) = StorageServices::open(fs, &config.data_dir.join("wal"), storage)?;
         let meta_dir = config.data_dir.join("meta");

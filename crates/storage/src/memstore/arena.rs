@@ -116,21 +116,7 @@ impl Arena {
             Ok(layout) => layout,
             Err(_) => panic!("memstore arena: cannot lay out a chunk of {size} bytes"),
         };
-        // SAFETY: `layout` has a non-zero size (`size > 0`: small chunks are ≥ 4 KiB and
-        // `alloc` is never asked for zero bytes).
-        let raw = unsafe { alloc::alloc(layout) };
-        let Some(chunk) = NonNull::new(raw) else {
-            alloc::handle_alloc_error(layout)
-        };
-        // Miri cannot run `madvise`; the advice changes no contents, so skipping it there
-        // leaves what Miri checks unchanged.
-        if huge && !cfg!(miri) {
-            // SAFETY: the range is exactly the chunk just allocated, page aligned; the advice
-            // changes only how the kernel backs it, never its contents. Failure is harmless.
-            unsafe {
-                libc::madvise(chunk.as_ptr().cast(), size, libc::MADV_HUGEPAGE);
-            }
-        }
+        let chunk = fresh_chunk(layout);
         self.chunks.push((chunk, layout));
         self.reserved += size;
         chunk
@@ -145,6 +131,27 @@ impl Arena {
     pub(crate) fn reserved_bytes(&self) -> usize {
         self.reserved
     }
+}
+
+/// A chunk of `layout` (non-zero size) from the allocator, offered to the kernel as transparent
+/// huge pages when its size is a multiple of one.
+pub(super) fn fresh_chunk(layout: Layout) -> NonNull<u8> {
+    // SAFETY: `layout` has a non-zero size (small chunks are ≥ 4 KiB, `alloc` is never asked
+    // for zero bytes, and the pool's layout is a whole chunk).
+    let raw = unsafe { alloc::alloc(layout) };
+    let Some(chunk) = NonNull::new(raw) else {
+        alloc::handle_alloc_error(layout)
+    };
+    // Miri cannot run `madvise`; the advice changes no contents, so skipping it there leaves
+    // what Miri checks unchanged.
+    if layout.size().is_multiple_of(HUGE_PAGE) && !cfg!(miri) {
+        // SAFETY: the range is exactly the chunk just allocated, huge-page aligned; the advice
+        // changes only how the kernel backs it, never its contents. Failure is harmless.
+        unsafe {
+            libc::madvise(chunk.as_ptr().cast(), layout.size(), libc::MADV_HUGEPAGE);
+        }
+    }
+    chunk
 }
 
 impl Drop for Arena {

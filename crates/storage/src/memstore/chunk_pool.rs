@@ -10,17 +10,37 @@
 //!
 //! The pool holds at most [`set_limit`] bytes (`storage.memstore_chunk_pool_bytes`); chunks
 //! beyond it are freed. Process-wide, like the allocator it stands in front of.
+//!
+//! Chunks made ahead ([`keep_ready`], `storage.memstore_chunks_ready_bytes`): a server also
+//! keeps a few fresh chunks, already faulted in, so a writer never waits for the kernel to
+//! zero one. On a 2-vCPU virtual machine a fresh 2 MiB chunk took about 4.5 ms of page faults
+//! on the reactor thread that asked for it, and the ten regions of a table fill their chunks
+//! at the same pace, so they asked together: the load's p99.9 was 7 ms with fresh chunks
+//! against 1.6 ms with pooled ones. A background thread (`cellar-chunk-prep`) pays those
+//! faults instead, topping the pool up whenever a writer takes a chunk from it.
 
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Once;
 
-/// Bytes the pool may hold unless configured: 256 MiB, two regions' worth of memstore.
-pub const DEFAULT_LIMIT: usize = 256 << 20;
+/// Bytes the pool may hold unless configured: 1 GiB, a memstore of 128 MiB in each of eight
+/// regions. Below what a server's memstores hold together, chunks freed by one flush go back
+/// to the OS and the next writes fault fresh ones in (HBase's pool may hold its whole global
+/// memstore, 40 % of the heap).
+pub const DEFAULT_LIMIT: usize = 1 << 30;
+
+/// Fresh chunks a server keeps ready unless configured: 32 MiB, enough for every region of
+/// a 16-region table to start a chunk at once.
+pub const DEFAULT_READY: usize = 32 << 20;
 
 static LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_LIMIT);
+/// Chunks [`keep_ready`] keeps in the pool; 0 until a server asks.
+static READY: AtomicUsize = AtomicUsize::new(0);
 static POOL: Mutex<Vec<Chunk>> = Mutex::new(Vec::new());
+/// Signalled when the pool falls below [`READY`] chunks (or the targets change).
+static LOW: Condvar = Condvar::new();
 
 /// A pooled chunk: memory no arena owns, of the pool's layout.
 struct Chunk(NonNull<u8>);
@@ -44,6 +64,81 @@ pub fn held_bytes() -> usize {
     POOL.lock().len() * super::arena::DEFAULT_CHUNK_SIZE
 }
 
+/// Keeps `bytes` of fresh chunks (rounded down to whole chunks, within the pool's limit)
+/// ready in the pool, made by a background thread started on the first call. `0` stops making
+/// them; chunks already made stay pooled.
+pub fn keep_ready(bytes: usize) {
+    READY.store(bytes / super::arena::DEFAULT_CHUNK_SIZE, Ordering::Relaxed);
+    static START: Once = Once::new();
+    START.call_once(|| {
+        let spawned = std::thread::Builder::new()
+            .name("cellar-chunk-prep".into())
+            .spawn(prepare_forever);
+        if let Err(e) = spawned {
+            tracing::warn!(error = %e, "cannot start the memstore chunk thread; writers will fault chunks in themselves");
+        }
+    });
+    let _pool = POOL.lock();
+    LOW.notify_one();
+}
+
+/// The chunks the pool should hold ready now.
+fn ready_target() -> usize {
+    let by_limit = LIMIT.load(Ordering::Relaxed) / super::arena::DEFAULT_CHUNK_SIZE;
+    READY.load(Ordering::Relaxed).min(by_limit)
+}
+
+/// The body of `cellar-chunk-prep`: waits until the pool is below its target, then makes one
+/// chunk with the pool unlocked, so writers taking chunks never wait for the page faults.
+/// It runs at idle priority: with every CPU busy, a reactor that finds no chunk ready faults
+/// one in itself, as without this thread, rather than waiting behind it for a CPU.
+fn prepare_forever() {
+    lower_priority();
+    loop {
+        {
+            let mut pool = POOL.lock();
+            while pool.len() >= ready_target() {
+                LOW.wait(&mut pool);
+            }
+        }
+        let chunk = super::arena::fresh_chunk(layout());
+        prefault(chunk);
+        let mut pool = POOL.lock();
+        if pool.len() < ready_target() {
+            pool.push(Chunk(chunk));
+        } else {
+            drop(pool);
+            free(chunk);
+        }
+    }
+}
+
+/// Moves the calling thread to Linux's idle scheduling class; elsewhere, or on failure, it
+/// keeps its priority (only the tail latency of writes is at stake).
+fn lower_priority() {
+    #[cfg(target_os = "linux")]
+    {
+        let param = libc::sched_param { sched_priority: 0 };
+        // SAFETY: `param` is a valid sched_param; pid 0 is the calling thread.
+        let rc = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+        if rc != 0 {
+            tracing::debug!(error = %std::io::Error::last_os_error(), "cellar-chunk-prep keeps its priority");
+        }
+    }
+}
+
+/// Writes to every page of `chunk`, so the kernel backs (and zeroes) it now. One write per
+/// 4 KiB: with a transparent huge page the first faults in all of it, without one each
+/// faults its own page.
+fn prefault(chunk: NonNull<u8>) {
+    const PAGE: usize = 4096;
+    for offset in (0..layout().size()).step_by(PAGE) {
+        // SAFETY: `offset` is inside the chunk, which nobody else references yet; the arena
+        // hands its memory out uninitialised, so any byte value is fine.
+        unsafe { chunk.as_ptr().add(offset).write_volatile(0) };
+    }
+}
+
 /// The layout of every pooled chunk: a standard chunk, aligned to its size.
 pub(super) fn layout() -> Layout {
     let size = super::arena::DEFAULT_CHUNK_SIZE;
@@ -53,9 +148,15 @@ pub(super) fn layout() -> Layout {
     }
 }
 
-/// A chunk of [`layout`] from the pool, if it holds one.
+/// A chunk of [`layout`] from the pool, if it holds one. Wakes the chunk thread when that
+/// leaves the pool below its ready target.
 pub(super) fn take() -> Option<NonNull<u8>> {
-    POOL.lock().pop().map(|c| c.0)
+    let mut pool = POOL.lock();
+    let chunk = pool.pop().map(|c| c.0);
+    if pool.len() < READY.load(Ordering::Relaxed) {
+        LOW.notify_one();
+    }
+    chunk
 }
 
 /// Hands `chunk` (allocated with [`layout`], no longer used by anyone) to the pool, or frees
