@@ -482,7 +482,7 @@ impl Shared {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::fs::{FaultFs, FileSystem};
+    use crate::fs::FaultFs;
     use crate::wal::reader;
     use std::sync::Arc;
     use std::time::Instant;
