@@ -3,28 +3,9 @@
 
 mod common;
 
-use cellar_model::cell::CellType;
-use cellar_model::key::make_key;
 use cellar_storage::iter::CellIter;
-use cellar_storage::memstore::{chunk_pool, Memstore, DEFAULT_CHUNK_SIZE};
-use common::read_all;
-use std::sync::Arc;
-
-/// (key, value) pairs in order.
-type Cells = Vec<(Vec<u8>, Vec<u8>)>;
-
-/// A memstore with `rows` rows of 1 KiB, and its cells in order.
-fn filled(rows: u32, tag: u8) -> (Arc<Memstore>, Cells) {
-    let m = Arc::new(Memstore::new());
-    let mut cells = Vec::new();
-    for r in 0..rows {
-        let key = make_key(format!("row{r:06}").as_bytes(), b"q", 1, CellType::Put, 1);
-        let value = vec![tag; 1024];
-        m.insert(&key, &value);
-        cells.push((key, value));
-    }
-    (m, cells)
-}
+use cellar_storage::memstore::{chunk_pool, DEFAULT_CHUNK_SIZE};
+use common::{filled_memstore as filled, read_all};
 
 #[test]
 fn dropped_memstores_feed_the_next_within_the_limit() {

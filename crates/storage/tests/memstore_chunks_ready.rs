@@ -4,11 +4,8 @@
 
 mod common;
 
-use cellar_model::cell::CellType;
-use cellar_model::key::make_key;
-use cellar_storage::memstore::{chunk_pool, Memstore, DEFAULT_CHUNK_SIZE};
-use common::read_all;
-use std::sync::Arc;
+use cellar_storage::memstore::{chunk_pool, DEFAULT_CHUNK_SIZE};
+use common::{filled_memstore, read_all};
 use std::time::{Duration, Instant};
 
 /// Waits (at most 20 s) until the pool holds `chunks` chunks; false if it never did.
@@ -21,19 +18,6 @@ fn pool_reaches(chunks: usize) -> bool {
         std::thread::sleep(Duration::from_millis(5));
     }
     false
-}
-
-/// A memstore holding `rows` rows of 1 KiB, and its cells in order.
-fn filled(rows: u32) -> (Arc<Memstore>, Vec<(Vec<u8>, Vec<u8>)>) {
-    let m = Arc::new(Memstore::new());
-    let mut cells = Vec::new();
-    for r in 0..rows {
-        let key = make_key(format!("row{r:06}").as_bytes(), b"q", 1, CellType::Put, 1);
-        let value = vec![(r % 251) as u8; 1024];
-        m.insert(&key, &value);
-        cells.push((key, value));
-    }
-    (m, cells)
 }
 
 #[test]
@@ -54,7 +38,7 @@ fn the_pool_is_kept_topped_up_with_fresh_chunks() {
 
     // A memstore of about 6 MiB takes the ready chunks (and makes more itself if it must); the
     // thread then makes the pool whole again while the memstore still holds its chunks.
-    let (memstore, cells) = filled(6000);
+    let (memstore, cells) = filled_memstore(6000, 0x5a);
     assert!(memstore.reserved_bytes() >= 3 * DEFAULT_CHUNK_SIZE);
     assert!(
         pool_reaches(4),
@@ -79,11 +63,11 @@ fn the_pool_is_kept_topped_up_with_fresh_chunks() {
     chunk_pool::set_limit(2 * DEFAULT_CHUNK_SIZE);
     assert_eq!(chunk_pool::held_bytes(), 2 * DEFAULT_CHUNK_SIZE);
     chunk_pool::keep_ready(0);
-    let (small, _) = filled(3000);
+    let (small, _) = filled_memstore(3000, 1);
     drop(small);
     std::thread::sleep(Duration::from_millis(200));
     assert_eq!(chunk_pool::held_bytes(), 2 * DEFAULT_CHUNK_SIZE);
-    let (taker, _) = filled(3000);
+    let (taker, _) = filled_memstore(3000, 1);
     std::thread::sleep(Duration::from_millis(200));
     assert!(
         chunk_pool::held_bytes() < 2 * DEFAULT_CHUNK_SIZE,

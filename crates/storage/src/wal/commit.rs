@@ -487,19 +487,46 @@ mod tests {
     use std::sync::Arc;
     use std::time::Instant;
 
-    /// A log over `fs` in `dir` with small segments and no background thread, so a rolled
-    /// segment stays in `closing` until a round syncs it.
-    fn log(fs: &FaultFs, dir: &Path) -> Arc<Shared> {
-        let fs: FsRef = Arc::new(fs.clone());
-        fs.create_dir_all(dir).expect("dir");
-        let active = SegmentWriter::create(&*fs, dir, 1).expect("segment");
+    /// A log in a fresh directory over a power-cut file system, with small segments and no
+    /// background thread, so a rolled segment stays in `closing` until a round syncs it.
+    struct Fixture {
+        _tmp: tempfile::TempDir,
+        dir: std::path::PathBuf,
+        fs: FaultFs,
+        wal: Arc<Shared>,
+    }
+
+    fn fixture() -> Fixture {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("wal");
+        let fs = FaultFs::new();
+        let shared: FsRef = Arc::new(fs.clone());
+        shared.create_dir_all(&dir).expect("dir");
+        let active = SegmentWriter::create(&*shared, &dir, 1).expect("segment");
         let mut set = SegmentSet::default();
         set.push(SegmentMeta::new(active.id(), active.path().to_path_buf()));
         let opts = WalOptions {
             segment_size: 256,
             async_flush_interval: Duration::from_secs(3600),
         };
-        Arc::new(Shared::new(fs, dir, opts, active, set))
+        let wal = Arc::new(Shared::new(shared, &dir, opts, active, set));
+        Fixture {
+            _tmp: tmp,
+            dir,
+            fs,
+            wal,
+        }
+    }
+
+    impl Fixture {
+        /// Cuts the power with the log still open, restores it and replays the directory.
+        fn seqs_after_power_cut(self) -> Vec<u64> {
+            self.fs.power_cut();
+            drop(self.wal);
+            self.fs.restore_power();
+            let rec = reader::recover(&crate::fs::LocalFs, &self.dir).expect("recover");
+            rec.records.iter().map(|r| r.seq).collect()
+        }
     }
 
     /// Appends `SyncWal` records of region 1 from `seq` on until a round rolls; returns the
@@ -515,74 +542,54 @@ mod tests {
         seq
     }
 
-    fn replayed_seqs(dir: &Path) -> Vec<u64> {
-        let rec = reader::recover(&crate::fs::LocalFs, dir).expect("recover");
-        rec.records.iter().map(|r| r.seq).collect()
-    }
-
     #[test]
     fn a_roll_leaves_the_sync_to_later_and_an_fsync_covers_the_rolled_segment() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().join("wal");
-        let fs = FaultFs::new();
-        let wal = log(&fs, &dir);
-        let next = write_until_roll(&wal, 1);
+        let f = fixture();
+        let next = write_until_roll(&f.wal, 1);
         assert!(
-            wal.closing.lock().is_some(),
+            f.wal.closing.lock().is_some(),
             "the rolled segment waits for its sync"
         );
-        let t = wal.append(1, next, b"fsynced").expect("append");
-        wal.sync(t, Durability::FsyncWal).expect("fsync");
+        let t = f.wal.append(1, next, b"fsynced").expect("append");
+        f.wal.sync(t, Durability::FsyncWal).expect("fsync");
         assert!(
-            wal.closing.lock().is_none(),
+            f.wal.closing.lock().is_none(),
             "the fsync round synced it first"
         );
-        fs.power_cut();
-        drop(wal);
-        fs.restore_power();
-        assert_eq!(
-            replayed_seqs(&dir),
-            (1..=next).collect::<Vec<_>>(),
-            "all up to the fsync"
-        );
+        let expected: Vec<u64> = (1..=next).collect();
+        assert_eq!(f.seqs_after_power_cut(), expected, "all up to the fsync");
     }
 
     #[test]
     fn without_a_sync_the_rolled_segment_is_what_a_power_cut_takes() {
         // The converse, so the test above shows something: a rolled segment no round synced
         // loses its records to a power cut.
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().join("wal");
-        let fs = FaultFs::new();
-        let wal = log(&fs, &dir);
-        let next = write_until_roll(&wal, 1);
+        let f = fixture();
+        let next = write_until_roll(&f.wal, 1);
         assert!(next > 2);
-        fs.power_cut();
-        drop(wal);
-        fs.restore_power();
-        assert!(replayed_seqs(&dir).is_empty());
+        assert!(f.seqs_after_power_cut().is_empty());
     }
 
     #[test]
     fn the_background_thread_syncs_a_rolled_segment() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().join("wal");
-        let fs = FaultFs::new();
-        let wal = log(&fs, &dir);
-        let bg = Arc::clone(&wal);
+        let f = fixture();
+        let bg = Arc::clone(&f.wal);
         let handle = std::thread::spawn(move || bg.run_background());
-        let next = write_until_roll(&wal, 1);
+        let next = write_until_roll(&f.wal, 1);
         let deadline = Instant::now() + Duration::from_secs(20);
-        while wal.closing.lock().is_some() {
+        while f.wal.closing.lock().is_some() {
             assert!(Instant::now() < deadline, "never synced");
             std::thread::sleep(Duration::from_millis(2));
         }
-        fs.power_cut();
-        let _ = wal.close();
+        // Stops the background thread (the close itself fails: the power is out by then).
+        let stopper = Arc::clone(&f.wal);
+        f.fs.power_cut();
+        let _ = stopper.close();
         handle.join().expect("background thread");
-        drop(wal);
-        fs.restore_power();
+        drop(stopper);
+        f.fs.restore_power();
         // Every record went to the rolled segment (a round writes its batch, then rolls).
-        assert_eq!(replayed_seqs(&dir), (1..next).collect::<Vec<_>>());
+        let expected: Vec<u64> = (1..next).collect();
+        assert_eq!(f.seqs_after_power_cut(), expected);
     }
 }

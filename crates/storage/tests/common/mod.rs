@@ -4,8 +4,10 @@
 use cellar_model::key::make_key;
 use cellar_model::{BloomType, CellType, Compression};
 use cellar_storage::fs::{FsRef, LocalFs};
+use cellar_storage::memstore::Memstore;
 use cellar_storage::storefile::{FileMeta, StoreFileOptions, StoreFileWriter};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub const COMPRESSIONS: [Compression; 4] = [
     Compression::None,
@@ -77,4 +79,21 @@ pub fn read_all(it: &mut impl cellar_storage::iter::CellIter) -> Vec<(Vec<u8>, V
         it.next().expect("next");
     }
     out
+}
+
+/// (key, value) pairs in order.
+pub type Cells = Vec<(Vec<u8>, Vec<u8>)>;
+
+/// A memstore holding `rows` rows of one 1 KiB cell each, every byte `tag`, and its cells
+/// in order.
+pub fn filled_memstore(rows: u32, tag: u8) -> (Arc<Memstore>, Cells) {
+    let m = Arc::new(Memstore::new());
+    let mut cells = Vec::new();
+    for r in 0..rows {
+        let key = make_key(format!("row{r:06}").as_bytes(), b"q", 1, CellType::Put, 1);
+        let value = vec![tag; 1024];
+        m.insert(&key, &value);
+        cells.push((key, value));
+    }
+    (m, cells)
 }
