@@ -15,6 +15,12 @@ if ! command -v cargo >/dev/null 2>&1; then
 fi
 rustup component add rustfmt clippy >/dev/null 2>&1 || true
 
+# A full disk fails the build with "No space left on device" deep in rustc's output; say it first.
+free_kib=$(df -Pk . | awk 'NR == 2 {print $4}')
+if [ -n "$free_kib" ] && [ "$free_kib" -lt $((6 * 1024 * 1024)) ]; then
+    echo "warning: only $((free_kib / 1024)) MiB free on $(pwd); the build and tests need about 6 GiB"
+fi
+
 log "cargo fmt --check"
 cargo fmt --all -- --check || { echo "0 passed, 1 failed"; exit 1; }
 
