@@ -247,6 +247,14 @@ def main():
     if "floor_cpu_us_per_call" in meta:
         print(f"floor: a bare echo server spends {meta['floor_cpu_us_per_call']} us of CPU per "
               "1 KiB call on this machine (rpc_bench floor-cpu); no server's cpu us/op can be lower")
+    if "floor_p99_us" in meta:
+        print(f"floor: its round trips take p50 {meta['floor_p50_us']} / p99 {meta['floor_p99_us']}"
+              f" / p99.9 {meta['floor_p999_us']} us; no server's p99 at one thread can be lower")
+    if "floor_one_cpu_cpu_us_per_call" in meta:
+        print(f"floor with the echo server and its client on one CPU: "
+              f"{meta['floor_one_cpu_cpu_us_per_call']} us of CPU per call, p99 "
+              f"{meta.get('floor_one_cpu_p99_us', '?')} us (the rest of the floor above is "
+              "wake-ups that cross CPUs)")
     with open(args.out, "w", encoding="utf-8") as f:
         json.dump({"meta": meta, "medians": medians, "phases": phases}, f, indent=2)
     return 0

@@ -93,7 +93,10 @@ class Summary(unittest.TestCase):
             out = os.path.join(d, "results.json")
             run = subprocess.run(
                 [sys.executable, os.path.join(HERE, "summarize.py"), "--phases", tsv,
-                 "--clk-tck", "100", "--workloads", "c", "--out", out],
+                 "--clk-tck", "100", "--workloads", "c", "--out", out,
+                 "--meta", "floor_cpu_us_per_call=40.6", "floor_p50_us=130", "floor_p99_us=410",
+                 "floor_p999_us=2055", "floor_one_cpu_cpu_us_per_call=14.0",
+                 "floor_one_cpu_p99_us=66"],
                 capture_output=True, text=True, check=False)
             self.assertEqual(run.returncode, 0, run.stderr)
             with open(out, encoding="utf-8") as f:
@@ -113,6 +116,10 @@ class Summary(unittest.TestCase):
         self.assertAlmostEqual(row["cellar-native_over_hbase"]["steady_p99_us"]["READ"], 0.1)
         self.assertAlmostEqual(hbase["server_cpu_us_per_op"], 1000.0)
         self.assertIn("[3,000]", run.stdout)
+        # The floor measured before the servers is kept and printed beside the table.
+        self.assertEqual(result["meta"]["floor_p99_us"], "410")
+        self.assertIn("p99 410", run.stdout)
+        self.assertIn("14.0 us of CPU per call", run.stdout)
 
 
 if __name__ == "__main__":

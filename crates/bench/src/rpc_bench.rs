@@ -411,18 +411,55 @@ pub fn print(r: &PlacementResult, opts: &Options) {
 }
 
 /// The kernel's share of a call, measured: a bare echo server process answering `ops`
-/// sequential `value_size`-byte ping-pongs over one loopback connection, and the CPU time
-/// (user + system, from `/proc/PID/stat`) it spent per call. No server can spend less per
-/// call on this machine: it is one receive, one send and one sleep/wake-up per call.
+/// sequential `value_size`-byte ping-pongs over one loopback connection, the CPU time
+/// (user + system, from `/proc/PID/stat`) it spent per call, and the round trips' latency.
+/// No server can spend less per call, or answer faster, on this machine: it is one receive,
+/// one send and one sleep/wake-up per call.
+///
+/// Measured twice: first with both processes free to run on any CPU (as the servers in a
+/// benchmark are), then with both on CPU 0. The difference is what a wake-up that crosses CPUs
+/// costs here, which on a virtual machine can be most of the floor.
 #[derive(Debug, Clone, Serialize)]
 pub struct FloorCpu {
     pub ops: u64,
     pub value_size: usize,
+    /// Any CPU: the floor of a benchmark whose processes the scheduler places.
     pub server_cpu_us_per_call: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+    /// Both processes on CPU 0: no wake-up crosses CPUs.
+    pub one_cpu: FloorRun,
 }
 
-/// Runs the [`FloorCpu`] measurement against a fresh `self_exe echo-server` process.
+/// One measurement of the floor.
+#[derive(Debug, Clone, Serialize)]
+pub struct FloorRun {
+    pub server_cpu_us_per_call: f64,
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub p999_us: f64,
+}
+
+/// Runs the [`FloorCpu`] measurements, each against a fresh `self_exe echo-server` process.
+/// Leaves this thread pinned to CPU 0 (the second measurement's placement).
 pub fn floor_cpu(self_exe: &Path, ops: u64, value_size: usize) -> Result<FloorCpu> {
+    let any = floor_run(self_exe, ops, value_size)?;
+    // The echo server inherits the mask at spawn.
+    pin_to(0)?;
+    let one_cpu = floor_run(self_exe, ops, value_size)?;
+    Ok(FloorCpu {
+        ops,
+        value_size,
+        server_cpu_us_per_call: any.server_cpu_us_per_call,
+        p50_us: any.p50_us,
+        p99_us: any.p99_us,
+        p999_us: any.p999_us,
+        one_cpu,
+    })
+}
+
+fn floor_run(self_exe: &Path, ops: u64, value_size: usize) -> Result<FloorRun> {
     let mut echo = Command::new(self_exe);
     echo.arg("echo-server");
     let (guard, addr) = spawn_listening(echo, "echo")?;
@@ -431,7 +468,7 @@ pub fn floor_cpu(self_exe: &Path, ops: u64, value_size: usize) -> Result<FloorCp
         .enable_all()
         .build()
         .map_err(|e| e.to_string())?;
-    let ticks = rt.block_on(async {
+    let (ticks, h) = rt.block_on(async {
         let mut sock = TcpStream::connect(&addr).await.map_err(|e| e.to_string())?;
         sock.set_nodelay(true).map_err(|e| e.to_string())?;
         let msg = echo_message(value_size);
@@ -440,21 +477,26 @@ pub fn floor_cpu(self_exe: &Path, ops: u64, value_size: usize) -> Result<FloorCp
         for _ in 0..ops.min(1000) {
             ping_pong_once(&mut sock, &msg, &mut buf).await?;
         }
+        let mut h = histogram()?;
         let before = cpu_ticks(pid)?;
         for _ in 0..ops {
+            let start = Instant::now();
             ping_pong_once(&mut sock, &msg, &mut buf).await?;
+            h.saturating_record(start.elapsed().as_nanos() as u64);
         }
-        Ok::<_, String>(cpu_ticks(pid)? - before)
+        Ok::<_, String>((cpu_ticks(pid)? - before, h))
     })?;
     // SAFETY: sysconf has no preconditions.
     let tck = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
     if tck <= 0 {
         return Err("sysconf(_SC_CLK_TCK) failed".into());
     }
-    Ok(FloorCpu {
-        ops,
-        value_size,
+    let us = |q: f64| h.value_at_quantile(q) as f64 / 1000.0;
+    Ok(FloorRun {
         server_cpu_us_per_call: ticks as f64 * 1e6 / tck as f64 / ops as f64,
+        p50_us: us(0.5),
+        p99_us: us(0.99),
+        p999_us: us(0.999),
     })
 }
 

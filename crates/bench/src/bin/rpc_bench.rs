@@ -41,7 +41,8 @@ enum Mode {
     /// Internal: the ping-pong echo server (prints `listening echo=ADDR`).
     EchoServer,
     /// The kernel's floor for one call on this machine: the server CPU a bare echo server
-    /// spends per sequential ping-pong of --value-size bytes (--ops calls, one connection).
+    /// spends per sequential ping-pong of --value-size bytes (--ops calls, one connection),
+    /// and the round trips' p50/p99/p99.9; first on any CPU, then with both on CPU 0.
     FloorCpu,
 }
 
@@ -57,8 +58,17 @@ fn run(args: Args) -> Result<(), String> {
     if let Some(Mode::FloorCpu) = args.mode {
         let floor = rpc_bench::floor_cpu(&self_exe, args.ops, args.value_size)?;
         println!(
-            "floor: {:.1} µs of server CPU per call ({} sequential {} B ping-pongs, one connection)",
-            floor.server_cpu_us_per_call, floor.ops, floor.value_size
+            "floor ({} sequential {} B ping-pongs, one connection), server CPU per call and round trip p50 / p99 / p99.9:",
+            floor.ops, floor.value_size
+        );
+        println!(
+            "  any CPU:    {:.1} µs; {:.0} / {:.0} / {:.0} µs",
+            floor.server_cpu_us_per_call, floor.p50_us, floor.p99_us, floor.p999_us
+        );
+        let one = &floor.one_cpu;
+        println!(
+            "  both on CPU 0: {:.1} µs; {:.0} / {:.0} / {:.0} µs",
+            one.server_cpu_us_per_call, one.p50_us, one.p99_us, one.p999_us
         );
         if let Some(path) = args.json {
             let text = serde_json::to_string_pretty(&floor).map_err(|e| e.to_string())?;
