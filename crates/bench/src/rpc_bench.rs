@@ -423,11 +423,10 @@ pub fn print(r: &PlacementResult, opts: &Options) {
 pub struct FloorCpu {
     pub ops: u64,
     pub value_size: usize,
-    /// Any CPU: the floor of a benchmark whose processes the scheduler places.
-    pub server_cpu_us_per_call: f64,
-    pub p50_us: f64,
-    pub p99_us: f64,
-    pub p999_us: f64,
+    /// Any CPU: the floor of a benchmark whose processes the scheduler places. Its fields
+    /// sit at the top level of the JSON, where `server_cpu_us_per_call` always was.
+    #[serde(flatten)]
+    pub any_cpu: FloorRun,
     /// Both processes on CPU 0: no wake-up crosses CPUs.
     pub one_cpu: FloorRun,
 }
@@ -444,17 +443,14 @@ pub struct FloorRun {
 /// Runs the [`FloorCpu`] measurements, each against a fresh `self_exe echo-server` process.
 /// Leaves this thread pinned to CPU 0 (the second measurement's placement).
 pub fn floor_cpu(self_exe: &Path, ops: u64, value_size: usize) -> Result<FloorCpu> {
-    let any = floor_run(self_exe, ops, value_size)?;
+    let any_cpu = floor_run(self_exe, ops, value_size)?;
     // The echo server inherits the mask at spawn.
     pin_to(0)?;
     let one_cpu = floor_run(self_exe, ops, value_size)?;
     Ok(FloorCpu {
         ops,
         value_size,
-        server_cpu_us_per_call: any.server_cpu_us_per_call,
-        p50_us: any.p50_us,
-        p99_us: any.p99_us,
-        p999_us: any.p999_us,
+        any_cpu,
         one_cpu,
     })
 }

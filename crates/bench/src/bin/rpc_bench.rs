@@ -61,15 +61,15 @@ fn run(args: Args) -> Result<(), String> {
             "floor ({} sequential {} B ping-pongs, one connection), server CPU per call and round trip p50 / p99 / p99.9:",
             floor.ops, floor.value_size
         );
-        println!(
-            "  any CPU:    {:.1} µs; {:.0} / {:.0} / {:.0} µs",
-            floor.server_cpu_us_per_call, floor.p50_us, floor.p99_us, floor.p999_us
-        );
-        let one = &floor.one_cpu;
-        println!(
-            "  both on CPU 0: {:.1} µs; {:.0} / {:.0} / {:.0} µs",
-            one.server_cpu_us_per_call, one.p50_us, one.p99_us, one.p999_us
-        );
+        for (placement, run) in [
+            ("any CPU", &floor.any_cpu),
+            ("both on CPU 0", &floor.one_cpu),
+        ] {
+            println!(
+                "  {placement:<14} {:.1} µs; {:.0} / {:.0} / {:.0} µs",
+                run.server_cpu_us_per_call, run.p50_us, run.p99_us, run.p999_us
+            );
+        }
         if let Some(path) = args.json {
             let text = serde_json::to_string_pretty(&floor).map_err(|e| e.to_string())?;
             std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
