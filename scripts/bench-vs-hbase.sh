@@ -9,8 +9,8 @@
 # CPU time per operation (from /proc/PID/stat), medians over passes, as a table and JSON.
 # See docs/hbase-side-by-side.md.
 # First, with nothing else running, the kernel's floor for one call on this machine
-# (`rpc_bench floor-cpu`: a bare echo server's CPU per 1 KiB ping-pong), when rpc_bench is
-# built next to the Cellar binary.
+# (`rpc_bench floor-cpu`: a bare echo server's CPU per 1 KiB ping-pong and its round trips'
+# latency, on any CPU and on one), when rpc_bench is built next to the Cellar binary.
 #
 # Usage: scripts/bench-vs-hbase.sh [--records N] [--ops N] [--threads "1 8"] [--passes N]
 #          [--workloads "load a c"] [--out FILE.json] [--cellar BIN] [--work DIR] [--no-cellar]

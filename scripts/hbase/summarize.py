@@ -199,18 +199,19 @@ def main():
             if "hbase" not in row or sys_name not in row:
                 continue
             h, c = row["hbase"], row[sys_name]
+
+            def op_ratios(pick):
+                """{OP: pick(Cellar's op) / pick(HBase's op)} for each of Cellar's ops."""
+                return {name: ratio(pick(v), pick(h["ops"].get(name, {"steady": {}})))
+                        for name, v in c["ops"].items()}
+
             row[f"{sys_name}_over_hbase"] = {
                 "throughput": ratio(c["throughput"], h["throughput"]),
                 "server_cpu_us_per_op": ratio(c["server_cpu_us_per_op"],
                                               h["server_cpu_us_per_op"]),
-                "p99_us": {name: ratio(v["p99_us"], h["ops"].get(name, {}).get("p99_us"))
-                           for name, v in c["ops"].items()},
-                "p999_us": {name: ratio(v["p999_us"], h["ops"].get(name, {}).get("p999_us"))
-                            for name, v in c["ops"].items()},
-                "steady_p99_us": {
-                    name: ratio(v["steady"]["p99_us"],
-                                h["ops"].get(name, {}).get("steady", {}).get("p99_us"))
-                    for name, v in c["ops"].items()},
+                "p99_us": op_ratios(lambda op: op.get("p99_us")),
+                "p999_us": op_ratios(lambda op: op.get("p999_us")),
+                "steady_p99_us": op_ratios(lambda op: op["steady"].get("p99_us")),
             }
         medians.append(row)
 

@@ -14,11 +14,12 @@
 //! Chunks made ahead ([`keep_ready`], `storage.memstore_chunks_ready_bytes`): a server also
 //! keeps a few fresh chunks, already faulted in, so a writer that needs one finds it ready
 //! instead of waiting for the kernel to zero it (when the thread falls behind, the writer
-//! faults one in itself, as before). On a 2-vCPU virtual machine a fresh 2 MiB chunk took about 4.5 ms of page faults
-//! on the reactor thread that asked for it, and the ten regions of a table fill their chunks
-//! at the same pace, so they asked together: the load's p99.9 was 7 ms with fresh chunks
-//! against 1.6 ms with pooled ones. A background thread (`cellar-chunk-prep`) pays those
-//! faults instead, topping the pool up whenever a writer takes a chunk from it.
+//! faults one in itself, as before). On a 2-vCPU virtual machine a fresh 2 MiB chunk took
+//! about 4.5 ms of page faults on the reactor thread that asked for it, and the ten regions
+//! of a table fill their chunks at the same pace, so they asked together: the load's p99.9
+//! was 7 ms with fresh chunks against 1.6 ms with pooled ones. A background thread
+//! (`cellar-chunk-prep`) pays those faults instead, topping the pool up whenever a writer
+//! takes a chunk from it.
 
 use parking_lot::{Condvar, Mutex};
 use std::alloc::{self, Layout};
@@ -154,7 +155,7 @@ pub(super) fn layout() -> Layout {
 pub(super) fn take() -> Option<NonNull<u8>> {
     let mut pool = POOL.lock();
     let chunk = pool.pop().map(|c| c.0);
-    if pool.len() < READY.load(Ordering::Relaxed) {
+    if pool.len() < ready_target() {
         LOW.notify_one();
     }
     chunk
