@@ -3,6 +3,11 @@
 //! file system the power-loss tests use. Nothing above this module may assume a local path.
 //!
 //! Paths are plain `/`-separated paths interpreted by the implementation.
+//!
+//! Durability contract (what the fault-injecting file system models): appended bytes survive a
+//! process crash once flushed and a power cut once synced; a create, rename, delete or
+//! directory creation survives a power cut only once its parent directory was synced
+//! ([`FileSystem::sync_dir`], [`create_dir_durable`]).
 
 mod fault;
 mod local;
@@ -31,7 +36,23 @@ pub trait WritableFile: Send {
         self.len() == 0
     }
     fn path(&self) -> &Path;
+    /// Drops appended bytes not yet handed to the OS. After a failed flush they would
+    /// otherwise reach the file later (on the next flush or on drop), behind the caller's back.
+    fn discard_buffer(&mut self);
+    /// A handle that syncs this file from another thread while appends go on: the WAL makes
+    /// one round's records durable while the next round is written.
+    fn syncer(&self) -> Result<Arc<dyn FileSyncer>>;
 }
+
+/// Syncs one file, concurrently with its writer ([`WritableFile::syncer`]).
+pub trait FileSyncer: Send + Sync {
+    /// Makes durable (fdatasync; on HDFS: hsync) at least every byte the writer had handed to
+    /// the OS ([`WritableFile::flush`]) when this call began.
+    fn sync(&self) -> Result<()>;
+}
+
+/// Held while a process owns a directory ([`FileSystem::lock`]); dropping it lets go.
+pub type LockGuard = Box<dyn std::any::Any + Send + Sync>;
 
 /// A file open for positional reads. Thread-safe: many readers share one handle.
 pub trait RandomAccessFile: Send + Sync {
@@ -62,6 +83,10 @@ pub trait FileSystem: Send + Sync + 'static {
     fn truncate(&self, path: &Path, len: u64) -> Result<()>;
     /// Makes creates, renames and deletes inside `dir` durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Takes the exclusive lock file `path` (created if missing) for as long as the guard
+    /// lives. A second holder, in this process or another, is refused with an error naming
+    /// the file: two servers never write the same directory.
+    fn lock(&self, path: &Path) -> Result<LockGuard>;
 }
 
 /// The shared handle every component holds.
@@ -86,6 +111,30 @@ pub fn write_atomic(fs: &dyn FileSystem, path: &Path, data: &[u8]) -> Result<()>
     fs.rename(&tmp, path)?;
     if let Some(dir) = path.parent() {
         fs.sync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Creates `dir` and its missing parents so that they survive a power cut: each directory
+/// created is made durable by syncing its parent.
+pub fn create_dir_durable(fs: &dyn FileSystem, dir: &Path) -> Result<()> {
+    let mut missing = Vec::new();
+    let mut at = Some(dir);
+    while let Some(d) = at {
+        if d.as_os_str().is_empty() || fs.exists(d)? {
+            break;
+        }
+        missing.push(d);
+        at = d.parent();
+    }
+    if missing.is_empty() {
+        return Ok(());
+    }
+    fs.create_dir_all(dir)?;
+    for d in missing.iter().rev() {
+        if let Some(parent) = d.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs.sync_dir(parent)?;
+        }
     }
     Ok(())
 }

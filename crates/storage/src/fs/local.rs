@@ -1,6 +1,6 @@
 //! [`FileSystem`] on the local disk.
 
-use super::{FileSystem, RandomAccessFile, WritableFile};
+use super::{FileSyncer, FileSystem, LockGuard, RandomAccessFile, WritableFile};
 use bytes::Bytes;
 use cellar_model::{Error, Result};
 use std::fs::{self, File, OpenOptions};
@@ -70,6 +70,37 @@ impl WritableFile for LocalWritable {
     fn path(&self) -> &Path {
         &self.path
     }
+
+    fn discard_buffer(&mut self) {
+        self.len -= self.buf.len() as u64;
+        self.buf.clear();
+    }
+
+    fn syncer(&self) -> Result<Arc<dyn FileSyncer>> {
+        let file = self.file.try_clone().map_err(io_err(&self.path))?;
+        Ok(Arc::new(LocalSyncer {
+            path: self.path.clone(),
+            file,
+        }))
+    }
+}
+
+/// A duplicate descriptor of a file being written: fdatasync on it covers every write made
+/// through the original before the call.
+struct LocalSyncer {
+    path: PathBuf,
+    file: File,
+}
+
+impl FileSyncer for LocalSyncer {
+    fn sync(&self) -> Result<()> {
+        self.file.sync_data().map_err(io_err(&self.path))
+    }
+}
+
+/// An exclusive lock (`flock`) on an open lock file, released when the file is closed.
+struct LocalLock {
+    _file: File,
 }
 
 impl Drop for LocalWritable {
@@ -220,5 +251,29 @@ impl FileSystem for LocalFs {
         File::open(dir)
             .and_then(|d| d.sync_all())
             .map_err(io_err(dir))
+    }
+
+    fn lock(&self, path: &Path) -> Result<LockGuard> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(io_err(path))?;
+        match file.try_lock() {
+            Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) => {
+                return Err(Error::io(
+                    path.display(),
+                    io::Error::new(
+                        io::ErrorKind::WouldBlock,
+                        "locked by another process or server: the directory is in use",
+                    ),
+                ))
+            }
+            Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(path.display(), e)),
+        }
+        Ok(Box::new(LocalLock { _file: file }))
     }
 }
