@@ -3,6 +3,10 @@
 //! Write path ([`Region::mutate`]): validate → take the write lock → sequence id ([`mvcc`]) →
 //! WAL append (buffered) → memstore insert → release the lock → WAL sync to the requested
 //! durability (group commit with other writers) → MVCC complete (the write becomes visible).
+//! If the WAL fails the write is aborted instead: its cells stay in the memstore, invisible to
+//! every reader and left out of flushes, and the caller gets the error. A network reactor uses
+//! [`Region::try_mutate_deferred`] and [`PendingWrite::try_finish`], which never wait: what
+//! would wait is handed back to be finished on a thread that may.
 //! Read path ([`Region::get`], [`Region::scan`]): read point → per-family merge of memstores
 //! and pruned store files → [`matcher`] (deletes, versions, TTL, time range) → a
 //! [`CellSink`]: [`RowCells`] for readers that want `Cell`s, or the network reactor's answer
@@ -40,7 +44,7 @@ use cellar_model::{
     LATEST_TIMESTAMP,
 };
 use matcher::{ReadSpec, RowMatcher};
-use mvcc::Mvcc;
+use mvcc::{Mvcc, ReadPoint};
 use parking_lot::{Condvar, Mutex};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -114,7 +118,6 @@ pub(crate) struct RegionInner {
     flush_lock: Mutex<Option<u64>>,
     next_file_number: AtomicU64,
     closed: AtomicBool,
-    wal_failed: AtomicBool,
     /// Signalled when a flush or compaction finishes, for writers held back.
     pressure: (Mutex<()>, Condvar),
     pub flushes: AtomicU64,
@@ -124,12 +127,10 @@ pub(crate) struct RegionInner {
 }
 
 /// A write in the memstores whose WAL record is buffered but not yet in the OS
-/// ([`Region::try_mutate_deferred`]). Readers do not see it, and later writes to its region
-/// wait for it, until [`PendingWrite::finish`]: finish it soon, and before acknowledging it.
-/// Dropped unfinished, it finishes then (errors are logged).
-///
-/// Finishing waits only for the region's writes that began before it. The holder must not
-/// wait, between starting it and finishing it, for anything a later write could hold back.
+/// ([`Region::try_mutate_deferred`]). Readers do not see it until [`PendingWrite::finish`] (or
+/// [`PendingWrite::try_finish`]) makes it as durable as asked: finish it soon, and before
+/// acknowledging it; a flush of its region waits for it. Dropped unfinished, it finishes then
+/// (errors are logged).
 #[must_use = "a pending write holds back its region's later writes until finished"]
 pub struct PendingWrite {
     /// `None` once finished.
@@ -140,30 +141,58 @@ pub struct PendingWrite {
 }
 
 impl PendingWrite {
-    /// Hands the record to the OS (one write covers every record buffered before it, so
-    /// finishing several pending writes in a row costs one write), then makes the write
-    /// visible. An error means the WAL failed: the write must not be acknowledged.
+    /// Makes the record as durable as asked (one write to the OS covers every record buffered
+    /// before it, so finishing several pending writes in a row costs one write), then makes the
+    /// write visible. An error means the WAL failed: the write was aborted (never visible) and
+    /// must not be acknowledged.
     pub fn finish(mut self) -> Result<()> {
         self.finish_now()
     }
 
+    /// [`PendingWrite::finish`] for a thread that must not wait (a network reactor): `Err`
+    /// hands the write back when finishing it would wait for an fdatasync or for another
+    /// writer's round; finish it on a thread that may wait.
+    pub fn try_finish(mut self) -> std::result::Result<Result<()>, PendingWrite> {
+        let Some(region) = self.region.as_ref() else {
+            return Ok(Ok(()));
+        };
+        let synced = match self.ticket {
+            Some(t) => match region.services.wal.try_sync(t, self.durability) {
+                Some(r) => r,
+                None => return Err(self),
+            },
+            None => Ok(()),
+        };
+        Ok(self.settle(synced))
+    }
+
     fn finish_now(&mut self) -> Result<()> {
-        let Some(region) = self.region.take() else {
+        let Some(region) = self.region.as_ref() else {
             return Ok(());
         };
         let synced = match self.ticket {
             Some(t) => region.services.wal.sync(t, self.durability),
             None => Ok(()),
         };
-        if synced.is_err() {
-            // The edit is in the memstore but maybe not in the log: refuse further writes so
-            // nothing unlogged is acknowledged after it (HBase aborts the server here).
-            region.wal_failed.store(true, Ordering::Release);
+        self.settle(synced)
+    }
+
+    /// Completes the write (visible from now on) or, if its WAL sync failed, aborts it.
+    fn settle(&mut self, synced: Result<()>) -> Result<()> {
+        let Some(region) = self.region.take() else {
+            return synced;
+        };
+        match synced {
+            Ok(()) => {
+                region.mvcc.complete(self.seq);
+                region.request_flush_if_needed();
+                Ok(())
+            }
+            Err(e) => {
+                region.mvcc.abort(self.seq);
+                Err(e)
+            }
         }
-        region.mvcc.complete_and_wait(self.seq);
-        synced?;
-        region.request_flush_if_needed();
-        Ok(())
     }
 }
 
@@ -292,7 +321,6 @@ impl Region {
             flush_lock: Mutex::new(None),
             next_file_number: AtomicU64::new(max_number + 1),
             closed: AtomicBool::new(false),
-            wal_failed: AtomicBool::new(false),
             pressure: (Mutex::new(()), Condvar::new()),
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
@@ -419,16 +447,13 @@ impl Region {
     }
 
     /// Stops writes, flushes, and waits for background work. With its own services (opened by
-    /// [`Region::open`]), also closes the WAL.
+    /// [`Region::open`]), also closes the WAL. Writes the WAL refused are not flushed: they
+    /// were aborted.
     pub fn close(self) -> Result<()> {
         let inner = &self.inner;
         inner.closed.store(true, Ordering::SeqCst);
         self.wait_for_background();
-        let flushed = if inner.wal_failed.load(Ordering::SeqCst) {
-            Ok(())
-        } else {
-            inner.flush_unchecked()
-        };
+        let flushed = inner.flush_unchecked();
         self.wait_for_background();
         if self.owns_services {
             inner.services.shutdown()?;
@@ -559,52 +584,73 @@ impl RegionInner {
     fn mutate(self: &Arc<Self>, m: &RowMutation) -> Result<()> {
         self.admit(m)?;
         self.wait_for_pressure();
+        self.services.wal.wait_for_room();
         self.apply(m)
     }
 
     fn try_mutate(self: &Arc<Self>, m: &RowMutation) -> Option<Result<()>> {
-        Some(self.try_mutate_deferred(m)?.and_then(PendingWrite::finish))
+        match self.try_mutate_deferred(m)? {
+            Ok(w) => w.try_finish().ok(),
+            Err(e) => Some(Err(e)),
+        }
     }
 
     fn try_mutate_deferred(self: &Arc<Self>, m: &RowMutation) -> Option<Result<PendingWrite>> {
         let waits = m.durability.resolve() == Durability::FsyncWal
             || m.entries.iter().any(|e| e.cell_type != CellType::Put)
-            || (self.services.config.background && self.over_pressure());
+            || (self.services.config.background && self.over_pressure())
+            || !self.services.wal.has_room();
         if waits {
             return None;
         }
-        Some(self.admit(m).and_then(|()| self.start(m)))
+        if let Err(e) = self.admit(m) {
+            return Some(Err(e));
+        }
+        self.try_start(m)
     }
 
-    /// The checks every write passes before it may wait or be applied.
+    /// The checks every write passes before it may wait or be applied: the region is open,
+    /// the mutation valid, and the WAL accepts writes (after a WAL failure every write is
+    /// refused with the reason until the log recovers; HBase aborts the server instead).
     fn admit(&self, m: &RowMutation) -> Result<()> {
         self.check_open()?;
         self.validate(m)?;
-        if self.wal_failed.load(Ordering::Acquire) {
-            return Err(Error::WalFailed(format!("region {}", self.info.id)));
+        if m.durability.resolve() != Durability::SkipWal {
+            self.services.wal.check_accepting()?;
         }
         Ok(())
     }
 
     /// Logs the mutation, applies it to the memstores and waits for its durability.
     fn apply(self: &Arc<Self>, m: &RowMutation) -> Result<()> {
-        self.start(m)?.finish()
+        let now = self.services.config.clock.now_millis();
+        self.start(self.write_lock.lock(), m, now)?.finish()
     }
 
-    /// [`RegionInner::apply`] up to the WAL sync: the record is buffered in the WAL and the
-    /// cells are in the memstores, but nothing is in the OS and readers do not see it yet.
-    fn start(self: &Arc<Self>, m: &RowMutation) -> Result<PendingWrite> {
-        let durability = m.durability.resolve();
+    /// [`RegionInner::apply`] up to the WAL sync, for a thread that must not wait: `None`
+    /// (nothing done) when the region's write lock is held.
+    fn try_start(self: &Arc<Self>, m: &RowMutation) -> Option<Result<PendingWrite>> {
         let now = self.services.config.clock.now_millis();
+        let guard = self.write_lock.try_lock()?;
+        Some(self.start(guard, m, now))
+    }
 
-        let guard = self.write_lock.lock();
+    /// Under the write lock (`guard`): the record is buffered in the WAL and the cells are in
+    /// the memstores, but nothing is in the OS and readers do not see it yet.
+    fn start(
+        self: &Arc<Self>,
+        guard: parking_lot::MutexGuard<'_, ()>,
+        m: &RowMutation,
+        now: u64,
+    ) -> Result<PendingWrite> {
+        let durability = m.durability.resolve();
         self.check_open()?;
         let seq = self.mvcc.begin();
         let cells = match self.build_cells(m, seq, now) {
             Ok(c) => c,
             Err(e) => {
                 drop(guard);
-                self.mvcc.complete_and_wait(seq);
+                self.mvcc.abort(seq);
                 return Err(e);
             }
         };
@@ -620,9 +666,8 @@ impl RegionInner {
             match self.services.wal.append(self.info.id, seq, &payload) {
                 Ok(t) => ticket = Some(t),
                 Err(e) => {
-                    self.wal_failed.store(true, Ordering::Release);
                     drop(guard);
-                    self.mvcc.complete_and_wait(seq);
+                    self.mvcc.abort(seq);
                     return Err(e);
                 }
             }
@@ -677,11 +722,12 @@ impl RegionInner {
         Ok(cells)
     }
 
-    /// Timestamp of the newest visible version of a column, seeing every write made so far
-    /// (called under the write lock, so that is every write that will precede this one).
+    /// Timestamp of the newest version of a column, seeing every write made so far but the
+    /// aborted ones (called under the write lock, so that is every write that will precede
+    /// this one).
     fn latest_version_ts(&self, store: usize, row: &[u8], qualifier: &[u8]) -> Result<Option<u64>> {
         let get = Get::new(Bytes::copy_from_slice(row)).column(&self.stores[store].name, qualifier);
-        let cells = self.get_at(&get, u64::MAX)?;
+        let cells = self.get_at(&get, self.mvcc.all_but_aborted())?;
         Ok(cells.first().map(|c| c.timestamp))
     }
 
@@ -689,7 +735,7 @@ impl RegionInner {
         &self,
         columns: &[cellar_model::Column],
         family: &[u8],
-        read_point: u64,
+        read_point: ReadPoint,
         tr: cellar_model::TimeRange,
         versions: u32,
     ) -> Option<ReadSpec> {
@@ -727,8 +773,9 @@ impl RegionInner {
         self.flush_unchecked()
     }
 
-    /// Swaps every memstore aside under the write lock, writes the snapshots, then tells the WAL
-    /// the data up to the swap's sequence id is persisted.
+    /// Swaps every memstore aside under the write lock, waits for the writes in them to
+    /// complete or abort, writes the snapshots without the aborted writes' cells, then tells
+    /// the WAL the data up to the swap's sequence id is persisted.
     pub(crate) fn flush_unchecked(self: &Arc<Self>) -> Result<()> {
         let mut pending = self.flush_lock.lock();
         let flush_seq = match *pending {
@@ -742,10 +789,12 @@ impl RegionInner {
             }
         };
         *pending = Some(flush_seq);
+        self.mvcc.wait_settled(flush_seq);
+        let keep = self.mvcc.all_but_aborted();
         let mut wrote = false;
         for s in &self.stores {
             let before = s.view().files.iter().map(|f| f.size()).sum::<u64>();
-            if s.flush_snapshot(self.next_file_number())? {
+            if s.flush_snapshot(self.next_file_number(), &keep)? {
                 wrote = true;
                 let after = s.view().files.iter().map(|f| f.size()).sum::<u64>();
                 self.bytes_flushed
@@ -755,6 +804,7 @@ impl RegionInner {
         *pending = None;
         drop(pending);
         self.services.wal.mark_flushed(self.info.id, flush_seq);
+        self.mvcc.forget_aborted(flush_seq);
         if wrote {
             self.flushes.fetch_add(1, Ordering::Relaxed);
             self.notify_pressure();

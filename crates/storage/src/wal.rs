@@ -3,9 +3,10 @@
 //!
 //! HOT PATH: every logged write appends here. Group commit: many writers, one flush/sync.
 //!
-//! Layout: [`format`] (segment header, record framing, CRC), `writer` (the active segment),
-//! `commit` (append buffer, group commit, background flusher, rolling), `reader` (replay and
-//! torn-tail handling), `segments` (segment names and per-region bookkeeping for deletion).
+//! Layout: [`format`] (segment header, record framing, checksums), `writer` (the active
+//! segment), `commit` (append buffer, write and sync rounds, background thread, rolling,
+//! failures), `reader` (replay: prefix, torn tails, corruption), `segments` (segment names and
+//! per-region bookkeeping for deletion).
 
 mod commit;
 pub mod format;
@@ -17,6 +18,7 @@ use crate::fs::FsRef;
 use bytes::Bytes;
 use cellar_model::{Durability, Error, Result};
 use commit::Shared;
+pub use commit::WalHealth;
 use parking_lot::Mutex;
 use segments::{SegmentMeta, SegmentSet};
 use std::path::{Path, PathBuf};
@@ -32,6 +34,12 @@ pub struct WalOptions {
     pub segment_size: u64,
     /// How soon ASYNC_WAL records reach the OS.
     pub async_flush_interval: Duration,
+    /// Records buffered and not yet in the OS beyond which writers wait (ASYNC_WAL writers
+    /// would otherwise outrun the disk and grow memory without bound).
+    pub max_buffered_bytes: usize,
+    /// On open, move damaged segments aside and replay what precedes the damage instead of
+    /// failing (HBase's `hbase.hlog.split.skip.errors`). Records after the damage are lost.
+    pub skip_errors: bool,
 }
 
 impl Default for WalOptions {
@@ -39,6 +47,8 @@ impl Default for WalOptions {
         WalOptions {
             segment_size: 64 * 1024 * 1024,
             async_flush_interval: Duration::from_millis(100),
+            max_buffered_bytes: 64 * 1024 * 1024,
+            skip_errors: false,
         }
     }
 }
@@ -67,6 +77,10 @@ pub struct WalStats {
     pub syncs: u64,
     /// Segments rolled (closed and replaced by a new one).
     pub rolls: u64,
+    /// Failed writes and syncs.
+    pub failures: u64,
+    /// Times a stalled log recovered by itself.
+    pub recoveries: u64,
 }
 
 impl WalStats {
@@ -81,17 +95,26 @@ impl WalStats {
 pub struct Wal {
     shared: Arc<Shared>,
     background: Mutex<Option<JoinHandle<()>>>,
+    /// Held while the log is open.
+    _lock: crate::fs::LockGuard,
 }
 
+/// The lock file in a WAL directory, held while a log is open on it.
+pub const LOCK_FILE: &str = "LOCK";
+
 impl Wal {
-    /// Opens the log in `dir` (creating it), replays every existing segment in order and
-    /// returns their records; then starts a new segment. A torn tail (an incomplete last record)
-    /// is truncated with a warning; any other damage is a `Checksum`/`Corruption` error naming
-    /// the segment and offset. Replayed segments are kept until their regions mark the data
-    /// flushed.
+    /// Opens the log in `dir` (creating it durably), takes its lock file (a second log on the
+    /// same directory, in this process or another, is refused), replays every existing segment
+    /// in order and returns their records; then starts a new segment. A torn tail is truncated
+    /// with a warning; any other damage is a `Corruption` error naming the segment and offset
+    /// (or, with `skip_errors`, is moved aside and logged). Replayed segments are kept until
+    /// their regions mark the data flushed.
     pub fn open(fs: FsRef, dir: &Path, opts: WalOptions) -> Result<(Arc<Wal>, Vec<WalRecord>)> {
-        let recovered = reader::recover(&*fs, dir)?;
-        let active = SegmentWriter::create(&*fs, dir, recovered.next_id)?;
+        crate::fs::create_dir_durable(&*fs, dir)?;
+        let lock = fs.lock(&dir.join(LOCK_FILE))?;
+        let recovered = reader::recover(&*fs, dir, opts.skip_errors)?;
+        let salt = format::new_salt(recovered.next_id);
+        let active = SegmentWriter::create(&*fs, dir, recovered.next_id, salt)?;
         let mut set = SegmentSet::default();
         for seg in recovered.segments {
             set.push(seg);
@@ -109,8 +132,36 @@ impl Wal {
         let wal = Wal {
             shared,
             background: Mutex::new(Some(handle)),
+            _lock: lock,
         };
         Ok((Arc::new(wal), recovered.records))
+    }
+
+    /// Whether the log accepts writes (see [`WalHealth`]).
+    pub fn health(&self) -> WalHealth {
+        self.shared.health()
+    }
+
+    /// An error naming why, if the log refuses writes now; one atomic load when it does not.
+    pub fn check_accepting(&self) -> Result<()> {
+        self.shared.check_accepting()
+    }
+
+    /// Whether the buffer of records not yet in the OS is under `max_buffered_bytes`.
+    pub fn has_room(&self) -> bool {
+        self.shared.has_room()
+    }
+
+    /// Waits until the buffer is under `max_buffered_bytes`, writing it out if nobody is.
+    pub fn wait_for_room(&self) {
+        self.shared.wait_for_room()
+    }
+
+    /// [`Wal::sync`] for a thread that must not wait: `None` when the durability needs an
+    /// fdatasync or another round is in progress; otherwise the answer (after writing the
+    /// buffer to the OS itself if needed).
+    pub fn try_sync(&self, ticket: u64, durability: Durability) -> Option<Result<()>> {
+        self.shared.try_sync(ticket, durability)
     }
 
     /// Appends a record to the buffer and returns its ticket. Records reach the log in the

@@ -16,6 +16,7 @@ fn run(durability: Durability, segment_size: u64) {
     let opts = WalOptions {
         segment_size,
         async_flush_interval: Duration::from_millis(50),
+        ..WalOptions::default()
     };
     let (wal, _) = Wal::open(LocalFs::shared(), tmp.path(), opts.clone()).expect("open");
     let handles: Vec<_> = (0..THREADS)

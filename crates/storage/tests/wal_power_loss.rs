@@ -1,9 +1,9 @@
-//! Records acknowledged with FSYNC_WAL survive a power cut; a failed write or sync poisons the
-//! log so that no caller is told a record is safe when it is not.
+//! Records acknowledged with FSYNC_WAL survive a power cut; a failed write or sync makes the log
+//! refuse writes so that no caller is told a record is safe when it is not.
 
 use cellar_model::Durability;
 use cellar_storage::fs::{FaultFs, FsRef};
-use cellar_storage::wal::{Wal, WalOptions};
+use cellar_storage::wal::{Wal, WalHealth, WalOptions};
 use std::collections::HashSet;
 use std::path::Path;
 use std::sync::Arc;
@@ -18,6 +18,7 @@ fn open(
     let opts = WalOptions {
         segment_size,
         async_flush_interval: Duration::from_secs(3600),
+        ..WalOptions::default()
     };
     Wal::open(fs, dir, opts).expect("open")
 }
@@ -107,8 +108,13 @@ fn failed_sync_poisons_the_log_for_every_caller() {
         "poisoned: appends fail"
     );
     assert!(
-        wal.sync(t, Durability::SyncWal).is_err(),
-        "poisoned: syncs fail"
+        matches!(wal.health(), WalHealth::Stalled(_) | WalHealth::Failed(_)),
+        "{:?}",
+        wal.health()
+    );
+    assert!(
+        wal.sync(t, Durability::FsyncWal).is_ok(),
+        "the record synced before the failure stays acknowledged"
     );
     assert!(wal.close().is_err());
     fs.restore_power();

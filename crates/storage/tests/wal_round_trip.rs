@@ -11,6 +11,7 @@ fn opts(segment_size: u64) -> WalOptions {
     WalOptions {
         segment_size,
         async_flush_interval: Duration::from_millis(10),
+        ..WalOptions::default()
     }
 }
 
@@ -32,6 +33,11 @@ fn write(wal: &Wal, records: &[WalRecord]) {
         let t = wal.append(r.region, r.seq, &r.payload).expect("append");
         if n % 10 == 0 {
             wal.sync(t, Durability::SyncWal).expect("sync");
+        }
+        // The background thread rolls full segments when it gets to it; roll here too, so the
+        // records surely span several segments.
+        if n % 150 == 149 {
+            wal.roll().expect("roll");
         }
     }
 }

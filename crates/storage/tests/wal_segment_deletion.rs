@@ -11,6 +11,7 @@ fn open(dir: &Path) -> (std::sync::Arc<Wal>, Vec<cellar_storage::wal::WalRecord>
     let opts = WalOptions {
         segment_size: 1024,
         async_flush_interval: Duration::from_millis(10),
+        ..WalOptions::default()
     };
     Wal::open(LocalFs::shared(), dir, opts).expect("open")
 }

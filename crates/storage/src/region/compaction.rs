@@ -82,7 +82,7 @@ impl RegionInner {
         let number = self.next_file_number();
         let now = cfg.clock.now_millis();
         let spec = ReadSpec {
-            read_point: u64::MAX,
+            read_point: super::mvcc::ReadPoint::ALL,
             time_range: TimeRange::ALL,
             max_versions: u32::MAX,
             qualifiers: None,

@@ -9,6 +9,7 @@
 //! mask newer cells (HBase's lazy seek, which saves a block read per overwritten row).
 
 use super::matcher::{ReadSpec, RowMatcher};
+use super::mvcc::ReadPoint;
 use super::sink::RowCells;
 use super::store::{candidate_files, memstore_sources, Store};
 use super::{read_row_cells, RegionInner};
@@ -19,7 +20,7 @@ use cellar_model::{Cell, CellSink, Get, Result, TimeRange};
 use std::cmp::Reverse;
 
 impl RegionInner {
-    pub(crate) fn get_at(&self, get: &Get, read_point: u64) -> Result<Vec<Cell>> {
+    pub(crate) fn get_at(&self, get: &Get, read_point: ReadPoint) -> Result<Vec<Cell>> {
         let mut out = Vec::new();
         self.get_into(get, read_point, &mut RowCells::new(&mut out))?;
         Ok(out)
@@ -29,7 +30,7 @@ impl RegionInner {
     pub(crate) fn get_into<S: CellSink>(
         &self,
         get: &Get,
-        read_point: u64,
+        read_point: ReadPoint,
         sink: &mut S,
     ) -> Result<()> {
         for c in &get.columns {
@@ -44,7 +45,7 @@ impl RegionInner {
             let Some(spec) = self.read_spec(
                 &get.columns,
                 &store.name,
-                read_point,
+                read_point.clone(),
                 get.time_range,
                 get.max_versions,
             ) else {
@@ -118,7 +119,7 @@ fn settled(
         family.max_versions
     };
     let check = ReadSpec {
-        read_point: spec.read_point,
+        read_point: spec.read_point.clone(),
         time_range: TimeRange::ALL,
         max_versions: u32::MAX,
         qualifiers: None,

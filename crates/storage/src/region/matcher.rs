@@ -2,7 +2,7 @@
 //! applied to one family's cells in key order.
 //!
 //! Rules, per column, newest first:
-//! - a cell with a sequence id above the read point does not exist yet;
+//! - a cell whose write the read point does not see (later, in flight, aborted) does not exist;
 //! - of several puts at the same timestamp only the newest (highest sequence id) counts;
 //! - a put is masked by a `DeleteFamily` with timestamp ≥ its own, a `DeleteFamilyVersion` or
 //!   `Delete` at exactly its timestamp, or a `DeleteColumn` at or after it — whatever the order
@@ -18,6 +18,7 @@
 //!
 //! HOT PATH for every read: no allocation per cell.
 
+use super::mvcc::ReadPoint;
 use crate::model::key::KeyRef;
 use crate::model::{CellType, FamilySchema, TimeRange};
 use bytes::Bytes;
@@ -25,7 +26,7 @@ use bytes::Bytes;
 /// What a read wants from a family.
 #[derive(Clone, Debug)]
 pub struct ReadSpec {
-    pub read_point: u64,
+    pub read_point: ReadPoint,
     pub time_range: TimeRange,
     pub max_versions: u32,
     /// Sorted qualifiers to return; `None`: all.
@@ -103,7 +104,7 @@ impl<'a> RowMatcher<'a> {
     /// applied), without the read's own time range, columns and version count. The basis of
     /// both reads and major compaction.
     pub fn survives(&mut self, key: &KeyRef<'_>) -> bool {
-        if key.seq() > self.spec.read_point {
+        if !self.spec.read_point.sees(key.seq()) {
             return false;
         }
         if !self.started || key.qualifier() != self.qualifier.as_slice() {

@@ -76,7 +76,7 @@ impl RegionScanner {
             let Some(spec) = region.read_spec(
                 &scan.columns,
                 &store.name,
-                read_point,
+                read_point.clone(),
                 scan.time_range,
                 scan.max_versions,
             ) else {

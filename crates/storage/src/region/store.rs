@@ -2,6 +2,7 @@
 //! snapshot being flushed, and the store files, published together as an immutable
 //! [`StoreView`] so a reader takes one consistent picture with one lock-free-ish Arc clone.
 
+use super::mvcc::ReadPoint;
 use super::store_files::{
     marker_file_name, parse_number, read_marker, store_file_name, write_marker, StoreFileHandle,
 };
@@ -11,6 +12,7 @@ use crate::iter::CellIter;
 use crate::memstore::Memstore;
 use crate::storefile::{StoreFileOptions, StoreFileWriter};
 use bytes::Bytes;
+use cellar_model::key::KeyRef;
 use cellar_model::{FamilySchema, Result, TimeRange};
 use parking_lot::{Mutex, RwLock};
 use std::path::{Path, PathBuf};
@@ -161,9 +163,9 @@ impl Store {
         });
     }
 
-    /// Writes the snapshot (if any) to store file `number` and publishes it.
-    /// Returns whether a file was written.
-    pub fn flush_snapshot(&self, number: u64) -> Result<bool> {
+    /// Writes the snapshot (if any) to store file `number`, with only the cells `keep` sees
+    /// (aborted writes' cells stay out), and publishes it. Returns whether a file was written.
+    pub fn flush_snapshot(&self, number: u64, keep: &ReadPoint) -> Result<bool> {
         let Some(snapshot) = self.view().snapshot.clone() else {
             return Ok(false);
         };
@@ -171,7 +173,10 @@ impl Store {
             let mut it = snapshot.iter();
             it.seek_to_first()?;
             while it.valid() {
-                w.add(it.key(), it.value())?;
+                let kept = KeyRef::parse(it.key()).is_none_or(|k| keep.sees(k.seq()));
+                if kept {
+                    w.add(it.key(), it.value())?;
+                }
                 it.next()?;
             }
             Ok(())

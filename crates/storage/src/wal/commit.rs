@@ -1,53 +1,80 @@
-//! Group commit: many writers, one write and at most one fdatasync per round.
+//! Group commit: many writers, one write per round and one fdatasync per sync round, the two
+//! running side by side.
 //!
 //! HOT PATH. `append` frames the record (CRC) outside every lock, then under the state mutex
 //! only copies it into the shared buffer and takes a ticket. No IO, no allocation beyond buffer
 //! growth, no logging under that mutex.
 //!
-//! Protocol (leader/follower). A writer that must wait for its ticket and finds no flush in
-//! progress becomes the leader: it takes the whole buffer (swapping in a spare, so nothing is
-//! allocated), releases the state mutex, writes the batch to the active segment, fdatasyncs if
-//! any waiter asked for `FsyncWal`, then publishes the new `written`/`synced` tickets and wakes
-//! everyone. Writers arriving meanwhile append to the fresh buffer and wait; the next leader
-//! takes all of them at once, so one write/sync serves many waiters. A background thread leads
-//! a round every `async_flush_interval` (and when the buffer grows large) for `AsyncWal`.
+//! Write rounds. A writer that needs its record in the OS and finds no write round in progress
+//! leads one: it takes the whole buffer (swapping in a spare), releases the state mutex, writes
+//! the batch to the active segment, then publishes `written` and wakes everyone. Writers
+//! arriving meanwhile append to the fresh buffer; the next leader takes all of them at once.
+//! A write round never syncs, rolls or deletes: it only hands bytes to the OS, so a network
+//! thread may lead one ([`Shared::try_sync`]).
+//!
+//! Sync rounds. A writer that asked for `FsyncWal` leads a sync round once its record is
+//! written: it notes `written`, syncs the active segment through its [`FileSyncer`], without
+//! the writer mutex, then publishes `synced`. Write rounds go on during the fdatasync, so a
+//! slow disk delays only the writers that asked for it (what the reactor test on a slowed file
+//! system checks).
+//!
+//! The background thread leads a write round every `async_flush_interval` (and when the
+//! buffer grows large) for `AsyncWal`, rolls a full segment, deletes segments no region needs,
+//! and retries a stalled log. A roll creates the next segment and syncs the full one while
+//! writers go on, then, holding write leadership, syncs the few records written meanwhile and
+//! swaps: a segment takes records only once every older segment is durable, so a power cut
+//! leaves a prefix of the log.
+//!
+//! Failures. A failed write stalls the log: the records of the round and of the buffer are
+//! thrown away and their tickets marked lost (their writers get `WalFailed` and their edits are
+//! aborted, never visible), appends are refused, and the background thread cuts the segment back
+//! to its last whole record and rolls to a fresh one, after which writes are accepted again
+//! (a full disk recovers by itself once space returns). A failed sync fails the log for good:
+//! what was written may not be on disk, and only a restart (replaying what is) can say; every
+//! later write is refused.
 //!
 //! Invariants: tickets are handed out 1, 2, 3… in buffer order; `synced ≤ written < next`;
-//! at most one leader (`flushing`); every segment but the active one and the one in `closing`
-//! is fully synced, and a sync round syncs `closing` before the active segment, so it covers
-//! every record before it. A failed round, or a failed sync of `closing`, poisons the log:
-//! every waiter and every later call gets `WalFailed`.
+//! every ticket ≤ `written` is in the OS or lost; at most one write round and one sync round
+//! at a time; the writer mutex is taken only by the holder of `writing`; every segment but
+//! the active one is fully synced, so syncing the active one covers every record before.
 //!
-//! Rolls. A full segment is not synced by the round that rolls it: that fdatasync writes the
-//! whole segment (64 MiB) out and took 70 ms, on a network thread, with every writer behind
-//! it. The round opens the next segment and leaves the old one in `closing`; the background
-//! thread syncs it, unless a round that must sync (`FsyncWal`, a close) or the next roll gets
-//! there first. A `SyncWal` acknowledgement promises the OS has the record, which a segment
-//! in `closing` keeps.
-//!
-//! Lock order: `state` is never held while waiting for `writer` or `closing`; `writer` may
-//! take `segments` and `closing`.
+//! Lock order: `roll_lock`, then `state`, then `syncer`; `writer` (never while holding
+//! `state`), then `syncer` or `segments`. `state` is never held across IO.
 
-use super::format::{self, HEADER_LEN};
+use super::format::{self, RecordFramer};
 use super::segments::{SegmentMeta, SegmentSet};
 use super::writer::SegmentWriter;
 use super::{WalOptions, WalStats};
-use crate::fs::FsRef;
+use crate::fs::{FileSyncer, FsRef};
 use cellar_model::{Durability, Error, Result};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::HashMap;
+use std::ops::RangeInclusive;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 /// Buffered bytes at which the background thread is woken to write them out early.
 const FLUSH_THRESHOLD: u64 = 1024 * 1024;
 /// Capacity a spare buffer keeps after a round; a burst larger than this is given back.
 const MAX_SPARE: usize = 4 * 1024 * 1024;
+/// How often the background thread retries a stalled log.
+const RECOVERY_INTERVAL: Duration = Duration::from_secs(1);
+
+/// Whether the log accepts writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WalHealth {
+    Ok,
+    /// A write failed (a full disk, an IO error): writes are refused until the log has cut
+    /// the damaged segment back and rolled to a new one, which it retries by itself.
+    Stalled(String),
+    /// A sync failed: what was written may not be on disk. Writes are refused until restart.
+    Failed(String),
+}
 
 /// Everything appenders and leaders coordinate on.
-#[derive(Default)]
 struct State {
     /// Framed records not yet handed to the file.
     buf: Vec<u8>,
@@ -57,31 +84,32 @@ struct State {
     spare_regions: HashMap<u64, u64>,
     /// The ticket the next append gets; tickets start at 1.
     next_ticket: u64,
-    /// Every ticket ≤ this is in the OS.
+    /// Every ticket ≤ this is in the OS, or lost.
     written: u64,
-    /// Every ticket ≤ this is fdatasync'ed.
+    /// Every ticket ≤ this is fdatasync'ed, or lost.
     synced: u64,
     /// The highest ticket a waiter wants fdatasync'ed.
     fsync_wanted: u64,
-    /// A leader is doing IO with the state mutex released.
-    flushing: bool,
-    poisoned: Option<String>,
+    /// A write round is in progress (its leader holds the writer mutex).
+    writing: bool,
+    /// A sync round is in progress.
+    syncing: bool,
+    /// Tickets thrown away by failed writes: never in the log.
+    lost: Vec<RangeInclusive<u64>>,
+    health: WalHealth,
     closed: bool,
     /// Tells the background thread to exit.
     stop: bool,
     background_poked: bool,
+    /// The active segment is full: the background thread rolls it.
+    roll_wanted: bool,
     stats: WalStats,
 }
 
-/// What one leader round did.
-#[derive(Default)]
-struct Round {
-    synced: bool,
-    syncs: u64,
-    rolled: bool,
-    /// The rolled segment waits in `closing` for its sync.
-    closing: bool,
-    obsolete: Vec<SegmentMeta>,
+impl State {
+    fn is_lost(&self, ticket: u64) -> bool {
+        self.lost.iter().any(|r| r.contains(&ticket))
+    }
 }
 
 /// The log's shared core; the background thread holds it too.
@@ -90,17 +118,23 @@ pub struct Shared {
     dir: PathBuf,
     opts: WalOptions,
     flush_threshold: usize,
+    /// Frames records with this log's salt, which every segment it creates carries.
+    framer: RecordFramer,
+    salt: u64,
     state: Mutex<State>,
-    /// Signalled after every round: waiters re-check their tickets.
+    /// Signalled after every round and state change: waiters re-check their tickets.
     progress: Condvar,
     wake_background: Condvar,
-    /// The active segment; `None` once closed. Only the leader locks it.
+    /// The active segment; `None` once closed. Only the holder of `State::writing` locks it.
     writer: Mutex<Option<SegmentWriter>>,
-    /// The segment rolled away from, written in full but perhaps not yet synced.
-    closing: Mutex<Option<SegmentWriter>>,
+    /// Syncs the active segment.
+    syncer: Mutex<Arc<dyn FileSyncer>>,
     segments: Mutex<SegmentSet>,
-    /// Poisoned or closed: lets `AsyncWal` syncs skip the state mutex when all is well.
-    failed: AtomicBool,
+    /// Serializes rolls and stall recovery.
+    roll_lock: Mutex<()>,
+    active_id: AtomicU64,
+    /// Stalled, failed or closed: lets `AsyncWal` syncs skip the state mutex when all is well.
+    refusing: AtomicBool,
 }
 
 impl Shared {
@@ -112,35 +146,89 @@ impl Shared {
         segments: SegmentSet,
     ) -> Shared {
         let threshold = FLUSH_THRESHOLD.min(opts.segment_size.max(1));
+        let salt = writer.salt();
         Shared {
             fs,
             dir: dir.to_path_buf(),
             flush_threshold: usize::try_from(threshold).unwrap_or(usize::MAX),
             opts,
+            framer: RecordFramer::new(salt),
+            salt,
             state: Mutex::new(State {
+                buf: Vec::new(),
+                spare_buf: Vec::new(),
+                regions: HashMap::new(),
+                spare_regions: HashMap::new(),
                 next_ticket: 1,
-                ..State::default()
+                written: 0,
+                synced: 0,
+                fsync_wanted: 0,
+                writing: false,
+                syncing: false,
+                lost: Vec::new(),
+                health: WalHealth::Ok,
+                closed: false,
+                stop: false,
+                background_poked: false,
+                roll_wanted: false,
+                stats: WalStats::default(),
             }),
             progress: Condvar::new(),
             wake_background: Condvar::new(),
+            active_id: AtomicU64::new(writer.id()),
+            syncer: Mutex::new(writer.syncer()),
             writer: Mutex::new(Some(writer)),
-            closing: Mutex::new(None),
             segments: Mutex::new(segments),
-            failed: AtomicBool::new(false),
+            roll_lock: Mutex::new(()),
+            refusing: AtomicBool::new(false),
         }
     }
 
+    /// Why writes are refused now (the log is stalled, failed or closed).
     fn refusal(&self, st: &State) -> Error {
-        match &st.poisoned {
-            Some(why) => Error::WalFailed(why.clone()),
-            None => Error::Closed(format!("write-ahead log {}", self.dir.display())),
+        let dir = self.dir.display();
+        match &st.health {
+            WalHealth::Stalled(why) => Error::WalFailed(format!(
+                "write-ahead log {dir} refuses writes until it recovers from: {why}"
+            )),
+            WalHealth::Failed(why) => Error::WalFailed(format!(
+                "write-ahead log {dir} failed and refuses writes until the server restarts: {why}"
+            )),
+            WalHealth::Ok => Error::Closed(format!("write-ahead log {dir}")),
         }
+    }
+
+    fn lost_error(&self, st: &State) -> Error {
+        let why = match &st.health {
+            WalHealth::Stalled(why) | WalHealth::Failed(why) => why.as_str(),
+            WalHealth::Ok => "a write failed (the log has recovered since)",
+        };
+        Error::WalFailed(format!(
+            "the write was not logged and not applied: write-ahead log {}: {why}",
+            self.dir.display()
+        ))
+    }
+
+    pub fn health(&self) -> WalHealth {
+        self.state.lock().health.clone()
+    }
+
+    /// An error if the log refuses writes now; cheap when it does not.
+    pub fn check_accepting(&self) -> Result<()> {
+        if !self.refusing.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let st = self.state.lock();
+        if st.closed || st.health != WalHealth::Ok {
+            return Err(self.refusal(&st));
+        }
+        Ok(())
     }
 
     pub fn append(&self, region: u64, seq: u64, payload: &[u8]) -> Result<u64> {
-        let header = format::record_header(region, seq, payload)?;
+        let header = self.framer.header(region, seq, payload)?;
         let mut st = self.state.lock();
-        if st.closed || st.poisoned.is_some() {
+        if st.closed || st.health != WalHealth::Ok {
             return Err(self.refusal(&st));
         }
         st.buf.extend_from_slice(&header);
@@ -157,18 +245,32 @@ impl Shared {
         Ok(ticket)
     }
 
+    /// Whether the buffer of records not yet in the OS is under its bound.
+    pub fn has_room(&self) -> bool {
+        self.state.lock().buf.len() < self.opts.max_buffered_bytes
+    }
+
+    /// Waits (writing the buffer out itself when no round is in progress) until the buffer is
+    /// under its bound, so `AsyncWal` writers slow down to the disk's pace and memory stays
+    /// bounded.
+    pub fn wait_for_room(&self) {
+        let mut st = self.state.lock();
+        while st.buf.len() >= self.opts.max_buffered_bytes
+            && st.health == WalHealth::Ok
+            && !st.closed
+        {
+            if st.writing {
+                self.progress.wait(&mut st);
+            } else {
+                let _ = self.lead_write(&mut st);
+            }
+        }
+    }
+
     pub fn sync(&self, ticket: u64, durability: Durability) -> Result<()> {
         let fsync = match durability.resolve() {
             Durability::SkipWal => return Ok(()),
-            Durability::AsyncWal => {
-                if self.failed.load(Ordering::Acquire) {
-                    let st = self.state.lock();
-                    if let Some(why) = &st.poisoned {
-                        return Err(Error::WalFailed(why.clone()));
-                    }
-                }
-                return Ok(());
-            }
+            Durability::AsyncWal => return self.async_outcome(ticket),
             Durability::FsyncWal => true,
             Durability::SyncWal | Durability::UseDefault => false,
         };
@@ -182,32 +284,87 @@ impl Shared {
             st.fsync_wanted = st.fsync_wanted.max(ticket);
         }
         loop {
-            if let Some(why) = &st.poisoned {
-                return Err(Error::WalFailed(why.clone()));
+            if st.is_lost(ticket) {
+                return Err(self.lost_error(&st));
             }
-            let done = if fsync { st.synced } else { st.written } >= ticket;
-            if done {
+            if st.written < ticket {
+                if st.health != WalHealth::Ok {
+                    return Err(self.refusal(&st));
+                }
+                if st.writing {
+                    self.progress.wait(&mut st);
+                } else {
+                    // A failure marks the round's tickets lost: the next pass reports it.
+                    let _ = self.lead_write(&mut st);
+                }
+                continue;
+            }
+            if !fsync || st.synced >= ticket {
                 return Ok(());
             }
-            if st.flushing {
+            if let WalHealth::Failed(why) = &st.health {
+                // In the OS, not known to be on disk: a restart replays it if the disk has it.
+                return Err(Error::WalFailed(format!(
+                    "write-ahead log {} could not make the write durable ({why}); it is not applied now, and a restart may or may not replay it",
+                    self.dir.display()
+                )));
+            }
+            if st.syncing {
                 self.progress.wait(&mut st);
             } else {
-                self.lead(&mut st, false, false)?;
+                self.lead_sync(&mut st)?;
             }
         }
     }
 
-    pub fn roll(&self) -> Result<()> {
-        let mut st = self.state.lock();
-        loop {
-            if st.closed || st.poisoned.is_some() {
-                return Err(self.refusal(&st));
+    /// [`Shared::sync`] for a thread that must not wait (a network reactor): `None` when the
+    /// record's durability needs an fdatasync, or another writer's round is in progress.
+    /// Otherwise the answer, after leading a write round (a write to the OS) if needed.
+    pub fn try_sync(&self, ticket: u64, durability: Durability) -> Option<Result<()>> {
+        match durability.resolve() {
+            Durability::SkipWal => return Some(Ok(())),
+            Durability::AsyncWal => return Some(self.async_outcome(ticket)),
+            Durability::FsyncWal => {
+                let st = self.state.lock();
+                return (st.synced >= ticket && !st.is_lost(ticket)).then_some(Ok(()));
             }
-            if !st.flushing {
-                return self.lead(&mut st, false, true);
-            }
-            self.progress.wait(&mut st);
+            Durability::SyncWal | Durability::UseDefault => {}
         }
+        let mut st = self.state.lock();
+        for attempt in 0..2 {
+            if st.is_lost(ticket) {
+                return Some(Err(self.lost_error(&st)));
+            }
+            if st.written >= ticket {
+                return Some(Ok(()));
+            }
+            if st.health != WalHealth::Ok {
+                return Some(Err(self.refusal(&st)));
+            }
+            if st.writing || attempt > 0 {
+                return None;
+            }
+            // A failure is recorded in the state (lost tickets), read on the next pass.
+            let _ = self.lead_write(&mut st);
+        }
+        None
+    }
+
+    /// `AsyncWal` was acknowledged at append; it fails only if a failed write threw it away.
+    fn async_outcome(&self, ticket: u64) -> Result<()> {
+        if !self.refusing.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let st = self.state.lock();
+        if st.is_lost(ticket) {
+            return Err(self.lost_error(&st));
+        }
+        Ok(())
+    }
+
+    /// Closes the active segment and starts a new one, now, in this thread.
+    pub fn roll(&self) -> Result<()> {
+        self.roll_now()
     }
 
     /// Refuses further appends, writes and syncs what is buffered, stops the background thread
@@ -218,15 +375,15 @@ impl Shared {
             return Ok(());
         }
         st.closed = true;
-        self.failed.store(true, Ordering::Release);
-        let result = loop {
-            if let Some(why) = &st.poisoned {
-                break Err(Error::WalFailed(why.clone()));
-            }
-            if !st.flushing {
-                break self.lead(&mut st, true, false);
-            }
+        self.refusing.store(true, Ordering::Release);
+        while st.writing || st.syncing {
             self.progress.wait(&mut st);
+        }
+        let result = match st.health {
+            WalHealth::Ok => self
+                .lead_write(&mut st)
+                .and_then(|()| self.lead_sync_all(&mut st)),
+            _ => Err(self.refusal(&st)),
         };
         self.stop_background(&mut st);
         drop(st);
@@ -241,12 +398,12 @@ impl Shared {
         let mut st = self.state.lock();
         if !st.closed {
             st.closed = true;
-            self.failed.store(true, Ordering::Release);
-            while st.flushing {
+            self.refusing.store(true, Ordering::Release);
+            while st.writing {
                 self.progress.wait(&mut st);
             }
-            if st.poisoned.is_none() {
-                if let Err(e) = self.lead(&mut st, false, false) {
+            if st.health == WalHealth::Ok {
+                if let Err(e) = self.lead_write(&mut st) {
                     tracing::warn!(dir = %self.dir.display(), error = %e, "WAL flush on drop failed");
                 }
             }
@@ -260,39 +417,24 @@ impl Shared {
         self.progress.notify_all();
     }
 
-    /// Runs one leader round. Called with the state locked and no round in progress; returns
-    /// with it locked again. The state mutex is released for the IO.
-    fn lead(
-        &self,
-        st: &mut MutexGuard<'_, State>,
-        force_sync: bool,
-        force_roll: bool,
-    ) -> Result<()> {
-        debug_assert!(!st.flushing);
-        if let Some(why) = &st.poisoned {
-            return Err(Error::WalFailed(why.clone()));
-        }
+    /// Runs one write round. Called with the state locked and no write round in progress;
+    /// returns with it locked again. The state mutex is released for the write.
+    fn lead_write(&self, st: &mut MutexGuard<'_, State>) -> Result<()> {
+        debug_assert!(!st.writing);
         let last = st.next_ticket - 1;
-        let sync = (force_sync || st.fsync_wanted > st.synced) && st.synced < last;
-        if st.written == last && !sync && !force_roll {
+        if st.written >= last {
             return Ok(());
         }
-        st.flushing = true;
+        st.writing = true;
         let spare = std::mem::take(&mut st.spare_buf);
         let mut batch = std::mem::replace(&mut st.buf, spare);
         let spare = std::mem::take(&mut st.spare_regions);
         let mut regions = std::mem::replace(&mut st.regions, spare);
 
         let outcome = MutexGuard::unlocked(st, || {
-            // A panic here must not leave `flushing` set forever: every waiter would hang.
-            let mut round = catch_unwind(AssertUnwindSafe(|| {
-                self.write_round(&batch, &regions, sync, force_roll)
-            }))
-            .unwrap_or_else(|_| Err(Error::WalFailed("the WAL writer panicked".into())));
-            if let Ok(r) = &mut round {
-                self.delete_segments(std::mem::take(&mut r.obsolete));
-            }
-            round
+            // A panic here must not leave `writing` set forever: every waiter would hang.
+            catch_unwind(AssertUnwindSafe(|| self.write_batch(&batch, &regions)))
+                .unwrap_or_else(|_| Err(Error::WalFailed("the WAL writer panicked".into())))
         });
 
         let bytes = batch.len() as u64;
@@ -301,29 +443,23 @@ impl Shared {
         st.spare_buf = batch;
         regions.clear();
         st.spare_regions = regions;
-        st.flushing = false;
+        st.writing = false;
         let result = match outcome {
-            Ok(round) => {
+            Ok(full) => {
                 st.written = last;
-                if round.synced {
-                    st.synced = last;
-                }
-                st.stats.syncs += round.syncs;
-                st.stats.rolls += u64::from(round.rolled);
-                if round.closing {
-                    st.background_poked = true;
-                    self.wake_background.notify_one();
-                }
                 if bytes > 0 {
                     st.stats.flushes += 1;
                     st.stats.bytes_written += bytes;
                 }
+                if full && !st.roll_wanted {
+                    st.roll_wanted = true;
+                    st.background_poked = true;
+                    self.wake_background.notify_one();
+                }
                 Ok(())
             }
             Err(e) => {
-                tracing::error!(dir = %self.dir.display(), error = %e, "WAL write failed; log poisoned");
-                st.poisoned = Some(e.to_string());
-                self.failed.store(true, Ordering::Release);
+                self.stall(st, &e);
                 Err(e)
             }
         };
@@ -331,23 +467,15 @@ impl Shared {
         result
     }
 
-    /// The IO of one round: write the batch, sync if asked, roll if due.
-    fn write_round(
-        &self,
-        batch: &[u8],
-        regions: &HashMap<u64, u64>,
-        sync: bool,
-        force_roll: bool,
-    ) -> Result<Round> {
+    /// Writes one round's batch to the active segment; returns whether the segment is full.
+    fn write_batch(&self, batch: &[u8], regions: &HashMap<u64, u64>) -> Result<bool> {
+        // Uncontended: only the holder of `writing` takes this mutex.
         let mut writer = self.writer.lock();
-        let seg = match writer.as_mut() {
-            Some(seg) => seg,
-            None => {
-                return Err(Error::Closed(format!(
-                    "write-ahead log {}",
-                    self.dir.display()
-                )))
-            }
+        let Some(seg) = writer.as_mut() else {
+            return Err(Error::Closed(format!(
+                "write-ahead log {}",
+                self.dir.display()
+            )));
         };
         if !batch.is_empty() {
             seg.write(batch)?;
@@ -355,50 +483,195 @@ impl Shared {
         if !regions.is_empty() {
             self.segments.lock().note_batch(seg.id(), regions);
         }
-        let mut round = Round::default();
-        if sync {
-            // `closing` first: this sync must cover every record before the active segment's.
-            round.syncs += self.sync_closing()?;
-            seg.sync()?;
-            round.synced = true;
-            round.syncs += 1;
-        }
-        let full = seg.len() >= self.opts.segment_size && seg.len() > HEADER_LEN as u64;
-        if force_roll || full {
-            let next = SegmentWriter::create(&*self.fs, &self.dir, seg.id() + 1)?;
-            let mut set = self.segments.lock();
-            set.push(SegmentMeta::new(next.id(), next.path().to_path_buf()));
-            // The segment just closed may already be fully flushed.
-            round.obsolete = set.take_obsolete();
-            drop(set);
-            let old = std::mem::replace(seg, next);
-            round.rolled = true;
-            if !round.synced {
-                // Only one segment waits: an older one still waiting is synced now (a roll
-                // every round would otherwise outrun the background thread).
-                let mut closing = self.closing.lock();
-                if let Some(mut older) = closing.take() {
-                    older.sync()?;
-                    round.syncs += 1;
-                }
-                *closing = Some(old);
-                round.closing = true;
-            }
-        }
-        Ok(round)
+        Ok(seg.len() >= self.opts.segment_size && seg.len() > format::HEADER_LEN as u64)
     }
 
-    /// Syncs and releases the segment waiting in `closing`, if any; returns the syncs made.
-    /// Holds `closing` through the sync, so a round that finds it empty knows it is synced.
-    fn sync_closing(&self) -> Result<u64> {
-        let mut closing = self.closing.lock();
-        match closing.as_mut() {
-            Some(seg) => {
-                seg.sync()?;
-                *closing = None;
-                Ok(1)
+    /// A write failed: every ticket not yet written is lost, appends are refused, and the
+    /// background thread is asked to recover.
+    fn stall(&self, st: &mut State, e: &Error) {
+        let last = st.next_ticket - 1;
+        if st.written < last {
+            st.lost.push(st.written + 1..=last);
+        }
+        st.written = last;
+        st.buf.clear();
+        st.regions.clear();
+        st.stats.failures += 1;
+        if st.health == WalHealth::Ok {
+            tracing::error!(dir = %self.dir.display(), error = %e, "WAL write failed: unlogged writes are refused and rolled back; writes are refused until the log recovers");
+            st.health = WalHealth::Stalled(e.to_string());
+        }
+        self.refusing.store(true, Ordering::Release);
+        st.background_poked = true;
+        self.wake_background.notify_one();
+    }
+
+    /// A sync failed: the log refuses writes until restart.
+    fn fail(&self, st: &mut State, e: &Error) {
+        st.stats.failures += 1;
+        if !matches!(st.health, WalHealth::Failed(_)) {
+            tracing::error!(dir = %self.dir.display(), error = %e, "WAL sync failed: what was written may not be on disk; writes are refused until the server restarts");
+            st.health = WalHealth::Failed(e.to_string());
+        }
+        self.refusing.store(true, Ordering::Release);
+        self.progress.notify_all();
+    }
+
+    /// Runs one sync round covering every ticket written so far. Called with the state locked
+    /// and no sync round in progress; returns with it locked again.
+    fn lead_sync(&self, st: &mut MutexGuard<'_, State>) -> Result<()> {
+        debug_assert!(!st.syncing);
+        let target = st.written;
+        if st.synced >= target {
+            return Ok(());
+        }
+        self.lead_sync_all(st)
+    }
+
+    /// A sync round even if nothing new was written (a close syncs whatever it finds).
+    fn lead_sync_all(&self, st: &mut MutexGuard<'_, State>) -> Result<()> {
+        let target = st.written;
+        st.syncing = true;
+        // Every ticket ≤ `target` is in this segment or in an older one, which a roll synced
+        // before it swapped.
+        let active = Arc::clone(&self.syncer.lock());
+        let outcome = MutexGuard::unlocked(st, || active.sync());
+        st.syncing = false;
+        let result = match outcome {
+            Ok(()) => {
+                st.synced = st.synced.max(target);
+                st.stats.syncs += 1;
+                Ok(())
             }
-            None => Ok(0),
+            Err(e) => {
+                self.fail(st, &e);
+                Err(e)
+            }
+        };
+        self.progress.notify_all();
+        result
+    }
+
+    /// Waits for the write round in progress to end and takes write leadership, unless the
+    /// log is closed or `healthy_only` and it is not healthy.
+    fn claim_writer(&self, healthy_only: bool) -> Result<()> {
+        let mut st = self.state.lock();
+        while st.writing {
+            self.progress.wait(&mut st);
+        }
+        if st.closed || (healthy_only && st.health != WalHealth::Ok) {
+            return Err(self.refusal(&st));
+        }
+        st.writing = true;
+        Ok(())
+    }
+
+    fn release_writer(&self, update: impl FnOnce(&mut State)) {
+        let mut st = self.state.lock();
+        st.writing = false;
+        update(&mut st);
+        drop(st);
+        self.progress.notify_all();
+    }
+
+    /// Rolls to a new segment: creates it and syncs the full one while writers go on, then,
+    /// holding write leadership, syncs what was written meanwhile and swaps. Deletes the
+    /// segments nobody needs any more.
+    fn roll_now(&self) -> Result<()> {
+        let _roll = self.roll_lock.lock();
+        self.check_accepting()?;
+        {
+            // Records appended before the roll go to the segment it closes.
+            let mut st = self.state.lock();
+            while st.writing {
+                self.progress.wait(&mut st);
+            }
+            self.lead_write(&mut st)?;
+        }
+        let next_id = self.active_id.load(Ordering::Acquire) + 1;
+        let next = SegmentWriter::create(&*self.fs, &self.dir, next_id, self.salt)?;
+        let old = Arc::clone(&self.syncer.lock());
+        let abandon = |e: Error| {
+            let _ = self
+                .fs
+                .delete(&self.dir.join(super::segments::segment_name(next_id)));
+            e
+        };
+        if let Err(e) = old.sync() {
+            self.fail(&mut self.state.lock(), &e);
+            return Err(abandon(e));
+        }
+        self.claim_writer(true).map_err(abandon)?;
+        // Usually a few records, written during the sync above.
+        if let Err(e) = old.sync() {
+            self.release_writer(|st| self.fail(st, &e));
+            return Err(abandon(e));
+        }
+        let obsolete = self.swap_segment(next);
+        self.release_writer(|st| {
+            st.roll_wanted = false;
+            st.stats.rolls += 1;
+            st.stats.syncs += 2;
+        });
+        self.delete_segments(obsolete);
+        Ok(())
+    }
+
+    /// Puts `next` in place of the active segment, which must be fully synced; returns the
+    /// segments no region needs any more. The caller holds write leadership.
+    fn swap_segment(&self, next: SegmentWriter) -> Vec<SegmentMeta> {
+        let next_id = next.id();
+        *self.syncer.lock() = next.syncer();
+        let meta = SegmentMeta::new(next_id, next.path().to_path_buf());
+        // Dropping the old segment closes it; its buffer is empty (writes flush, failed
+        // writes discard).
+        drop(self.writer.lock().replace(next));
+        self.active_id.store(next_id, Ordering::Release);
+        let mut set = self.segments.lock();
+        set.push(meta);
+        // The segment just closed may already be fully flushed.
+        set.take_obsolete()
+    }
+
+    /// Recovers a stalled log: cuts the segment back to its last whole record, syncs it and
+    /// rolls to a new one. Returns whether the log accepts writes again.
+    fn try_recover(&self) -> bool {
+        let _roll = self.roll_lock.lock();
+        if !matches!(self.health(), WalHealth::Stalled(_)) || self.claim_writer(false).is_err() {
+            return false;
+        }
+        let recovered = (|| -> Result<Vec<SegmentMeta>> {
+            let (path, good_len, id) = {
+                let writer = self.writer.lock();
+                let seg = writer.as_ref().ok_or_else(|| {
+                    Error::Closed(format!("write-ahead log {}", self.dir.display()))
+                })?;
+                (seg.path().to_path_buf(), seg.len(), seg.id())
+            };
+            self.fs.truncate(&path, good_len)?;
+            Arc::clone(&self.syncer.lock()).sync()?;
+            let next = SegmentWriter::create(&*self.fs, &self.dir, id + 1, self.salt)?;
+            Ok(self.swap_segment(next))
+        })();
+        match recovered {
+            Ok(obsolete) => {
+                self.release_writer(|st| {
+                    if matches!(st.health, WalHealth::Stalled(_)) {
+                        st.health = WalHealth::Ok;
+                        st.stats.rolls += 1;
+                        st.stats.recoveries += 1;
+                        self.refusing.store(st.closed, Ordering::Release);
+                    }
+                });
+                tracing::info!(dir = %self.dir.display(), "WAL recovered: the damaged segment was cut back to its last whole record; writes are accepted again");
+                self.delete_segments(obsolete);
+                true
+            }
+            Err(e) => {
+                self.release_writer(|_| {});
+                tracing::warn!(dir = %self.dir.display(), error = %e, "WAL still cannot recover; retrying");
+                false
+            }
         }
     }
 
@@ -443,37 +716,40 @@ impl Shared {
         self.state.lock().stats.clone()
     }
 
-    /// The background thread: leads a round every `async_flush_interval`, or sooner when the
-    /// buffer passes the flush threshold, so `AsyncWal` records reach the OS without a waiter.
+    /// The background thread: writes `AsyncWal` records out every `async_flush_interval` (or
+    /// sooner when the buffer passes the flush threshold), rolls full segments, and recovers a
+    /// stalled log.
     pub fn run_background(&self) {
         let interval = self.opts.async_flush_interval.max(Duration::from_millis(1));
+        let mut last_recovery: Option<Instant> = None;
         let mut st = self.state.lock();
         loop {
             if !st.stop && !st.background_poked {
-                self.wake_background.wait_for(&mut st, interval);
+                let wait = match st.health {
+                    WalHealth::Stalled(_) => interval.min(RECOVERY_INTERVAL),
+                    _ => interval,
+                };
+                self.wake_background.wait_for(&mut st, wait);
             }
             st.background_poked = false;
-            while st.flushing && !st.stop {
-                self.progress.wait(&mut st);
-            }
             if st.stop {
                 return;
             }
-            if st.poisoned.is_none() && st.written + 1 < st.next_ticket {
-                // A failure poisons the log and reaches every waiter; nothing more to do here.
-                let _ = self.lead(&mut st, false, false);
+            if st.health == WalHealth::Ok && !st.writing && st.written + 1 < st.next_ticket {
+                // A failure stalls the log and reaches every waiter; nothing more to do here.
+                let _ = self.lead_write(&mut st);
             }
-            if st.poisoned.is_none() {
-                let synced = MutexGuard::unlocked(&mut st, || self.sync_closing());
-                match synced {
-                    Ok(n) => st.stats.syncs += n,
-                    Err(e) => {
-                        tracing::error!(dir = %self.dir.display(), error = %e, "syncing a rolled WAL segment failed; log poisoned");
-                        st.poisoned = Some(e.to_string());
-                        self.failed.store(true, Ordering::Release);
-                        self.progress.notify_all();
+            if st.roll_wanted && st.health == WalHealth::Ok && !st.closed {
+                MutexGuard::unlocked(&mut st, || {
+                    if let Err(e) = self.roll_now() {
+                        tracing::warn!(dir = %self.dir.display(), error = %e, "WAL roll failed; the segment grows until a roll succeeds");
                     }
-                }
+                });
+            }
+            let due = last_recovery.is_none_or(|t| t.elapsed() >= RECOVERY_INTERVAL);
+            if matches!(st.health, WalHealth::Stalled(_)) && !st.closed && due {
+                last_recovery = Some(Instant::now());
+                MutexGuard::unlocked(&mut st, || self.try_recover());
             }
         }
     }
@@ -485,10 +761,9 @@ mod tests {
     use crate::fs::FaultFs;
     use crate::wal::reader;
     use std::sync::Arc;
-    use std::time::Instant;
 
     /// A log in a fresh directory over a power-cut file system, with small segments and no
-    /// background thread, so a rolled segment stays in `closing` until a round syncs it.
+    /// background thread unless a test starts one.
     struct Fixture {
         _tmp: tempfile::TempDir,
         dir: std::path::PathBuf,
@@ -501,13 +776,14 @@ mod tests {
         let dir = tmp.path().join("wal");
         let fs = FaultFs::new();
         let shared: FsRef = Arc::new(fs.clone());
-        shared.create_dir_all(&dir).expect("dir");
-        let active = SegmentWriter::create(&*shared, &dir, 1).expect("segment");
+        crate::fs::create_dir_durable(&*shared, &dir).expect("dir");
+        let active = SegmentWriter::create(&*shared, &dir, 1, 7).expect("segment");
         let mut set = SegmentSet::default();
         set.push(SegmentMeta::new(active.id(), active.path().to_path_buf()));
         let opts = WalOptions {
             segment_size: 256,
             async_flush_interval: Duration::from_secs(3600),
+            ..WalOptions::default()
         };
         let wal = Arc::new(Shared::new(shared, &dir, opts, active, set));
         Fixture {
@@ -524,72 +800,111 @@ mod tests {
             self.fs.power_cut();
             drop(self.wal);
             self.fs.restore_power();
-            let rec = reader::recover(&crate::fs::LocalFs, &self.dir).expect("recover");
+            let rec = reader::recover(&crate::fs::LocalFs, &self.dir, false).expect("recover");
             rec.records.iter().map(|r| r.seq).collect()
         }
-    }
 
-    /// Appends `SyncWal` records of region 1 from `seq` on until a round rolls; returns the
-    /// next seq.
-    fn write_until_roll(wal: &Shared, mut seq: u64) -> u64 {
-        let rolls = wal.stats().rolls;
-        while wal.stats().rolls == rolls {
-            let t = wal.append(1, seq, &[7u8; 40]).expect("append");
-            wal.sync(t, Durability::SyncWal).expect("sync");
-            seq += 1;
-            assert!(seq < 1000, "no roll");
+        fn start_background(&self) -> std::thread::JoinHandle<()> {
+            let bg = Arc::clone(&self.wal);
+            std::thread::spawn(move || bg.run_background())
         }
-        seq
+
+        fn stop_background(&self, handle: std::thread::JoinHandle<()>) {
+            self.wal.stop_background(&mut self.wal.state.lock());
+            handle.join().expect("background thread");
+        }
+    }
+
+    fn put(wal: &Shared, seq: u64, d: Durability) -> Result<()> {
+        let t = wal.append(1, seq, &[7u8; 40])?;
+        wal.sync(t, d)
     }
 
     #[test]
-    fn a_roll_leaves_the_sync_to_later_and_an_fsync_covers_the_rolled_segment() {
+    fn a_write_round_never_rolls_the_background_thread_does() {
         let f = fixture();
-        let next = write_until_roll(&f.wal, 1);
-        assert!(
-            f.wal.closing.lock().is_some(),
-            "the rolled segment waits for its sync"
-        );
-        let t = f.wal.append(1, next, b"fsynced").expect("append");
-        f.wal.sync(t, Durability::FsyncWal).expect("fsync");
-        assert!(
-            f.wal.closing.lock().is_none(),
-            "the fsync round synced it first"
-        );
-        let expected: Vec<u64> = (1..=next).collect();
-        assert_eq!(f.seqs_after_power_cut(), expected, "all up to the fsync");
+        for seq in 1..=20 {
+            put(&f.wal, seq, Durability::SyncWal).expect("put");
+        }
+        assert_eq!(f.wal.stats().rolls, 0, "writers do not roll");
+        assert!(f.wal.state.lock().roll_wanted, "but they ask for it");
+        let bg = f.start_background();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while f.wal.stats().rolls == 0 {
+            assert!(Instant::now() < deadline, "never rolled");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        f.stop_background(bg);
+        // Every record went to the rolled segment, which the roll synced.
+        let expected: Vec<u64> = (1..=20).collect();
+        assert_eq!(f.seqs_after_power_cut(), expected);
     }
 
     #[test]
-    fn without_a_sync_the_rolled_segment_is_what_a_power_cut_takes() {
-        // The converse, so the test above shows something: a rolled segment no round synced
-        // loses its records to a power cut.
+    fn without_a_sync_sync_wal_records_are_what_a_power_cut_takes() {
+        // The converse, so the test above shows something.
         let f = fixture();
-        let next = write_until_roll(&f.wal, 1);
-        assert!(next > 2);
+        for seq in 1..=5 {
+            put(&f.wal, seq, Durability::SyncWal).expect("put");
+        }
         assert!(f.seqs_after_power_cut().is_empty());
     }
 
     #[test]
-    fn the_background_thread_syncs_a_rolled_segment() {
+    fn write_rounds_go_on_while_a_sync_is_slow() {
         let f = fixture();
-        let bg = Arc::clone(&f.wal);
-        let handle = std::thread::spawn(move || bg.run_background());
-        let next = write_until_roll(&f.wal, 1);
+        f.fs.set_sync_delay(Duration::from_millis(300));
+        let wal = Arc::clone(&f.wal);
+        let fsyncer = std::thread::spawn(move || put(&wal, 1, Durability::FsyncWal));
+        // Wait until the sync round is under way.
         let deadline = Instant::now() + Duration::from_secs(20);
-        while f.wal.closing.lock().is_some() {
-            assert!(Instant::now() < deadline, "never synced");
-            std::thread::sleep(Duration::from_millis(2));
+        while !f.wal.state.lock().syncing {
+            assert!(Instant::now() < deadline, "no sync round");
+            std::thread::sleep(Duration::from_millis(1));
         }
-        // Stops the background thread (the close itself fails: the power is out by then).
-        let stopper = Arc::clone(&f.wal);
-        f.fs.power_cut();
-        let _ = stopper.close();
-        handle.join().expect("background thread");
-        drop(stopper);
-        f.fs.restore_power();
-        // Every record went to the rolled segment (a round writes its batch, then rolls).
-        let expected: Vec<u64> = (1..next).collect();
-        assert_eq!(f.seqs_after_power_cut(), expected);
+        let started = Instant::now();
+        for seq in 2..=4 {
+            let t = f.wal.append(1, seq, b"x").expect("append");
+            assert_eq!(
+                f.wal.try_sync(t, Durability::SyncWal).map(|r| r.is_ok()),
+                Some(true),
+                "a SYNC_WAL record is written without waiting for the fdatasync"
+            );
+        }
+        assert!(
+            f.wal.state.lock().syncing,
+            "still syncing: nothing waited for it"
+        );
+        assert!(started.elapsed() < Duration::from_millis(300));
+        let t = f.wal.append(1, 5, b"x").expect("append");
+        assert!(f.wal.try_sync(t, Durability::FsyncWal).is_none());
+        fsyncer.join().expect("thread").expect("fsync put");
+    }
+
+    #[test]
+    fn a_failed_write_loses_its_round_and_the_log_recovers() {
+        let f = fixture();
+        put(&f.wal, 1, Durability::SyncWal).expect("put");
+        f.fs.fail_writes(1);
+        let err = put(&f.wal, 2, Durability::SyncWal).expect_err("failed write");
+        assert!(err.to_string().contains("not applied"), "{err}");
+        let refused = f.wal.append(1, 3, b"x").expect_err("stalled");
+        assert!(refused.to_string().contains("refuses writes"), "{refused}");
+        assert!(matches!(f.wal.health(), WalHealth::Stalled(_)));
+        assert!(f.wal.try_recover(), "recovers once the disk works");
+        assert_eq!(f.wal.health(), WalHealth::Ok);
+        put(&f.wal, 4, Durability::FsyncWal).expect("put after recovery");
+        assert_eq!(f.seqs_after_power_cut(), vec![1, 4]);
+    }
+
+    #[test]
+    fn a_failed_sync_fails_the_log_for_good() {
+        let f = fixture();
+        put(&f.wal, 1, Durability::FsyncWal).expect("put");
+        f.fs.fail_syncs(1);
+        assert!(put(&f.wal, 2, Durability::FsyncWal).is_err());
+        assert!(matches!(f.wal.health(), WalHealth::Failed(_)));
+        assert!(!f.wal.try_recover());
+        assert!(f.wal.append(1, 3, b"x").is_err());
     }
 }
