@@ -3,9 +3,10 @@
 
 use super::{RowGuard, RowLocks};
 use crate::region_server::ServerError;
+use bytes::Bytes;
 use cellar_proto::pb;
 use cellar_storage::region::{Region, RegionInfo};
-use parking_lot::{MutexGuard, RwLock};
+use parking_lot::RwLock;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -129,19 +130,13 @@ impl HostedRegion {
     }
 
     /// The lock every mutation of `row` holds (see [`RowLocks`]).
-    pub fn lock_row(&self, row: &[u8]) -> MutexGuard<'_, ()> {
+    pub fn lock_row(&self, row: &Bytes) -> RowGuard {
         self.locks.lock(row)
     }
 
     /// [`HostedRegion::lock_row`] for the network reactor: `None` instead of waiting.
-    pub fn try_lock_row(&self, row: &[u8]) -> Option<MutexGuard<'_, ()>> {
+    pub fn try_lock_row(&self, row: &Bytes) -> Option<RowGuard> {
         self.locks.try_lock(row)
-    }
-
-    /// [`HostedRegion::try_lock_row`] with a guard that owns the lock (a deferred put keeps
-    /// it past the call).
-    pub fn try_lock_row_owned(&self, row: &[u8]) -> Option<RowGuard> {
-        self.locks.try_lock_owned(row)
     }
 
     /// HBase's region name: `table,start_key,region_id`.
