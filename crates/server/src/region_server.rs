@@ -27,7 +27,6 @@ use cellar_storage::region::{Region, RegionInfo, StorageServices};
 use cellar_storage::wal::WalRecord;
 use parking_lot::{Mutex, RwLock};
 use std::collections::BTreeMap;
-use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -60,7 +59,7 @@ pub struct RegionServer {
     shut_down: Mutex<bool>,
     workers: Workers,
     /// Held while the server runs: a second server on the same directory is refused.
-    _lock: File,
+    _lock: cellar_storage::fs::LockGuard,
 }
 
 impl RegionServer {
@@ -71,10 +70,18 @@ impl RegionServer {
         config: &ServerConfig,
         advertised: String,
     ) -> Result<Arc<RegionServer>, ServerError> {
+        RegionServer::open_on(config, advertised, LocalFs::shared())
+    }
+
+    /// [`RegionServer::open`] on a given file system (the fault-injecting one in tests).
+    pub fn open_on(
+        config: &ServerConfig,
+        advertised: String,
+        fs: FsRef,
+    ) -> Result<Arc<RegionServer>, ServerError> {
         config.validate().map_err(ServerError::InvalidArgument)?;
-        let fs: FsRef = LocalFs::shared();
-        fs.create_dir_all(&config.data_dir)?;
-        let lock = lock_data_dir(&config.data_dir)?;
+        cellar_storage::fs::create_dir_durable(&*fs, &config.data_dir)?;
+        let lock = lock_data_dir(&*fs, &config.data_dir)?;
         let storage = config.storage_config();
         cellar_storage::memstore::chunk_pool::set_limit(
             usize::try_from(config.storage.memstore_chunk_pool_bytes).unwrap_or(usize::MAX),
@@ -288,22 +295,20 @@ impl Drop for RegionServer {
 }
 
 /// Takes `<data_dir>/LOCK` exclusively.
-fn lock_data_dir(dir: &Path) -> Result<File, ServerError> {
-    let path = dir.join("LOCK");
-    let file = File::options()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&path)
-        .map_err(|e| cellar_model::Error::io(path.display(), e))?;
-    match file.try_lock() {
-        Ok(()) => Ok(file),
-        Err(std::fs::TryLockError::WouldBlock) => Err(ServerError::InvalidArgument(format!(
-            "data directory {} is in use by another Cellar server (LOCK is held)",
-            dir.display()
-        ))),
-        Err(std::fs::TryLockError::Error(e)) => {
-            Err(cellar_model::Error::io(path.display(), e).into())
+fn lock_data_dir(
+    fs: &dyn cellar_storage::fs::FileSystem,
+    dir: &Path,
+) -> Result<cellar_storage::fs::LockGuard, ServerError> {
+    match fs.lock(&dir.join("LOCK")) {
+        Ok(lock) => Ok(lock),
+        Err(cellar_model::Error::Io { source, .. })
+            if source.kind() == std::io::ErrorKind::WouldBlock =>
+        {
+            Err(ServerError::InvalidArgument(format!(
+                "data directory {} is in use by another Cellar server (LOCK is held)",
+                dir.display()
+            )))
         }
+        Err(e) => Err(e.into()),
     }
 }

@@ -42,6 +42,16 @@ pub struct Reply {
     pub cellblock: Bytes,
 }
 
+/// What [`Handler::call_inline`] did on the network reactor.
+pub enum Inline {
+    /// Answered.
+    Done(Result<Reply, pb::RpcError>),
+    /// Begun, and the rest waits for another writer (a put whose WAL record the round in
+    /// progress must bring to the OS first): the connection's task awaits it, so the reactor
+    /// thread serves other connections meanwhile and never blocks.
+    Await(std::pin::Pin<Box<dyn std::future::Future<Output = Result<Reply, pb::RpcError>> + Send>>),
+}
+
 /// What the RPC front end calls. `call` may block on disk: the front end runs it on its
 /// handler pool, never on the network reactor.
 pub trait Handler: Send + Sync + 'static {
@@ -55,15 +65,17 @@ pub trait Handler: Send + Sync + 'static {
 
     /// Optional fast path, run on the network reactor before a call is queued: answer now if
     /// the call can be served without disk IO and without waiting on a lock that IO may hold
-    /// (a Get served from memstore and block cache), else return `None` and the call goes to
-    /// the handler pool as usual. It must never block. The default queues every call.
+    /// (a Get served from memstore and block cache), or begin it and return what is left to
+    /// await ([`Inline::Await`]); else return `None` and the call goes to the handler pool as
+    /// usual. It must never block, directly or by waiting for another thread. The default
+    /// queues every call.
     fn call_inline(
         &self,
         _ctx: &CallContext,
         _method: pb::Method,
         _param: &Bytes,
         _cellblock: &Bytes,
-    ) -> Option<Result<Reply, pb::RpcError>> {
+    ) -> Option<Inline> {
         None
     }
 

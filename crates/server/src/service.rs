@@ -5,7 +5,7 @@
 
 use crate::metrics::Gauges;
 use crate::region_server::{RegionServer, ServerError};
-use crate::rpc::{CallContext, Handler, Reply};
+use crate::rpc::{CallContext, Handler, Inline, Reply};
 use crate::scanners::ScanBatch;
 use bytes::{Bytes, BytesMut};
 use cellar_model::Cell;
@@ -309,20 +309,22 @@ impl Handler for RegionServer {
     }
 
     /// Gets that memstores and the block cache can answer, and plain puts that need not
-    /// wait, are served on the reactor, saving two thread hand-offs; everything else goes to
-    /// the handler pool.
+    /// wait, are served on the reactor, saving two thread hand-offs; a put whose WAL write
+    /// would wait is finished on the handler pool; everything else goes to the pool.
     fn call_inline(
         &self,
         _ctx: &CallContext,
         method: Method,
         param: &Bytes,
         cellblock: &Bytes,
-    ) -> Option<Result<Reply, pb::RpcError>> {
+    ) -> Option<Inline> {
         if self.check_running().is_err() {
             return None;
         }
         match method {
-            Method::Get if self.config().rpc.inline_gets => self.get_on_reactor(param),
+            Method::Get if self.config().rpc.inline_gets => {
+                self.get_on_reactor(param).map(Inline::Done)
+            }
             Method::Mutate if self.config().rpc.inline_puts => {
                 self.put_on_reactor(param, cellblock)
             }
@@ -373,13 +375,10 @@ impl RegionServer {
         )))
     }
 
-    /// A Mutate that is a plain put without condition, when [`RegionServer::mutate_inline`]
-    /// can apply it without waiting.
-    fn put_on_reactor(
-        &self,
-        param: &Bytes,
-        cellblock: &Bytes,
-    ) -> Option<Result<Reply, pb::RpcError>> {
+    /// A Mutate that is a plain put without condition, when [`RegionServer::mutate_deferred`]
+    /// can apply it without waiting; finished here if its WAL write needs no wait, else
+    /// awaited by the connection's task.
+    fn put_on_reactor(&self, param: &Bytes, cellblock: &Bytes) -> Option<Inline> {
         let req: pb::MutateRequest = decode(param.clone(), "MutateRequest").ok()?;
         if req.condition.is_some() {
             return None;
@@ -393,16 +392,26 @@ impl RegionServer {
         if kind != pb::MutationKind::PutDelete {
             return None;
         }
-        if let Err(e) = self.mutate_inline(&r.table, r.region_id, &mutation)? {
-            return Some(Err(e.to_rpc()));
-        }
+        let put = match self.mutate_deferred(&r.table, r.region_id, &mutation)? {
+            Ok(put) => put,
+            Err(e) => return Some(Inline::Done(Err(e.to_rpc()))),
+        };
         self.requests.fetch_add(1, Ordering::Relaxed);
-        Some(Ok(reply(
+        let answer = reply(
             &pb::MutateResponse {
                 processed: true,
                 result: None,
             },
             BytesMut::new(),
-        )))
+        );
+        Some(match put.try_finish() {
+            Ok(done) => Inline::Done(done.map(|()| answer).map_err(|e| e.to_rpc())),
+            Err(put) => Inline::Await(Box::pin(async move {
+                put.finish_async()
+                    .await
+                    .map(|()| answer)
+                    .map_err(|e| e.to_rpc())
+            })),
+        })
     }
 }

@@ -6,6 +6,7 @@ use crate::http::{HttpServer, Sources, StatusInfo};
 use crate::region_server::RegionServer;
 use crate::rpc::{Handler, RpcServer};
 use crate::ServerConfig;
+use cellar_storage::fs::FsRef;
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -24,6 +25,11 @@ impl Standalone {
     /// Binds the native address, opens the region server (advertising the bound address),
     /// then starts serving RPC and HTTP. Errors name what failed (address, data dir).
     pub fn start(config: ServerConfig) -> Result<Standalone, String> {
+        Standalone::start_on(config, cellar_storage::fs::LocalFs::shared())
+    }
+
+    /// [`Standalone::start`] on a given file system (the fault-injecting one in tests).
+    pub fn start_on(config: ServerConfig, fs: FsRef) -> Result<Standalone, String> {
         config.validate()?;
         // Bound before the region server opens so that port 0 can be advertised as the port
         // actually bound.
@@ -44,12 +50,13 @@ impl Standalone {
             })?)
         };
         let started = Instant::now();
-        let region_server = RegionServer::open(&config, advertised.clone()).map_err(|e| {
-            format!(
-                "cannot open the region server in {}: {e}",
-                config.data_dir.display()
-            )
-        })?;
+        let region_server =
+            RegionServer::open_on(&config, advertised.clone(), fs).map_err(|e| {
+                format!(
+                    "cannot open the region server in {}: {e}",
+                    config.data_dir.display()
+                )
+            })?;
         let handler: Arc<dyn Handler> = region_server.clone();
         let rpc = match RpcServer::start_on(listener, &config.rpc, handler.clone()) {
             Ok(rpc) => rpc,

@@ -202,6 +202,25 @@ fn calls_the_handler_serves_inline_are_answered_while_every_handler_is_busy() {
 }
 
 #[test]
+fn work_begun_on_the_reactor_is_awaited_there_while_every_handler_is_busy() {
+    let (server, handler) = start(&config(1, 1, 1 << 20));
+    let mut c = Client::connect(server.local_addr());
+    c.send(1, Method::ScanOpen, b"holds the only handler", b"");
+    handler.wait_at_gate(1);
+    c.send(2, Method::Get, b"fills the queue", b"");
+    wait_until("call 2 queued", || server.metrics().queue_depth() == 1);
+    let r = c.call(3, Method::ListTables, b"", b"");
+    assert!(r.error.is_none(), "{:?}", r.error);
+    let thread = String::from_utf8_lossy(&r.param).into_owned();
+    assert!(thread.starts_with("cellar-rpc-io"), "finished on {thread}");
+    handler.open_gate();
+    let mut ids = vec![c.recv().call_id, c.recv().call_id];
+    ids.sort();
+    assert_eq!(ids, vec![1, 2]);
+    assert_eq!(server.metrics().errors(ErrorCode::ServerBusy), 0);
+}
+
+#[test]
 fn the_handler_hears_of_every_closed_connection() {
     let (server, handler) = start(&config(2, 10, 1 << 20));
     let mut ids = Vec::new();

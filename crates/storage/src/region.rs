@@ -52,6 +52,10 @@ use std::sync::Arc;
 use std::time::Instant;
 use store::Store;
 
+/// How long a network reactor spins for a region's write lock before it declines a write
+/// (the lock is held for microseconds of memory work, never across IO).
+const REACTOR_LOCK_WAIT: std::time::Duration = std::time::Duration::from_micros(50);
+
 /// What a region shares with the other regions of a server: file system, WAL, block cache,
 /// flush and compaction threads, configuration.
 pub struct StorageServices {
@@ -166,6 +170,26 @@ impl PendingWrite {
         Ok(self.settle(synced))
     }
 
+    /// [`PendingWrite::finish`] for an async task on a network reactor: the task awaits the
+    /// WAL round that writes the record (its thread never blocks), then the write is
+    /// visible. The WAL's progress never depends on anything a pending write holds (a row
+    /// lock), so awaiting it while holding one is safe.
+    pub fn finish_async(mut self) -> impl std::future::Future<Output = Result<()>> + Send {
+        std::future::poll_fn(move |cx| {
+            let Some(region) = self.region.as_ref() else {
+                return std::task::Poll::Ready(Ok(()));
+            };
+            let synced = match self.ticket {
+                Some(t) => match region.services.wal.poll_sync(t, self.durability, cx) {
+                    std::task::Poll::Ready(r) => r,
+                    std::task::Poll::Pending => return std::task::Poll::Pending,
+                },
+                None => Ok(()),
+            };
+            std::task::Poll::Ready(self.settle(synced))
+        })
+    }
+
     fn finish_now(&mut self) -> Result<()> {
         let Some(region) = self.region.as_ref() else {
             return Ok(());
@@ -234,7 +258,7 @@ impl Region {
         schema: TableSchema,
         config: StorageConfig,
     ) -> Result<Region> {
-        fs.create_dir_all(dir)?;
+        crate::fs::create_dir_durable(fs.as_ref(), dir)?;
         let (services, records) = StorageServices::open(Arc::clone(&fs), &dir.join("wal"), config)?;
         let info = RegionInfo::whole(1);
         match Region::open_in(&services, dir, info, schema, &records) {
@@ -262,7 +286,7 @@ impl Region {
     ) -> Result<Region> {
         schema.validate()?;
         let fs = &services.fs;
-        fs.create_dir_all(dir)?;
+        crate::fs::create_dir_durable(fs.as_ref(), dir)?;
         let info = if fs.exists(&dir.join(descriptor::DESCRIPTOR_FILE))? {
             let (stored, stored_schema) = descriptor::read(fs.as_ref(), dir)?;
             if stored_schema != schema {
@@ -623,37 +647,36 @@ impl RegionInner {
 
     /// Logs the mutation, applies it to the memstores and waits for its durability.
     fn apply(self: &Arc<Self>, m: &RowMutation) -> Result<()> {
-        let now = self.services.config.clock.now_millis();
-        self.start(self.write_lock.lock(), m, now)?.finish()
+        let stamps = self.timestamps(m)?;
+        self.start(self.write_lock.lock(), m, &stamps)?.finish()
     }
 
     /// [`RegionInner::apply`] up to the WAL sync, for a thread that must not wait: `None`
-    /// (nothing done) when the region's write lock is held.
+    /// (nothing done) when the region's write lock stays held past [`REACTOR_LOCK_WAIT`].
+    /// The lock is only ever held for memory work (never across IO), so that is contention
+    /// for microseconds, not a wait on the disk.
     fn try_start(self: &Arc<Self>, m: &RowMutation) -> Option<Result<PendingWrite>> {
-        let now = self.services.config.clock.now_millis();
-        let guard = self.write_lock.try_lock()?;
-        Some(self.start(guard, m, now))
+        let stamps = match self.timestamps(m) {
+            Ok(s) => s,
+            Err(e) => return Some(Err(e)),
+        };
+        let guard = self.write_lock.try_lock_for(REACTOR_LOCK_WAIT)?;
+        Some(self.start(guard, m, &stamps))
     }
 
     /// Under the write lock (`guard`): the record is buffered in the WAL and the cells are in
-    /// the memstores, but nothing is in the OS and readers do not see it yet.
+    /// the memstores, but nothing is in the OS and readers do not see it yet. No IO here:
+    /// `stamps` ([`RegionInner::timestamps`]) were looked up before the lock was taken.
     fn start(
         self: &Arc<Self>,
         guard: parking_lot::MutexGuard<'_, ()>,
         m: &RowMutation,
-        now: u64,
+        stamps: &[(usize, u64)],
     ) -> Result<PendingWrite> {
         let durability = m.durability.resolve();
         self.check_open()?;
         let seq = self.mvcc.begin();
-        let cells = match self.build_cells(m, seq, now) {
-            Ok(c) => c,
-            Err(e) => {
-                drop(guard);
-                self.mvcc.abort(seq);
-                return Err(e);
-            }
-        };
+        let cells = self.build_cells(m, stamps, seq);
         let mut ticket = None;
         if durability != Durability::SkipWal {
             let mut payload =
@@ -684,26 +707,40 @@ impl RegionInner {
         })
     }
 
-    /// Internal keys and values of a mutation: timestamps resolved, later duplicates of the same
-    /// cell coordinates replacing earlier ones.
+    /// The store and timestamp of each entry of a mutation. A delete of "the latest version"
+    /// looks up the newest version (HBase's rule), which may read store files: done before the
+    /// write lock is taken, never under it. A write to the row racing the delete may land on
+    /// either side of it (the row lock above this layer orders writes to one row).
+    fn timestamps(&self, m: &RowMutation) -> Result<Vec<(usize, u64)>> {
+        let now = self.services.config.clock.now_millis();
+        m.entries
+            .iter()
+            .map(|e| {
+                let i = self.store_index(&e.family)?;
+                let ts = if e.timestamp != LATEST_TIMESTAMP {
+                    e.timestamp
+                } else if e.cell_type == CellType::Delete {
+                    self.latest_version_ts(i, &m.row, &e.qualifier)?
+                        .unwrap_or(now)
+                } else {
+                    now
+                };
+                Ok((i, ts))
+            })
+            .collect()
+    }
+
+    /// Internal keys and values of a mutation at `seq`, with `stamps` from
+    /// [`RegionInner::timestamps`]: later duplicates of the same cell coordinates replace
+    /// earlier ones.
     fn build_cells(
         &self,
         m: &RowMutation,
+        stamps: &[(usize, u64)],
         seq: u64,
-        now: u64,
-    ) -> Result<Vec<(usize, Vec<u8>, Bytes)>> {
+    ) -> Vec<(usize, Vec<u8>, Bytes)> {
         let mut cells: Vec<(usize, Vec<u8>, Bytes)> = Vec::with_capacity(m.entries.len());
-        for e in &m.entries {
-            let i = self.store_index(&e.family)?;
-            let ts = if e.timestamp != LATEST_TIMESTAMP {
-                e.timestamp
-            } else if e.cell_type == CellType::Delete {
-                // HBase: deleting "the latest version" deletes the newest existing one.
-                self.latest_version_ts(i, &m.row, &e.qualifier)?
-                    .unwrap_or(now)
-            } else {
-                now
-            };
+        for (e, &(i, ts)) in m.entries.iter().zip(stamps) {
             let mut key = Vec::with_capacity(2 + m.row.len() + e.qualifier.len() + 17);
             encode_key(&mut key, &m.row, &e.qualifier, ts, e.cell_type.code(), seq);
             cells.push((i, key, e.value.clone()));
@@ -719,12 +756,11 @@ impl RegionInner {
             }
             same
         });
-        Ok(cells)
+        cells
     }
 
     /// Timestamp of the newest version of a column, seeing every write made so far but the
-    /// aborted ones (called under the write lock, so that is every write that will precede
-    /// this one).
+    /// aborted ones (in flight ones included).
     fn latest_version_ts(&self, store: usize, row: &[u8], qualifier: &[u8]) -> Result<Option<u64>> {
         let get = Get::new(Bytes::copy_from_slice(row)).column(&self.stores[store].name, qualifier);
         let cells = self.get_at(&get, self.mvcc.all_but_aborted())?;

@@ -157,6 +157,17 @@ impl Wal {
         self.shared.wait_for_room()
     }
 
+    /// [`Wal::sync`] for an async task that must not block its thread (a network reactor):
+    /// ready when the record is as durable as asked, else the task is woken when a round ends.
+    pub fn poll_sync(
+        &self,
+        ticket: u64,
+        durability: Durability,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<()>> {
+        self.shared.poll_sync(ticket, durability, cx)
+    }
+
     /// [`Wal::sync`] for a thread that must not wait: `None` when the durability needs an
     /// fdatasync or another round is in progress; otherwise the answer (after writing the
     /// buffer to the OS itself if needed).

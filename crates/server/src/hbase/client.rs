@@ -106,7 +106,7 @@ pub(crate) fn get_inline(
 
 /// A plain put (no condition, no increment or append) applied on the reactor, or `None` to
 /// send the call to the pool: anything else, malformed requests, and every write that could
-/// wait ([`crate::region_server::RegionServer::mutate_inline`]).
+/// wait ([`crate::region_server::RegionServer::mutate_deferred`]).
 pub(crate) fn mutate_inline(
     svc: &HbaseService,
     param: &Bytes,

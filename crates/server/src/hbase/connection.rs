@@ -31,7 +31,7 @@ const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest connection header accepted.
 const MAX_CONNECTION_HEADER: u32 = 64 * 1024;
 const WRITE_BATCH_BYTES: usize = 64 * 1024;
-/// Writes applied on the reactor that may wait for their WAL write before it is done.
+/// Puts applied on the reactor that may wait for their WAL write before they are finished.
 const MAX_DEFERRED_WRITES: usize = 64;
 /// The call id HBase uses for answers that belong to no call (preamble answers).
 const NO_CALL: u32 = u32::MAX;
@@ -144,7 +144,7 @@ pub(crate) async fn serve(
         deferred: Vec::new(),
     };
     let end = reader.run().await;
-    let _ = reader.flush_answered();
+    let _ = reader.flush_answered().await;
     let Reader { rd, tx, .. } = reader;
     drop(tx);
     let _ = writer.await;
@@ -178,11 +178,13 @@ struct Reader {
     answered_slots: Option<OwnedSemaphorePermit>,
     /// Puts applied on the reactor since the last read whose WAL records are not yet in the
     /// OS, with their answers: finished (one WAL write for all) just before `answered` goes to
-    /// the writer, so no put is acknowledged before its record is in the OS.
+    /// the writer, so no put is acknowledged before its record is in the OS. A put whose
+    /// finish would wait (another writer's WAL round is in progress) goes to the handler pool.
     ///
-    /// Never held across an `.await` (the rule [`DeferredPut`] rests on): every wait of the
-    /// reader (`fill`, the slot wait, `send`) starts with `flush_answered`, which finishes
-    /// them, so they hold back other calls' writes for microseconds, never for a socket.
+    /// Never held across a wait for the socket (the rule [`DeferredPut`] rests on): every such
+    /// wait of the reader (`fill`, the slot wait) starts with `flush_answered`, which finishes
+    /// them, awaiting nothing but the WAL, so they hold back other calls' writes for
+    /// microseconds, never for a socket.
     ///
     /// [`DeferredPut`]: crate::region_server::DeferredPut
     deferred: Vec<Deferred>,
@@ -194,6 +196,7 @@ struct Deferred {
     received: Instant,
     write: crate::region_server::DeferredPut,
     reply: HReply,
+    slot: OwnedSemaphorePermit,
 }
 
 impl Reader {
@@ -211,7 +214,7 @@ impl Reader {
     }
 
     async fn fill(&mut self) -> Result<(), End> {
-        self.flush_answered()?;
+        self.flush_answered().await?;
         match read_more(
             &mut self.rd,
             &mut self.buf,
@@ -236,14 +239,26 @@ impl Reader {
 
     /// Hands the frames answered on the reactor to the writer, after finishing the deferred
     /// puts (the first finish writes every buffered WAL record; the rest find theirs written).
-    fn flush_answered(&mut self) -> Result<(), End> {
-        for d in self.deferred.drain(..) {
-            let outcome = d.write.finish().map(|()| d.reply).map_err(HbaseError::from);
+    /// A put whose record another writer's round is writing is awaited: the task yields, the
+    /// reactor thread never blocks.
+    async fn flush_answered(&mut self) -> Result<(), End> {
+        for d in std::mem::take(&mut self.deferred) {
+            let done = match d.write.try_finish() {
+                Ok(done) => done,
+                Err(write) => write.finish_async().await,
+            };
+            let outcome = done.map(|()| d.reply).map_err(HbaseError::from);
             self.shared
                 .metrics
                 .record_other_call(d.received.elapsed(), outcome.is_err());
             append_response(&mut self.answered, d.call_id, outcome);
+            self.hold_answered_slot(d.slot);
         }
+        self.hand_answered()
+    }
+
+    /// Hands the frames already answered to the writer.
+    fn hand_answered(&mut self) -> Result<(), End> {
         if self.answered.is_empty() {
             return Ok(());
         }
@@ -256,9 +271,18 @@ impl Reader {
             .map_err(|_| End::WriterGone)
     }
 
-    /// Queues `frame` for the writer after everything answered before it.
+    /// Keeps an answered call's in-flight slot until `answered` is written.
+    fn hold_answered_slot(&mut self, slot: OwnedSemaphorePermit) {
+        match &mut self.answered_slots {
+            Some(held) => held.merge(slot),
+            None => self.answered_slots = Some(slot),
+        }
+    }
+
+    /// Queues `frame` for the writer after every answer ready before it (puts still waiting
+    /// for their WAL write are answered later).
     fn send(&mut self, frame: Bytes) -> Result<(), End> {
-        self.flush_answered()?;
+        self.hand_answered()?;
         self.tx
             .send(Outgoing { frame, _slot: None })
             .map_err(|_| End::WriterGone)
@@ -402,7 +426,7 @@ impl Reader {
             Ok(s) => s,
             Err(_) => {
                 // Slots come back as answers are written, and some may be in `answered`.
-                self.flush_answered()?;
+                self.flush_answered().await?;
                 tokio::select! {
                     biased;
                     _ = crate::rpc::stopped(&mut self.shutdown) => return Err(End::Shutdown),
@@ -422,7 +446,7 @@ impl Reader {
                 // A put of this batch may hold the row (or its lock stripe): finish the batch
                 // and try once more, rather than send a row this connection is writing to the
                 // handler pool.
-                self.flush_answered()?;
+                self.flush_answered().await?;
                 inline = self.shared.service.call_inline(
                     &self.ctx,
                     &self.service_name,
@@ -439,21 +463,23 @@ impl Reader {
                             .record_other_call(received.elapsed(), outcome.is_err());
                         append_response(&mut self.answered, call_id, outcome);
                     }
-                    Inline::AfterWal(write, reply) => self.deferred.push(Deferred {
-                        call_id,
-                        received,
-                        write,
-                        reply,
-                    }),
+                    Inline::AfterWal(write, reply) => {
+                        self.deferred.push(Deferred {
+                            call_id,
+                            received,
+                            write,
+                            reply,
+                            slot,
+                        });
+                        if self.deferred.len() >= MAX_DEFERRED_WRITES {
+                            self.flush_answered().await?;
+                        }
+                        return Ok(());
+                    }
                 }
-                match &mut self.answered_slots {
-                    Some(held) => held.merge(slot),
-                    None => self.answered_slots = Some(slot),
-                }
-                if self.answered.len() >= WRITE_BATCH_BYTES
-                    || self.deferred.len() >= MAX_DEFERRED_WRITES
-                {
-                    self.flush_answered()?;
+                self.hold_answered_slot(slot);
+                if self.answered.len() >= WRITE_BATCH_BYTES {
+                    self.flush_answered().await?;
                 }
                 return Ok(());
             }

@@ -1,6 +1,6 @@
 //! Data operations on one region: get, put/delete, increment, append, check-and-mutate.
 //!
-//! Every mutation holds its row's stripe lock (`router::RowLocks`) from its first read to its
+//! Every mutation holds its row's lock (`router::RowLocks`) from its first read to its
 //! acknowledgement, so read-modify-write operations (increment, append, check-and-mutate)
 //! never interleave with another write to the row. Reads take no lock (MVCC).
 
@@ -51,10 +51,10 @@ pub struct MutateOutcome {
 /// it, exactly as if the put had finished before returning.
 ///
 /// Deadlock freedom rests on one rule for holders: between taking a `DeferredPut` and
-/// finishing it, never wait for anything another call could be holding back (no `.await`,
-/// no blocking row lock). Finishing only waits for writes that began earlier, and those
-/// never wait for a row lock after beginning, so every wait chain ends.
-#[must_use = "a deferred put holds its row lock and holds back its region's later writes"]
+/// finishing it, wait for nothing another call could be holding back (no socket, no blocking
+/// row lock); awaiting the WAL ([`DeferredPut::finish_async`]) is the one wait allowed, since
+/// a WAL round waits for no row and no call. So every wait chain ends.
+#[must_use = "a deferred put holds its row lock until it is finished"]
 pub struct DeferredPut {
     // Field order is drop order: an unfinished write finishes before its row lock is let go.
     write: PendingWrite,
@@ -68,6 +68,24 @@ impl DeferredPut {
     pub fn finish(self) -> Result<(), ServerError> {
         let DeferredPut { write, _row } = self;
         write.finish().map_err(ServerError::from)
+    }
+
+    /// [`DeferredPut::finish`] for the network reactor: `Err` hands the put back when
+    /// finishing would wait (another writer's WAL round is in progress): await
+    /// [`DeferredPut::finish_async`] then.
+    pub fn try_finish(self) -> Result<Result<(), ServerError>, DeferredPut> {
+        let DeferredPut { write, _row } = self;
+        match write.try_finish() {
+            Ok(done) => Ok(done.map_err(ServerError::from)),
+            Err(write) => Err(DeferredPut { write, _row }),
+        }
+    }
+
+    /// [`DeferredPut::finish`] awaited by a reactor task: its thread never blocks. Safe to
+    /// await while the put holds its row: the WAL round it waits for never waits on a row.
+    pub async fn finish_async(self) -> Result<(), ServerError> {
+        let DeferredPut { write, _row } = self;
+        write.finish_async().await.map_err(ServerError::from)
     }
 }
 
@@ -162,25 +180,12 @@ impl RegionServer {
         })
     }
 
-    /// A plain put (no condition) applied on the network reactor, or `None` to send it to the
-    /// handler pool: when the region is being taken out, the row is locked by another call,
-    /// or the write could wait on the disk or on back-pressure ([`Region::try_mutate`]).
-    /// The reactor still writes the WAL record to the OS, as a group-commit leader would.
-    pub fn mutate_inline(
-        &self,
-        table: &str,
-        region_id: u64,
-        m: &RowMutation,
-    ) -> Option<Result<(), ServerError>> {
-        Some(
-            self.mutate_deferred(table, region_id, m)?
-                .and_then(DeferredPut::finish),
-        )
-    }
-
-    /// [`RegionServer::mutate_inline`] up to the WAL write: the put is in the memstores and
-    /// its record buffered in the WAL, and the caller finishes it ([`DeferredPut::finish`])
-    /// before acknowledging it. A reactor that applies several puts from one read finishes
+    /// A plain put (no condition) begun on the network reactor, or `None` (nothing done) to
+    /// send it to the handler pool: when the region is being taken out, the row or the
+    /// region's write lock is held by another call, or the write could wait on the disk or on
+    /// back-pressure ([`Region::try_mutate_deferred`]). The put is in the memstores and its
+    /// record buffered in the WAL; the caller finishes it ([`DeferredPut::try_finish`] on the
+    /// reactor, [`DeferredPut::finish`] on a handler thread) before acknowledging it. A reactor that applies several puts from one read finishes
     /// them together, so their records reach the OS in one write.
     pub fn mutate_deferred(
         &self,
@@ -199,7 +204,7 @@ impl RegionServer {
             return None;
         }
         hosted.try_with(|region| {
-            let row = hosted.try_lock_row_owned(&m.row)?;
+            let row = hosted.try_lock_row(&m.row)?;
             Some(
                 region
                     .try_mutate_deferred(m)?

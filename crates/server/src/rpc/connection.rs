@@ -10,7 +10,7 @@
 use super::pool::{outcome_frame, Call};
 use super::queue::{CallQueue, Refused};
 use super::respond::{error_frame, reply_frame, rpc_error, timed_reply_frame, Outgoing, Responder};
-use super::{CallContext, Handler, Reply};
+use super::{CallContext, Handler, Inline, Reply};
 use crate::metrics::RpcMetrics;
 use bytes::{Buf, Bytes, BytesMut};
 use cellar_proto::frame::{check_preamble, decode_request, peek_request_header, PREAMBLE};
@@ -388,7 +388,11 @@ impl Reader {
         }));
         let inline = match inline {
             Ok(None) => None,
-            Ok(Some(result)) => Some(Ok(result)),
+            Ok(Some(Inline::Done(result))) => Some(Ok(result)),
+            Ok(Some(Inline::Await(rest))) => {
+                let rest = std::panic::AssertUnwindSafe(rest);
+                Some(futures_catch_unwind(rest).await)
+            }
             Err(panic) => Some(Err(panic)),
         };
         if let Some(outcome) = inline {
@@ -446,6 +450,21 @@ impl Reader {
             Err(End::WriterGone)
         }
     }
+}
+
+/// Awaits `f`, turning a panic into an error as `catch_unwind` does for a synchronous call.
+async fn futures_catch_unwind<F: std::future::Future>(
+    f: std::panic::AssertUnwindSafe<F>,
+) -> std::thread::Result<F::Output> {
+    let mut f = std::pin::pin!(f.0);
+    std::future::poll_fn(
+        |cx| match catch_unwind(AssertUnwindSafe(|| f.as_mut().poll(cx))) {
+            Ok(std::task::Poll::Ready(v)) => std::task::Poll::Ready(Ok(v)),
+            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
+            Err(panic) => std::task::Poll::Ready(Err(panic)),
+        },
+    )
+    .await
 }
 
 /// Writes responses as they come, several per write when several are waiting.

@@ -7,7 +7,7 @@ use cellar_proto::frame::{decode_response, encode_frame_raw, PREAMBLE};
 use cellar_proto::pb;
 use cellar_server::config::RpcConfig;
 use cellar_server::metrics::Gauges;
-use cellar_server::rpc::{CallContext, Handler, Reply, RpcServer};
+use cellar_server::rpc::{CallContext, Handler, Inline, Reply, RpcServer};
 use parking_lot::{Condvar, Mutex};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -99,22 +99,37 @@ impl Handler for TestHandler {
         }
     }
 
-    /// LIST_REGIONS is answered on the reactor: `inline` plus its parameter.
+    /// LIST_REGIONS is answered on the reactor: `inline` plus its parameter. LIST_TABLES is
+    /// begun on the reactor and awaited by the connection's task (it yields a few times
+    /// first): its answer names the thread that finished it.
     fn call_inline(
         &self,
         _ctx: &CallContext,
         method: pb::Method,
         param: &Bytes,
         _cellblock: &Bytes,
-    ) -> Option<Result<Reply, pb::RpcError>> {
-        (method == pb::Method::ListRegions).then(|| {
-            let mut p = b"inline ".to_vec();
-            p.extend_from_slice(param);
-            Ok(Reply {
-                param: p.into(),
-                cellblock: Bytes::new(),
-            })
-        })
+    ) -> Option<Inline> {
+        match method {
+            pb::Method::ListRegions => {
+                let mut p = b"inline ".to_vec();
+                p.extend_from_slice(param);
+                Some(Inline::Done(Ok(Reply {
+                    param: p.into(),
+                    cellblock: Bytes::new(),
+                })))
+            }
+            pb::Method::ListTables => Some(Inline::Await(Box::pin(async {
+                for _ in 0..3 {
+                    tokio::task::yield_now().await;
+                }
+                let thread = std::thread::current();
+                Ok(Reply {
+                    param: Bytes::from(thread.name().unwrap_or("unnamed").to_string()),
+                    cellblock: Bytes::new(),
+                })
+            }))),
+            _ => None,
+        }
     }
 
     fn connection_closed(&self, conn_id: u64) {

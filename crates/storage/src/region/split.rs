@@ -94,10 +94,10 @@ impl Region {
         ];
         let fs = &inner.services.fs;
         for (dir, info) in &infos {
-            fs.create_dir_all(dir)?;
+            crate::fs::create_dir_durable(fs.as_ref(), dir)?;
             for store in &inner.stores {
                 let family_dir = dir.join(&store.family.name);
-                fs.create_dir_all(&family_dir)?;
+                crate::fs::create_dir_durable(fs.as_ref(), &family_dir)?;
                 for f in &store.view().files {
                     let (parent, mut start, mut end) = match &f.reference {
                         Some(r) => (r.parent.clone(), r.start.clone(), r.end.clone()),

@@ -46,7 +46,7 @@ impl Store {
         family: FamilySchema,
         cache: Option<Arc<BlockCache>>,
     ) -> Result<(Store, u64)> {
-        fs.create_dir_all(dir)?;
+        crate::fs::create_dir_durable(fs.as_ref(), dir)?;
         let mut names = fs.list(dir)?;
         for name in names.iter().filter(|n| n.ends_with(".tmp")) {
             fs.delete(&dir.join(name))?;

@@ -54,6 +54,7 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 /// Buffered bytes at which the background thread is woken to write them out early.
@@ -103,6 +104,8 @@ struct State {
     background_poked: bool,
     /// The active segment is full: the background thread rolls it.
     roll_wanted: bool,
+    /// Tasks waiting for a round to end ([`Shared::poll_sync`]); woken after every round.
+    wakers: Vec<Waker>,
     stats: WalStats,
 }
 
@@ -171,6 +174,7 @@ impl Shared {
                 stop: false,
                 background_poked: false,
                 roll_wanted: false,
+                wakers: Vec::new(),
                 stats: WalStats::default(),
             }),
             progress: Condvar::new(),
@@ -350,6 +354,59 @@ impl Shared {
         None
     }
 
+    /// [`Shared::sync`] for an async task on a network reactor: never blocks. Ready when the
+    /// record is as durable as asked (after leading a write round itself when none is in
+    /// progress); otherwise the task is woken when a round ends. An fdatasync is never run
+    /// here: the background thread leads the sync rounds async waiters need.
+    pub fn poll_sync(
+        &self,
+        ticket: u64,
+        durability: Durability,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<()>> {
+        let fsync = match durability.resolve() {
+            Durability::SkipWal => return Poll::Ready(Ok(())),
+            Durability::AsyncWal => return Poll::Ready(self.async_outcome(ticket)),
+            Durability::FsyncWal => true,
+            Durability::SyncWal | Durability::UseDefault => false,
+        };
+        let mut st = self.state.lock();
+        if fsync {
+            st.fsync_wanted = st.fsync_wanted.max(ticket);
+        }
+        for attempt in 0..2 {
+            if st.is_lost(ticket) {
+                return Poll::Ready(Err(self.lost_error(&st)));
+            }
+            if st.written >= ticket && (!fsync || st.synced >= ticket) {
+                return Poll::Ready(Ok(()));
+            }
+            if st.health != WalHealth::Ok {
+                return Poll::Ready(Err(self.refusal(&st)));
+            }
+            if st.written < ticket && !st.writing && attempt == 0 {
+                // A failure is recorded in the state (lost tickets), read on the next pass.
+                let _ = self.lead_write(&mut st);
+                continue;
+            }
+            break;
+        }
+        st.wakers.push(cx.waker().clone());
+        if fsync && !st.syncing && !st.background_poked {
+            st.background_poked = true;
+            self.wake_background.notify_one();
+        }
+        Poll::Pending
+    }
+
+    /// Wakes the tasks waiting for a round; call after changing `written`, `synced`, `lost`
+    /// or `health`.
+    fn wake_tasks(&self, st: &mut State) {
+        for w in st.wakers.drain(..) {
+            w.wake();
+        }
+    }
+
     /// `AsyncWal` was acknowledged at append; it fails only if a failed write threw it away.
     fn async_outcome(&self, ticket: u64) -> Result<()> {
         if !self.refusing.load(Ordering::Acquire) {
@@ -413,6 +470,7 @@ impl Shared {
 
     fn stop_background(&self, st: &mut State) {
         st.stop = true;
+        self.wake_tasks(st);
         self.wake_background.notify_all();
         self.progress.notify_all();
     }
@@ -463,6 +521,7 @@ impl Shared {
                 Err(e)
             }
         };
+        self.wake_tasks(st);
         self.progress.notify_all();
         result
     }
@@ -514,6 +573,7 @@ impl Shared {
             st.health = WalHealth::Failed(e.to_string());
         }
         self.refusing.store(true, Ordering::Release);
+        self.wake_tasks(st);
         self.progress.notify_all();
     }
 
@@ -548,6 +608,7 @@ impl Shared {
                 Err(e)
             }
         };
+        self.wake_tasks(st);
         self.progress.notify_all();
         result
     }
@@ -570,6 +631,7 @@ impl Shared {
         let mut st = self.state.lock();
         st.writing = false;
         update(&mut st);
+        self.wake_tasks(&mut st);
         drop(st);
         self.progress.notify_all();
     }
@@ -738,6 +800,10 @@ impl Shared {
             if st.health == WalHealth::Ok && !st.writing && st.written + 1 < st.next_ticket {
                 // A failure stalls the log and reaches every waiter; nothing more to do here.
                 let _ = self.lead_write(&mut st);
+            }
+            if st.health == WalHealth::Ok && !st.syncing && st.fsync_wanted > st.synced {
+                // For tasks that cannot sync themselves (`poll_sync`).
+                let _ = self.lead_sync(&mut st);
             }
             if st.roll_wanted && st.health == WalHealth::Ok && !st.closed {
                 MutexGuard::unlocked(&mut st, || {
