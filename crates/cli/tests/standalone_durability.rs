@@ -5,8 +5,10 @@
 //! the server by PID with SIGKILL while they write. The writers mix single puts, batches across
 //! regions, deletes of their own acknowledged rows and increments of their own counter, with
 //! durabilities default (SYNC_WAL), SYNC_WAL, FSYNC_WAL and a few ASYNC_WAL puts. Every call is
-//! recorded with when it was issued, when it finished and what it acknowledged; each round must
-//! have had calls in flight at the kill that then failed, and acknowledged calls.
+//! recorded with when it was issued, when it finished and what it acknowledged (a call still
+//! unanswered 200 ms after the killed server was reaped is abandoned: not acknowledged). Each
+//! round must have had acknowledged calls, calls in flight at the kill, and failed calls after
+//! it; a call that failed while the server was up fails the test.
 //!
 //! After each restart, a full scan and point reads check:
 //! - every acknowledged put is there with its exact value, whole (both of its columns);
@@ -38,6 +40,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::Server;
+use tokio::sync::watch;
 
 const ROUNDS: u32 = 12;
 const WRITERS: usize = 6;
@@ -144,13 +147,34 @@ struct Record {
     error: Option<String>,
 }
 
-/// Writers give up quickly once the server is gone (it comes back on other ports).
-fn impatient() -> ClientConfig {
+/// Writers' retries ride over a region split on a loaded machine (about 7 s in all); once the
+/// server is killed, their calls are abandoned instead (see [`unless_abandoned`]).
+fn writer_config() -> ClientConfig {
     ClientConfig {
-        retries: 3,
+        retries: 10,
         retry_backoff: Duration::from_millis(20),
         rpc_timeout: Duration::from_secs(30),
         ..ClientConfig::default()
+    }
+}
+
+/// How long a call may still be answered once the killed server is reaped: only an answer it
+/// sent before dying can come, and that one is already waiting to be read.
+const GRACE: Duration = Duration::from_millis(200);
+
+/// `call`'s outcome, or an error once the server has been killed and reaped and [`GRACE`] has
+/// passed: the call is abandoned and counts as not acknowledged.
+async fn unless_abandoned<T>(
+    call: impl std::future::Future<Output = cellar_client::Result<T>>,
+    killed: &mut watch::Receiver<bool>,
+) -> Result<T, String> {
+    let abandon = async {
+        let _ = killed.wait_for(|k| *k).await;
+        tokio::time::sleep(GRACE).await;
+    };
+    tokio::select! {
+        r = call => r.map_err(|e| e.to_string()),
+        () = abandon => Err(format!("abandoned: no answer {GRACE:?} after the server was reaped")),
     }
 }
 
@@ -171,6 +195,7 @@ async fn writer(
     mut rng: StdRng,
     deadline: Instant,
     progress: Arc<Progress>,
+    mut killed: watch::Receiver<bool>,
 ) -> Vec<Record> {
     let table = client.table(TABLE);
     let mut records = Vec::new();
@@ -196,11 +221,11 @@ async fn writer(
                 Level::durable(&mut rng)
             };
             let row = fresh_row(&mut rng);
-            let r = table.put(put_of(&row, level)).await;
+            let r = unless_abandoned(table.put(put_of(&row, level)), &mut killed).await;
             if r.is_ok() && level != Level::Async {
                 deletable.push(row.clone());
             }
-            let error = r.err().map(|e| e.to_string());
+            let error = r.err();
             let acked = error.is_none();
             (Call::Put { row, level, acked }, error)
         } else if pick < 65 {
@@ -212,7 +237,7 @@ async fn writer(
                 .iter()
                 .map(|(row, level)| BatchOp::Mutate(put_of(row, *level)))
                 .collect();
-            match table.batch(ops).await {
+            match unless_abandoned(table.batch(ops), &mut killed).await {
                 Ok(outcomes) => {
                     let mut error = None;
                     let mut done = Vec::new();
@@ -232,7 +257,7 @@ async fn writer(
                     Call::Batch {
                         rows: rows.into_iter().map(|(r, l)| (r, l, false)).collect(),
                     },
-                    Some(e.to_string()),
+                    Some(e),
                 ),
             }
         } else if pick < 80 && !deletable.is_empty() {
@@ -241,12 +266,13 @@ async fn writer(
             let m = RowMutation::new(Bytes::from(row.clone()))
                 .delete_family(b"cf", LATEST_TIMESTAMP)
                 .with_durability(level.durability());
-            let error = table.delete(m).await.err().map(|e| e.to_string());
+            let error = unless_abandoned(table.delete(m), &mut killed).await.err();
             let acked = error.is_none();
             (Call::Delete { row, level, acked }, error)
         } else {
             let row = counter_row(w);
-            match table.increment(row.as_bytes(), b"cf", b"n", 1).await {
+            let inc = table.increment(row.as_bytes(), b"cf", b"n", 1);
+            match unless_abandoned(inc, &mut killed).await {
                 Ok(v) => (
                     Call::Increment {
                         row,
@@ -254,7 +280,7 @@ async fn writer(
                     },
                     None,
                 ),
-                Err(e) => (Call::Increment { row, acked: None }, Some(e.to_string())),
+                Err(e) => (Call::Increment { row, acked: None }, Some(e)),
             }
         };
         let finished = Instant::now();
@@ -726,10 +752,11 @@ async fn acknowledged_writes_survive_kill_9_mid_write() {
 
         // Several clients write; the kill lands while they do.
         let progress = Arc::new(Progress::default());
+        let (killed_tx, killed_rx) = watch::channel(false);
         let deadline = Instant::now() + Duration::from_secs(60);
         let mut writers = Vec::new();
         for w in 0..WRITERS {
-            let c = Client::connect_with(&server.native, impatient())
+            let c = Client::connect_with(&server.native, writer_config())
                 .await
                 .expect("writer connect");
             let wrng = StdRng::seed_from_u64(rng.gen());
@@ -740,6 +767,7 @@ async fn acknowledged_writes_survive_kill_9_mid_write() {
                 wrng,
                 deadline,
                 progress.clone(),
+                killed_rx.clone(),
             )));
         }
         // The killer runs on its own thread, so the writers' scheduling cannot delay it: after
@@ -762,6 +790,7 @@ async fn acknowledged_writes_survive_kill_9_mid_write() {
                 let in_flight = progress.in_flight.load(Ordering::SeqCst);
                 let kill_sent = Instant::now();
                 server.kill9();
+                let _ = killed_tx.send(true);
                 (server, kill_sent, in_flight)
             })
         };
