@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # The HBase compatibility check: starts a `cellar standalone` with its HBase front end (or, with
 # --against-hbase, a real Apache HBase 2.6.4 to validate the tests themselves), runs the JUnit
-# suite in java/hbase-compat-tests through the unmodified hbase-client, then the real YCSB core
-# with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
+# suite in java/hbase-compat-tests through the unmodified hbase-client, then the `kill -9` test
+# (scripts/hbase-kill.sh: the Java client writes while Cellar is killed and restarted; counted as
+# one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends
+# with one summary line
 #   hbase-compat: N tests passed, M failed; ycsb: ok|failed|skipped
 # and exits non-zero on any failure. See docs/hbase-compat-tests.md.
 #
 # Usage: scripts/hbase-compat.sh [--cellar BIN] [--build] [--against-hbase] [--skip-ycsb]
-#          [--records N] [--work DIR]
+#          [--skip-kill] [--kill-rounds N] [--records N] [--work DIR]
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,6 +17,8 @@ cellar_bin="${CARGO_TARGET_DIR:-$repo/target}/release/cellar"
 build=0
 against_hbase=0
 with_ycsb=1
+with_kill=1
+kill_rounds=5
 records=2000
 work=""
 
@@ -26,13 +30,16 @@ while [[ $# -gt 0 ]]; do
     --build) build=1; shift ;;
     --against-hbase) against_hbase=1; shift ;;
     --skip-ycsb) with_ycsb=0; shift ;;
+    --skip-kill) with_kill=0; shift ;;
+    --kill-rounds) need_value "$@"; kill_rounds="$2"; shift 2 ;;
     --records) need_value "$@"; records="$2"; shift 2 ;;
     --work) need_value "$@"; work="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
 [[ "$records" =~ ^[1-9][0-9]*$ ]] || die "--records: '$records' is not a positive count"
+[[ "$kill_rounds" =~ ^[1-9][0-9]*$ ]] || die "--kill-rounds: '$kill_rounds' is not a positive count"
 command -v java >/dev/null 2>&1 || die "java (17+) is not installed"
 command -v mvn >/dev/null 2>&1 || die "mvn (Maven 3) is not installed"
 
@@ -112,6 +119,27 @@ else
 fi
 # Maven failed without a test failing (compile error, timeout, crash): count it.
 if (( mvn_status != 0 && failed == 0 )); then failed=1; fi
+
+# --- kill -9 while the Java client writes (Cellar only: it kills and restarts its own server) --
+if (( with_kill && ! against_hbase )); then
+  echo "running the kill -9 test ($kill_rounds rounds, scripts/hbase-kill.sh)..." >&2
+  kill_result=""
+  if mvn -B -q -f "$suite/pom.xml" dependency:build-classpath -Dmdep.includeScope=test \
+       -Dmdep.outputFile="$work/kill.classpath" >&2 && [[ -d "$suite/target/test-classes" ]]; then
+    timeout 900 "$repo/scripts/hbase-kill.sh" --cellar "$cellar_bin" --work "$work/kill" \
+      --rounds "$kill_rounds" --classpath "$suite/target/test-classes:$(cat "$work/kill.classpath")" \
+      2>&1 | tee "$work/kill.log" >&2
+    kill_result="$(grep -E '^hbase-kill: (passed|failed)' "$work/kill.log" | tail -n1)"
+  else
+    echo "hbase-kill: the compiled suite or its classpath is missing" >&2
+  fi
+  # One test: passed only when the script says so (a crash or a timeout prints no such line).
+  if [[ "$kill_result" == "hbase-kill: passed"* ]]; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+  fi
+fi
 
 # --- YCSB: the real core with Cellar's binding -----------------------------------------------
 ycsb=skipped

@@ -77,11 +77,16 @@ fn open_scanners(server: &Server) -> Option<u64> {
 const HELPER_ENV: &str = "CELLAR_TEST_SCAN_AND_HANG_ADDR";
 
 /// Not a test on its own: run as a child process by
-/// `a_client_that_dies_mid_scan_leaves_no_scanner`, it opens a scan, says so, and waits to be
-/// killed.
+/// `a_client_that_dies_mid_scan_leaves_no_scanner` (this binary with `--ignored --exact
+/// helper_scan_and_hang`), it opens a scan, says so, and waits to be killed. Ignored, so a
+/// plain test run neither runs it nor counts it.
 #[test]
+#[ignore = "child process of a_client_that_dies_mid_scan_leaves_no_scanner"]
 fn helper_scan_and_hang() {
     let Ok(addr) = std::env::var(HELPER_ENV) else {
+        eprintln!(
+            "helper_scan_and_hang runs only as the child of a_client_that_dies_mid_scan_leaves_no_scanner"
+        );
         return;
     };
     let client = cellar_client::blocking::Client::connect(&addr).expect("helper connect");
@@ -106,6 +111,7 @@ async fn a_client_that_dies_mid_scan_leaves_no_scanner() {
     let exe = std::env::current_exe().expect("test executable");
     let mut child = Command::new(exe)
         .args([
+            "--ignored",
             "--exact",
             "helper_scan_and_hang",
             "--nocapture",
