@@ -665,3 +665,74 @@ fn puts_and_increments_from_many_connections_on_shared_rows_all_finish_and_survi
     let mut client = open(&server.hbase, "ClientService");
     expect_counts(&mut client, 20);
 }
+
+/// The HBase client resends an increment with the same nonce when it gets no answer; a
+/// retry of one already applied is answered with the current value and applied once, also by
+/// a server restarted after `kill -9` (the nonce is replayed from the WAL).
+#[test]
+fn a_retried_increment_is_applied_once_even_across_kill9() {
+    use hbase::mutation_proto::MutationType;
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let mut server = Server::start_in(tmp.path(), None);
+    let mut master = open(&server.hbase, "MasterService");
+    create_table(&mut master, "nonces", &[]);
+    let region_of = |client: &mut TcpStream, id: u32| {
+        locate(client, id, "nonces", "c")
+            .iter()
+            .find(|(_, q, _)| q.as_ref() == b"regioninfo")
+            .map(|(r, _, _)| r.clone())
+            .expect("the row's region")
+    };
+    let increment = |client: &mut TcpStream, call_id: u32, region_name: &Bytes, nonce: u64| {
+        let mut m = mutation(
+            Bytes::from_static(b"c"),
+            MutationType::Increment,
+            Bytes::copy_from_slice(&5i64.to_be_bytes()),
+        );
+        m.nonce = Some(nonce);
+        let req = hbase::MutateRequest {
+            region: region(region_name),
+            mutation: m,
+            nonce_group: Some(77),
+            ..Default::default()
+        };
+        let (param, cells) = call(client, call_id, "Mutate", &req).expect("increment");
+        let resp = hbase::MutateResponse::decode(param).expect("decodes");
+        let mut value = resp
+            .result
+            .iter()
+            .flat_map(|r| r.cell.iter())
+            .filter_map(|c| c.value.clone())
+            .next();
+        if value.is_none() {
+            let mut reader = cellar_proto::cellblock::CellReader::new(cells);
+            value = reader.next_cell().expect("cell block").map(|c| c.value);
+        }
+        let v = value.expect("the incremented value");
+        i64::from_be_bytes(v[..].try_into().expect("8 bytes"))
+    };
+    let mut client = open(&server.hbase, "ClientService");
+    let r = region_of(&mut client, 1);
+    assert_eq!(increment(&mut client, 2, &r, 1001), 5);
+    assert_eq!(
+        increment(&mut client, 3, &r, 1001),
+        5,
+        "a retry: answered, not applied"
+    );
+    assert_eq!(
+        increment(&mut client, 4, &r, 1002),
+        10,
+        "another nonce: applied"
+    );
+    drop(client);
+    server.kill9();
+    let server = Server::start_in(tmp.path(), None);
+    let mut client = open(&server.hbase, "ClientService");
+    let r = region_of(&mut client, 1);
+    assert_eq!(
+        increment(&mut client, 2, &r, 1002),
+        10,
+        "a retry after the restart: the nonce came back with the WAL"
+    );
+    assert_eq!(increment(&mut client, 3, &r, 1003), 15);
+}

@@ -16,6 +16,6 @@ pub use error::{Error, Result};
 pub use filter::{
     Comparator, CompareOp, Condition, Filter, FilterEval, FuzzyKey, ListOp, RowRange,
 };
-pub use mutation::{Durability, Entry, RowMutation};
+pub use mutation::{Durability, Entry, Nonce, RowMutation};
 pub use query::{prefix_successor, Column, Get, Scan, TimeRange};
 pub use schema::{BloomType, Compression, FamilySchema, TableSchema};

@@ -42,12 +42,23 @@ pub struct Entry {
     pub value: Bytes,
 }
 
+/// A client's name for one non-idempotent operation (an increment, an append), so that a
+/// retry of it is applied once: HBase's nonce group (one per client) and nonce. The server
+/// remembers the nonces it applied, and logs them with the edit so a restart remembers them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Nonce {
+    pub group: u64,
+    pub nonce: u64,
+}
+
 /// All changes to one row, applied atomically.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowMutation {
     pub row: Bytes,
     pub entries: Vec<Entry>,
     pub durability: Durability,
+    /// Set on increments and appends a client may retry (see [`Nonce`]).
+    pub nonce: Option<Nonce>,
 }
 
 impl RowMutation {
@@ -56,7 +67,14 @@ impl RowMutation {
             row: row.into(),
             entries: Vec::new(),
             durability: Durability::UseDefault,
+            nonce: None,
         }
+    }
+
+    /// Names the operation for retries ([`Nonce`]).
+    pub fn with_nonce(mut self, nonce: Option<Nonce>) -> Self {
+        self.nonce = nonce;
+        self
     }
 
     fn push(mut self, family: &[u8], qualifier: &[u8], ts: u64, t: CellType, value: Bytes) -> Self {

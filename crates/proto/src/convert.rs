@@ -234,6 +234,7 @@ pub fn mutation_from_pb(
             row: m.row.clone(),
             entries,
             durability: durability_from_pb(m.durability)?,
+            nonce: None,
         },
         kind,
     ))

@@ -8,6 +8,7 @@
 
 mod data;
 mod error;
+mod nonces;
 mod recovery;
 mod workers;
 
@@ -55,6 +56,8 @@ pub struct RegionServer {
     last_region_id: AtomicU64,
     pub(crate) requests: AtomicU64,
     pub(crate) splits_done: AtomicU64,
+    /// Increments and appends applied, by nonce: their retries are not applied again.
+    pub(crate) nonces: nonces::Nonces,
     stopping: AtomicBool,
     shut_down: Mutex<bool>,
     workers: Workers,
@@ -128,6 +131,7 @@ impl RegionServer {
             last_region_id: AtomicU64::new(META_REGION_ID),
             requests: AtomicU64::new(0),
             splits_done: AtomicU64::new(0),
+            nonces: nonces::Nonces::default(),
             stopping: AtomicBool::new(false),
             shut_down: Mutex::new(false),
             workers: Workers::new(),

@@ -685,7 +685,7 @@ impl RegionInner {
                 .iter()
                 .map(|(i, k, v)| (&self.stores[*i].name[..], &k[..], &v[..]))
                 .collect();
-            edit::encode(&mut payload, &refs);
+            edit::encode(&mut payload, m.nonce, &refs);
             match self.services.wal.append(self.info.id, seq, &payload) {
                 Ok(t) => ticket = Some(t),
                 Err(e) => {

@@ -123,8 +123,12 @@ pub(crate) fn mutate_inline(
     let RegionTarget::User { table, region_id } = region(&req.region).ok()? else {
         return None;
     };
-    let m = convert::mutation_from_hbase(&req.mutation, &mut CellReader::new(cellblock.clone()))
-        .ok()?;
+    let m = convert::mutation_from_hbase(
+        &req.mutation,
+        req.nonce_group,
+        &mut CellReader::new(cellblock.clone()),
+    )
+    .ok()?;
     if m.kind != MutationKind::PutDelete || m.whole_row_delete {
         return None;
     }
@@ -239,9 +243,10 @@ fn prepare(
     svc: &HbaseService,
     table: &str,
     proto: &hbase::MutationProto,
+    nonce_group: Option<u64>,
     cells: &mut CellReader,
 ) -> Result<HMutation> {
-    let mut m = convert::mutation_from_hbase(proto, cells)?;
+    let mut m = convert::mutation_from_hbase(proto, nonce_group, cells)?;
     if m.whole_row_delete {
         m.expand_whole_row(families(svc, table)?, convert::mutation_timestamp(proto));
     }
@@ -272,7 +277,7 @@ pub(crate) fn mutate(
     req: &hbase::MutateRequest,
     cells: &mut CellReader,
 ) -> Result<HReply> {
-    let m = convert::mutation_from_hbase(&req.mutation, cells);
+    let m = convert::mutation_from_hbase(&req.mutation, req.nonce_group, cells);
     let (table, region_id) = user_region(target)?;
     let mut m = m?;
     if m.whole_row_delete {
@@ -358,10 +363,25 @@ pub(crate) fn multi(
             }
         };
         let r = if ra.atomic.unwrap_or(false) || condition.is_some() {
-            atomic_region_action(svc, ctx, &target, ra, condition, &mut cells, &mut out)
+            atomic_region_action(
+                svc,
+                ctx,
+                &target,
+                ra,
+                condition,
+                req.nonce_group,
+                &mut cells,
+                &mut out,
+            )
         } else {
             Ok(plain_region_action(
-                svc, ctx, &target, ra, &mut cells, &mut out,
+                svc,
+                ctx,
+                &target,
+                ra,
+                req.nonce_group,
+                &mut cells,
+                &mut out,
             ))
         };
         results.push(match r {
@@ -400,12 +420,13 @@ fn plain_region_action(
     ctx: &CallCtx,
     target: &RegionTarget,
     ra: &hbase::RegionAction,
+    nonce_group: Option<u64>,
     cells: &mut CellReader,
     out: &mut BytesMut,
 ) -> hbase::RegionActionResult {
     let mut roe = Vec::with_capacity(ra.action.len());
     for a in &ra.action {
-        let r = run_action(svc, ctx, target, a, cells, out);
+        let r = run_action(svc, ctx, target, a, nonce_group, cells, out);
         roe.push(match r {
             Ok(result) => hbase::ResultOrException {
                 index: a.index,
@@ -431,11 +452,12 @@ fn run_action(
     ctx: &CallCtx,
     target: &RegionTarget,
     a: &hbase::Action,
+    nonce_group: Option<u64>,
     cells: &mut CellReader,
     out: &mut BytesMut,
 ) -> Result<hbase::Result> {
     if let Some(m) = &a.mutation {
-        let decoded = convert::mutation_from_hbase(m, cells);
+        let decoded = convert::mutation_from_hbase(m, nonce_group, cells);
         let (table, region_id) = user_region(target)?;
         let mut m_ready = decoded?;
         if m_ready.whole_row_delete {
@@ -476,6 +498,7 @@ fn atomic_region_action(
     target: &RegionTarget,
     ra: &hbase::RegionAction,
     condition: Option<&hbase::Condition>,
+    nonce_group: Option<u64>,
     cells: &mut CellReader,
     out: &mut BytesMut,
 ) -> Result<hbase::RegionActionResult> {
@@ -490,7 +513,7 @@ fn atomic_region_action(
     let mut first_error = None;
     for a in &ra.action {
         let r = match &a.mutation {
-            Some(m) => prepare(svc, table, m, cells),
+            Some(m) => prepare(svc, table, m, nonce_group, cells),
             None => Err(HbaseError::do_not_retry(
                 "an atomic or conditional region action holds only mutations",
             )),

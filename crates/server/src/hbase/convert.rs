@@ -8,7 +8,8 @@ use crate::region_server::Check;
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::{Comparator, CompareOp, Condition, Filter, ListOp};
 use cellar_model::{
-    Cell, CellType, Column, Durability, Entry, Get, RowMutation, Scan, TimeRange, LATEST_TIMESTAMP,
+    Cell, CellType, Column, Durability, Entry, Get, Nonce, RowMutation, Scan, TimeRange,
+    LATEST_TIMESTAMP,
 };
 use cellar_proto::cellblock::{self, CellReader};
 use cellar_proto::hbase;
@@ -259,8 +260,11 @@ pub(crate) fn mutation_timestamp(m: &hbase::MutationProto) -> u64 {
 
 /// A MutationProto. Its cells come from the proto's ColumnValues, or from the request's cell
 /// block (`associated_cell_count` of them, taken from `cells` in request order), or both.
+/// `nonce_group`: the request's (the client's); with the mutation's own nonce it names an
+/// increment or append for retries (0 is no nonce, as in HBase).
 pub(crate) fn mutation_from_hbase(
     m: &hbase::MutationProto,
+    nonce_group: Option<u64>,
     cells: &mut CellReader,
 ) -> Result<HMutation> {
     // Cells are taken first so a bad mutation does not leave them for the next one.
@@ -361,6 +365,10 @@ pub(crate) fn mutation_from_hbase(
             row,
             entries,
             durability: durability(m.durability)?,
+            nonce: m.nonce.filter(|&n| n != 0).map(|nonce| Nonce {
+                group: nonce_group.unwrap_or(0),
+                nonce,
+            }),
         },
         kind,
         whole_row_delete,

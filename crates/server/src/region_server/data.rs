@@ -4,6 +4,7 @@
 //! acknowledgement, so read-modify-write operations (increment, append, check-and-mutate)
 //! never interleave with another write to the row. Reads take no lock (MVCC).
 
+use super::nonces::Start;
 use super::{RegionServer, ServerError};
 use crate::catalog::names;
 use crate::router::HostedRegion;
@@ -266,23 +267,49 @@ impl RegionServer {
             if !holds {
                 return Ok(MutateOutcome::default());
             }
-            let cells = match kind {
-                MutationKind::PutDelete => {
-                    region.mutate(m)?;
-                    Vec::new()
+            // Under the row lock, so an earlier attempt of the same increment or append has
+            // ended: its nonce is known applied or forgotten.
+            let nonce = m
+                .nonce
+                .filter(|_| matches!(kind, MutationKind::Increment | MutationKind::Append));
+            if let Some(n) = nonce {
+                if self.nonces.start(n) == Start::Duplicate {
+                    return Ok(MutateOutcome {
+                        processed: true,
+                        cells: current_values(region, m)?,
+                    });
                 }
-                MutationKind::Increment => read_modify_write(region, m, increment)?,
-                MutationKind::Append => read_modify_write(region, m, append)?,
+            }
+            let cells = match kind {
+                MutationKind::PutDelete => region
+                    .mutate(m)
+                    .map(|()| Vec::new())
+                    .map_err(ServerError::from),
+                MutationKind::Increment => read_modify_write(region, m, increment),
+                MutationKind::Append => read_modify_write(region, m, append),
                 MutationKind::Unspecified => {
-                    return Err(ServerError::invalid("mutation kind is unspecified"))
+                    Err(ServerError::invalid("mutation kind is unspecified"))
                 }
             };
+            if let Some(n) = nonce {
+                self.nonces.end(n, cells.is_ok());
+            }
             Ok(MutateOutcome {
                 processed: true,
-                cells,
+                cells: cells?,
             })
         })
     }
+}
+
+/// The newest values of the columns `m` names: what a retried increment or append answers
+/// (HBase turns the retry into a Get).
+fn current_values(region: &Region, m: &RowMutation) -> Result<Vec<Cell>, ServerError> {
+    let mut get = Get::new(m.row.clone());
+    for e in &m.entries {
+        get = get.column(&e.family, &e.qualifier);
+    }
+    Ok(region.get(&get)?)
 }
 
 /// Whether the newest visible value of the condition's column compares as asked:
@@ -388,7 +415,9 @@ fn read_modify_write(
         let ts = old_ts.map_or(now, |t| now.max(t.saturating_add(1)));
         new.insert(key, (value, ts));
     }
-    let mut write = RowMutation::new(m.row.clone()).with_durability(m.durability);
+    let mut write = RowMutation::new(m.row.clone())
+        .with_durability(m.durability)
+        .with_nonce(m.nonce);
     for ((family, qualifier), (value, ts)) in &new {
         write = write.put(family, qualifier, *ts, value.clone());
     }

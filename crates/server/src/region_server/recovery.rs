@@ -23,6 +23,9 @@ impl RegionServer {
     pub(super) fn recover(&self, records: &[WalRecord]) -> Result<(), ServerError> {
         for r in records {
             self.note_region_id(r.region);
+            if let Some(n) = cellar_storage::region::edit::nonce(&r.payload) {
+                self.nonces.replayed(n);
+            }
         }
         let contents = self.meta.load()?;
         *self.namespaces.write() = contents

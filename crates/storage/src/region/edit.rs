@@ -1,15 +1,20 @@
 //! The payload of a region's WAL record: the cells of one row mutation.
 //!
 //! ```text
-//! version: u8 (=1) | count: u32 LE | count × (family_len: u8 | family | key_len: u32 LE | key |
-//!                                              value_len: u32 LE | value)
+//! version 1: version: u8 (=1) | count: u32 LE | cells
+//! version 2: version: u8 (=2) | nonce group: u64 LE | nonce: u64 LE | count: u32 LE | cells
+//! cells:     count × (family_len: u8 | family | key_len: u32 LE | key |
+//!                     value_len: u32 LE | value)
 //! ```
-//! Keys are internal keys carrying the mutation's sequence id. Documented in
-//! `docs/wal-format.md` with the segment format.
+//! Keys are internal keys carrying the mutation's sequence id. Version 2 is written for a
+//! mutation with a nonce (an increment or append a client may retry), so that a restart
+//! remembers it was applied; version 1 for every other. Documented in `docs/wal-format.md`
+//! with the segment format.
 
-use cellar_model::{Error, Result};
+use cellar_model::{Error, Nonce, Result};
 
 const EDIT_VERSION: u8 = 1;
+const EDIT_VERSION_NONCE: u8 = 2;
 
 /// One cell of an edit, borrowed from the encoded payload.
 pub struct EditCell<'a> {
@@ -18,8 +23,15 @@ pub struct EditCell<'a> {
     pub value: &'a [u8],
 }
 
-pub fn encode(buf: &mut Vec<u8>, cells: &[(&[u8], &[u8], &[u8])]) {
-    buf.push(EDIT_VERSION);
+pub fn encode(buf: &mut Vec<u8>, nonce: Option<Nonce>, cells: &[(&[u8], &[u8], &[u8])]) {
+    match nonce {
+        Some(n) => {
+            buf.push(EDIT_VERSION_NONCE);
+            buf.extend_from_slice(&n.group.to_le_bytes());
+            buf.extend_from_slice(&n.nonce.to_le_bytes());
+        }
+        None => buf.push(EDIT_VERSION),
+    }
     buf.extend_from_slice(&(cells.len() as u32).to_le_bytes());
     for (family, key, value) in cells {
         buf.push(family.len() as u8);
@@ -28,6 +40,21 @@ pub fn encode(buf: &mut Vec<u8>, cells: &[(&[u8], &[u8], &[u8])]) {
         buf.extend_from_slice(key);
         buf.extend_from_slice(&(value.len() as u32).to_le_bytes());
         buf.extend_from_slice(value);
+    }
+}
+
+/// The nonce an edit carries, if any (without decoding its cells).
+pub fn nonce(payload: &[u8]) -> Option<Nonce> {
+    let mut c = Cursor {
+        data: payload,
+        pos: 0,
+    };
+    match c.take(1)? {
+        [EDIT_VERSION_NONCE] => Some(Nonce {
+            group: c.u64()?,
+            nonce: c.u64()?,
+        }),
+        _ => None,
     }
 }
 
@@ -47,6 +74,10 @@ impl<'a> Cursor<'a> {
     fn u32(&mut self) -> Option<u32> {
         Some(u32::from_le_bytes(self.take(4)?.try_into().ok()?))
     }
+
+    fn u64(&mut self) -> Option<u64> {
+        Some(u64::from_le_bytes(self.take(8)?.try_into().ok()?))
+    }
 }
 
 /// Decodes a payload; `what` names the record in errors (segment and offset are not known here).
@@ -58,6 +89,9 @@ pub fn decode<'a>(payload: &'a [u8], what: &str) -> Result<Vec<EditCell<'a>>> {
     };
     match c.take(1) {
         Some([EDIT_VERSION]) => {}
+        Some([EDIT_VERSION_NONCE]) => {
+            c.take(16).ok_or_else(|| bad("truncated nonce"))?;
+        }
         Some([v]) => return Err(bad(&format!("unknown edit version {v}"))),
         _ => return Err(bad("empty")),
     }
@@ -91,16 +125,29 @@ mod tests {
 
     #[test]
     fn round_trip_and_truncation() {
-        let mut buf = Vec::new();
-        encode(&mut buf, &[(b"cf", b"key1", b"v"), (b"x", b"k2", b"")]);
-        let cells = decode(&buf, "test").expect("decode");
-        assert_eq!(cells.len(), 2);
-        assert_eq!(
-            (cells[1].family, cells[1].key, cells[1].value),
-            (&b"x"[..], &b"k2"[..], &b""[..])
-        );
-        for cut in 0..buf.len() {
-            assert!(decode(&buf[..cut], "test").is_err(), "cut at {cut}");
+        for nonce in [
+            None,
+            Some(Nonce {
+                group: 7,
+                nonce: 99,
+            }),
+        ] {
+            let mut buf = Vec::new();
+            encode(
+                &mut buf,
+                nonce,
+                &[(b"cf", b"key1", b"v"), (b"x", b"k2", b"")],
+            );
+            let cells = decode(&buf, "test").expect("decode");
+            assert_eq!(cells.len(), 2);
+            assert_eq!(
+                (cells[1].family, cells[1].key, cells[1].value),
+                (&b"x"[..], &b"k2"[..], &b""[..])
+            );
+            assert_eq!(super::nonce(&buf), nonce);
+            for cut in 0..buf.len() {
+                assert!(decode(&buf[..cut], "test").is_err(), "cut at {cut}");
+            }
         }
     }
 }
