@@ -368,8 +368,10 @@ pub(crate) fn multi(
                 ctx,
                 &target,
                 ra,
-                condition,
-                req.nonce_group,
+                Atomic {
+                    condition,
+                    nonce_group: req.nonce_group,
+                },
                 &mut cells,
                 &mut out,
             )
@@ -488,6 +490,14 @@ fn run_action(
     )))
 }
 
+/// What governs an atomic or conditional region action besides its mutations.
+#[derive(Clone, Copy)]
+struct Atomic<'a> {
+    condition: Option<&'a hbase::Condition>,
+    /// The request's nonce group (see `convert::mutation_from_hbase`).
+    nonce_group: Option<u64>,
+}
+
 /// An atomic (RowMutations) or conditional (checkAndMutate) region action: every action a
 /// mutation of one row, applied under the row lock as one. Several puts/deletes merge into
 /// one row mutation; an increment or append must be the only action. Mutations of several
@@ -497,11 +507,14 @@ fn atomic_region_action(
     ctx: &CallCtx,
     target: &RegionTarget,
     ra: &hbase::RegionAction,
-    condition: Option<&hbase::Condition>,
-    nonce_group: Option<u64>,
+    rules: Atomic<'_>,
     cells: &mut CellReader,
     out: &mut BytesMut,
 ) -> Result<hbase::RegionActionResult> {
+    let Atomic {
+        condition,
+        nonce_group,
+    } = rules;
     let table = match user_region(target) {
         Ok((table, _)) => table,
         Err(e) => {
