@@ -1,6 +1,7 @@
 //! `cellar standalone` as a real process: it announces its addresses, serves native calls,
 //! `/metrics` and `/status`, shuts down cleanly on SIGTERM and SIGINT keeping what was written,
-//! and refuses a bad configuration file by naming the key.
+//! refuses a bad configuration file by naming the key, and refuses a data directory another
+//! server holds.
 
 use cellar_client::blocking::Client;
 use cellar_client::{FamilySchema, Get, RowMutation, TableSchema, LATEST_TIMESTAMP};
@@ -243,6 +244,34 @@ fn a_bad_config_file_names_the_key_and_exits_non_zero() {
         .expect("cellar runs");
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("missing.toml"));
+}
+
+#[test]
+fn a_second_server_on_the_same_data_directory_is_refused_naming_the_lock() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let data = tmp.path().join("data");
+    let first = Server::start(&data, &[]);
+    let out = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .arg("standalone")
+        .args(["--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
+        .args(["--hbase-listen", "127.0.0.1:0"])
+        .arg("--data-dir")
+        .arg(&data)
+        .output()
+        .expect("cellar runs");
+    assert!(!out.status.success(), "two servers on one data directory");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("in use by another Cellar server") && err.contains("LOCK"),
+        "{err}"
+    );
+    // The first server is unharmed.
+    let client = Client::connect(&first.native).expect("connect");
+    client
+        .admin()
+        .create_table(schema("still"), vec![])
+        .expect("the first server still serves");
+    drop(first);
 }
 
 #[test]

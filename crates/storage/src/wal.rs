@@ -147,6 +147,12 @@ impl Wal {
         self.shared.check_accepting()
     }
 
+    /// Bytes of records buffered and not yet handed to the OS (at most about
+    /// `max_buffered_bytes`).
+    pub fn buffered_bytes(&self) -> usize {
+        self.shared.buffered_bytes()
+    }
+
     /// Whether the buffer of records not yet in the OS is under `max_buffered_bytes`.
     pub fn has_room(&self) -> bool {
         self.shared.has_room()

@@ -14,7 +14,8 @@
 //!
 //! Other faults: [`FaultFs::set_free_space`] (a full disk: writes fail with ENOSPC, a write
 //! that does not fit is cut short), [`FaultFs::fail_writes`] and [`FaultFs::fail_syncs`] (EIO),
-//! [`FaultFs::set_sync_delay`] (a slow disk: every file and directory sync takes that long).
+//! [`FaultFs::set_sync_delay`] (a slow disk: every file and directory sync takes that long),
+//! [`FaultFs::set_write_delay`] (every write to the OS takes that long).
 
 use super::{FileSyncer, FileSystem, LocalFs, LockGuard, RandomAccessFile, WritableFile};
 use cellar_model::{Error, Result};
@@ -66,6 +67,7 @@ struct State {
     /// File syncs left to fail with EIO.
     failing_syncs: u64,
     sync_delay: Duration,
+    write_delay: Duration,
     /// Errors injected so far (ENOSPC and EIO).
     injected: u64,
 }
@@ -210,6 +212,11 @@ impl FaultFs {
         self.state.lock().sync_delay = delay;
     }
 
+    /// Every write to the OS takes at least `delay` (a disk slower than its writers).
+    pub fn set_write_delay(&self, delay: Duration) {
+        self.state.lock().write_delay = delay;
+    }
+
     /// ENOSPC and EIO errors injected so far.
     pub fn injected_errors(&self) -> u64 {
         self.state.lock().injected
@@ -271,6 +278,10 @@ impl FaultWritable {
     fn write_out(&mut self) -> Result<()> {
         if self.buf.is_empty() {
             return Ok(());
+        }
+        let delay = self.fs.state.lock().write_delay;
+        if !delay.is_zero() {
+            std::thread::sleep(delay);
         }
         let mut st = self.fs.tick(&self.path)?;
         if st.failing_writes > 0 {

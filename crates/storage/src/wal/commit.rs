@@ -249,6 +249,11 @@ impl Shared {
         Ok(ticket)
     }
 
+    /// Bytes of records buffered and not yet handed to the OS.
+    pub fn buffered_bytes(&self) -> usize {
+        self.state.lock().buf.len()
+    }
+
     /// Whether the buffer of records not yet in the OS is under its bound.
     pub fn has_room(&self) -> bool {
         self.state.lock().buf.len() < self.opts.max_buffered_bytes
