@@ -337,6 +337,13 @@ fn status_json(served: &Served, g: &Gauges) -> String {
             "open_scanners": g.open_scanners,
             "splits": g.splits,
         },
+        "wal": {
+            "state": g.wal_state,
+            "problem": g.wal_problem,
+            "failures": g.wal_failures,
+            "recoveries": g.wal_recoveries,
+            "buffered_bytes": g.wal_buffered_bytes,
+        },
     });
     let mut s = v.to_string();
     s.push('\n');

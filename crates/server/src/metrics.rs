@@ -27,6 +27,15 @@ pub struct Gauges {
     pub open_scanners: usize,
     /// Splits done since start.
     pub splits: u64,
+    /// The write-ahead log: `ok`, `stalled` (a write failed; writes are refused until it
+    /// recovers by itself) or `failed` (a sync failed; writes are refused until restart).
+    pub wal_state: String,
+    /// Why the log is stalled or failed.
+    pub wal_problem: Option<String>,
+    pub wal_failures: u64,
+    pub wal_recoveries: u64,
+    /// Records waiting to be handed to the OS.
+    pub wal_buffered_bytes: u64,
 }
 
 impl Gauges {
@@ -486,6 +495,34 @@ fn render_gauges(out: &mut String, g: &Gauges) {
         "counter",
         "Region splits since start.",
         g.splits,
+    );
+    single(
+        out,
+        "cellar_wal_healthy",
+        "gauge",
+        "1 while the write-ahead log accepts writes; 0 when a failure makes it refuse them (see /status).",
+        u64::from(g.wal_state == "ok"),
+    );
+    single(
+        out,
+        "cellar_wal_failures_total",
+        "counter",
+        "Failed WAL writes and syncs since start.",
+        g.wal_failures,
+    );
+    single(
+        out,
+        "cellar_wal_recoveries_total",
+        "counter",
+        "Times the WAL recovered by itself from a failed write (a full disk that freed up).",
+        g.wal_recoveries,
+    );
+    single(
+        out,
+        "cellar_wal_buffered_bytes",
+        "gauge",
+        "WAL records waiting to be handed to the OS.",
+        g.wal_buffered_bytes,
     );
     let name = "cellar_regions";
     header(out, name, "gauge", "Regions open, per table.");

@@ -61,8 +61,9 @@ pub struct RegionServer {
     stopping: AtomicBool,
     shut_down: Mutex<bool>,
     workers: Workers,
-    /// Held while the server runs: a second server on the same directory is refused.
-    _lock: cellar_storage::fs::LockGuard,
+    /// Held while the server runs: a second server on the same directory is refused. Let go
+    /// at shutdown, even if something still holds the server.
+    lock: Mutex<Option<cellar_storage::fs::LockGuard>>,
 }
 
 impl RegionServer {
@@ -136,7 +137,7 @@ impl RegionServer {
             shut_down: Mutex::new(false),
             workers: Workers::new(),
             services,
-            _lock: lock,
+            lock: Mutex::new(Some(lock)),
         });
         if let Err(e) = server.recover(&records) {
             tracing::error!(error = %e, "could not open the data directory");
@@ -197,6 +198,7 @@ impl RegionServer {
             note(meta.close().map_err(ServerError::from));
         }
         note(self.services.shutdown().map_err(ServerError::from));
+        drop(self.lock.lock().take());
         tracing::info!("region server stopped");
         match first_error {
             Some(e) => Err(e),

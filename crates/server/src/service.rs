@@ -13,6 +13,7 @@ use cellar_proto::cellblock::{CellBlockWriter, CellReader};
 use cellar_proto::convert::{self, ConvertError};
 use cellar_proto::frame::decode_param;
 use cellar_proto::pb::{self, Method};
+use cellar_storage::wal::WalHealth;
 use prost::Message;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -282,6 +283,16 @@ impl RegionServer {
         (g.flush_queue, g.compaction_queue) = self.services.background_queues();
         g.open_scanners = self.scanners.open_count();
         g.splits = self.splits_done.load(Ordering::Relaxed);
+        let wal = &self.services.wal;
+        let stats = wal.stats();
+        g.wal_failures = stats.failures;
+        g.wal_recoveries = stats.recoveries;
+        g.wal_buffered_bytes = wal.buffered_bytes() as u64;
+        (g.wal_state, g.wal_problem) = match wal.health() {
+            WalHealth::Ok => ("ok".into(), None),
+            WalHealth::Stalled(why) => ("stalled".into(), Some(why)),
+            WalHealth::Failed(why) => ("failed".into(), Some(why)),
+        };
         g
     }
 }

@@ -95,8 +95,8 @@ impl WalStats {
 pub struct Wal {
     shared: Arc<Shared>,
     background: Mutex<Option<JoinHandle<()>>>,
-    /// Held while the log is open.
-    _lock: crate::fs::LockGuard,
+    /// Held while the log is open; let go by [`Wal::close`].
+    lock: Mutex<Option<crate::fs::LockGuard>>,
 }
 
 /// The lock file in a WAL directory, held while a log is open on it.
@@ -132,7 +132,7 @@ impl Wal {
         let wal = Wal {
             shared,
             background: Mutex::new(Some(handle)),
-            _lock: lock,
+            lock: Mutex::new(Some(lock)),
         };
         Ok((Arc::new(wal), recovered.records))
     }
@@ -215,10 +215,12 @@ impl Wal {
         self.shared.stats()
     }
 
-    /// Flushes and syncs, stops the background thread. Later appends fail.
+    /// Flushes and syncs, stops the background thread, lets go of the directory. Later
+    /// appends fail.
     pub fn close(&self) -> Result<()> {
         let result = self.shared.close();
         self.join_background();
+        drop(self.lock.lock().take());
         result
     }
 

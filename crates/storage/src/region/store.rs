@@ -203,10 +203,19 @@ impl Store {
     ) -> Result<Arc<StoreFileHandle>> {
         let path = self.dir.join(store_file_name(number));
         let tmp = tmp_path(&path);
-        let mut writer =
-            StoreFileWriter::create(&self.fs, &tmp, StoreFileOptions::from_family(&self.family))?;
-        fill(&mut writer)?;
-        writer.finish()?;
+        let written =
+            StoreFileWriter::create(&self.fs, &tmp, StoreFileOptions::from_family(&self.family))
+                .and_then(|mut writer| {
+                    fill(&mut writer)?;
+                    writer.finish().map(drop)
+                });
+        if let Err(e) = written {
+            // A full disk must not stay full of half-written files until the next open.
+            if let Err(d) = self.fs.delete(&tmp) {
+                tracing::debug!(file = %tmp.display(), error = %d, "cannot delete a half-written store file; it goes on the next open");
+            }
+            return Err(e);
+        }
         if let Some(inputs) = replaces {
             let names: Vec<String> = inputs
                 .iter()
