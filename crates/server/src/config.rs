@@ -96,6 +96,13 @@ pub struct StorageSection {
     pub compaction_ratio: f64,
     pub blocking_store_files: usize,
     pub blocking_wait_ms: u64,
+    /// A WAL segment is rolled once it is this large.
+    pub wal_segment_bytes: u64,
+    /// Records buffered for the WAL and not yet in the OS beyond which writers wait.
+    pub wal_max_buffered_bytes: u64,
+    /// On open, move damaged WAL segments aside and go on without what follows the damage
+    /// (HBase's `hbase.hlog.split.skip.errors`).
+    pub wal_skip_errors: bool,
 }
 
 impl Default for ServerConfig {
@@ -161,6 +168,9 @@ impl Default for StorageSection {
             compaction_ratio: s.compaction_ratio,
             blocking_store_files: s.blocking_store_files,
             blocking_wait_ms: s.blocking_wait.as_millis() as u64,
+            wal_segment_bytes: s.wal.segment_size,
+            wal_max_buffered_bytes: s.wal.max_buffered_bytes as u64,
+            wal_skip_errors: s.wal.skip_errors,
         }
     }
 }
@@ -259,6 +269,14 @@ impl ServerConfig {
             compaction_ratio: s.compaction_ratio,
             blocking_store_files: s.blocking_store_files,
             blocking_wait: Duration::from_millis(s.blocking_wait_ms),
+            wal: cellar_storage::wal::WalOptions {
+                segment_size: s.wal_segment_bytes.max(1),
+                max_buffered_bytes: usize::try_from(s.wal_max_buffered_bytes)
+                    .unwrap_or(usize::MAX)
+                    .max(1),
+                skip_errors: s.wal_skip_errors,
+                ..cellar_storage::wal::WalOptions::default()
+            },
             ..StorageConfig::default()
         }
     }

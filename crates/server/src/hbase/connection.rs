@@ -443,7 +443,7 @@ impl Reader {
                 &req.cellblock,
             );
             if inline.is_none() && method == "Mutate" && !self.deferred.is_empty() {
-                // A put of this batch may hold the row (or its lock stripe): finish the batch
+                // A put of this batch may hold the row: finish the batch
                 // and try once more, rather than send a row this connection is writing to the
                 // handler pool.
                 self.flush_answered().await?;
