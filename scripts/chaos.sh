@@ -6,15 +6,18 @@
 # At the end `linkedlist verify` scans the lists and the register history is checked.
 #
 # Usage: scripts/chaos.sh [--duration S] [--kill-every MIN-MAX] [--records N]
-#                         [--writers N] [--clients N] [--mix separate|mixed]
+#                         [--node-rate N] [--writers N] [--clients N] [--mix separate|mixed]
 #                         [--port P] [--out DIR] [--no-build]
 #   --duration S         seconds of workload and kills (default 600)
 #   --kill-every MIN-MAX seconds between a restart and the next kill (default 10-40)
 #   --records N          stop the linked-list writers after N nodes (default 0: no limit)
+#   --node-rate N        linked-list nodes per second (default 5000; 0: as fast as acknowledged;
+#                        the faster, the longer a killed server replays its WAL)
 #   --writers N          linked-list writers (default 4)
 #   --clients N          register clients (default 8)
 #   --mix M              register call mix, see `cellar bench linearizability run --help`
-#   --port P             native port; P+10 is the HTTP port (default 36200)
+#   --port P             native port; P+10 is the HTTP port (default 26200: below the usual
+#                        ephemeral range, so no client socket takes it while the server is down)
 #   --out DIR            where the data, logs and history go (default: a new /tmp directory)
 #   --no-build           use target/release/cellar as it is
 # Exits 0 only when no node was lost, the history is linearizable and the server never died
@@ -25,10 +28,11 @@ cd "$(dirname "$0")/.."
 duration=600
 kill_every=10-40
 records=0
+node_rate=5000
 writers=4
 clients=8
 mix=separate
-port=36200
+port=26200
 out=""
 build=1
 while [ $# -gt 0 ]; do
@@ -36,21 +40,22 @@ while [ $# -gt 0 ]; do
         --duration) duration=$2; shift 2 ;;
         --kill-every) kill_every=$2; shift 2 ;;
         --records) records=$2; shift 2 ;;
+        --node-rate) node_rate=$2; shift 2 ;;
         --writers) writers=$2; shift 2 ;;
         --clients) clients=$2; shift 2 ;;
         --mix) mix=$2; shift 2 ;;
         --port) port=$2; shift 2 ;;
         --out) out=$2; shift 2 ;;
         --no-build) build=0; shift ;;
-        -h|--help) sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "chaos: unknown argument '$1' (see --help)" >&2; exit 2 ;;
     esac
 done
 kill_min=${kill_every%-*}
 kill_max=${kill_every#*-}
-if ! [[ "$duration" =~ ^[0-9]+$ && "$kill_min" =~ ^[0-9]+$ && "$kill_max" =~ ^[0-9]+$ && "$records" =~ ^[0-9]+$ ]] \
+if ! [[ "$duration" =~ ^[0-9]+$ && "$kill_min" =~ ^[0-9]+$ && "$kill_max" =~ ^[0-9]+$ && "$records" =~ ^[0-9]+$ && "$node_rate" =~ ^[0-9]+$ ]] \
     || [ "$kill_min" -lt 1 ] || [ "$kill_max" -lt "$kill_min" ]; then
-    echo "chaos: --duration, --records need whole numbers and --kill-every MIN-MAX with 1 <= MIN <= MAX" >&2
+    echo "chaos: --duration, --records, --node-rate need whole numbers and --kill-every MIN-MAX with 1 <= MIN <= MAX" >&2
     exit 2
 fi
 
@@ -97,37 +102,53 @@ trap 'echo "chaos: interrupted"; exit 130' INT TERM
 
 starts=0
 start_times=()
-# Starts the server on the data directory and waits until it listens.
+# Starts the server on the data directory and waits until it listens (up to 300 s: a server
+# killed under heavy writes replays a long WAL). A start that fails because a port is taken
+# (another process may grab it while the server is down) is tried again, up to 5 times.
 start_server() {
-    starts=$((starts + 1))
-    local log="$out/server-$starts.log"
-    local began
+    local began attempt log waited
     began=$(date +%s%N)
-    "$bin" standalone --data-dir "$data" --listen "$native" --http-listen "$http" \
-        --hbase-listen off >"$log" 2>&1 &
-    server_pid=$!
-    local waited=0
-    while ! grep -q "listening native=" "$log" 2>/dev/null; do
-        if ! kill -0 "$server_pid" 2>/dev/null; then
-            echo "chaos: the server (start $starts) exited before listening; its log:" >&2
-            tail -n 30 "$log" >&2
-            return 1
+    for attempt in 1 2 3 4 5; do
+        starts=$((starts + 1))
+        log="$out/server-$starts.log"
+        "$bin" standalone --data-dir "$data" --listen "$native" --http-listen "$http" \
+            --hbase-listen off >"$log" 2>&1 &
+        server_pid=$!
+        waited=0
+        while ! grep -q "listening native=" "$log" 2>/dev/null; do
+            if ! kill -0 "$server_pid" 2>/dev/null; then
+                wait "$server_pid" 2>/dev/null
+                break
+            fi
+            if [ "$waited" -ge 3000 ]; then
+                echo "chaos: the server (start $starts) did not listen within 300 s" >&2
+                return 1
+            fi
+            sleep 0.1
+            waited=$((waited + 1))
+        done
+        if grep -q "listening native=" "$log" 2>/dev/null; then
+            start_times+=("$(( ($(date +%s%N) - began) / 1000000 ))")
+            return 0
         fi
-        if [ "$waited" -ge 1200 ]; then
-            echo "chaos: the server (start $starts) did not listen within 120 s" >&2
-            return 1
+        if grep -q "Address already in use" "$log"; then
+            echo "chaos: start $starts: a port is taken (attempt $attempt); trying again in 5 s"
+            sleep 5
+            continue
         fi
-        sleep 0.1
-        waited=$((waited + 1))
+        echo "chaos: the server (start $starts) exited before listening; its log:" >&2
+        tail -n 30 "$log" >&2
+        return 1
     done
-    start_times+=("$(( ($(date +%s%N) - began) / 1000000 ))")
+    echo "chaos: the server could not get its ports in 5 attempts" >&2
+    return 1
 }
 
 echo "chaos: data, logs and history in $out"
 start_server || exit 1
 
 gen_args=(bench linkedlist generate --db "$db" --create --writers "$writers"
-    --duration "$duration" --summary "$out/generate.json")
+    --rate "$node_rate" --duration "$duration" --summary "$out/generate.json")
 if [ "$records" -gt 0 ]; then gen_args+=(--nodes "$records"); fi
 "$bin" "${gen_args[@]}" >"$out/generate.out" 2>"$out/generate.log" &
 generate_pid=$!
@@ -190,7 +211,7 @@ restart_max=$(printf '%s\n' "${start_times[@]:1}" | sort -n | tail -n1)
 
 echo
 echo "== chaos summary ($out)"
-echo "duration:        ${duration} s, kill every ${kill_every} s"
+echo "duration:        ${duration} s, kill every ${kill_every} s, ${node_rate} nodes/s asked"
 echo "kills survived:  $kills (server died on its own: $died; slowest restart: ${restart_max:-none} ms)"
 echo "linked list:     written (acknowledged) ${acked:-?}, unsettled ${unsettled:-?}, resent ${resent:-?}"
 echo "                 verified REFERENCED=${referenced:-?} UNREFERENCED=${unreferenced:-?} UNDEFINED=${undefined:-?}"

@@ -79,6 +79,10 @@ pub struct GenerateArgs {
     /// Batches per circle: after this many the lists are closed into one circle.
     #[arg(long, default_value_t = 20)]
     pub wrap: u32,
+    /// New nodes per second over all writers (0: as fast as the server acknowledges). A
+    /// lower rate keeps the WAL a killed server must replay short, so a run has more kills.
+    #[arg(long, default_value_t = 0)]
+    pub rate: u64,
     /// Seconds after the run during which unacknowledged writes are still resent.
     #[arg(long, default_value_t = 120)]
     pub grace: u64,
@@ -143,6 +147,7 @@ fn run_generate(a: GenerateArgs) -> Result<(), String> {
         duration: (a.duration > 0).then(|| Duration::from_secs(a.duration)),
         width: a.width,
         wrap: a.wrap,
+        rate: a.rate,
         create: a.create,
         regions: a.regions,
         grace: Duration::from_secs(a.grace),

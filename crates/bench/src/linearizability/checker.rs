@@ -235,7 +235,7 @@ impl<'a> Search<'a> {
                     steps,
                 );
             }
-            if steps % 4096 == 0 {
+            if steps.is_multiple_of(4096) {
                 if let Some(d) = budget.deadline {
                     if Instant::now() >= d {
                         return (Verdict::Undecided("the check's time ran out".into()), steps);
@@ -319,6 +319,9 @@ impl<'a> Search<'a> {
     }
 }
 
+/// A set of operations, a bit each.
+type Bits = Box<[u64]>;
+
 /// The configurations explored: which operations are placed, and the register's state.
 ///
 /// Answered and unknown operations are kept apart because an unknown one placed adds
@@ -334,7 +337,7 @@ struct Memo {
     answered: Vec<u64>,
     unknown: Vec<u64>,
     /// (answered placed, state) → the minimal sets of unknown ones explored with them.
-    seen: HashMap<(Box<[u64]>, State), Vec<Box<[u64]>>>,
+    seen: HashMap<(Bits, State), Vec<Bits>>,
     /// Sets stored in all.
     size: usize,
 }

@@ -118,16 +118,30 @@ pub fn write_op(out: &mut impl Write, op: &Op) -> std::io::Result<()> {
 }
 
 /// Reads a JSON-lines history; errors name the line and what is wrong with it. Blank lines
-/// are skipped.
-pub fn read(input: impl BufRead, source: &str) -> Result<Vec<Op>, String> {
+/// are skipped. A last line without its newline that does not parse is the torn end of a
+/// history whose writer was killed: it is left out (the operation's outcome was never
+/// recorded), and said on stderr.
+pub fn read(mut input: impl BufRead, source: &str) -> Result<Vec<Op>, String> {
+    let mut text = String::new();
+    input
+        .read_to_string(&mut text)
+        .map_err(|e| format!("{source}: {e}"))?;
+    let complete = text.ends_with('\n');
+    let lines: Vec<&str> = text.lines().collect();
     let mut ops = Vec::new();
-    for (i, line) in input.lines().enumerate() {
+    for (i, line) in lines.iter().enumerate() {
         let n = i + 1;
-        let line = line.map_err(|e| format!("{source}: line {n}: {e}"))?;
         if line.trim().is_empty() {
             continue;
         }
-        let op: Op = serde_json::from_str(&line).map_err(|e| format!("{source}: line {n}: {e}"))?;
+        let op: Op = match serde_json::from_str(line) {
+            Ok(op) => op,
+            Err(e) if !complete && n == lines.len() => {
+                eprintln!("{source}: line {n} is cut short ({e}); left out");
+                continue;
+            }
+            Err(e) => return Err(format!("{source}: line {n}: {e}")),
+        };
         op.validate()
             .map_err(|e| format!("{source}: line {n}: the operation {e}"))?;
         ops.push(op);
@@ -196,6 +210,19 @@ mod tests {
         assert!(text.contains(r#""op":"get""#), "{text}");
         assert!(text.contains(r#""ret":{"read":null}"#), "{text}");
         assert_eq!(read(&buf[..], "mem").expect("read"), ops);
+    }
+
+    #[test]
+    fn a_torn_last_line_is_left_out_but_a_torn_middle_is_an_error() {
+        let good = r#"{"client":1,"key":"k","op":"get","invoke_ns":1,"end_ns":2,"outcome":"ok","ret":{"read":5}}"#;
+        let torn = r#"{"client":1,"key":"k","op":"pu"#;
+        let text = format!("{good}\n{good}\n{torn}");
+        assert_eq!(read(text.as_bytes(), "h").expect("torn tail").len(), 2);
+        let text = format!("{good}\n{torn}\n{good}\n");
+        let e = read(text.as_bytes(), "h").expect_err("torn middle");
+        assert!(e.contains("line 2"), "{e}");
+        let text = format!("{good}\n{torn}\n");
+        assert!(read(text.as_bytes(), "h").is_err(), "a complete bad line");
     }
 
     #[test]

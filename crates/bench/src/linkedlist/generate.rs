@@ -35,6 +35,8 @@ pub struct Settings {
     pub duration: Option<Duration>,
     pub width: u32,
     pub wrap: u32,
+    /// New nodes per second over all writers (0: as fast as acknowledgements come).
+    pub rate: u64,
     /// Create the table (pre-split into `regions`) first.
     pub create: bool,
     pub regions: u32,
@@ -207,6 +209,10 @@ async fn writer(w: u32, quota: u64, shared: Arc<Shared>) {
     };
     let running = |count: u64| count < quota && shared.stop.is_none_or(|t| Instant::now() < t);
     let settle_by = || shared.stop.unwrap_or_else(Instant::now) + s.grace;
+    // With a rate, batch k of this writer starts no earlier than k batch-times after the
+    // first (each writer takes its share of the rate).
+    let per_writer = s.rate as f64 / f64::from(s.writers.max(1));
+    let mut next_batch = Instant::now();
     while running(count) {
         // A circle: its first batch (the lists' heads) and each list's last node.
         let mut first: Vec<Node> = Vec::new();
@@ -236,6 +242,15 @@ async fn writer(w: u32, quota: u64, shared: Arc<Shared>) {
                     n
                 })
                 .collect();
+            if per_writer > 0.0 {
+                let now = Instant::now();
+                if next_batch > now {
+                    tokio::time::sleep(next_batch - now).await;
+                }
+                // After an outage, carry on at the rate rather than catching up in a burst.
+                next_batch =
+                    next_batch.max(now) + Duration::from_secs_f64(batch.len() as f64 / per_writer);
+            }
             let acked = session.write_all(&batch, settle_by()).await;
             if acked < batch.len() {
                 // The run ended with this batch unacknowledged: it may or may not be there.
