@@ -233,13 +233,12 @@ async fn writer(w: u32, quota: u64, shared: Arc<Shared>) {
                 .map(|i| {
                     let mut key = [0u8; 16];
                     rng.fill_bytes(&mut key);
-                    let n = Node {
+                    Node {
                         key,
                         prev: tails.get(i).copied(),
                         client: name.clone(),
                         count: count + i as u64,
-                    };
-                    n
+                    }
                 })
                 .collect();
             if per_writer > 0.0 {
