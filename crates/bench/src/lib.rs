@@ -7,6 +7,8 @@
 pub mod bigtable;
 pub mod breakdown;
 pub mod engine_bench;
+pub mod linearizability;
+pub mod linkedlist;
 pub mod report;
 pub mod rpc_bench;
 pub mod ycsb;

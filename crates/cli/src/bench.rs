@@ -31,6 +31,12 @@ enum BenchCommand {
     Breakdown(cellar_bench::breakdown::Args),
     /// Charts (PNG and SVG) from benchmark JSON results.
     Report(cellar_bench::report::Args),
+    /// Loss detector: `generate` writes circular linked lists of random rows (resending
+    /// until acknowledged), `verify` scans them and counts nodes pointed at but missing.
+    Linkedlist(cellar_bench::linkedlist::Args),
+    /// Linearizability: `run` records a history of concurrent put/get/check-and-mutate/
+    /// increment calls on a few rows and checks it; `check` checks a saved history.
+    Linearizability(cellar_bench::linearizability::Args),
 }
 
 pub fn run(args: Args) -> Result<(), String> {
@@ -40,5 +46,7 @@ pub fn run(args: Args) -> Result<(), String> {
         BenchCommand::Bigtable(a) => cellar_bench::bigtable::run(a),
         BenchCommand::Breakdown(a) => cellar_bench::breakdown::run(a),
         BenchCommand::Report(a) => cellar_bench::report::run(a),
+        BenchCommand::Linkedlist(a) => cellar_bench::linkedlist::run(a),
+        BenchCommand::Linearizability(a) => cellar_bench::linearizability::run(a),
     }
 }

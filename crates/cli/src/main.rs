@@ -25,7 +25,8 @@ enum Command {
     /// Run master + region server + local storage in one process.
     Standalone(standalone::Args),
     /// Benchmarks: YCSB workloads (load, run), the Bigtable paper's suite, the per-stage
-    /// latency breakdown, and charts (report).
+    /// latency breakdown, charts (report), and the chaos workloads (linkedlist,
+    /// linearizability).
     Bench(bench::Args),
     /// HBase-shell-like console; `-e "CMD; CMD"` runs commands and exits.
     Shell(shell::Args),

@@ -50,14 +50,21 @@ impl Server {
 
     /// A server on `data_dir` (kept by the caller), optionally with a config file.
     pub fn start_in(data_dir: &Path, config: Option<&Path>) -> Server {
+        Server::start_at(data_dir, config, ["127.0.0.1:0"; 3])
+    }
+
+    /// A server on `data_dir` listening on the given native, HTTP and HBase addresses (fixed
+    /// ports let a restarted server keep its address; see [`free_ports`]).
+    pub fn start_at(data_dir: &Path, config: Option<&Path>, addrs: [&str; 3]) -> Server {
+        let [native, http, hbase] = addrs;
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_cellar"));
         cmd.arg("standalone")
             .arg("--listen")
-            .arg("127.0.0.1:0")
+            .arg(native)
             .arg("--http-listen")
-            .arg("127.0.0.1:0")
+            .arg(http)
             .arg("--hbase-listen")
-            .arg("127.0.0.1:0")
+            .arg(hbase)
             .arg("--data-dir")
             .arg(data_dir);
         if let Some(c) = config {
@@ -240,4 +247,36 @@ pub fn wait_for<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> O
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// `N` ports on 127.0.0.1 that were free a moment ago, for a server that must keep its
+/// address across restarts. They are taken below Linux's ephemeral range (32768 and up), so
+/// that no client socket or port-0 listener of another process grabs one while the server
+/// is down.
+pub fn free_ports<const N: usize>() -> [u16; N] {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.subsec_nanos());
+    // xorshift, seeded per process and instant, enough to spread the ports of parallel tests.
+    let mut state = (u64::from(std::process::id()) << 32 | u64::from(nanos)) | 1;
+    let mut ports = [0u16; N];
+    let mut filled = 0;
+    for _ in 0..10_000 {
+        if filled == N {
+            break;
+        }
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        let port = 20_000 + (state % 12_000) as u16;
+        if ports[..filled].contains(&port) {
+            continue;
+        }
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            ports[filled] = port;
+            filled += 1;
+        }
+    }
+    assert_eq!(filled, N, "no {N} free ports in 20000..32000");
+    ports
 }
