@@ -55,7 +55,7 @@ pub struct RunArgs {
     pub keys: u32,
     /// Which calls go to which registers: `separate` keeps increments on registers of their
     /// own (every other slot), `mixed` sends all four kinds to every register.
-    #[arg(long, value_enum, default_value = "separate")]
+    #[arg(long, value_enum, default_value = "mixed")]
     pub mix: workload::Mix,
     /// Operations on one row before its slot moves to a fresh row (keeps each row's history
     /// small enough to check exactly).

@@ -412,7 +412,13 @@ fn read_modify_write(
                 .map_or((None, None), |c| (Some(c.value.clone()), Some(c.timestamp))),
         };
         let value = combine(&e.family, &e.qualifier, old.as_deref(), &e.value)?;
-        let ts = old_ts.map_or(now, |t| now.max(t.saturating_add(1)));
+        // At the clock's time, or at the old value's when that is later (a clock behind, a
+        // client's timestamp from the future): of two versions at one timestamp the later
+        // write wins (its sequence id is higher), so the result is the newest version. Never
+        // above the clock for a value of our own: a put stamped with the clock after this must
+        // not sort below it (a run of increments within one millisecond used to push the
+        // column ahead of the clock and hide later puts; the linearizability check caught it).
+        let ts = old_ts.map_or(now, |t| now.max(t));
         new.insert(key, (value, ts));
     }
     let mut write = RowMutation::new(m.row.clone())
