@@ -8,76 +8,10 @@ use bytes::{Bytes, BytesMut};
 use cellar_proto::hbase;
 use cellar_proto::hbase_wire::{self, PREAMBLE_CALL_ID};
 use prost::Message;
-use std::io::{Read, Write};
+use std::io::Write;
 use std::net::TcpStream;
-use std::time::Duration;
+use support::hbase::{at_eof, call, connect, locate, open, read_frame, region};
 use support::Server;
-
-const IO_TIMEOUT: Duration = Duration::from_secs(30);
-
-fn connect(addr: &str) -> TcpStream {
-    let s = TcpStream::connect(addr).expect("connect to the HBase port");
-    s.set_read_timeout(Some(IO_TIMEOUT)).expect("timeout");
-    s
-}
-
-/// Reads one response frame; `None` at a clean end of stream.
-fn read_frame(s: &mut TcpStream) -> Option<(hbase::ResponseHeader, Bytes, Bytes)> {
-    let mut len = [0u8; 4];
-    match s.read_exact(&mut len) {
-        Ok(()) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return None,
-        Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return None,
-        Err(e) => panic!("reading a response frame: {e}"),
-    }
-    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
-    s.read_exact(&mut body).expect("frame body");
-    Some(hbase_wire::decode_response(Bytes::from(body)).expect("a well-formed response frame"))
-}
-
-fn at_eof(s: &mut TcpStream) -> bool {
-    let mut b = [0u8; 1];
-    matches!(s.read(&mut b), Ok(0))
-        || matches!(s.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset)
-}
-
-/// A connection that has sent the HBase preamble and a header for `service`.
-fn open(addr: &str, service: &str) -> TcpStream {
-    let mut s = connect(addr);
-    let mut out = BytesMut::new();
-    out.extend_from_slice(&hbase_wire::HBAS_MAGIC);
-    out.extend_from_slice(&[hbase_wire::RPC_VERSION, hbase_wire::AUTH_SIMPLE]);
-    let header = hbase::ConnectionHeader {
-        user_info: Some(hbase::UserInformation {
-            effective_user: "cellar-test".into(),
-            real_user: None,
-        }),
-        service_name: Some(service.into()),
-        cell_block_codec_class: Some(hbase_wire::KEY_VALUE_CODEC.into()),
-        ..Default::default()
-    };
-    hbase_wire::encode_connection_header(&mut out, &header);
-    s.write_all(&out).expect("send preamble and header");
-    s
-}
-
-/// One call and its answer: `Ok(response message bytes, cell block)` or `Err(exception)`.
-fn call(
-    s: &mut TcpStream,
-    call_id: u32,
-    method: &str,
-    param: &impl Message,
-) -> Result<(Bytes, Bytes), hbase::ExceptionResponse> {
-    let mut out = BytesMut::new();
-    hbase_wire::encode_request(&mut out, call_id, method, param, &[]);
-    s.write_all(&out).expect("send request");
-    let (header, param, cells) = read_frame(s).expect("an answer before the connection closed");
-    assert_eq!(header.call_id, Some(call_id), "answer for the call sent");
-    match header.exception {
-        Some(e) => Err(e),
-        None => Ok((param, cells)),
-    }
-}
 
 #[test]
 fn the_registry_preamble_gets_the_cluster_id_which_survives_a_restart() {
@@ -238,13 +172,6 @@ fn a_security_probe_is_answered_and_the_connection_goes_on() {
     .is_ok());
 }
 
-fn region(name: &[u8]) -> hbase::RegionSpecifier {
-    hbase::RegionSpecifier {
-        r#type: hbase::region_specifier::RegionSpecifierType::RegionName as i32,
-        value: Bytes::copy_from_slice(name),
-    }
-}
-
 /// Creates `table` (family `f`) through the master, split at `splits`, and checks its
 /// procedure finished.
 fn create_table(master: &mut TcpStream, table: &str, splits: &[&[u8]]) {
@@ -281,51 +208,6 @@ fn create_table(master: &mut TcpStream, table: &str, splits: &[&[u8]]) {
         hbase::get_procedure_result_response::State::Finished as i32
     );
     assert!(state.exception.is_none(), "{:?}", state.exception);
-}
-
-/// The client's locate scan for `row` of `table`: the cells (row, qualifier, value) of the
-/// first `hbase:meta` row at or before it.
-fn locate(
-    client: &mut TcpStream,
-    call_id: u32,
-    table: &str,
-    row: &str,
-) -> Vec<(Bytes, Bytes, Bytes)> {
-    let locate = hbase::ScanRequest {
-        region: Some(region(b"hbase:meta,,1")),
-        scan: Some(hbase::Scan {
-            start_row: Some(Bytes::from(format!("{table},{row},99999999999999"))),
-            stop_row: Some(Bytes::from(format!("{table},,"))),
-            include_stop_row: Some(true),
-            reversed: Some(true),
-            column: vec![hbase::Column {
-                family: Bytes::from_static(b"info"),
-                qualifier: Vec::new(),
-            }],
-            ..Default::default()
-        }),
-        number_of_rows: Some(1),
-        ..Default::default()
-    };
-    let (param, cells) = call(client, call_id, "Scan", &locate).expect("meta scan");
-    let scan = hbase::ScanResponse::decode(param).expect("decodes");
-    let mut reader = cellar_proto::cellblock::CellReader::new(cells);
-    let mut found = scan
-        .results
-        .iter()
-        .flat_map(|r| r.cell.clone())
-        .map(|c| {
-            (
-                c.row.unwrap_or_default(),
-                c.qualifier.unwrap_or_default(),
-                c.value.unwrap_or_default(),
-            )
-        })
-        .collect::<Vec<_>>();
-    while let Some(c) = reader.next_cell().expect("cell block") {
-        found.push((c.row, c.qualifier, c.value));
-    }
-    found
 }
 
 /// The Java client's path, call by call: create a pre-split table through the master and poll
