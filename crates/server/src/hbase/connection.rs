@@ -253,7 +253,7 @@ struct Reader {
     /// with one socket write.
     answered: BytesMut,
     answered_slots: Option<OwnedSemaphorePermit>,
-    /// The bytes of `answered` and of the calls in `deferred`, counted as in flight.
+    /// The bytes of `answered`, counted as in flight.
     answered_charge: Charge,
     /// Puts applied on the reactor since the last read whose WAL records are not yet in the
     /// OS, with their answers: finished (one WAL write for all) just before `answered` goes to
@@ -698,7 +698,9 @@ impl Reader {
                         self.append_answer(call_id, outcome, charge);
                     }
                     Inline::AfterWal(write, reply) => {
-                        self.answered_charge.absorb(charge);
+                        // The put is in the memstore and its request frame freed; its small
+                        // answer is counted once `flush_answered` makes it.
+                        drop(charge);
                         self.deferred.push(Deferred {
                             call_id,
                             received,
