@@ -237,11 +237,20 @@ pub(crate) async fn read_more<G: Future<Output = ()>>(
         deadline,
     } = wait;
     let mut writer_gone = std::pin::pin!(writer_gone);
+    // A stopping server reads no more, even from a client that never pauses.
+    if *shutdown.borrow() {
+        return Read::Shutdown;
+    }
     loop {
         // With a buffer in hand, try first: the input may be there already.
         if buf.capacity() > 0 {
             if buf.capacity() - buf.len() < MIN_READ {
-                buf.reserve(READ_CHUNK);
+                if buf.is_empty() {
+                    // The end of a buffer shared with frames still being served: start afresh.
+                    *buf = BytesMut::with_capacity(FIRST_READ);
+                } else {
+                    buf.reserve(READ_CHUNK);
+                }
             }
             // One poll of a read (not `try_read`): a short read clears the socket's
             // readiness, so the next wait costs no failed `recv`.
