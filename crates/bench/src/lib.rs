@@ -6,6 +6,7 @@
 
 pub mod bigtable;
 pub mod breakdown;
+pub mod conn_bench;
 pub mod engine_bench;
 pub mod linearizability;
 pub mod linkedlist;

@@ -41,6 +41,23 @@ pub struct RpcConfig {
     pub max_queued_calls: usize,
     /// The largest request frame accepted (HBase's `hbase.ipc.max.request.size`: 256 MiB).
     pub max_request_bytes: u32,
+    /// Bytes of requests read and not yet answered plus answers not yet written, over all
+    /// connections of one front end; past it new calls are refused as busy (HBase's
+    /// `hbase.ipc.server.max.callqueue.size`: 1 GiB).
+    pub max_in_flight_bytes: u64,
+    /// The same, for one connection; past it the server stops reading that connection until
+    /// its answers drain (HBase 2.6's `hbase.server.netty.writable.watermark.high`, off by
+    /// default there).
+    pub max_connection_in_flight_bytes: u64,
+    /// A connection that has not finished its preamble (and, on the HBase port, its connection
+    /// header) by then is closed.
+    pub handshake_timeout_ms: u64,
+    /// A request frame must arrive whole within this long of its first byte, else the
+    /// connection is closed (the client's own call timeout has passed by then).
+    pub frame_timeout_ms: u64,
+    /// A connection whose answers cannot be written for this long (the client does not read)
+    /// is closed (HBase's `hbase.ipc.client.call.purge.timeout`: 2 × the RPC timeout).
+    pub write_timeout_ms: u64,
     /// Threads of the network reactor.
     pub io_threads: usize,
     /// Gets that memstores and the block cache can answer are served on the reactor,
@@ -126,6 +143,11 @@ impl Default for RpcConfig {
             handler_count: 30,
             max_queued_calls: 300,
             max_request_bytes: 64 * 1024 * 1024,
+            max_in_flight_bytes: 1024 * 1024 * 1024,
+            max_connection_in_flight_bytes: 128 * 1024 * 1024,
+            handshake_timeout_ms: 30_000,
+            frame_timeout_ms: 60_000,
+            write_timeout_ms: 120_000,
             io_threads: 2,
             inline_gets: true,
             inline_puts: true,
@@ -214,6 +236,14 @@ impl ServerConfig {
             ("rpc.max_queued_calls", self.rpc.max_queued_calls as u64),
             ("rpc.max_request_bytes", self.rpc.max_request_bytes as u64),
             ("rpc.io_threads", self.rpc.io_threads as u64),
+            ("rpc.max_in_flight_bytes", self.rpc.max_in_flight_bytes),
+            (
+                "rpc.max_connection_in_flight_bytes",
+                self.rpc.max_connection_in_flight_bytes,
+            ),
+            ("rpc.handshake_timeout_ms", self.rpc.handshake_timeout_ms),
+            ("rpc.frame_timeout_ms", self.rpc.frame_timeout_ms),
+            ("rpc.write_timeout_ms", self.rpc.write_timeout_ms),
             ("scanner.lease_ms", self.scanner.lease_ms),
             (
                 "scanner.default_caching",
@@ -239,6 +269,19 @@ impl ServerConfig {
             if v == 0 {
                 return Err(format!("{key} must be positive"));
             }
+        }
+        // A request must fit the server's bound, or it would be refused as busy forever.
+        if u64::from(self.rpc.max_request_bytes) > self.rpc.max_in_flight_bytes {
+            return Err(format!(
+                "rpc.max_request_bytes ({}) is above rpc.max_in_flight_bytes ({})",
+                self.rpc.max_request_bytes, self.rpc.max_in_flight_bytes
+            ));
+        }
+        if self.rpc.max_connection_in_flight_bytes > self.rpc.max_in_flight_bytes {
+            return Err(format!(
+                "rpc.max_connection_in_flight_bytes ({}) is above rpc.max_in_flight_bytes ({})",
+                self.rpc.max_connection_in_flight_bytes, self.rpc.max_in_flight_bytes
+            ));
         }
         if self.split.max_bytes < self.split.initial_bytes {
             return Err(format!(
@@ -304,5 +347,12 @@ mod tests {
         assert!(e.contains("handler_count"), "{e}");
         let e = ServerConfig::from_toml("[scanner]\nlease_ms = 0\n").expect_err("zero");
         assert!(e.contains("scanner.lease_ms"), "{e}");
+        let e = ServerConfig::from_toml("[rpc]\nmax_in_flight_bytes = 1000\n").expect_err("small");
+        assert!(e.contains("rpc.max_request_bytes"), "{e}");
+        let e = ServerConfig::from_toml(
+            "[rpc]\nmax_request_bytes = 100\nmax_connection_in_flight_bytes = 2000\nmax_in_flight_bytes = 1000\n",
+        )
+        .expect_err("connection above server");
+        assert!(e.contains("rpc.max_connection_in_flight_bytes"), "{e}");
     }
 }

@@ -5,7 +5,7 @@
 //! 404. One request per connection (`Connection: close`), request head at most 8 KiB, read
 //! within 10 s, at most 64 connections at once.
 
-use crate::metrics::{render, Gauges, RpcMetrics};
+use crate::metrics::{render, Gauges, Overload, RpcMetrics};
 use crate::rpc::Handler;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -301,6 +301,26 @@ async fn gauges(served: &Served) -> Gauges {
         })
 }
 
+/// One front end's counters for `/status`.
+fn front_end_json(rpc: &RpcMetrics) -> serde_json::Value {
+    serde_json::json!({
+        "calls": rpc.total_calls(),
+        "open_connections": rpc.open_connections(),
+        "call_queue_length": rpc.queue_depth(),
+        "received_bytes": rpc.bytes_in(),
+        "sent_bytes": rpc.bytes_out(),
+        "in_flight_bytes": rpc.in_flight_bytes(),
+        "in_flight_bytes_peak": rpc.in_flight_peak(),
+        "in_flight_bytes_limit": rpc.in_flight_limit(),
+        "overload_refusals": {
+            "call_queue": rpc.overload_refusals(Overload::CallQueue),
+            "in_flight_bytes": rpc.overload_refusals(Overload::InFlightBytes),
+        },
+        "stalled_connections": rpc.stalled_connections(),
+        "connection_timeouts": rpc.connection_timeouts(),
+    })
+}
+
 fn status_json(served: &Served, g: &Gauges) -> String {
     let info = &served.sources.info;
     let rpc = &served.sources.metrics;
@@ -317,13 +337,8 @@ fn status_json(served: &Served, g: &Gauges) -> String {
             "http": served.http_addr.to_string(),
         },
         "data_dir": info.data_dir.display().to_string(),
-        "rpc": {
-            "calls": rpc.total_calls(),
-            "open_connections": rpc.open_connections(),
-            "call_queue_length": rpc.queue_depth(),
-            "received_bytes": rpc.bytes_in(),
-            "sent_bytes": rpc.bytes_out(),
-        },
+        "rpc": front_end_json(rpc),
+        "hbase": served.sources.hbase_metrics.as_deref().map(front_end_json),
         "gauges": {
             "regions_per_table": regions,
             "memstore_bytes": g.memstore_bytes,

@@ -138,6 +138,31 @@ pub struct RpcMetrics {
     connections_total: AtomicU64,
     queue_depth: AtomicUsize,
     handlers_busy: AtomicUsize,
+    /// Bytes of requests read and not yet answered plus answers not yet written, over all
+    /// connections (`crate::rpc::budget`).
+    in_flight_bytes: AtomicU64,
+    /// The most `in_flight_bytes` has been since start.
+    in_flight_peak: AtomicU64,
+    /// The configured bound of `in_flight_bytes` (`rpc.max_in_flight_bytes`).
+    in_flight_limit: AtomicU64,
+    /// Calls refused as busy because the handler queue was full.
+    refused_queue_full: AtomicU64,
+    /// Calls refused as busy because in-flight bytes were past their bound.
+    refused_in_flight: AtomicU64,
+    /// Connections not being read now because their own in-flight bytes are past their bound.
+    stalled_connections: AtomicUsize,
+    /// Connections closed because a handshake, a frame or a write did not finish in time.
+    connection_timeouts: AtomicU64,
+}
+
+/// Why a call was refused as busy.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Overload {
+    /// The handler queue was full (`rpc.max_queued_calls`).
+    CallQueue,
+    /// In-flight bytes were past `rpc.max_in_flight_bytes` (or the connection's answer would
+    /// have taken it past `rpc.max_connection_in_flight_bytes`).
+    InFlightBytes,
 }
 
 impl Default for RpcMetrics {
@@ -152,6 +177,13 @@ impl Default for RpcMetrics {
             connections_total: AtomicU64::new(0),
             queue_depth: AtomicUsize::new(0),
             handlers_busy: AtomicUsize::new(0),
+            in_flight_bytes: AtomicU64::new(0),
+            in_flight_peak: AtomicU64::new(0),
+            in_flight_limit: AtomicU64::new(0),
+            refused_queue_full: AtomicU64::new(0),
+            refused_in_flight: AtomicU64::new(0),
+            stalled_connections: AtomicUsize::new(0),
+            connection_timeouts: AtomicU64::new(0),
         }
     }
 }
@@ -212,6 +244,79 @@ impl RpcMetrics {
         let _ = self
             .handlers_busy
             .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+    }
+
+    pub(crate) fn add_in_flight(&self, n: u64) {
+        let now = self.in_flight_bytes.fetch_add(n, Relaxed).wrapping_add(n);
+        // Read first: the peak's line is written only when a new peak is reached.
+        if now > self.in_flight_peak.load(Relaxed) {
+            self.in_flight_peak.fetch_max(now, Relaxed);
+        }
+    }
+
+    pub(crate) fn sub_in_flight(&self, n: u64) {
+        self.in_flight_bytes.fetch_sub(n, Relaxed);
+    }
+
+    pub(crate) fn set_in_flight_limit(&self, limit: u64) {
+        self.in_flight_limit.store(limit, Relaxed);
+    }
+
+    /// A call refused as busy because the server is overloaded.
+    pub fn record_overload(&self, why: Overload) {
+        match why {
+            Overload::CallQueue => &self.refused_queue_full,
+            Overload::InFlightBytes => &self.refused_in_flight,
+        }
+        .fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn connection_stalled(&self) {
+        self.stalled_connections.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn connection_resumed(&self) {
+        let _ = self
+            .stalled_connections
+            .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
+    }
+
+    pub(crate) fn connection_timed_out(&self) {
+        self.connection_timeouts.fetch_add(1, Relaxed);
+    }
+
+    /// Bytes of requests read and not yet answered plus answers not yet written, now.
+    pub fn in_flight_bytes(&self) -> u64 {
+        self.in_flight_bytes.load(Relaxed)
+    }
+
+    /// The most [`RpcMetrics::in_flight_bytes`] has been since start.
+    pub fn in_flight_peak(&self) -> u64 {
+        self.in_flight_peak.load(Relaxed)
+    }
+
+    /// The configured bound of [`RpcMetrics::in_flight_bytes`].
+    pub fn in_flight_limit(&self) -> u64 {
+        self.in_flight_limit.load(Relaxed)
+    }
+
+    /// Calls refused as busy for `why` since start.
+    pub fn overload_refusals(&self, why: Overload) -> u64 {
+        match why {
+            Overload::CallQueue => &self.refused_queue_full,
+            Overload::InFlightBytes => &self.refused_in_flight,
+        }
+        .load(Relaxed)
+    }
+
+    /// Connections whose reading is paused until their answers drain.
+    pub fn stalled_connections(&self) -> usize {
+        self.stalled_connections.load(Relaxed)
+    }
+
+    /// Connections closed by a handshake, frame or write timeout since start.
+    pub fn connection_timeouts(&self) -> u64 {
+        self.connection_timeouts.load(Relaxed)
     }
 
     /// Calls of `method` answered so far.
@@ -336,6 +441,65 @@ fn render_hbase(out: &mut String, rpc: &RpcMetrics) {
         "HBase calls waiting for a handler thread.",
         rpc.queue_depth(),
     );
+    render_overload(out, "cellar_hbase", "HBase protocol", rpc);
+}
+
+/// In-flight bytes, refusals for overload, stalled and timed-out connections of one front end.
+fn render_overload(out: &mut String, prefix: &str, front: &str, rpc: &RpcMetrics) {
+    single(
+        out,
+        &format!("{prefix}_in_flight_bytes"),
+        "gauge",
+        &format!(
+            "{front}: bytes of requests read and not yet answered plus answers not yet written."
+        ),
+        rpc.in_flight_bytes(),
+    );
+    single(
+        out,
+        &format!("{prefix}_in_flight_bytes_peak"),
+        "gauge",
+        &format!("{front}: the most in-flight bytes since start."),
+        rpc.in_flight_peak(),
+    );
+    single(
+        out,
+        &format!("{prefix}_in_flight_bytes_limit"),
+        "gauge",
+        &format!("{front}: the bound on in-flight bytes (rpc.max_in_flight_bytes)."),
+        rpc.in_flight_limit(),
+    );
+    let name = format!("{prefix}_overload_refusals_total");
+    header(
+        out,
+        &name,
+        "counter",
+        &format!("{front}: calls refused as busy because the server was overloaded, by reason."),
+    );
+    for (reason, why) in [
+        ("call_queue", Overload::CallQueue),
+        ("in_flight_bytes", Overload::InFlightBytes),
+    ] {
+        let _ = writeln!(
+            out,
+            "{name}{{reason=\"{reason}\"}} {}",
+            rpc.overload_refusals(why)
+        );
+    }
+    single(
+        out,
+        &format!("{prefix}_stalled_connections"),
+        "gauge",
+        &format!("{front}: connections not read now because their unanswered and unwritten bytes are past rpc.max_connection_in_flight_bytes."),
+        rpc.stalled_connections(),
+    );
+    single(
+        out,
+        &format!("{prefix}_connection_timeouts_total"),
+        "counter",
+        &format!("{front}: connections closed because a handshake, a frame or a write did not finish in time."),
+        rpc.connection_timeouts(),
+    );
 }
 
 fn render_rpc(out: &mut String, rpc: &RpcMetrics) {
@@ -423,6 +587,7 @@ fn render_rpc(out: &mut String, rpc: &RpcMetrics) {
         "Handler threads running a call now.",
         rpc.handlers_busy.load(Relaxed),
     );
+    render_overload(out, "cellar_rpc", "Native RPC", rpc);
 }
 
 fn render_gauges(out: &mut String, g: &Gauges) {
@@ -568,6 +733,9 @@ mod tests {
         let m = RpcMetrics::default();
         m.record_call(pb::Method::Get, Duration::from_micros(700));
         m.record_error(pb::ErrorCode::ServerBusy);
+        m.record_overload(Overload::InFlightBytes);
+        m.add_in_flight(300);
+        m.sub_in_flight(100);
         m.connection_opened();
         m.connection_opened();
         m.connection_closed();
@@ -586,6 +754,19 @@ mod tests {
         );
         assert!(text.contains("cellar_rpc_call_duration_seconds_count{method=\"GET\"} 1\n"));
         assert!(text.contains("cellar_rpc_errors_total{code=\"SERVER_BUSY\"} 1\n"));
+        assert!(text.contains("cellar_rpc_in_flight_bytes 200\n"), "{text}");
+        assert!(
+            text.contains("cellar_rpc_in_flight_bytes_peak 300\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cellar_rpc_overload_refusals_total{reason=\"in_flight_bytes\"} 1\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("cellar_rpc_overload_refusals_total{reason=\"call_queue\"} 0\n"),
+            "{text}"
+        );
         assert!(text.contains("cellar_rpc_open_connections 0\n"), "{text}");
         assert!(text.contains("cellar_regions{table=\"hbase:meta\"} 1\n"));
         assert!(text.contains("cellar_regions{table=\"we\\\"ird\"} 3\n"));
@@ -604,6 +785,7 @@ mod tests {
         );
         assert!(text.contains("cellar_hbase_errors_total 1\n"), "{text}");
         assert!(text.contains("cellar_hbase_open_connections 1\n"), "{text}");
+        assert!(text.contains("cellar_hbase_in_flight_bytes 0\n"), "{text}");
         assert!(text.contains("cellar_rpc_call_duration_seconds_count{method=\"GET\"} 1\n"));
     }
 }

@@ -4,10 +4,13 @@
 //!
 //! Shape (HBase's listener / readers / handlers / responder, without its per-stage thread
 //! hops): a tokio runtime of `rpc.io_threads` workers accepts connections and reads frames;
-//! PING and every refusal (oversized, malformed, unknown method, queue full) are answered on
-//! the reactor; other calls go through a bounded queue to `rpc.handler_count` threads, which
-//! may block on disk; responses go back through the connection's writer in completion order.
+//! PING and every refusal (oversized, malformed, unknown method, queue full, in-flight bytes
+//! past their bound) are answered on the reactor; other calls go through a bounded queue to
+//! `rpc.handler_count` threads, which may block on disk; responses go back through the
+//! connection's writer in completion order. What slow or greedy clients can make the server
+//! hold is bounded per connection and per front end (`connection.rs`, `budget.rs`).
 
+pub(crate) mod budget;
 pub(crate) mod connection;
 mod pool;
 pub(crate) mod queue;
@@ -150,7 +153,8 @@ impl RpcServer {
             handler,
             queue,
             metrics: metrics.clone(),
-            max_request_bytes: config.max_request_bytes,
+            budget: budget::ServerBudget::new(config.max_in_flight_bytes, metrics.clone()),
+            limits: connection::Limits::from_config(config),
         });
         let (stop, stopped) = watch::channel(false);
         let acceptor = runtime.spawn(accept_loop(

@@ -99,6 +99,12 @@ fn status_is_json_with_addresses_and_gauges() {
     assert_eq!(v["gauges"]["regions_per_table"]["users"], 4);
     assert_eq!(v["gauges"]["memstore_bytes"], 12345);
     assert!(v["uptime_ms"].is_u64());
+    assert_eq!(
+        v["rpc"]["in_flight_bytes_limit"],
+        cellar_server::config::RpcConfig::default().max_in_flight_bytes
+    );
+    assert_eq!(v["rpc"]["overload_refusals"]["in_flight_bytes"], 0);
+    assert!(v["hbase"].is_null(), "no HBase front end here: {v}");
 }
 
 #[test]

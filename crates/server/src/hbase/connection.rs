@@ -5,11 +5,22 @@
 //! and the connection closes: the 2.6 client's registry preamble gets the cluster id, the
 //! security preamble `SecurityNotEnabledException`, anything else a fatal exception naming
 //! what arrived. Bytes: `docs/hbase-protocol.md`.
+//!
+//! Slow, silent and greedy clients are bounded as on the native port (`crate::rpc::connection`
+//! says how): in-flight bytes per connection (past them the reader stops reading until
+//! answers drain) and per front end (past them calls are answered
+//! `CallQueueTooBigException`, which the Java client backs off from and retries, as HBase
+//! does past `hbase.ipc.server.max.callqueue.size`); the preamble and connection header
+//! within `rpc.handshake_timeout_ms`, each frame within `rpc.frame_timeout_ms`, each write's
+//! progress within `rpc.write_timeout_ms`; no read buffer while idle.
 
 use super::exceptions::{self as ex, HbaseError};
 use super::{CallCtx, HReply, HbaseService, Inline};
-use crate::metrics::RpcMetrics;
-use crate::rpc::connection::{read_more, Read, READ_CHUNK};
+use crate::metrics::{Overload, RpcMetrics};
+use crate::rpc::budget::{Charge, ConnBudget, ServerBudget};
+use crate::rpc::connection::{
+    read_more, write_all_timed, Limits, Read, ReadWait, PEEK_BYTES, REFUSABLE_ANSWER_BYTES,
+};
 use crate::rpc::queue::{CallQueue, Refused};
 use bytes::{Buf, Bytes, BytesMut};
 use cellar_proto::hbase;
@@ -26,11 +37,11 @@ use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 /// Calls of one connection queued, running or waiting to be written at once; past it the
 /// reader stops reading until answers drain.
 const MAX_IN_FLIGHT_PER_CONNECTION: usize = 1024;
-/// A connection that has not sent its preamble and header by then is closed.
-const HELLO_TIMEOUT: Duration = Duration::from_secs(30);
 /// The largest connection header accepted.
 const MAX_CONNECTION_HEADER: u32 = 64 * 1024;
 const WRITE_BATCH_BYTES: usize = 64 * 1024;
+/// Frames written with one `writev`, at most.
+const WRITE_BATCH_FRAMES: usize = 64;
 /// Puts applied on the reactor that may wait for their WAL write before they are finished.
 const MAX_DEFERRED_WRITES: usize = 64;
 /// The call id HBase uses for answers that belong to no call (preamble answers).
@@ -44,15 +55,17 @@ pub(crate) struct Shared {
     pub service: Arc<HbaseService>,
     pub queue: Arc<CallQueue<HCall>>,
     pub metrics: Arc<RpcMetrics>,
-    pub max_request_bytes: u32,
+    pub budget: Arc<ServerBudget>,
+    pub limits: Limits,
     /// Whether any call may be served on the reactor (`rpc.inline_gets` or `inline_puts`).
     pub inline: bool,
 }
 
-/// A frame for the writer, holding its call's in-flight slot until written.
+/// A frame for the writer, holding its calls' in-flight slots and bytes until written.
 struct Outgoing {
     frame: Bytes,
     _slot: Option<OwnedSemaphorePermit>,
+    _charge: Option<Charge>,
 }
 
 /// A call waiting for a handler thread.
@@ -68,19 +81,55 @@ pub(crate) struct HCall {
     pub metrics: Arc<RpcMetrics>,
     tx: mpsc::UnboundedSender<Outgoing>,
     slot: OwnedSemaphorePermit,
+    /// The request's bytes until answered, then the answer's until written.
+    charge: Charge,
 }
 
 impl HCall {
-    /// Encodes the outcome and queues it for the connection's writer.
-    pub fn answer(self, outcome: Result<HReply, HbaseError>) {
+    /// Encodes the outcome and queues it for the connection's writer. Never waits: handler
+    /// threads answer through it.
+    pub fn answer(mut self, outcome: Result<HReply, HbaseError>) {
         self.metrics
             .record_other_call(self.received.elapsed(), outcome.is_err());
-        let frame = response_frame(self.call_id, outcome);
+        let mut frame = response_frame(self.call_id, outcome);
+        if self.method == "Get" && answer_overflows(&self.charge, frame.len()) {
+            self.metrics.record_overload(Overload::InFlightBytes);
+            frame = response_frame(self.call_id, Err(busy_answer(frame.len())));
+        }
+        self.charge.set(frame.len() as u64);
         let _ = self.tx.send(Outgoing {
             frame,
             _slot: Some(self.slot),
+            _charge: Some(self.charge),
         });
     }
+}
+
+/// Whether a handler's answer of `len` bytes to a Get is to be dropped for a
+/// `CallQueueTooBigException`: its connection or the server would be past the in-flight bound
+/// with other bytes of the connection in flight. Handlers answer every queued call whether or
+/// not the reader has stopped, so without this a client pipelining big Gets without reading
+/// would grow the server by every answer still queued; a Get is safe to retry. Writes are
+/// never refused once applied.
+fn answer_overflows(charge: &Charge, len: usize) -> bool {
+    len >= REFUSABLE_ANSWER_BYTES && charge.budget().answer_overflows(charge.bytes(), len as u64)
+}
+
+fn busy_answer(len: usize) -> HbaseError {
+    HbaseError::new(
+        ex::CALL_QUEUE_TOO_BIG,
+        format!("the answer of {len} bytes was dropped: this connection or the server holds as many unwritten answers as it may (rpc.max_connection_in_flight_bytes, rpc.max_in_flight_bytes); retry later"),
+        false,
+    )
+}
+
+/// The refusal of a call while the front end's in-flight bytes are past their bound.
+fn busy_in_flight() -> HbaseError {
+    HbaseError::new(
+        ex::CALL_QUEUE_TOO_BIG,
+        "the server holds as many request and response bytes as it may (rpc.max_in_flight_bytes); retry later",
+        false,
+    )
 }
 
 fn response_frame(call_id: u32, outcome: Result<HReply, HbaseError>) -> Bytes {
@@ -110,6 +159,8 @@ enum End {
     Io(std::io::Error),
     /// A fatal answer was sent; the connection closes after a linger.
     Fatal(String),
+    /// The client was too slow: its hello or a frame did not arrive in time.
+    TimedOut(&'static str),
     /// The exchange is complete (the registry preamble) and the connection closes.
     Done,
     WriterGone,
@@ -126,7 +177,13 @@ pub(crate) async fn serve(
     shared.metrics.connection_opened();
     let (rd, wr) = stream.into_split();
     let (tx, rx) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(write_loop(wr, rx, shared.metrics.clone()));
+    let writer = tokio::spawn(write_loop(
+        wr,
+        rx,
+        shared.metrics.clone(),
+        shared.limits.write_timeout,
+    ));
+    let budget = shared.budget.connection(shared.limits.connection_bytes);
     let mut reader = Reader {
         ctx: CallCtx {
             conn_id,
@@ -135,26 +192,43 @@ pub(crate) async fn serve(
         service_name: Arc::from(""),
         shared: shared.clone(),
         rd,
-        buf: BytesMut::with_capacity(READ_CHUNK),
+        buf: BytesMut::new(),
+        buffered: budget.charge(0),
+        answered_charge: budget.charge(0),
+        budget,
         tx,
         slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONNECTION)),
         shutdown,
         answered: BytesMut::new(),
         answered_slots: None,
         deferred: Vec::new(),
+        discard: 0,
+        frame_deadline: None,
     };
     let end = reader.run().await;
     let _ = reader.flush_answered().await;
     let Reader { rd, tx, .. } = reader;
     drop(tx);
-    let _ = writer.await;
+    let written = writer.await;
     match &end {
         End::Fatal(why) => {
             tracing::info!(conn = conn_id, %peer, reason = %why, "closing HBase connection");
             crate::rpc::connection::linger(rd).await;
         }
+        End::TimedOut(what) => {
+            shared.metrics.connection_timed_out();
+            tracing::info!(conn = conn_id, %peer, "closing HBase connection: {what} did not arrive in time");
+        }
         End::Io(e) => tracing::debug!(conn = conn_id, %peer, error = %e, "HBase connection failed"),
         _ => tracing::debug!(conn = conn_id, %peer, end = ?end, "HBase connection closed"),
+    }
+    if let Ok(Err(e)) = written {
+        if e.kind() == std::io::ErrorKind::TimedOut {
+            shared.metrics.connection_timed_out();
+            tracing::info!(conn = conn_id, %peer, "closing HBase connection: the client did not read its answers in time");
+        } else {
+            tracing::debug!(conn = conn_id, %peer, error = %e, "HBase write failed");
+        }
     }
     let service = shared.service.clone();
     let _ = tokio::task::spawn_blocking(move || service.connection_closed(conn_id)).await;
@@ -168,6 +242,9 @@ struct Reader {
     shared: Arc<Shared>,
     rd: OwnedReadHalf,
     buf: BytesMut,
+    /// The bytes in `buf`, counted as in flight.
+    buffered: Charge,
+    budget: Arc<ConnBudget>,
     tx: mpsc::UnboundedSender<Outgoing>,
     slots: Arc<Semaphore>,
     shutdown: watch::Receiver<bool>,
@@ -176,6 +253,8 @@ struct Reader {
     /// with one socket write.
     answered: BytesMut,
     answered_slots: Option<OwnedSemaphorePermit>,
+    /// The bytes of `answered`, counted as in flight.
+    answered_charge: Charge,
     /// Puts applied on the reactor since the last read whose WAL records are not yet in the
     /// OS, with their answers: finished (one WAL write for all) just before `answered` goes to
     /// the writer, so no put is acknowledged before its record is in the OS. A put whose
@@ -188,6 +267,10 @@ struct Reader {
     ///
     /// [`DeferredPut`]: crate::region_server::DeferredPut
     deferred: Vec<Deferred>,
+    /// Bytes of a refused frame still to be skipped.
+    discard: u64,
+    /// When the frame being read must be complete; set by its first byte.
+    frame_deadline: Option<Instant>,
 }
 
 /// A put applied on the reactor, waiting for its WAL write.
@@ -199,13 +282,22 @@ struct Deferred {
     slot: OwnedSemaphorePermit,
 }
 
+/// The call id and method of a request frame from the first bytes of its body (a
+/// varint-delimited `RequestHeader`), if they hold all of the header.
+fn peek_request_header(prefix: &[u8]) -> Option<hbase::RequestHeader> {
+    let mut b = prefix;
+    let len = prost::decode_length_delimiter(&mut b).ok()?;
+    hbase::RequestHeader::decode(b.get(..len)?).ok()
+}
+
 impl Reader {
     async fn run(&mut self) -> End {
-        match tokio::time::timeout(HELLO_TIMEOUT, self.hello()).await {
+        match tokio::time::timeout(self.shared.limits.handshake_timeout, self.hello()).await {
             Ok(Ok(())) => {}
             Ok(Err(end)) => return end,
-            Err(_) => return End::Fatal("no preamble and connection header in time".into()),
+            Err(_) => return End::TimedOut("the preamble and connection header"),
         }
+        self.frame_deadline = None;
         loop {
             if let Err(end) = self.next_call().await {
                 return end;
@@ -213,21 +305,75 @@ impl Reader {
         }
     }
 
+    /// Hands what was answered to the writer, then reads more input into the buffer, first
+    /// waiting for room if the connection is past its in-flight bound.
     async fn fill(&mut self) -> Result<(), End> {
         self.flush_answered().await?;
-        match read_more(
-            &mut self.rd,
-            &mut self.buf,
-            &mut self.shutdown,
-            &self.shared.metrics,
-        )
-        .await
-        {
+        self.wait_for_room().await?;
+        if self.answered.is_empty() {
+            // Waiting for input holds no answer buffer either.
+            self.answered = BytesMut::new();
+        }
+        let deadline = if self.buf.is_empty() && self.discard == 0 {
+            None
+        } else {
+            Some(
+                *self
+                    .frame_deadline
+                    .get_or_insert_with(|| Instant::now() + self.shared.limits.frame_timeout),
+            )
+        };
+        let wait = ReadWait {
+            shutdown: &mut self.shutdown,
+            writer_gone: self.tx.closed(),
+            deadline,
+        };
+        let read = read_more(&mut self.rd, &mut self.buf, wait, &self.shared.metrics).await;
+        self.buffered.set(self.buf.len() as u64);
+        match read {
             Read::Data => Ok(()),
             Read::Eof => Err(End::Eof),
             Read::Shutdown => Err(End::Shutdown),
+            Read::TimedOut => Err(End::TimedOut("a frame")),
+            Read::WriterGone => Err(End::WriterGone),
             Read::Io(e) => Err(End::Io(e)),
         }
+    }
+
+    /// Waits while the connection's own requests and answers are past its bound, after handing
+    /// what it answered to the writer (those bytes drain only from there). A client that sends
+    /// faster than it reads stalls itself and nobody else; its calls are not refused, since a
+    /// retry would only meet the same full pipe. Time spent here does not count against the
+    /// frame's deadline.
+    async fn wait_for_room(&mut self) -> Result<(), End> {
+        if self.budget.room(self.buffered.bytes()) {
+            return Ok(());
+        }
+        self.flush_answered().await?;
+        let own = self.buffered.bytes();
+        if self.budget.room(own) {
+            return Ok(());
+        }
+        let metrics = self.shared.metrics.clone();
+        metrics.connection_stalled();
+        let started = Instant::now();
+        let waited = tokio::select! {
+            biased;
+            _ = crate::rpc::stopped(&mut self.shutdown) => Err(End::Shutdown),
+            _ = self.tx.closed() => Err(End::WriterGone),
+            _ = self.budget.wait_for_room(own) => Ok(()),
+        };
+        metrics.connection_resumed();
+        if let Some(d) = &mut self.frame_deadline {
+            *d += started.elapsed();
+        }
+        waited
+    }
+
+    /// Drops `n` bytes from the front of the buffer.
+    fn consume(&mut self, n: usize) {
+        self.buf.advance(n);
+        self.buffered.set(self.buf.len() as u64);
     }
 
     async fn need(&mut self, n: usize) -> Result<(), End> {
@@ -257,18 +403,31 @@ impl Reader {
         self.hand_answered()
     }
 
-    /// Hands the frames already answered to the writer.
+    /// Hands the frames already answered to the writer, with their in-flight bytes.
     fn hand_answered(&mut self) -> Result<(), End> {
         if self.answered.is_empty() {
             return Ok(());
         }
         let frame = self.answered.split().freeze();
+        let mut charge = std::mem::replace(&mut self.answered_charge, self.budget.charge(0));
+        charge.set(frame.len() as u64);
         self.tx
             .send(Outgoing {
                 frame,
                 _slot: self.answered_slots.take(),
+                _charge: Some(charge),
             })
             .map_err(|_| End::WriterGone)
+    }
+
+    /// Appends an answer given on the reactor to `answered`, with its call's bytes. Never
+    /// refused for its size, unlike a handler's ([`answer_overflows`]): the reader checks the
+    /// connection's room before each frame, so an answer given here overshoots the bound by
+    /// itself at most.
+    fn append_answer(&mut self, call_id: u32, outcome: Result<HReply, HbaseError>, charge: Charge) {
+        append_response(&mut self.answered, call_id, outcome);
+        self.answered_charge.absorb(charge);
+        self.answered_charge.set(self.answered.len() as u64);
     }
 
     /// Keeps an answered call's in-flight slot until `answered` is written.
@@ -284,7 +443,11 @@ impl Reader {
     fn send(&mut self, frame: Bytes) -> Result<(), End> {
         self.hand_answered()?;
         self.tx
-            .send(Outgoing { frame, _slot: None })
+            .send(Outgoing {
+                frame,
+                _slot: None,
+                _charge: None,
+            })
             .map_err(|_| End::WriterGone)
     }
 
@@ -311,7 +474,7 @@ impl Reader {
         self.need(6).await?;
         let mut p = [0u8; 6];
         p.copy_from_slice(&self.buf[..6]);
-        self.buf.advance(6);
+        self.consume(6);
         match hbase_wire::classify_preamble(&p) {
             Preamble::Hbase { auth } if auth == hbase_wire::AUTH_SIMPLE => Ok(true),
             Preamble::Hbase { auth } => Err(self.fatal(
@@ -367,8 +530,9 @@ impl Reader {
             ));
         }
         self.need(4 + len as usize).await?;
-        self.buf.advance(4);
+        self.consume(4);
         let body = self.buf.split_to(len as usize).freeze();
+        self.buffered.set(self.buf.len() as u64);
         let header = match hbase_wire::decode_connection_header(body) {
             Ok(h) => h,
             Err(e) => return Err(self.fatal(ex::FATAL_CONNECTION, e.to_string())),
@@ -397,24 +561,75 @@ impl Reader {
         Ok(())
     }
 
-    /// Reads one request frame and answers it inline or queues it.
+    /// Consumes one request frame (or part of a refused one being skipped), reading as
+    /// needed, and answers it inline or queues it.
     async fn next_call(&mut self) -> Result<(), End> {
-        self.need(4).await?;
+        if self.discard > 0 {
+            let n = self.discard.min(self.buf.len() as u64);
+            self.consume(n as usize);
+            self.discard -= n;
+            if self.discard > 0 {
+                // The buffer is empty now: skipped input is read and dropped, never kept.
+                return self.fill().await;
+            }
+            self.frame_deadline = None;
+        }
+        if self.buf.len() < 4 {
+            return self.fill().await;
+        }
         let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
-        if len > self.shared.max_request_bytes {
+        if len > self.shared.limits.max_request_bytes {
             // HBase answers RequestTooBigException and closes: the rest of the frame is
             // never read, so the stream cannot be resynchronised cheaply anyway.
             return Err(self.fatal(
                 ex::REQUEST_TOO_BIG,
                 format!(
                     "request of {len} bytes is larger than the limit of {} bytes (rpc.max_request_bytes)",
-                    self.shared.max_request_bytes
+                    self.shared.limits.max_request_bytes
                 ),
             ));
         }
-        self.need(4 + len as usize).await?;
+        if self.buf.len() < 4 + len as usize {
+            if self.budget.server_full() {
+                // Others hold the server's in-flight bound: refuse this call now instead of
+                // buffering the rest of it.
+                return self.skip_frame(len).await;
+            }
+            return self.fill().await;
+        }
+        self.wait_for_room().await?;
         self.buf.advance(4);
         let body = self.buf.split_to(len as usize).freeze();
+        let charge = self.buffered.split(4 + u64::from(len));
+        self.frame_deadline = None;
+        self.call(body, charge).await
+    }
+
+    /// Answers the frame starting in the buffer `CallQueueTooBigException` by its call id
+    /// (peeked from the first bytes of its body) and skips the whole frame as it arrives,
+    /// never buffering it.
+    async fn skip_frame(&mut self, len: u32) -> Result<(), End> {
+        let want = (len as usize).min(PEEK_BYTES);
+        if self.buf.len() < 4 + want {
+            return self.fill().await;
+        }
+        let Some(header) = peek_request_header(&self.buf[4..4 + want]) else {
+            return Err(self.fatal(
+                ex::FATAL_CONNECTION,
+                "request frame without a readable request header".into(),
+            ));
+        };
+        self.consume(4);
+        self.discard = u64::from(len);
+        self.shared.metrics.record_overload(Overload::InFlightBytes);
+        self.shared.metrics.record_other_call(Duration::ZERO, true);
+        let charge = self.budget.charge(0);
+        self.append_answer(header.call_id.unwrap_or(0), Err(busy_in_flight()), charge);
+        Ok(())
+    }
+
+    /// Decodes one request frame and answers it inline or queues it.
+    async fn call(&mut self, body: Bytes, charge: Charge) -> Result<(), End> {
         let received = Instant::now();
         let mut req = match hbase_wire::decode_request(body) {
             Ok(r) => r,
@@ -427,13 +642,32 @@ impl Reader {
             Err(_) => {
                 // Slots come back as answers are written, and some may be in `answered`.
                 self.flush_answered().await?;
-                tokio::select! {
+                let metrics = self.shared.metrics.clone();
+                metrics.connection_stalled();
+                let acquired = tokio::select! {
                     biased;
-                    _ = crate::rpc::stopped(&mut self.shutdown) => return Err(End::Shutdown),
-                    s = self.slots.clone().acquire_owned() => s.map_err(|_| End::Shutdown)?,
-                }
+                    _ = crate::rpc::stopped(&mut self.shutdown) => Err(End::Shutdown),
+                    s = self.slots.clone().acquire_owned() => s.map_err(|_| End::Shutdown),
+                };
+                metrics.connection_resumed();
+                acquired?
             }
         };
+        if self.budget.server_full() {
+            // The front end holds as much for its clients as it may: refuse (the Java client
+            // backs off and retries) rather than stop reading, which would stall this client
+            // behind others' answers without telling it why.
+            self.shared.metrics.record_overload(Overload::InFlightBytes);
+            self.shared
+                .metrics
+                .record_other_call(received.elapsed(), true);
+            self.append_answer(call_id, Err(busy_in_flight()), charge);
+            self.hold_answered_slot(slot);
+            if self.answered.len() >= WRITE_BATCH_BYTES {
+                self.flush_answered().await?;
+            }
+            return Ok(());
+        }
         if self.shared.inline {
             let mut inline = self.shared.service.call_inline(
                 &self.ctx,
@@ -461,9 +695,12 @@ impl Reader {
                         self.shared
                             .metrics
                             .record_other_call(received.elapsed(), outcome.is_err());
-                        append_response(&mut self.answered, call_id, outcome);
+                        self.append_answer(call_id, outcome, charge);
                     }
                     Inline::AfterWal(write, reply) => {
+                        // The put is in the memstore and its request frame freed; its small
+                        // answer is counted once `flush_answered` makes it.
+                        drop(charge);
                         self.deferred.push(Deferred {
                             call_id,
                             received,
@@ -501,10 +738,12 @@ impl Reader {
             metrics: self.shared.metrics.clone(),
             tx: self.tx.clone(),
             slot,
+            charge,
         };
         match self.shared.queue.try_push(call) {
             Ok(()) => Ok(()),
             Err(Refused::Full(call)) => {
+                self.shared.metrics.record_overload(Overload::CallQueue);
                 let e = HbaseError::new(
                     ex::CALL_QUEUE_TOO_BIG,
                     "the call queue is full (rpc.max_queued_calls); retry later",
@@ -522,32 +761,38 @@ impl Reader {
     }
 }
 
-/// Writes frames as they come, batching those already queued into one write.
+/// Writes frames as they come, those already queued together in one `writev`. A frame's
+/// in-flight slot and bytes are let go once it is written.
 async fn write_loop(
     mut wr: OwnedWriteHalf,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
     metrics: Arc<RpcMetrics>,
+    timeout: Duration,
 ) -> std::io::Result<()> {
-    let mut batch = BytesMut::with_capacity(WRITE_BATCH_BYTES);
+    // Emptied (capacity and all) before the writer waits, so an idle writer holds nothing.
+    let mut batch: Vec<Outgoing> = Vec::new();
+    let mut bufs: Vec<Bytes> = Vec::new();
     while let Some(first) = rx.recv().await {
-        let Ok(second) = rx.try_recv() else {
-            // A lone frame (the reactor's answers to one read come as one): write it as is.
-            wr.write_all(&first.frame).await?;
-            metrics.add_bytes_out(first.frame.len());
-            continue;
-        };
-        batch.extend_from_slice(&first.frame);
-        batch.extend_from_slice(&second.frame);
-        drop((first, second));
-        while batch.len() < WRITE_BATCH_BYTES {
+        let mut bytes = first.frame.len();
+        batch.push(first);
+        while batch.len() < WRITE_BATCH_FRAMES && bytes < WRITE_BATCH_BYTES {
             match rx.try_recv() {
-                Ok(next) => batch.extend_from_slice(&next.frame),
+                Ok(next) => {
+                    bytes += next.frame.len();
+                    batch.push(next);
+                }
                 Err(_) => break,
             }
         }
-        wr.write_all(&batch).await?;
-        metrics.add_bytes_out(batch.len());
+        bufs.extend(batch.iter_mut().map(|o| std::mem::take(&mut o.frame)));
+        write_all_timed(&mut wr, &mut bufs, timeout).await?;
+        metrics.add_bytes_out(bytes);
         batch.clear();
+        if rx.is_empty() {
+            // Going idle: keep no more than a few answers need.
+            batch.shrink_to(4);
+            bufs.shrink_to(4);
+        }
     }
     wr.shutdown().await
 }

@@ -2,7 +2,9 @@
 //! ([`super::connection`]), and a pool of handler threads running the calls that may touch
 //! disk. Same shape as the native front end (`crate::rpc`): a bounded queue between the two
 //! refuses calls at once when full (`CallQueueTooBigException`, which the client retries
-//! after a pause), and Gets that memory can answer are served on the reactor.
+//! after a pause), as does a front end past its bound on in-flight bytes
+//! (`rpc.max_in_flight_bytes`, its own, apart from the native front end's), and Gets that
+//! memory can answer are served on the reactor.
 
 use super::connection::{self, HCall, Shared};
 use super::HbaseService;
@@ -78,7 +80,11 @@ impl HbaseServer {
             service,
             queue: queue.clone(),
             metrics: metrics.clone(),
-            max_request_bytes: config.max_request_bytes,
+            budget: crate::rpc::budget::ServerBudget::new(
+                config.max_in_flight_bytes,
+                metrics.clone(),
+            ),
+            limits: crate::rpc::connection::Limits::from_config(config),
             inline: config.inline_gets || config.inline_puts,
         });
         let (stop, stopped) = watch::channel(false);

@@ -1,20 +1,37 @@
 //! One native connection: a reader task that checks the preamble and cuts frames out of the
-//! socket, and a writer task that sends responses in whatever order calls finish, batching
-//! the ones already queued into one write.
+//! socket, and a writer task that sends responses in whatever order calls finish, several
+//! already waiting in one write.
 //!
 //! The reader answers PING and every refusal itself (on the reactor, without touching disk)
-//! and hands other calls to the handler queue. Each call holds one of the connection's
-//! in-flight slots until its response is written, so a client that stops reading stops the
-//! reader instead of growing the server's memory.
+//! and hands other calls to the handler queue. What a slow, silent or greedy client can make
+//! the server hold is bounded (`docs/native-protocol.md`, "Limits"):
+//!
+//! - in-flight bytes ([`super::budget`]): bytes read and not yet consumed, requests not yet
+//!   answered and answers not yet written. Past the connection's own bound the reader stops
+//!   reading until answers drain; past the front end's bound new calls are refused as
+//!   SERVER_BUSY. A frame's body is buffered as it arrives, never reserved ahead from its
+//!   length prefix;
+//! - calls: each holds one of [`MAX_IN_FLIGHT_PER_CONNECTION`] slots until its answer is
+//!   written;
+//! - time: the preamble within `rpc.handshake_timeout_ms`, each frame's body within
+//!   `rpc.frame_timeout_ms` of its first byte, and each write making progress within
+//!   `rpc.write_timeout_ms`; else the connection closes;
+//! - idle memory: a connection waiting for input holds no read buffer, and its writer keeps
+//!   no batch buffer (frames are written as they are, several per `writev`).
+//!
+//! Handler threads never wait on a connection: they queue answers to the writer and move on.
 
+use super::budget::{Charge, ConnBudget, ServerBudget};
 use super::pool::{outcome_frame, Call};
 use super::queue::{CallQueue, Refused};
 use super::respond::{error_frame, reply_frame, rpc_error, timed_reply_frame, Outgoing, Responder};
 use super::{CallContext, Handler, Inline, Reply};
-use crate::metrics::RpcMetrics;
+use crate::metrics::{Overload, RpcMetrics};
 use bytes::{Buf, Bytes, BytesMut};
 use cellar_proto::frame::{check_preamble, decode_request, peek_request_header, PREAMBLE};
 use cellar_proto::pb;
+use std::future::Future;
+use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
@@ -26,25 +43,59 @@ use tokio::sync::{mpsc, watch, Semaphore};
 
 /// Calls of one connection that may be queued, running or waiting to be written at once.
 pub const MAX_IN_FLIGHT_PER_CONNECTION: usize = 1024;
-/// A connection that has not sent its preamble by then is closed.
-const PREAMBLE_TIMEOUT: Duration = Duration::from_secs(30);
-/// Bytes of an oversized frame read to find its call id; the rest is skipped unread.
-const PEEK_BYTES: usize = 1024;
-/// Read buffer growth step.
+/// Bytes of a frame read to find its call id when it is refused unread; the rest is skipped.
+pub(crate) const PEEK_BYTES: usize = 1024;
+/// Read buffer growth step once a frame is known to need more than one small read.
 pub(crate) const READ_CHUNK: usize = 64 * 1024;
-/// The writer flushes once a batch reaches this size.
+/// The buffer a connection takes when input arrives after it was idle: most requests fit
+/// (a Get or a small Put is well under 1 KiB); a frame that needs more grows it by
+/// [`READ_CHUNK`].
+const FIRST_READ: usize = 4 * 1024;
+/// A read is attempted only with at least this much room.
+const MIN_READ: usize = 1024;
+/// A batch written with one `writev` holds at most this many frames...
+const WRITE_BATCH_FRAMES: usize = 64;
+/// ...and at most about this many bytes.
 const WRITE_BATCH_BYTES: usize = 64 * 1024;
+/// Buffers handed to one `writev`.
+const MAX_IOV: usize = 2 * WRITE_BATCH_FRAMES;
+/// Answers from this size on may be refused as busy when the connection or the server is past
+/// its in-flight bound (smaller ones cost no more than the refusal).
+pub(crate) const REFUSABLE_ANSWER_BYTES: usize = 1024;
 /// After a protocol error, input still arriving is read and dropped for this long so the
 /// error frame reaches the client before the close (closing on unread input resets the
 /// connection, and the reset can discard the frame).
 const LINGER: Duration = Duration::from_millis(500);
+
+/// The bounds every connection of a front end keeps (from `[rpc]`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Limits {
+    pub max_request_bytes: u32,
+    pub connection_bytes: u64,
+    pub handshake_timeout: Duration,
+    pub frame_timeout: Duration,
+    pub write_timeout: Duration,
+}
+
+impl Limits {
+    pub fn from_config(c: &crate::config::RpcConfig) -> Limits {
+        Limits {
+            max_request_bytes: c.max_request_bytes,
+            connection_bytes: c.max_connection_in_flight_bytes,
+            handshake_timeout: Duration::from_millis(c.handshake_timeout_ms),
+            frame_timeout: Duration::from_millis(c.frame_timeout_ms),
+            write_timeout: Duration::from_millis(c.write_timeout_ms),
+        }
+    }
+}
 
 /// What every connection of a server shares.
 pub(crate) struct Shared {
     pub handler: Arc<dyn Handler>,
     pub queue: Arc<CallQueue<Call>>,
     pub metrics: Arc<RpcMetrics>,
-    pub max_request_bytes: u32,
+    pub budget: Arc<ServerBudget>,
+    pub limits: Limits,
 }
 
 /// Why a connection's reader stopped.
@@ -57,7 +108,9 @@ enum End {
     Io(std::io::Error),
     /// The client broke the protocol; it was told why, then the connection closes.
     Protocol(String),
-    /// The writer stopped (the socket failed).
+    /// The client was too slow: a handshake or a frame did not arrive in time.
+    TimedOut(&'static str),
+    /// The writer stopped (the socket failed or a write timed out).
     WriterGone,
 }
 
@@ -73,16 +126,25 @@ pub(crate) async fn serve(
     tracing::debug!(conn = conn_id, %peer, "connection opened");
     let (rd, wr) = stream.into_split();
     let (tx, rx) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(write_loop(wr, rx, shared.metrics.clone()));
+    let writer = tokio::spawn(write_loop(
+        wr,
+        rx,
+        shared.metrics.clone(),
+        shared.limits.write_timeout,
+    ));
+    let budget = shared.budget.connection(shared.limits.connection_bytes);
     let mut reader = Reader {
         conn_id,
         shared: shared.clone(),
         rd,
-        buf: BytesMut::with_capacity(READ_CHUNK),
+        buf: BytesMut::new(),
+        buffered: budget.charge(0),
+        budget,
         tx,
         slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONNECTION)),
         shutdown,
         discard: 0,
+        frame_deadline: None,
     };
     let end = reader.run().await;
     let Reader { rd, tx, .. } = reader;
@@ -95,11 +157,20 @@ pub(crate) async fn serve(
             tracing::info!(conn = conn_id, %peer, reason = %why, "closing connection after a protocol error");
             linger(rd).await;
         }
+        End::TimedOut(what) => {
+            shared.metrics.connection_timed_out();
+            tracing::info!(conn = conn_id, %peer, "closing connection: {what} did not arrive in time");
+        }
         End::Io(e) => tracing::debug!(conn = conn_id, %peer, error = %e, "connection failed"),
         _ => tracing::debug!(conn = conn_id, %peer, end = ?end, "connection closed"),
     }
-    if let Ok(Err(e)) = written {
-        tracing::debug!(conn = conn_id, %peer, error = %e, "write failed");
+    match written {
+        Ok(Err(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
+            shared.metrics.connection_timed_out();
+            tracing::info!(conn = conn_id, %peer, "closing connection: the client did not read its answers in time");
+        }
+        Ok(Err(e)) => tracing::debug!(conn = conn_id, %peer, error = %e, "write failed"),
+        _ => {}
     }
     let handler = shared.handler.clone();
     if tokio::task::spawn_blocking(move || handler.connection_closed(conn_id))
@@ -132,32 +203,101 @@ pub(crate) enum Read {
     Data,
     Eof,
     Shutdown,
+    /// The deadline passed first.
+    TimedOut,
+    /// The connection's writer is gone.
+    WriterGone,
     Io(std::io::Error),
 }
 
-/// Reads what the socket has into `buf` (growing it by [`READ_CHUNK`] when nearly full),
-/// unless the server is told to stop first; counts the bytes. Both front ends read so.
-pub(crate) async fn read_more(
+/// How a [`read_more`] may end besides bringing data.
+pub(crate) struct ReadWait<'a, G> {
+    pub shutdown: &'a mut watch::Receiver<bool>,
+    /// Resolves when the connection's writer has stopped.
+    pub writer_gone: G,
+    /// Give up at this instant (a frame or handshake not complete in time).
+    pub deadline: Option<Instant>,
+}
+
+/// Reads what the socket has into `buf`; counts the bytes. Both front ends read so.
+///
+/// A connection with nothing buffered waits for input without a buffer (an idle connection
+/// costs no read buffer) and takes a small one when input arrives; a buffer holding part of
+/// a frame grows by [`READ_CHUNK`] (doubling as the frame keeps coming), so memory follows
+/// what arrived, never what a length prefix announced.
+pub(crate) async fn read_more<G: Future<Output = ()>>(
     rd: &mut OwnedReadHalf,
     buf: &mut BytesMut,
-    shutdown: &mut watch::Receiver<bool>,
+    wait: ReadWait<'_, G>,
     metrics: &RpcMetrics,
 ) -> Read {
-    if buf.capacity() - buf.len() < 4096 {
-        buf.reserve(READ_CHUNK);
+    let ReadWait {
+        shutdown,
+        writer_gone,
+        deadline,
+    } = wait;
+    let mut writer_gone = std::pin::pin!(writer_gone);
+    // A stopping server reads no more, even from a client that never pauses.
+    if *shutdown.borrow() {
+        return Read::Shutdown;
     }
-    let read = tokio::select! {
-        biased;
-        _ = super::stopped(shutdown) => return Read::Shutdown,
-        r = rd.read_buf(buf) => r,
-    };
-    match read {
-        Ok(0) => Read::Eof,
-        Ok(n) => {
-            metrics.add_bytes_in(n);
-            Read::Data
+    loop {
+        // With a buffer in hand, try first: the input may be there already.
+        if buf.capacity() > 0 {
+            if buf.capacity() - buf.len() < MIN_READ {
+                if buf.is_empty() {
+                    // The end of a buffer shared with frames still being served: start afresh.
+                    *buf = BytesMut::with_capacity(FIRST_READ);
+                } else {
+                    buf.reserve(READ_CHUNK);
+                }
+            }
+            // One poll of a read (not `try_read`): a short read clears the socket's
+            // readiness, so the next wait costs no failed `recv`.
+            let polled = {
+                let mut read = std::pin::pin!(rd.read_buf(buf));
+                std::future::poll_fn(|cx| {
+                    std::task::Poll::Ready(match read.as_mut().poll(cx) {
+                        std::task::Poll::Ready(r) => Some(r),
+                        std::task::Poll::Pending => None,
+                    })
+                })
+                .await
+            };
+            match polled {
+                Some(Ok(0)) => return Read::Eof,
+                Some(Ok(n)) => {
+                    metrics.add_bytes_in(n);
+                    return Read::Data;
+                }
+                Some(Err(e)) => return Read::Io(e),
+                None => {}
+            }
+            if buf.is_empty() {
+                // Idle: let the buffer go while waiting.
+                *buf = BytesMut::new();
+            }
         }
-        Err(e) => Read::Io(e),
+        let deadline = async {
+            match deadline {
+                Some(d) => tokio::time::sleep_until(d.into()).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = super::stopped(shutdown) => return Read::Shutdown,
+            _ = &mut writer_gone => return Read::WriterGone,
+            _ = deadline => return Read::TimedOut,
+            ready = rd.readable() => {
+                if let Err(e) = ready {
+                    return Read::Io(e);
+                }
+            }
+        }
+        if buf.capacity() == 0 {
+            *buf = BytesMut::with_capacity(FIRST_READ);
+        }
     }
 }
 
@@ -166,19 +306,24 @@ struct Reader {
     shared: Arc<Shared>,
     rd: OwnedReadHalf,
     buf: BytesMut,
+    /// The bytes in `buf`, counted as in flight.
+    buffered: Charge,
+    budget: Arc<ConnBudget>,
     tx: mpsc::UnboundedSender<Outgoing>,
     slots: Arc<Semaphore>,
     shutdown: watch::Receiver<bool>,
-    /// Bytes of an oversized frame still to be skipped.
+    /// Bytes of a refused frame still to be skipped.
     discard: u64,
+    /// When the frame being read must be complete; set by its first byte.
+    frame_deadline: Option<Instant>,
 }
 
 impl Reader {
     async fn run(&mut self) -> End {
-        match tokio::time::timeout(PREAMBLE_TIMEOUT, self.preamble()).await {
+        match tokio::time::timeout(self.shared.limits.handshake_timeout, self.preamble()).await {
             Ok(Ok(())) => {}
             Ok(Err(end)) => return end,
-            Err(_) => return End::Protocol("no preamble within the timeout".into()),
+            Err(_) => return End::TimedOut("the preamble"),
         }
         loop {
             if let Err(end) = self.next_frame().await {
@@ -187,21 +332,60 @@ impl Reader {
         }
     }
 
-    /// Reads more input into the buffer.
+    /// Reads more input into the buffer, first waiting for room if the connection is past its
+    /// in-flight bound.
     async fn fill(&mut self) -> Result<(), End> {
-        match read_more(
-            &mut self.rd,
-            &mut self.buf,
-            &mut self.shutdown,
-            &self.shared.metrics,
-        )
-        .await
-        {
+        self.wait_for_room().await?;
+        let deadline = if self.buf.is_empty() && self.discard == 0 {
+            None
+        } else {
+            Some(
+                *self
+                    .frame_deadline
+                    .get_or_insert_with(|| Instant::now() + self.shared.limits.frame_timeout),
+            )
+        };
+        let wait = ReadWait {
+            shutdown: &mut self.shutdown,
+            writer_gone: self.tx.closed(),
+            deadline,
+        };
+        let read = read_more(&mut self.rd, &mut self.buf, wait, &self.shared.metrics).await;
+        self.buffered.set(self.buf.len() as u64);
+        match read {
             Read::Data => Ok(()),
             Read::Eof => Err(End::Eof),
             Read::Shutdown => Err(End::Shutdown),
+            Read::TimedOut => Err(End::TimedOut("a frame")),
+            Read::WriterGone => Err(End::WriterGone),
             Read::Io(e) => Err(End::Io(e)),
         }
+    }
+
+    /// Waits while the connection's own requests and answers are past its bound: a client
+    /// that sends faster than it reads stalls itself (TCP pushes back on it) and nobody else.
+    /// Not a refusal: the calls are fine, only early; refusing them would have the client
+    /// retry into the same full pipe. Time spent here does not count against the frame's
+    /// deadline.
+    async fn wait_for_room(&mut self) -> Result<(), End> {
+        let own = self.buffered.bytes();
+        if self.budget.room(own) {
+            return Ok(());
+        }
+        let metrics = &self.shared.metrics;
+        metrics.connection_stalled();
+        let started = Instant::now();
+        let waited = tokio::select! {
+            biased;
+            _ = super::stopped(&mut self.shutdown) => Err(End::Shutdown),
+            _ = self.tx.closed() => Err(End::WriterGone),
+            _ = self.budget.wait_for_room(own) => Ok(()),
+        };
+        metrics.connection_resumed();
+        if let Some(d) = &mut self.frame_deadline {
+            *d += started.elapsed();
+        }
+        waited
     }
 
     async fn preamble(&mut self) -> Result<(), End> {
@@ -210,7 +394,8 @@ impl Reader {
         }
         let mut p = [0u8; 8];
         p.copy_from_slice(&self.buf[..8]);
-        self.buf.advance(8);
+        self.consume(8);
+        self.frame_deadline = None;
         match check_preamble(&p) {
             Ok(()) => self.send_raw(Bytes::from_static(&PREAMBLE)),
             Err(e) => {
@@ -226,33 +411,50 @@ impl Reader {
         }
     }
 
+    /// Drops `n` bytes from the front of the buffer.
+    fn consume(&mut self, n: usize) {
+        self.buf.advance(n);
+        self.buffered.set(self.buf.len() as u64);
+    }
+
     fn send_raw(&self, head: Bytes) -> Result<(), End> {
         self.tx
             .send(Outgoing {
                 head,
                 tail: Bytes::new(),
                 _slot: None,
+                _charge: None,
             })
             .map_err(|_| End::WriterGone)
     }
 
-    /// Takes one in-flight slot for the call about to be answered.
-    async fn responder(&self) -> Result<Responder, End> {
-        let permit = self
-            .slots
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| End::Shutdown)?;
+    /// Takes one in-flight slot for the call about to be answered; `charge` (its request's
+    /// bytes) becomes its answer's.
+    async fn responder(&mut self, charge: Charge) -> Result<Responder, End> {
+        let permit = match self.slots.clone().try_acquire_owned() {
+            Ok(p) => p,
+            Err(_) => {
+                let metrics = &self.shared.metrics;
+                metrics.connection_stalled();
+                let acquired = tokio::select! {
+                    biased;
+                    _ = super::stopped(&mut self.shutdown) => Err(End::Shutdown),
+                    p = self.slots.clone().acquire_owned() => p.map_err(|_| End::Shutdown),
+                };
+                metrics.connection_resumed();
+                acquired?
+            }
+        };
         Ok(Responder {
             tx: self.tx.clone(),
             permit,
+            charge,
         })
     }
 
     /// Answers a call with an error from the reader itself.
     async fn refuse(
-        &self,
+        &mut self,
         call_id: u64,
         method: Option<pb::Method>,
         received: Instant,
@@ -263,7 +465,7 @@ impl Reader {
         if let Some(m) = method {
             self.shared.metrics.record_call(m, received.elapsed());
         }
-        let responder = self.responder().await?;
+        let responder = self.responder(self.budget.charge(0)).await?;
         if responder.send(error_frame(call_id, error)) {
             Ok(())
         } else {
@@ -271,66 +473,88 @@ impl Reader {
         }
     }
 
-    /// Consumes one frame (or part of an oversized one being skipped), reading as needed.
+    /// Consumes one frame (or part of a refused one being skipped), reading as needed.
     async fn next_frame(&mut self) -> Result<(), End> {
         if self.discard > 0 {
             let n = self.discard.min(self.buf.len() as u64);
-            self.buf.advance(n as usize);
+            self.consume(n as usize);
             self.discard -= n;
             if self.discard > 0 {
                 // The buffer is empty now: skipped input is read and dropped, never kept.
                 return self.fill().await;
             }
+            self.frame_deadline = None;
         }
         if self.buf.len() < 4 {
             return self.fill().await;
         }
         let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
-        let max = self.shared.max_request_bytes;
+        let max = self.shared.limits.max_request_bytes;
         let len_us = len as usize;
         if len > max {
-            let want = len_us.min(PEEK_BYTES);
-            if self.buf.len() < 4 + want {
-                return self.fill().await;
-            }
-            let received = Instant::now();
-            let Some(header) = peek_request_header(&self.buf[4..4 + want]) else {
-                return self
-                    .malformed(
-                        0,
-                        "oversized frame without a readable request header".into(),
-                    )
-                    .await;
-            };
-            self.buf.advance(4);
-            self.discard = u64::from(len);
-            let method = pb::Method::try_from(header.method).ok();
-            let what = method.map(|m| m.as_str_name()).unwrap_or("request");
-            return self
-                .refuse(
-                    header.call_id,
-                    method,
-                    received,
-                    rpc_error(
-                        pb::ErrorCode::RequestTooLarge,
-                        format!(
-                            "{what} of {len} bytes exceeds the server's limit of {max} bytes (rpc.max_request_bytes)"
-                        ),
+            return self.skip_frame(len, || {
+                (
+                    pb::ErrorCode::RequestTooLarge,
+                    format!(
+                        "of {len} bytes exceeds the server's limit of {max} bytes (rpc.max_request_bytes)"
                     ),
                 )
-                .await;
+            })
+            .await;
         }
         if self.buf.len() < 4 + len_us {
-            self.buf.reserve(4 + len_us - self.buf.len());
+            if self.budget.server_full() {
+                // Others hold the server's in-flight bound: refuse this call now instead of
+                // buffering the rest of it.
+                return self.skip_frame(len, busy_in_flight).await;
+            }
             return self.fill().await;
         }
+        self.wait_for_room().await?;
         self.buf.advance(4);
         let body = self.buf.split_to(len_us).freeze();
-        self.dispatch(body).await
+        let charge = self.buffered.split(4 + len as u64);
+        self.frame_deadline = None;
+        self.dispatch(body, charge).await
+    }
+
+    /// Refuses the frame starting in the buffer by its call id (peeked from the first
+    /// [`PEEK_BYTES`] of its body) and skips the whole frame as it arrives, never buffering
+    /// it. `why` gives the error code and the message after "METHOD ".
+    async fn skip_frame(
+        &mut self,
+        len: u32,
+        why: impl FnOnce() -> (pb::ErrorCode, String),
+    ) -> Result<(), End> {
+        let want = (len as usize).min(PEEK_BYTES);
+        if self.buf.len() < 4 + want {
+            return self.fill().await;
+        }
+        let received = Instant::now();
+        let Some(header) = peek_request_header(&self.buf[4..4 + want]) else {
+            return self
+                .malformed(0, "frame without a readable request header".into())
+                .await;
+        };
+        self.consume(4);
+        self.discard = u64::from(len);
+        let method = pb::Method::try_from(header.method).ok();
+        let what = method.map(|m| m.as_str_name()).unwrap_or("request");
+        let (code, message) = why();
+        if code == pb::ErrorCode::ServerBusy {
+            self.shared.metrics.record_overload(Overload::InFlightBytes);
+        }
+        self.refuse(
+            header.call_id,
+            method,
+            received,
+            rpc_error(code, format!("{what} {message}")),
+        )
+        .await
     }
 
     /// Tells the client its frame was malformed; the connection then closes.
-    async fn malformed(&self, call_id: u64, why: String) -> Result<(), End> {
+    async fn malformed(&mut self, call_id: u64, why: String) -> Result<(), End> {
         self.refuse(
             call_id,
             None,
@@ -341,7 +565,7 @@ impl Reader {
         Err(End::Protocol(why))
     }
 
-    async fn dispatch(&self, body: Bytes) -> Result<(), End> {
+    async fn dispatch(&mut self, body: Bytes, charge: Charge) -> Result<(), End> {
         let received = Instant::now();
         let (header, parts) = match decode_request(body.clone()) {
             Ok(d) => d,
@@ -350,6 +574,7 @@ impl Reader {
                 return self.malformed(call_id, e.to_string()).await;
             }
         };
+        drop(body);
         let method = match pb::Method::try_from(header.method) {
             Ok(pb::Method::Unspecified) | Err(_) => {
                 return self
@@ -366,11 +591,26 @@ impl Reader {
             }
             Ok(m) => m,
         };
-        let respond = self.responder().await?;
+        let respond = self.responder(charge).await?;
         if method == pb::Method::Ping {
             // Answered here: no disk, no queue hop. It is the floor of a call's cost.
             self.shared.metrics.record_call(method, received.elapsed());
             return if respond.send(reply_frame(header.call_id, Reply::default())) {
+                Ok(())
+            } else {
+                Err(End::WriterGone)
+            };
+        }
+        if self.budget.server_full() {
+            // The front end holds as much for its clients as it may: refuse (the client backs
+            // off and retries) rather than stop reading, which would stall this client behind
+            // others' answers without telling it why.
+            let (code, message) = busy_in_flight();
+            self.shared.metrics.record_overload(Overload::InFlightBytes);
+            self.shared.metrics.record_error(code);
+            self.shared.metrics.record_call(method, received.elapsed());
+            let error = rpc_error(code, format!("{} {message}", method.as_str_name()));
+            return if respond.send(error_frame(header.call_id, error)) {
                 Ok(())
             } else {
                 Err(End::WriterGone)
@@ -409,6 +649,9 @@ impl Reader {
                 }
             };
             self.shared.metrics.record_call(method, received.elapsed());
+            // Not refused for its size, unlike a handler's answer (`Responder::send_read`):
+            // the reader checks the connection's room before each frame, so an answer given
+            // here overshoots the bound by itself at most.
             return if respond.send(frame) {
                 Ok(())
             } else {
@@ -429,13 +672,16 @@ impl Reader {
         };
         let (call, error) = match self.shared.queue.try_push(call) {
             Ok(()) => return Ok(()),
-            Err(Refused::Full(call)) => (
-                call,
-                rpc_error(
-                    pb::ErrorCode::ServerBusy,
-                    "the server's call queue is full (rpc.max_queued_calls); retry after a backoff",
-                ),
-            ),
+            Err(Refused::Full(call)) => {
+                self.shared.metrics.record_overload(Overload::CallQueue);
+                (
+                    call,
+                    rpc_error(
+                        pb::ErrorCode::ServerBusy,
+                        "the server's call queue is full (rpc.max_queued_calls); retry after a backoff",
+                    ),
+                )
+            }
             Err(Refused::Closed(call)) => (
                 call,
                 rpc_error(pb::ErrorCode::ServerStopping, "the server is shutting down"),
@@ -450,6 +696,14 @@ impl Reader {
             Err(End::WriterGone)
         }
     }
+}
+
+/// The refusal of a call while the front end's in-flight bytes are past their bound.
+fn busy_in_flight() -> (pb::ErrorCode, String) {
+    (
+        pb::ErrorCode::ServerBusy,
+        "refused: the server holds as many request and response bytes as it may (rpc.max_in_flight_bytes); retry after a backoff".into(),
+    )
 }
 
 /// Awaits `f`, turning a panic into an error as `catch_unwind` does for a synchronous call.
@@ -472,37 +726,88 @@ async fn write_loop(
     mut wr: OwnedWriteHalf,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
     metrics: Arc<RpcMetrics>,
+    timeout: Duration,
 ) -> std::io::Result<()> {
-    let mut batch = BytesMut::with_capacity(WRITE_BATCH_BYTES);
-    // Frames of the current batch: their in-flight slots are freed once it is written.
-    let mut written: Vec<Outgoing> = Vec::new();
+    // Frames of the current batch: their in-flight slots and bytes are let go once written.
+    // Emptied (capacity and all) before the writer waits, so an idle writer holds nothing.
+    let mut batch: Vec<Outgoing> = Vec::new();
+    let mut bufs: Vec<Bytes> = Vec::new();
     while let Some(first) = rx.recv().await {
-        let mut next = Some(first);
-        while let Some(out) = next {
-            metrics.add_bytes_out(out.len());
-            batch.extend_from_slice(&out.head);
-            if out.tail.len() >= super::respond::ZERO_COPY_FROM {
-                flush(&mut wr, &mut batch).await?;
-                wr.write_all(&out.tail).await?;
-            } else {
-                batch.extend_from_slice(&out.tail);
+        let mut bytes = first.len();
+        batch.push(first);
+        while batch.len() < WRITE_BATCH_FRAMES && bytes < WRITE_BATCH_BYTES {
+            match rx.try_recv() {
+                Ok(next) => {
+                    bytes += next.len();
+                    batch.push(next);
+                }
+                Err(_) => break,
             }
-            written.push(out);
-            if batch.len() >= WRITE_BATCH_BYTES {
-                break;
-            }
-            next = rx.try_recv().ok();
         }
-        flush(&mut wr, &mut batch).await?;
-        written.clear();
+        for out in &mut batch {
+            bufs.push(std::mem::take(&mut out.head));
+            bufs.push(std::mem::take(&mut out.tail));
+        }
+        write_all_timed(&mut wr, &mut bufs, timeout).await?;
+        metrics.add_bytes_out(bytes);
+        batch.clear();
+        if rx.is_empty() {
+            // Going idle: keep no more than a few answers need.
+            batch.shrink_to(4);
+            bufs.shrink_to(8);
+        }
     }
     wr.shutdown().await
 }
 
-async fn flush(wr: &mut OwnedWriteHalf, batch: &mut BytesMut) -> std::io::Result<()> {
-    if !batch.is_empty() {
-        wr.write_all(batch).await?;
-        batch.clear();
+/// Writes every buffer of `bufs` in order (`writev`, many at once), emptying `bufs`. A write
+/// that makes no progress for `timeout` fails with `TimedOut`: the client stopped reading.
+/// The HBase front end writes through it too.
+pub(crate) async fn write_all_timed(
+    wr: &mut OwnedWriteHalf,
+    bufs: &mut Vec<Bytes>,
+    timeout: Duration,
+) -> std::io::Result<()> {
+    bufs.retain(|b| !b.is_empty());
+    let mut first = 0;
+    while first < bufs.len() {
+        // The buffers' slices are gathered inside the poll, so they never live in this
+        // future (which every connection's writer holds while idle).
+        let write = std::future::poll_fn(|cx| {
+            let mut slices = [IoSlice::new(&[]); MAX_IOV];
+            let mut n = 0;
+            for (slice, b) in slices.iter_mut().zip(&bufs[first..]) {
+                *slice = IoSlice::new(b);
+                n += 1;
+            }
+            tokio::io::AsyncWrite::poll_write_vectored(
+                std::pin::Pin::new(&mut *wr),
+                cx,
+                &slices[..n],
+            )
+        });
+        let written = match tokio::time::timeout(timeout, write).await {
+            Ok(Ok(0)) => return Err(std::io::ErrorKind::WriteZero.into()),
+            Ok(Ok(n)) => n,
+            Ok(Err(e)) => return Err(e),
+            Err(_) => {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "no answer could be written for the write timeout",
+                ))
+            }
+        };
+        let mut left = written;
+        while left > 0 {
+            let Some(b) = bufs.get_mut(first) else { break };
+            let n = left.min(b.len());
+            b.advance(n);
+            left -= n;
+            if b.is_empty() {
+                first += 1;
+            }
+        }
     }
+    bufs.clear();
     Ok(())
 }

@@ -127,7 +127,11 @@ fn run(handler: &dyn Handler, metrics: &RpcMetrics, call: Call) {
     };
     metrics.record_call(call.method, call.received.elapsed());
     // A closed connection drops the answer; nothing else to do.
-    let _ = call.respond.send(frame);
+    if call.method == pb::Method::Get {
+        let _ = call.respond.send_read(call.call_id, frame, metrics);
+    } else {
+        let _ = call.respond.send(frame);
+    }
 }
 
 /// The response frame for a handler's outcome; a panic becomes INTERNAL (and is logged).

@@ -4,7 +4,9 @@
 //! a separate tail that is the handler's own `Bytes`: the writer sends it as is instead of
 //! copying it into the frame.
 
+use super::budget::Charge;
 use super::Reply;
+use crate::metrics::{Overload, RpcMetrics};
 use bytes::{Bytes, BytesMut};
 use cellar_proto::frame::encode_frame_raw;
 use cellar_proto::pb;
@@ -21,6 +23,8 @@ pub(crate) struct Outgoing {
     pub tail: Bytes,
     /// The connection's in-flight slot, freed once the frame is written.
     pub _slot: Option<OwnedSemaphorePermit>,
+    /// The frame's bytes, counted as in flight until it is written.
+    pub _charge: Option<Charge>,
 }
 
 impl Outgoing {
@@ -29,22 +33,55 @@ impl Outgoing {
     }
 }
 
-/// A call's way back to its connection: the writer's queue and the call's in-flight slot.
+/// A call's way back to its connection: the writer's queue, the call's in-flight slot and
+/// its in-flight bytes (its request's until answered, then its answer's until written).
 pub(crate) struct Responder {
     pub tx: UnboundedSender<Outgoing>,
     pub permit: OwnedSemaphorePermit,
+    pub charge: Charge,
 }
 
 impl Responder {
-    /// Queues the frame for the writer; false if the connection is already gone.
-    pub fn send(self, (head, tail): (Bytes, Bytes)) -> bool {
+    /// Queues the frame for the writer; false if the connection is already gone. Never waits:
+    /// handler threads answer through it.
+    pub fn send(mut self, (head, tail): (Bytes, Bytes)) -> bool {
+        self.charge.set((head.len() + tail.len()) as u64);
         self.tx
             .send(Outgoing {
                 head,
                 tail,
                 _slot: Some(self.permit),
+                _charge: Some(self.charge),
             })
             .is_ok()
+    }
+
+    /// [`Responder::send`] for a handler's answer to a call that only reads (GET): an answer
+    /// that would take its connection or the server past the in-flight bound, while others of
+    /// the connection's bytes are in flight, is dropped and the call answered SERVER_BUSY
+    /// instead. Handlers answer every queued call whether or not the reader has stopped, so
+    /// without this a client that pipelines big Gets and does not read would grow the server
+    /// by every answer still queued; a read is safe to run again. Writes are never refused
+    /// once applied (their answers are small).
+    pub fn send_read(self, call_id: u64, frame: (Bytes, Bytes), metrics: &RpcMetrics) -> bool {
+        let len = frame.0.len() + frame.1.len();
+        if len >= super::connection::REFUSABLE_ANSWER_BYTES
+            && self
+                .charge
+                .budget()
+                .answer_overflows(self.charge.bytes(), len as u64)
+        {
+            metrics.record_overload(Overload::InFlightBytes);
+            metrics.record_error(pb::ErrorCode::ServerBusy);
+            let busy = rpc_error(
+                pb::ErrorCode::ServerBusy,
+                format!(
+                    "the answer of {len} bytes was dropped: the connection or the server holds as many unwritten answers as it may (rpc.max_connection_in_flight_bytes, rpc.max_in_flight_bytes); read the answers, retry after a backoff"
+                ),
+            );
+            return self.send(error_frame(call_id, busy));
+        }
+        self.send(frame)
     }
 }
 

@@ -158,6 +158,7 @@ pub fn config(handler_count: usize, max_queued_calls: usize, max_request_bytes: 
         io_threads: 2,
         inline_gets: true,
         inline_puts: true,
+        ..RpcConfig::default()
     }
 }
 
