@@ -134,18 +134,19 @@ for round in $(seq 0 $((rounds - 1))); do
     fail "round $round: the writer exited or acknowledged no call within 60 s (log: $work/writer-$round.log)"
   fi
   sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", 0.2 + (r % 1301) / 1000 }')"
-  # The kill lands while calls are in flight (bounded: 5 s; verify checks it landed so).
+  # The kill lands while calls are in flight (bounded: 5 s; verify checks it landed so). The
+  # check is the last thing before the kill: calls finish while the writer's log is read.
   for _ in $(seq 1 500); do
-    [[ "$(in_flight "$round")" -gt 0 ]] && break
+    busy=$(in_flight "$round")
+    [[ "$busy" -gt 0 ]] && break
     sleep 0.01
   done
-  before=$(acked_calls "$round")
-  busy=$(in_flight "$round")
   kill_ms=$(now_ms)
   kill -KILL "$server_pid"
   wait "$server_pid" 2>/dev/null
   dead_ms=$(now_ms)
-  echo "round $round: SIGKILL to pid $server_pid with $before calls acknowledged and $busy in flight" >&2
+  before=$(acked_calls "$round")
+  echo "round $round: SIGKILL to pid $server_pid with $busy calls in flight ($before acknowledged by the time it was reaped)" >&2
   start_server "$port" $((round + 1))
   echo "$round $kill_ms $dead_ms $(now_ms)" >> "$work/kills"
   sleep 0.5
