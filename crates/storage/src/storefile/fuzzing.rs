@@ -14,17 +14,22 @@ pub type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 /// and returns its entries. A block that decodes is rebuilt with the writer's builder, and the
 /// rebuilt block must decode to the same entries.
 pub fn block(data: Bytes) -> Result<Entries, &'static str> {
-    let entries = read_block(data.clone())?;
-    let block = Block::new(data).map_err(|m| m.0)?;
-    let counted = block.check_entries().map_err(|m| m.0)?;
-    assert_eq!(counted, entries.len(), "check_entries disagrees with the iterator");
-    let mut it = BlockIter::new(block);
-    it.seek_to_last().map_err(|m| m.0)?;
-    assert_eq!(
-        it.valid().then(|| (it.key().to_vec(), it.value().to_vec())),
-        entries.last().cloned(),
-        "seek_to_last is not the last entry"
-    );
+    let block = Block::new(data.clone()).map_err(|m| m.0)?;
+    let mut it = BlockIter::new(block.clone());
+    let _ = it.seek_to_last();
+    let entries = read_block(data)?;
+    // A block that passes the entry check (what `StoreFile::verify` runs) reads the same
+    // whichever way it is entered.
+    let checked = block.check_entries().ok();
+    if let Some(counted) = checked {
+        assert_eq!(counted, entries.len(), "check_entries disagrees with the iterator");
+        it.seek_to_last().map_err(|m| m.0)?;
+        assert_eq!(
+            it.valid().then(|| (it.key().to_vec(), it.value().to_vec())),
+            entries.last().cloned(),
+            "seek_to_last is not the last entry"
+        );
+    }
     // Keys of a damaged block need not be ordered: only "no panic, no endless loop" holds.
     for (k, _) in entries.iter().step_by(entries.len() / 8 + 1) {
         let _ = it.seek(k);
