@@ -148,8 +148,10 @@ pub fn read_marker(fs: &FsRef, path: &Path) -> Result<Option<Vec<String>>> {
         return Ok(None);
     }
     // Each line names a file; an empty line names none (and could not be written back).
+    // Lines end at '\n' alone, as `write_marker` joins them: `str::lines` would also drop a
+    // '\r' that is part of a name.
     Ok(Some(
-        body.lines()
+        body.split('\n')
             .filter(|l| !l.is_empty())
             .map(str::to_owned)
             .collect(),
@@ -285,5 +287,17 @@ mod tests {
         let again = dir.path().join("0000000000000002.compaction");
         write_marker(&fs, &again, &inputs).expect("write marker");
         assert_eq!(read_marker(&fs, &again).expect("read"), Some(inputs));
+    }
+
+    /// Found by the `store_refs` fuzz target: a name ending in '\r' lost it when read
+    /// (`str::lines`), so the names read did not write back as the same marker.
+    #[test]
+    fn a_carriage_return_stays_part_of_a_name() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fs: FsRef = Arc::new(LocalFs);
+        let names = vec!["a\r\r".to_string(), "b".to_string()];
+        let path = dir.path().join("0000000000000001.compaction");
+        write_marker(&fs, &path, &names).expect("write marker");
+        assert_eq!(read_marker(&fs, &path).expect("read"), Some(names));
     }
 }
