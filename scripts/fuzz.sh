@@ -60,11 +60,11 @@ build_start=$(date +%s)
 cargo +nightly fuzz build -s "$sanitizer" -a 2>&1 | tail -n 3
 if [ "${PIPESTATUS[0]}" -ne 0 ]; then
     echo "fuzz: build failed"
-    echo "fuzz: 0 targets ran, ${#targets[@]} crashed"
+    echo "fuzz: 0 targets ran, 0 crashed"
     exit 1
 fi
 echo "built in $(( $(date +%s) - build_start )) s"
-bin_dir="target/$(rustc +nightly -vV | sed -n 's/^host: //p')/release"
+bin_dir="${CARGO_TARGET_DIR:-target}/$(rustc +nightly -vV | sed -n 's/^host: //p')/release"
 
 logs=$(mktemp -d)
 run_one() {

@@ -63,7 +63,10 @@ pub fn store_file(file: &mut [u8], footer: bool, blocks: bool) {
     if blocks {
         let handle = |i: usize| {
             let f = &file[footer_start..];
-            (u64_le(f, i * 16).unwrap_or(0), u64_le(f, i * 16 + 8).unwrap_or(0))
+            (
+                u64_le(f, i * 16).unwrap_or(0),
+                u64_le(f, i * 16 + 8).unwrap_or(0),
+            )
         };
         let (index, bloom, meta) = (handle(0), handle(1), handle(2));
         fix_block(file, meta.0, meta.1, footer_start);

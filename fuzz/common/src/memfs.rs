@@ -137,7 +137,10 @@ impl FileSystem for MemFs {
             .collect())
     }
     fn delete(&self, path: &Path) -> Result<()> {
-        self.lock().remove(path).map(|_| ()).ok_or_else(|| not_found(path))
+        self.lock()
+            .remove(path)
+            .map(|_| ())
+            .ok_or_else(|| not_found(path))
     }
     fn delete_dir_all(&self, dir: &Path) -> Result<()> {
         self.lock().retain(|p, _| !p.starts_with(dir));

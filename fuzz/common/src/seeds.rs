@@ -236,11 +236,19 @@ fn native(out: &mut Vec<Seed>) {
         frame::encode_frame_raw(&mut f, &header, param, cells);
         let mut v = frame::PREAMBLE.to_vec();
         v.extend_from_slice(&f[4..]);
-        out.push(("native_frame", format!("req-{}", m.as_str_name().to_lowercase()), v));
+        out.push((
+            "native_frame",
+            format!("req-{}", m.as_str_name().to_lowercase()),
+            v,
+        ));
     }
     for (m, param, cells) in &responses {
         let name = format!("resp-{}", m.as_str_name().to_lowercase());
-        out.push(("native_request", name, prefixed(0x80 | *m as u8, param, cells)));
+        out.push((
+            "native_request",
+            name,
+            prefixed(0x80 | *m as u8, param, cells),
+        ));
     }
     let err = pb::ResponseHeader {
         call_id: 9,
@@ -261,7 +269,15 @@ fn native(out: &mut Vec<Seed>) {
         .into_iter()
         .enumerate()
     {
-        cellblock::put_cell(&mut block, b"row", b"f", format!("q{i}").as_bytes(), 9, t, b"v");
+        cellblock::put_cell(
+            &mut block,
+            b"row",
+            b"f",
+            format!("q{i}").as_bytes(),
+            9,
+            t,
+            b"v",
+        );
     }
     let mut v = 3u32.to_be_bytes().to_vec();
     v.extend_from_slice(&block);
@@ -549,7 +565,13 @@ fn hbase_seeds(out: &mut Vec<Seed>) {
     v.extend_from_slice(&f[4..]);
     out.push(("hbase_frame", "connection-header".into(), v));
     let mut f = BytesMut::new();
-    hbase_wire::encode_exception(&mut f, 4, "org.apache.hadoop.hbase.DoNotRetryIOException", "no", true);
+    hbase_wire::encode_exception(
+        &mut f,
+        4,
+        "org.apache.hadoop.hbase.DoNotRetryIOException",
+        "no",
+        true,
+    );
     let mut v = b"Regist".to_vec();
     v.extend_from_slice(&f[4..]);
     out.push(("hbase_frame", "exception".into(), v));
@@ -577,7 +599,13 @@ fn storage(out: &mut Vec<Seed>) {
         let mut w = StoreFileWriter::create(&fs, &path, opts).expect("memory");
         for i in 0..cells {
             let row = format!("row{:03}", i / 3);
-            let key = make_key(row.as_bytes(), format!("q{}", i % 3).as_bytes(), 100, CellType::Put, i as u64 + 1);
+            let key = make_key(
+                row.as_bytes(),
+                format!("q{}", i % 3).as_bytes(),
+                100,
+                CellType::Put,
+                i as u64 + 1,
+            );
             w.add(&key, format!("value-{i}-{}", "x".repeat(i % 7)).as_bytes())
                 .expect("ordered keys");
         }
@@ -621,9 +649,17 @@ fn storage(out: &mut Vec<Seed>) {
     let file = mem
         .get(&dir.join(descriptor::DESCRIPTOR_FILE))
         .expect("written");
-    out.push(("region_descriptor", "file".into(), [&[0u8][..], &file].concat()));
+    out.push((
+        "region_descriptor",
+        "file".into(),
+        [&[0u8][..], &file].concat(),
+    ));
     let body = file.get(16..file.len() - 4).unwrap_or_default();
-    out.push(("region_descriptor", "body".into(), [&[1u8][..], body].concat()));
+    out.push((
+        "region_descriptor",
+        "body".into(),
+        [&[1u8][..], body].concat(),
+    ));
 
     let r = store_files::Reference {
         parent: "/data/t1/0001/f/00000000000000a1.sf".into(),
@@ -632,7 +668,11 @@ fn storage(out: &mut Vec<Seed>) {
     };
     let p = Path::new("/seed/ref");
     r.write(&fs, p).expect("memory");
-    out.push(("store_refs", "reference".into(), [&[0u8][..], &mem.get(p).expect("written")].concat()));
+    out.push((
+        "store_refs",
+        "reference".into(),
+        [&[0u8][..], &mem.get(p).expect("written")].concat(),
+    ));
     let inputs = vec![
         store_files::store_file_name(1),
         store_files::store_file_name(2),
@@ -640,24 +680,33 @@ fn storage(out: &mut Vec<Seed>) {
     ];
     let p = Path::new("/seed/marker");
     store_files::write_marker(&fs, p, &inputs).expect("memory");
-    out.push(("store_refs", "marker".into(), [&[1u8][..], &mem.get(p).expect("written")].concat()));
+    out.push((
+        "store_refs",
+        "marker".into(),
+        [&[1u8][..], &mem.get(p).expect("written")].concat(),
+    ));
 
     let key1 = make_key(b"row1", b"q", 5, CellType::Put, 11);
     let key2 = make_key(b"row1", b"", 5, CellType::DeleteFamily, 11);
     let mut payload = Vec::new();
-    edit::encode(
-        &mut payload,
-        &[(b"f", &key1, b"value"), (b"g", &key2, b"")],
-    );
+    edit::encode(&mut payload, &[(b"f", &key1, b"value"), (b"g", &key2, b"")]);
     out.push(("wal_edit", "two-cells".into(), payload.clone()));
     let mut seg = walfmt::segment_header().to_vec();
     for (region, seq) in [(7u64, 11u64), (7, 12), (9, 1)] {
         seg.extend_from_slice(&walfmt::record_header(region, seq, &payload).expect("fits"));
         seg.extend_from_slice(&payload);
     }
-    out.push(("wal_segment", "three-records".into(), [&[0u8][..], &seg].concat()));
+    out.push((
+        "wal_segment",
+        "three-records".into(),
+        [&[0u8][..], &seg].concat(),
+    ));
     let torn = &seg[..seg.len() - 3];
-    out.push(("wal_segment", "torn-tail".into(), [&[2u8][..], torn].concat()));
+    out.push((
+        "wal_segment",
+        "torn-tail".into(),
+        [&[2u8][..], torn].concat(),
+    ));
 }
 
 fn text(out: &mut Vec<Seed>) {

@@ -96,8 +96,7 @@ pub fn native_frame(data: &[u8]) {
         round_trip(&h, "ResponseHeader");
         let mut out = BytesMut::new();
         frame::encode_frame_raw(&mut out, &h, &parts.param, &parts.cellblock);
-        let (h2, p2) =
-            frame::decode_response(body_of(out)).expect("a re-encoded response decodes");
+        let (h2, p2) = frame::decode_response(body_of(out)).expect("a re-encoded response decodes");
         assert_eq!(
             (h2, p2.param, p2.cellblock),
             (h, parts.param, parts.cellblock)
@@ -234,8 +233,8 @@ pub fn native_request(data: &[u8]) {
             decode::<pb::ScanCloseRequest>(&param, "ScanCloseRequest");
         }
         M::CreateTable => {
-            if let Some(s) =
-                decode::<pb::CreateTableRequest>(&param, "CreateTableRequest").and_then(|r| r.schema)
+            if let Some(s) = decode::<pb::CreateTableRequest>(&param, "CreateTableRequest")
+                .and_then(|r| r.schema)
             {
                 schema(s);
             }
@@ -254,8 +253,10 @@ pub fn native_request(data: &[u8]) {
             };
             for f in req.put_families {
                 if let Ok(fam) = convert::family_from_pb(f) {
-                    let back = convert::family_from_pb(convert::family_to_pb(&fam))
-                        .unwrap_or_else(|e| panic!("a converted family does not convert back: {e}"));
+                    let back =
+                        convert::family_from_pb(convert::family_to_pb(&fam)).unwrap_or_else(|e| {
+                            panic!("a converted family does not convert back: {e}")
+                        });
                     assert_eq!(back, fam, "family does not round-trip");
                 }
             }
@@ -275,7 +276,8 @@ fn native_response(method: pb::Method, param: &Bytes, cells: Bytes) {
     use pb::Method as M;
     match method {
         M::Get => {
-            if let Some(r) = decode::<pb::GetResponse>(param, "GetResponse").and_then(|r| r.result) {
+            if let Some(r) = decode::<pb::GetResponse>(param, "GetResponse").and_then(|r| r.result)
+            {
                 results(&[r], cells);
             }
         }
@@ -475,7 +477,8 @@ pub fn storefile(data: &[u8]) {
             return;
         }
     }
-    w.finish().expect("the writer finishes a file of valid, ordered keys");
+    w.finish()
+        .expect("the writer finishes a file of valid, ordered keys");
     let again = StoreFile::open(&fs, copy, 2, None, Priority::Normal)
         .expect("a file the writer wrote opens");
     again.verify().expect("a file the writer wrote verifies");
@@ -536,7 +539,11 @@ pub fn region_descriptor(data: &[u8]) {
     descriptor::write(&*fs, dir2, &info, &schema).expect("writes to memory");
     let back: (_, TableSchema) =
         descriptor::read(&*fs, dir2).expect("a written descriptor reads back");
-    assert_eq!(back, (info, schema), "region descriptor does not round-trip");
+    assert_eq!(
+        back,
+        (info, schema),
+        "region descriptor does not round-trip"
+    );
 }
 
 /// `flags | bytes`: flag 1 clear, a reference file; set, a compaction marker. Flag 2 treats
@@ -639,10 +646,13 @@ pub fn wal_segment(data: &[u8]) {
         again.extend_from_slice(&h);
         again.extend_from_slice(&r.payload);
     }
-    let back = wal::replay_segment("fuzz-segment", &Bytes::from(again))
-        .expect("re-framed records replay");
+    let back =
+        wal::replay_segment("fuzz-segment", &Bytes::from(again)).expect("re-framed records replay");
     assert!(back.torn.is_none(), "re-framed records leave a torn tail");
-    assert_eq!(back.records, replay.records, "WAL records do not round-trip");
+    assert_eq!(
+        back.records, replay.records,
+        "WAL records do not round-trip"
+    );
 }
 
 // ---- the shell and the config file ----

@@ -540,7 +540,9 @@ fn atomic_region_action(
 }
 
 /// The actions of an atomic region action as one row mutation.
-pub(super) fn merge(actions: &[(Option<u32>, HMutation)]) -> Result<(RowMutation, MutationKind, bool)> {
+pub(super) fn merge(
+    actions: &[(Option<u32>, HMutation)],
+) -> Result<(RowMutation, MutationKind, bool)> {
     let Some((_, first)) = actions.first() else {
         return Err(HbaseError::do_not_retry("region action has no actions"));
     };

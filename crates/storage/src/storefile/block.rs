@@ -163,7 +163,9 @@ impl Block {
             };
             if next_restart == Some(pos) {
                 if e.shared != 0 {
-                    return Err(Malformed("a restart entry shares bytes with the previous key"));
+                    return Err(Malformed(
+                        "a restart entry shares bytes with the previous key",
+                    ));
                 }
                 restart += 1;
             } else if next_restart.is_some_and(|r| r < pos) {
@@ -207,8 +209,11 @@ mod tests {
         let input = include_bytes!(
             "../../../../fuzz/regressions/storefile_block/crash-c5a50ac10f02a2e0ee02d31b5109d41178251796"
         );
-        let block = Block::new(Bytes::copy_from_slice(&input[1..])).expect("restart array is ordered");
-        let e = block.check_entries().expect_err("restart points do not match the entries");
+        let block =
+            Block::new(Bytes::copy_from_slice(&input[1..])).expect("restart array is ordered");
+        let e = block
+            .check_entries()
+            .expect_err("restart points do not match the entries");
         assert!(e.0.contains("restart"), "{}", e.0);
         let mut it = BlockIter::new(block.clone());
         it.seek_to_first().expect("first");

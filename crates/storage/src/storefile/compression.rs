@@ -178,7 +178,11 @@ mod tests {
     fn a_length_the_codec_cannot_produce_is_refused_before_allocating() {
         for codec in [Compression::Lz4, Compression::Snappy] {
             let e = decompress(codec, b"\xff\xff\xff\xff\x03").expect_err("impossible length");
-            assert!(e.0.contains("impossible for its compressed size"), "{codec:?}: {}", e.0);
+            assert!(
+                e.0.contains("impossible for its compressed size"),
+                "{codec:?}: {}",
+                e.0
+            );
         }
         // zstd: nothing is allocated up front; the empty frame fails to decode.
         assert!(decompress(Compression::Zstd, b"\xff\xff\xff\xff\x03").is_err());
@@ -187,7 +191,11 @@ mod tests {
         for codec in ALL {
             let mut out = Vec::new();
             assert_eq!(compress(codec, &raw, &mut out), codec);
-            assert_eq!(decompress(codec, &out).expect("round trip"), raw, "{codec:?}");
+            assert_eq!(
+                decompress(codec, &out).expect("round trip"),
+                raw,
+                "{codec:?}"
+            );
         }
     }
 }

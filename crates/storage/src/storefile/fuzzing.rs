@@ -22,7 +22,11 @@ pub fn block(data: Bytes) -> Result<Entries, &'static str> {
     // whichever way it is entered.
     let checked = block.check_entries().ok();
     if let Some(counted) = checked {
-        assert_eq!(counted, entries.len(), "check_entries disagrees with the iterator");
+        assert_eq!(
+            counted,
+            entries.len(),
+            "check_entries disagrees with the iterator"
+        );
         it.seek_to_last().map_err(|m| m.0)?;
         assert_eq!(
             it.valid().then(|| (it.key().to_vec(), it.value().to_vec())),
@@ -44,7 +48,10 @@ pub fn block(data: Bytes) -> Result<Entries, &'static str> {
     }
     let rebuilt = Bytes::copy_from_slice(b.finish());
     let again = read_block(rebuilt).unwrap_or_else(|m| panic!("a rebuilt block fails: {m}"));
-    assert_eq!(again, entries, "block does not round-trip through the builder");
+    assert_eq!(
+        again, entries,
+        "block does not round-trip through the builder"
+    );
     Ok(entries)
 }
 
