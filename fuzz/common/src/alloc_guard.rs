@@ -17,7 +17,7 @@ fn too_large(size: usize) -> ! {
     // Formatting into a stack buffer: allocating here would re-enter the allocator.
     let mut buf = [0u8; 96];
     let mut w = &mut buf[..];
-    let _ = write!(w, "allocation of {size} bytes exceeds the fuzz limit\n");
+    let _ = writeln!(w, "allocation of {size} bytes exceeds the fuzz limit");
     let n = 96 - w.len();
     let _ = std::io::stderr().write_all(&buf[..n]);
     std::process::abort()

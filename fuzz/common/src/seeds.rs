@@ -385,7 +385,9 @@ fn hbase_seeds(out: &mut Vec<Seed>) {
         ],
         configuration: vec![],
     };
-    let calls: Vec<(&str, &str, &str, Vec<u8>, Vec<u8>)> = vec![
+    // Seed name, service, method, param, cell block.
+    type Call = (&'static str, &'static str, &'static str, Vec<u8>, Vec<u8>);
+    let calls: Vec<Call> = vec![
         (
             "get",
             "ClientService",

@@ -23,8 +23,11 @@ use std::sync::Arc;
 /// Most entries a target reads from one store file or segment (inputs are far smaller).
 const MAX_ENTRIES: usize = 100_000;
 
+/// A target: one fuzz input in, a panic or an abort on a defect.
+pub type Target = fn(&[u8]);
+
 /// Every target, by name: what `scripts/fuzz.sh` runs and the corpus directories.
-pub const ALL: &[(&str, fn(&[u8]))] = &[
+pub const ALL: &[(&str, Target)] = &[
     ("native_frame", native_frame),
     ("native_request", native_request),
     ("cellblock", cellblock),
