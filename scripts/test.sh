@@ -54,6 +54,27 @@ if [ "$pstatus" -ne 0 ]; then
     if [ "$pbad" -eq 0 ]; then failed=$((failed + 1)); fi
 fi
 
+# The fuzz targets (fuzz/, cargo-fuzz on nightly; scripts/fuzz.sh installs what they need),
+# each run for a bounded time and counted as one test: passed, or failed if it crashed.
+# CELLAR_FUZZ=0 skips them; CELLAR_FUZZ_SECONDS sets the time per target (default 10).
+if [ "${CELLAR_FUZZ:-1}" = 1 ]; then
+    log "fuzz targets (scripts/fuzz.sh)"
+    fout=$(mktemp)
+    scripts/fuzz.sh --time "${CELLAR_FUZZ_SECONDS:-10}" --jobs 2 2>&1 | tee "$fout"
+    fstatus=${PIPESTATUS[0]}
+    fsum=$(grep -E '^fuzz: [0-9]+ targets ran, [0-9]+ crashed$' "$fout" | tail -n1)
+    rm -f "$fout"
+    if [ -n "$fsum" ]; then
+        set -- $(echo "$fsum" | sed -E 's/^fuzz: ([0-9]+) targets ran, ([0-9]+) crashed$/\1 \2/')
+        passed=$((passed + $1 - $2))
+        failed=$((failed + $2))
+        if [ "$fstatus" -ne 0 ] && [ "$2" -eq 0 ]; then failed=$((failed + 1)); fi
+    else
+        failed=$((failed + 1))
+    fi
+    [ "$fstatus" -eq 0 ] || status=1
+fi
+
 # The HBase wire-compatibility suite (Java, through the unmodified hbase-client, against a real
 # `cellar standalone --hbase-listen`; then the kill -9 test, the Java client writing while Cellar
 # is killed and restarted; then the real YCSB core loads and runs workloads A and C through it)

@@ -13,6 +13,8 @@ use cellar_model::{Cell, CellRef, CellSink, CellType};
 
 /// Bytes the key takes besides row, family and qualifier.
 const KEY_INFRA: usize = 2 + 1 + 8 + 1;
+/// The smallest encoded cell: the three lengths and a key of empty row, family and qualifier.
+pub const MIN_CELL_LEN: usize = 12 + KEY_INFRA;
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
 #[error("malformed cell block at byte {offset}: {reason}")]
@@ -169,9 +171,16 @@ impl CellReader {
         }))
     }
 
-    /// The next `n` cells; fewer is an error.
+    /// The number of cells the rest of the block can hold at most: a bound for buffers sized
+    /// from a count the peer sent.
+    pub fn max_cells(&self) -> usize {
+        self.block.len() / MIN_CELL_LEN
+    }
+
+    /// The next `n` cells; fewer is an error. `n` comes from the peer: the buffer is sized by
+    /// what the block can hold, not by `n`.
     pub fn take(&mut self, n: usize) -> Result<Vec<Cell>, CellBlockError> {
-        let mut cells = Vec::with_capacity(n);
+        let mut cells = Vec::with_capacity(n.min(self.max_cells()));
         for _ in 0..n {
             match self.next_cell()? {
                 Some(c) => cells.push(c),
@@ -260,5 +269,21 @@ mod tests {
             .take(1)
             .expect_err("bad type");
         assert!(e.reason.contains("unknown cell type 99"), "{e}");
+    }
+
+    /// Found by the `cellblock` fuzz target: a count of 0xeb000003 cells sized a buffer of
+    /// 599 GB before the block (three cells) was read.
+    #[test]
+    fn a_huge_cell_count_fails_without_allocating_for_it() {
+        let input: &[u8] = b"\xeb\x00\x00\x03\x00\x00\x00\x1b\x00\x00\x00\x12\x00\x00\x00\x01\x00\x03row\x01fq0\x00\x00\x00\x00\x00\x00\x00\x09\x04v\x00\x00\x00\x1b\x00\x00\x12\x00\x00\x00\x01\x00\x03row\x01fq1\x00\x00\x00\x00\x00\x00\x00\x09\x08v\x00\x00\x00\x1b\x00\x00\x00\x12\x00\x00\x00\x01\x00\x03row\x01f\xf1\xf12\x00\x00\x00\x00\x00\x00\x00\x09\x0ev";
+        let (count, block) = input.split_at(4);
+        let n = u32::from_be_bytes(count.try_into().expect("4 bytes")) as usize;
+        let mut reader = CellReader::new(Bytes::copy_from_slice(block));
+        assert!(reader.max_cells() <= block.len() / MIN_CELL_LEN);
+        let e = reader.take(n).expect_err("the block holds far fewer cells");
+        assert!(e.reason.contains("cell") && e.offset <= block.len(), "{e}");
+        let mut out = BytesMut::new();
+        put_cell(&mut out, b"", b"", b"", 0, CellType::Put, b"");
+        assert_eq!(out.len(), MIN_CELL_LEN);
     }
 }

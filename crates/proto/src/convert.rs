@@ -200,7 +200,8 @@ pub fn mutation_from_pb(
     if m.row.is_empty() {
         return bad("mutation of an empty row key");
     }
-    let mut entries = Vec::with_capacity(m.cell_count as usize);
+    // `cell_count` comes from the peer: the buffer is sized by what the block can hold.
+    let mut entries = Vec::with_capacity((m.cell_count as usize).min(cells.max_cells()));
     for c in cells
         .take(m.cell_count as usize)
         .map_err(|e| ConvertError(e.to_string()))?
@@ -696,5 +697,20 @@ mod tests {
             family_from_pb(sparse).expect("defaults"),
             FamilySchema::new("x")
         );
+    }
+
+    /// The count of a mutation's cells comes from the peer: u32::MAX of them in an empty cell
+    /// block is an error, not a buffer of u32::MAX entries (what the `cellblock` fuzz target
+    /// found in `CellReader::take`, which this conversion sized its buffer like).
+    #[test]
+    fn a_huge_cell_count_is_refused_without_allocating_for_it() {
+        let m = pb::Mutation {
+            row: Bytes::from_static(b"r"),
+            kind: pb::MutationKind::PutDelete as i32,
+            cell_count: u32::MAX,
+            durability: 0,
+        };
+        let e = mutation_from_pb(&m, &mut CellReader::new(Bytes::new())).expect_err("no cells");
+        assert!(e.0.contains("expected 4294967295 cells"), "{e}");
     }
 }

@@ -20,6 +20,8 @@ mod connection;
 mod convert;
 pub mod exceptions;
 mod filters;
+#[doc(hidden)]
+pub mod fuzzing;
 mod master;
 mod meta_view;
 mod names;

@@ -14,6 +14,8 @@ mod bloom;
 mod coding;
 mod compression;
 mod footer;
+#[doc(hidden)]
+pub mod fuzzing;
 mod hash;
 mod index;
 mod iter;

@@ -14,6 +14,10 @@ mod reader;
 mod segments;
 mod writer;
 
+/// For the fuzz targets in `fuzz/`: replay of one segment's bytes.
+#[doc(hidden)]
+pub use reader::replay_segment;
+
 use crate::fs::FsRef;
 use bytes::Bytes;
 use cellar_model::{Durability, Error, Result};

@@ -321,7 +321,7 @@ fn exception(e: &HbaseError) -> hbase::NameBytesPair {
 }
 
 /// Takes the cells of actions that will not run, so later actions find their own.
-fn skip_cells(actions: &[hbase::Action], cells: &mut CellReader) {
+pub(super) fn skip_cells(actions: &[hbase::Action], cells: &mut CellReader) {
     for a in actions {
         if let Some(m) = &a.mutation {
             let n = m.associated_cell_count.unwrap_or(0);
@@ -576,7 +576,9 @@ fn atomic_region_action(
 }
 
 /// The actions of an atomic region action as one row mutation.
-fn merge(actions: &[(Option<u32>, HMutation)]) -> Result<(RowMutation, MutationKind, bool)> {
+pub(super) fn merge(
+    actions: &[(Option<u32>, HMutation)],
+) -> Result<(RowMutation, MutationKind, bool)> {
     let Some((_, first)) = actions.first() else {
         return Err(HbaseError::do_not_retry("region action has no actions"));
     };
@@ -727,7 +729,7 @@ pub(crate) fn scan(
 }
 
 /// A scan of meta in HBase's own terms (bounds with their inclusiveness).
-fn meta_scan(s: &hbase::Scan, limit: u32) -> Result<MetaScan> {
+pub(super) fn meta_scan(s: &hbase::Scan, limit: u32) -> Result<MetaScan> {
     let reversed = s.reversed.unwrap_or(false);
     let mut families = Vec::new();
     let mut columns = Vec::new();

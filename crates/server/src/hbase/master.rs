@@ -84,7 +84,7 @@ fn decode<M: Message + Default>(what: &str, param: &Bytes) -> Result<M, HbaseErr
 }
 
 /// The table a request names, as Cellar spells it; a missing name is a bad request.
-fn table_of(t: &hbase::TableName, what: &str) -> Result<String, HbaseError> {
+pub(super) fn table_of(t: &hbase::TableName, what: &str) -> Result<String, HbaseError> {
     if t.qualifier.is_empty() {
         return Err(HbaseError::do_not_retry(format!("{what} names no table")));
     }
@@ -525,13 +525,13 @@ fn ns_descriptor(name: &str, configuration: &[(String, String)]) -> hbase::Names
 
 /// Which tables a list call wants: HBase matches the regex against the whole name, and for
 /// tables of the default namespace also against `default:<name>`.
-struct Selection {
+pub(super) struct Selection {
     regex: Option<regex::Regex>,
     namespace: Option<String>,
 }
 
 impl Selection {
-    fn new(
+    pub(super) fn new(
         regex: Option<&str>,
         namespace: Option<&str>,
         _sys: bool,
@@ -550,7 +550,7 @@ impl Selection {
         })
     }
 
-    fn matches(&self, table: &str) -> bool {
+    pub(super) fn matches(&self, table: &str) -> bool {
         let (ns, _) = catalog_names::split(table);
         if self.namespace.as_deref().is_some_and(|want| want != ns) {
             return false;

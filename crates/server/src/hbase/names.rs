@@ -153,7 +153,10 @@ fn parse_full_name(value: &[u8]) -> Result<RegionTarget, HbaseError> {
     } else {
         value.len()
     };
-    let last = value[first + 1..end]
+    // The first ',' may lie inside what looked like the encoded suffix.
+    let last = value
+        .get(first + 1..end)
+        .unwrap_or_default()
         .iter()
         .rposition(|&b| b == DELIMITER)
         .map(|i| i + first + 1)
@@ -462,5 +465,19 @@ mod tests {
             .expect_err("space")
             .message
             .contains("a b"));
+    }
+
+    /// Found by the `hbase_request` fuzz target: a name whose first ',' lies inside what
+    /// looks like its `.<md5>.` suffix made the parser slice backwards and panic.
+    #[test]
+    fn a_comma_inside_the_encoded_suffix_is_a_bad_name() {
+        let value =
+            b"t1\x06\x00\x00\x00\x00\x00\x00\x800000000.43ae7364,\x03\x00\x0055bp90+000009bc49ec1.";
+        let e = parse_region(REGION_NAME, value).expect_err("not a region name");
+        assert!(
+            e.message.contains("no ',' before the region id"),
+            "{}",
+            e.message
+        );
     }
 }

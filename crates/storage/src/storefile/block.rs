@@ -145,14 +145,38 @@ impl Block {
             .ok_or(Malformed("restart key out of range"))
     }
 
-    /// Decodes every entry, checking the structure (used by `verify`). Returns the count.
+    /// Decodes every entry, checking the structure (used by `verify`): entries fill the entry
+    /// area exactly, and every restart point is the start of an entry that shares nothing
+    /// with the previous key. Returns the count.
+    ///
+    /// The restart check matters for blocks whose checksum holds but whose restart array does
+    /// not match the entries (a writer bug): seeks start at restart points and would read
+    /// other keys than a forward scan (found by the `storefile_block` fuzz target).
     pub(crate) fn check_entries(&self) -> DecodeResult<usize> {
-        let mut it = BlockIter::new(self.clone());
-        it.seek_to_first()?;
-        let mut n = 0;
-        while it.valid() {
+        let (mut pos, mut key_len, mut restart, mut n) = (0, 0, 0, 0);
+        while pos < self.restarts_start {
+            let e = self.decode_entry(pos, key_len)?;
+            let next_restart = if restart < self.num_restarts {
+                Some(self.restart_point(restart)?)
+            } else {
+                None
+            };
+            if next_restart == Some(pos) {
+                if e.shared != 0 {
+                    return Err(Malformed(
+                        "a restart entry shares bytes with the previous key",
+                    ));
+                }
+                restart += 1;
+            } else if next_restart.is_some_and(|r| r < pos) {
+                return Err(Malformed("a restart point lies inside an entry"));
+            }
+            key_len = e.shared + (e.suffix_end - e.suffix_start);
+            pos = e.value_end;
             n += 1;
-            it.next()?;
+        }
+        if restart != self.num_restarts {
+            return Err(Malformed("a restart point lies past the last entry"));
         }
         Ok(n)
     }
@@ -174,5 +198,38 @@ mod tests {
         assert!(Block::new(Bytes::from_static(&[0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0])).is_err());
         // Huge count overflows.
         assert!(Block::new(Bytes::from_static(&[0xff, 0xff, 0xff, 0xff])).is_err());
+    }
+
+    /// Found by the `storefile_block` fuzz target: a block whose restart array passes
+    /// `Block::new` but whose last restart point starts no entry of the forward scan, so
+    /// `seek_to_last` read another last key than iterating did. `check_entries` (and so
+    /// `StoreFile::verify`) now reports it.
+    #[test]
+    fn restart_points_that_start_no_entry_fail_the_entry_check() {
+        let input = include_bytes!(
+            "../../../../fuzz/regressions/storefile_block/crash-c5a50ac10f02a2e0ee02d31b5109d41178251796"
+        );
+        let block =
+            Block::new(Bytes::copy_from_slice(&input[1..])).expect("restart array is ordered");
+        let e = block
+            .check_entries()
+            .expect_err("restart points do not match the entries");
+        assert!(e.0.contains("restart"), "{}", e.0);
+        let mut it = BlockIter::new(block.clone());
+        it.seek_to_first().expect("first");
+        let mut last = Vec::new();
+        while it.valid() {
+            last = it.key().to_vec();
+            it.next().expect("next");
+        }
+        it.seek_to_last().expect("last");
+        assert_ne!(it.key(), &last[..], "the damage this check exists for");
+        // A well-formed block passes.
+        let mut b = BlockBuilder::new(2);
+        for k in [&b"a"[..], b"ab", b"abc", b"b"] {
+            b.add(k, b"v");
+        }
+        let good = Block::new(Bytes::copy_from_slice(b.finish())).expect("block");
+        assert_eq!(good.check_entries().expect("well-formed"), 4);
     }
 }

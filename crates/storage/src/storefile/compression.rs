@@ -4,6 +4,7 @@
 
 use super::coding::{get_varint32, put_varint32, DecodeResult, Malformed};
 use cellar_model::Compression;
+use std::io::Read;
 
 /// A block must shrink by at least this fraction (1/8) to be stored compressed: a smaller
 /// gain is not worth decompressing on every read (LevelDB uses the same threshold).
@@ -53,6 +54,17 @@ pub(crate) fn compress(codec: Compression, raw: &[u8], out: &mut Vec<u8>) -> Com
     }
 }
 
+/// The most bytes `codec` can produce from `compressed` bytes, where its format bounds it: an
+/// LZ4 sequence extends a match by 255 bytes per input byte at best, a Snappy copy tag of 3
+/// bytes yields at most 64. `None`: no useful bound (zstd).
+fn max_expansion(codec: Compression, compressed: usize) -> Option<usize> {
+    match codec {
+        Compression::Lz4 => Some(compressed.saturating_mul(255).saturating_add(64)),
+        Compression::Snappy => Some(compressed.saturating_mul(22).saturating_add(64)),
+        Compression::None | Compression::Zstd => None,
+    }
+}
+
 /// Decompresses a payload written by [`compress`] with `codec` (not `None`).
 pub(crate) fn decompress(codec: Compression, payload: &[u8]) -> DecodeResult<Vec<u8>> {
     let mut pos = 0;
@@ -63,6 +75,14 @@ pub(crate) fn decompress(codec: Compression, payload: &[u8]) -> DecodeResult<Vec
     let body = payload
         .get(pos..)
         .ok_or(Malformed("truncated compressed block"))?;
+    // The recorded length sizes the output buffer: it must be one the codec can produce from
+    // this many bytes, or a few damaged bytes could make the reader allocate up to 1 GiB
+    // (found by the `storefile_block` fuzz target).
+    if max_expansion(codec, body.len()).is_some_and(|max| len > max) {
+        return Err(Malformed(
+            "uncompressed block length is impossible for its compressed size",
+        ));
+    }
     let out = match codec {
         Compression::None => body.to_vec(),
         Compression::Lz4 => {
@@ -72,11 +92,25 @@ pub(crate) fn decompress(codec: Compression, payload: &[u8]) -> DecodeResult<Vec
             out.truncate(n);
             out
         }
-        Compression::Zstd => zstd::bulk::decompress(body, len)
-            .map_err(|_| Malformed("zstd block does not decompress"))?,
-        Compression::Snappy => snap::raw::Decoder::new()
-            .decompress_vec(body)
-            .map_err(|_| Malformed("snappy block does not decompress"))?,
+        // zstd's ratio has no useful bound: its output grows with what actually decodes (up
+        // to one byte past the recorded length, which the check below refuses).
+        Compression::Zstd => {
+            let mut out = Vec::new();
+            zstd::stream::read::Decoder::new(body)
+                .and_then(|d| d.take(len as u64 + 1).read_to_end(&mut out))
+                .map_err(|_| Malformed("zstd block does not decompress"))?;
+            out
+        }
+        Compression::Snappy => {
+            if snap::raw::decompress_len(body).ok() != Some(len) {
+                return Err(Malformed(
+                    "snappy block length differs from the recorded one",
+                ));
+            }
+            snap::raw::Decoder::new()
+                .decompress_vec(body)
+                .map_err(|_| Malformed("snappy block does not decompress"))?
+        }
     };
     if out.len() != len {
         return Err(Malformed(
@@ -135,6 +169,33 @@ mod tests {
                 let _ = decompress(codec, &bad);
             }
             assert!(decompress(codec, &out[..out.len() / 2]).is_err());
+        }
+    }
+
+    /// Found by the `storefile_block` fuzz target: five bytes claiming an LZ4 block of
+    /// 1 GiB - 1 made the reader allocate that much before finding the block empty.
+    #[test]
+    fn a_length_the_codec_cannot_produce_is_refused_before_allocating() {
+        for codec in [Compression::Lz4, Compression::Snappy] {
+            let e = decompress(codec, b"\xff\xff\xff\xff\x03").expect_err("impossible length");
+            assert!(
+                e.0.contains("impossible for its compressed size"),
+                "{codec:?}: {}",
+                e.0
+            );
+        }
+        // zstd: nothing is allocated up front; the empty frame fails to decode.
+        assert!(decompress(Compression::Zstd, b"\xff\xff\xff\xff\x03").is_err());
+        // Highly compressible blocks are still within the bounds.
+        let raw = vec![7u8; 1 << 20];
+        for codec in ALL {
+            let mut out = Vec::new();
+            assert_eq!(compress(codec, &raw, &mut out), codec);
+            assert_eq!(
+                decompress(codec, &out).expect("round trip"),
+                raw,
+                "{codec:?}"
+            );
         }
     }
 }

@@ -1,0 +1,743 @@
+//! The seed corpora: small valid inputs for every target, made by Cellar's own encoders, in
+//! the layouts of [`crate::targets`]. `cargo run --manifest-path fuzz/Cargo.toml --bin
+//! make-seeds` writes them under `fuzz/corpus/<target>/`.
+
+use crate::memfs::MemFs;
+use bytes::{Bytes, BytesMut};
+use cellar_model::filter::{Comparator, CompareOp, Condition, Filter, ListOp};
+use cellar_model::key::make_key;
+use cellar_model::{
+    BloomType, CellType, Compression, FamilySchema, Get, RowMutation, Scan, TableSchema,
+};
+use cellar_proto::{cellblock, convert, frame, hbase, hbase_wire, pb};
+use cellar_storage::fs::FsRef;
+use cellar_storage::region::{descriptor, edit, store_files, RegionInfo};
+use cellar_storage::storefile::{StoreFileOptions, StoreFileWriter};
+use cellar_storage::wal::format as walfmt;
+use prost::Message;
+use std::path::Path;
+
+/// One seed: target, file name, bytes.
+pub type Seed = (&'static str, String, Vec<u8>);
+
+/// Every seed of every target.
+pub fn all() -> Vec<Seed> {
+    let mut out = Vec::new();
+    native(&mut out);
+    hbase_seeds(&mut out);
+    storage(&mut out);
+    text(&mut out);
+    out
+}
+
+fn prefixed(sel: u8, param: &[u8], cells: &[u8]) -> Vec<u8> {
+    let mut v = vec![sel];
+    let _ = prost::encode_length_delimiter(param.len(), &mut v);
+    v.extend_from_slice(param);
+    v.extend_from_slice(cells);
+    v
+}
+
+fn filter() -> Filter {
+    Filter::List(
+        ListOp::MustPassAll,
+        vec![
+            Filter::Prefix(Bytes::from_static(b"user")),
+            Filter::Value(CompareOp::NotEqual, Comparator::Regex("^x+$".into())),
+            Filter::Skip(Box::new(Filter::ColumnPrefix(Bytes::from_static(b"f")))),
+        ],
+    )
+}
+
+fn schema() -> TableSchema {
+    let mut f = FamilySchema::new("f");
+    f.compression = Compression::Lz4;
+    f.bloom = BloomType::RowCol;
+    f.ttl_secs = Some(86_400);
+    TableSchema::new("t1", vec![f, FamilySchema::new("g")])
+}
+
+fn native(out: &mut Vec<Seed>) {
+    let region = || {
+        Some(pb::RegionRef {
+            table: "t1".into(),
+            region_id: 7,
+        })
+    };
+    let get = Get::new(Bytes::from_static(b"row1"))
+        .column(b"f", b"q")
+        .filter(filter());
+    let put = RowMutation::new(Bytes::from_static(b"row1"))
+        .put(b"f", b"q", 5, Bytes::from_static(b"value"))
+        .delete_column(b"f", b"old", 4);
+    let mut put_cells = BytesMut::new();
+    let put_pb = convert::mutation_to_pb(&put, pb::MutationKind::PutDelete, &mut put_cells);
+    let incr = RowMutation::new(Bytes::from_static(b"row2")).put(
+        b"f",
+        b"n",
+        cellar_model::LATEST_TIMESTAMP,
+        Bytes::copy_from_slice(&5i64.to_be_bytes()),
+    );
+    let mut incr_cells = BytesMut::new();
+    let incr_pb = convert::mutation_to_pb(&incr, pb::MutationKind::Increment, &mut incr_cells);
+    let cond = Condition {
+        row: Bytes::from_static(b"row1"),
+        family: Bytes::from_static(b"f"),
+        qualifier: Bytes::from_static(b"q"),
+        op: CompareOp::Equal,
+        value: Some(Bytes::from_static(b"value")),
+    };
+    let scan = Scan::new().reversed().limit(10).filter(filter());
+    use pb::Method as M;
+    let requests: Vec<(M, Vec<u8>, Vec<u8>)> = vec![
+        (
+            M::LocateRegion,
+            pb::LocateRegionRequest {
+                table: "t1".into(),
+                row: Bytes::from_static(b"row1"),
+            }
+            .encode_to_vec(),
+            vec![],
+        ),
+        (
+            M::Get,
+            pb::GetRequest {
+                region: region(),
+                get: Some(convert::get_to_pb(&get)),
+            }
+            .encode_to_vec(),
+            vec![],
+        ),
+        (
+            M::Mutate,
+            pb::MutateRequest {
+                region: region(),
+                mutation: Some(put_pb.clone()),
+                condition: Some(convert::condition_to_pb(&cond)),
+            }
+            .encode_to_vec(),
+            put_cells.to_vec(),
+        ),
+        (
+            M::Multi,
+            pb::MultiRequest {
+                actions: vec![
+                    pb::Action {
+                        index: 0,
+                        region: region(),
+                        op: Some(pb::action::Op::Mutation(put_pb)),
+                    },
+                    pb::Action {
+                        index: 1,
+                        region: region(),
+                        op: Some(pb::action::Op::Mutation(incr_pb)),
+                    },
+                    pb::Action {
+                        index: 2,
+                        region: region(),
+                        op: Some(pb::action::Op::Get(convert::get_to_pb(&get))),
+                    },
+                ],
+            }
+            .encode_to_vec(),
+            [&put_cells[..], &incr_cells[..]].concat(),
+        ),
+        (
+            M::ScanOpen,
+            pb::ScanOpenRequest {
+                region: region(),
+                scan: Some(convert::scan_to_pb(&scan)),
+                rows: 100,
+            }
+            .encode_to_vec(),
+            vec![],
+        ),
+        (
+            M::CreateTable,
+            pb::CreateTableRequest {
+                schema: Some(convert::schema_to_pb(&schema())),
+                split_keys: vec![Bytes::from_static(b"m")],
+            }
+            .encode_to_vec(),
+            vec![],
+        ),
+        (
+            M::AlterTable,
+            pb::AlterTableRequest {
+                table: "t1".into(),
+                put_families: vec![convert::family_to_pb(&FamilySchema::new("h"))],
+                delete_families: vec!["g".into()],
+            }
+            .encode_to_vec(),
+            vec![],
+        ),
+        (
+            M::DisableTable,
+            pb::TableRequest { table: "t1".into() }.encode_to_vec(),
+            vec![],
+        ),
+    ];
+    let mut cells = BytesMut::new();
+    let result = convert::result_to_pb(
+        &[cellar_model::Cell {
+            row: put.row.clone(),
+            family: Bytes::from_static(b"f"),
+            qualifier: Bytes::from_static(b"q"),
+            timestamp: 5,
+            cell_type: CellType::Put,
+            seq_id: 0,
+            value: Bytes::from_static(b"value"),
+        }],
+        false,
+        &mut cells,
+    );
+    let responses: Vec<(M, Vec<u8>, Vec<u8>)> = vec![
+        (
+            M::Get,
+            pb::GetResponse {
+                result: Some(result),
+            }
+            .encode_to_vec(),
+            cells.to_vec(),
+        ),
+        (
+            M::ScanOpen,
+            pb::ScanOpenResponse {
+                scanner_id: 3,
+                results: vec![result, result],
+                more_in_region: true,
+                lease_ms: 60_000,
+            }
+            .encode_to_vec(),
+            [&cells[..], &cells[..]].concat(),
+        ),
+        (
+            M::DescribeTable,
+            pb::DescribeTableResponse {
+                table: Some(pb::TableInfo {
+                    schema: Some(convert::schema_to_pb(&schema())),
+                    ..Default::default()
+                }),
+            }
+            .encode_to_vec(),
+            vec![],
+        ),
+    ];
+    for (m, param, cells) in &requests {
+        let name = format!("req-{}", m.as_str_name().to_lowercase());
+        out.push(("native_request", name, prefixed(*m as u8, param, cells)));
+        let header = pb::RequestHeader {
+            call_id: 9,
+            method: *m as i32,
+            timeout_ms: 1000,
+            want_timing: false,
+        };
+        let mut f = BytesMut::new();
+        frame::encode_frame_raw(&mut f, &header, param, cells);
+        let mut v = frame::PREAMBLE.to_vec();
+        v.extend_from_slice(&f[4..]);
+        out.push((
+            "native_frame",
+            format!("req-{}", m.as_str_name().to_lowercase()),
+            v,
+        ));
+    }
+    for (m, param, cells) in &responses {
+        let name = format!("resp-{}", m.as_str_name().to_lowercase());
+        out.push((
+            "native_request",
+            name,
+            prefixed(0x80 | *m as u8, param, cells),
+        ));
+    }
+    let err = pb::ResponseHeader {
+        call_id: 9,
+        error: Some(pb::RpcError {
+            code: pb::ErrorCode::NotServingRegion as i32,
+            message: "region moved".into(),
+        }),
+        timing: None,
+    };
+    let mut f = BytesMut::new();
+    frame::encode_response(&mut f, &err, &pb::Empty {}, &[]);
+    let mut v = frame::PREAMBLE.to_vec();
+    v.extend_from_slice(&f[4..]);
+    out.push(("native_frame", "resp-error".into(), v));
+
+    let mut block = BytesMut::new();
+    for (i, t) in [CellType::Put, CellType::Delete, CellType::DeleteFamily]
+        .into_iter()
+        .enumerate()
+    {
+        cellblock::put_cell(
+            &mut block,
+            b"row",
+            b"f",
+            format!("q{i}").as_bytes(),
+            9,
+            t,
+            b"v",
+        );
+    }
+    let mut v = 3u32.to_be_bytes().to_vec();
+    v.extend_from_slice(&block);
+    out.push(("cellblock", "three-cells".into(), v));
+}
+
+fn hbase_seeds(out: &mut Vec<Seed>) {
+    use cellar_server::hbase::fuzzing::{region_name, METHODS};
+    let sel = |service: &str, method: &str| {
+        METHODS
+            .iter()
+            .position(|&(s, m)| s == service && m == method)
+            .unwrap_or(0) as u8
+    };
+    let spec = hbase::RegionSpecifier {
+        r#type: 1,
+        value: region_name("t1", b"", 1_700_000_000_000),
+    };
+    let meta = hbase::RegionSpecifier {
+        r#type: 1,
+        value: Bytes::from_static(b"hbase:meta,,1"),
+    };
+    let table = hbase::TableName {
+        namespace: Bytes::from_static(b"default"),
+        qualifier: Bytes::from_static(b"t1"),
+    };
+    let comparator = hbase::Comparator {
+        name: "org.apache.hadoop.hbase.filter.BinaryComparator".into(),
+        serialized_comparator: Some(
+            hbase::BinaryComparator {
+                comparable: hbase::ByteArrayComparable {
+                    value: Some(Bytes::from_static(b"row5")),
+                },
+            }
+            .encode_to_vec()
+            .into(),
+        ),
+    };
+    let row_filter = hbase::Filter {
+        name: "org.apache.hadoop.hbase.filter.RowFilter".into(),
+        serialized_filter: Some(
+            hbase::RowFilter {
+                compare_filter: hbase::CompareFilter {
+                    compare_op: 4,
+                    comparator: Some(comparator),
+                },
+            }
+            .encode_to_vec()
+            .into(),
+        ),
+    };
+    let list = hbase::Filter {
+        name: "org.apache.hadoop.hbase.filter.FilterList".into(),
+        serialized_filter: Some(
+            hbase::FilterList {
+                operator: 1,
+                filters: vec![
+                    row_filter.clone(),
+                    hbase::Filter {
+                        name: "org.apache.hadoop.hbase.filter.PageFilter".into(),
+                        serialized_filter: Some(
+                            hbase::PageFilter { page_size: 10 }.encode_to_vec().into(),
+                        ),
+                    },
+                ],
+            }
+            .encode_to_vec()
+            .into(),
+        ),
+    };
+    let mut cells = BytesMut::new();
+    cellblock::put_cell(&mut cells, b"row1", b"f", b"q", 5, CellType::Put, b"v1");
+    cellblock::put_cell(&mut cells, b"row1", b"f", b"r", 5, CellType::Put, b"v2");
+    let put = hbase::MutationProto {
+        row: Some(Bytes::from_static(b"row1")),
+        mutate_type: Some(hbase::mutation_proto::MutationType::Put as i32),
+        associated_cell_count: Some(2),
+        ..Default::default()
+    };
+    let delete = hbase::MutationProto {
+        row: Some(Bytes::from_static(b"row2")),
+        mutate_type: Some(hbase::mutation_proto::MutationType::Delete as i32),
+        ..Default::default()
+    };
+    let get = hbase::Get {
+        row: Bytes::from_static(b"row1"),
+        column: vec![hbase::Column {
+            family: Bytes::from_static(b"f"),
+            qualifier: vec![Bytes::from_static(b"q")],
+        }],
+        filter: Some(row_filter.clone()),
+        ..Default::default()
+    };
+    let family = hbase::ColumnFamilySchema {
+        name: Bytes::from_static(b"f"),
+        attributes: vec![
+            hbase::BytesBytesPair {
+                first: Bytes::from_static(b"VERSIONS"),
+                second: Bytes::from_static(b"3"),
+            },
+            hbase::BytesBytesPair {
+                first: Bytes::from_static(b"COMPRESSION"),
+                second: Bytes::from_static(b"SNAPPY"),
+            },
+        ],
+        configuration: vec![],
+    };
+    // Seed name, service, method, param, cell block.
+    type Call = (&'static str, &'static str, &'static str, Vec<u8>, Vec<u8>);
+    let calls: Vec<Call> = vec![
+        (
+            "get",
+            "ClientService",
+            "Get",
+            hbase::GetRequest {
+                region: spec.clone(),
+                get: get.clone(),
+            }
+            .encode_to_vec(),
+            vec![],
+        ),
+        (
+            "mutate",
+            "ClientService",
+            "Mutate",
+            hbase::MutateRequest {
+                region: spec.clone(),
+                mutation: put.clone(),
+                ..Default::default()
+            }
+            .encode_to_vec(),
+            cells.to_vec(),
+        ),
+        (
+            "multi",
+            "ClientService",
+            "Multi",
+            hbase::MultiRequest {
+                region_action: vec![hbase::RegionAction {
+                    region: spec.clone(),
+                    atomic: Some(false),
+                    action: vec![
+                        hbase::Action {
+                            index: Some(0),
+                            mutation: Some(put),
+                            ..Default::default()
+                        },
+                        hbase::Action {
+                            index: Some(1),
+                            mutation: Some(delete),
+                            ..Default::default()
+                        },
+                        hbase::Action {
+                            index: Some(2),
+                            get: Some(get),
+                            ..Default::default()
+                        },
+                    ],
+                    ..Default::default()
+                }],
+                ..Default::default()
+            }
+            .encode_to_vec(),
+            cells.to_vec(),
+        ),
+        (
+            "scan",
+            "ClientService",
+            "Scan",
+            hbase::ScanRequest {
+                region: Some(spec.clone()),
+                scan: Some(hbase::Scan {
+                    start_row: Some(Bytes::from_static(b"a")),
+                    filter: Some(list),
+                    ..Default::default()
+                }),
+                number_of_rows: Some(100),
+                ..Default::default()
+            }
+            .encode_to_vec(),
+            vec![],
+        ),
+        (
+            "scan-meta",
+            "ClientService",
+            "Scan",
+            hbase::ScanRequest {
+                region: Some(meta),
+                scan: Some(hbase::Scan {
+                    start_row: Some(Bytes::from_static(b"t1,,")),
+                    reversed: Some(true),
+                    ..Default::default()
+                }),
+                ..Default::default()
+            }
+            .encode_to_vec(),
+            vec![],
+        ),
+        (
+            "create-table",
+            "MasterService",
+            "CreateTable",
+            hbase::CreateTableRequest {
+                table_schema: hbase::TableSchema {
+                    table_name: Some(table.clone()),
+                    column_families: vec![family.clone()],
+                    ..Default::default()
+                },
+                split_keys: vec![Bytes::from_static(b"m")],
+                ..Default::default()
+            }
+            .encode_to_vec(),
+            vec![],
+        ),
+        (
+            "add-column",
+            "MasterService",
+            "AddColumn",
+            hbase::AddColumnRequest {
+                table_name: table.clone(),
+                column_families: family,
+                ..Default::default()
+            }
+            .encode_to_vec(),
+            vec![],
+        ),
+        (
+            "table-names",
+            "MasterService",
+            "GetTableNames",
+            hbase::GetTableNamesRequest {
+                regex: Some("t.*".into()),
+                namespace: Some("default".into()),
+                ..Default::default()
+            }
+            .encode_to_vec(),
+            vec![],
+        ),
+        (
+            "region-info",
+            "AdminService",
+            "GetRegionInfo",
+            hbase::GetRegionInfoRequest {
+                region: spec,
+                ..Default::default()
+            }
+            .encode_to_vec(),
+            vec![],
+        ),
+    ];
+    for (name, service, method, param, cells) in calls {
+        out.push((
+            "hbase_request",
+            name.to_string(),
+            prefixed(sel(service, method), &param, &cells),
+        ));
+        if name == "get" || name == "multi" {
+            let header = hbase::RequestHeader {
+                call_id: Some(3),
+                method_name: Some(method.to_string()),
+                request_param: Some(true),
+                cell_block_meta: (!cells.is_empty()).then_some(hbase::CellBlockMeta {
+                    length: Some(cells.len() as u32),
+                }),
+                ..Default::default()
+            };
+            let mut v = b"HBas\x00\x50".to_vec();
+            v.extend_from_slice(&header.encode_length_delimited_to_vec());
+            let _ = prost::encode_length_delimiter(param.len(), &mut v);
+            v.extend_from_slice(&param);
+            v.extend_from_slice(&cells);
+            out.push(("hbase_frame", format!("request-{name}"), v));
+        }
+    }
+    let header = hbase::ConnectionHeader {
+        user_info: Some(hbase::UserInformation {
+            effective_user: "alice".into(),
+            real_user: None,
+        }),
+        service_name: Some("ClientService".into()),
+        cell_block_codec_class: Some(hbase_wire::KEY_VALUE_CODEC.into()),
+        ..Default::default()
+    };
+    let mut f = BytesMut::new();
+    hbase_wire::encode_connection_header(&mut f, &header);
+    let mut v = b"HBas\x00\x50".to_vec();
+    v.extend_from_slice(&f[4..]);
+    out.push(("hbase_frame", "connection-header".into(), v));
+    let mut f = BytesMut::new();
+    hbase_wire::encode_exception(
+        &mut f,
+        4,
+        "org.apache.hadoop.hbase.DoNotRetryIOException",
+        "no",
+        true,
+    );
+    let mut v = b"Regist".to_vec();
+    v.extend_from_slice(&f[4..]);
+    out.push(("hbase_frame", "exception".into(), v));
+}
+
+fn storage(out: &mut Vec<Seed>) {
+    let mem = MemFs::new();
+    let fs: FsRef = mem.clone();
+    let configs = [
+        ("plain-rowbloom", Compression::None, BloomType::Row, 40),
+        ("lz4-rowcol", Compression::Lz4, BloomType::RowCol, 40),
+        ("zstd-nobloom", Compression::Zstd, BloomType::None, 40),
+        ("snappy-row", Compression::Snappy, BloomType::Row, 40),
+        ("empty", Compression::None, BloomType::Row, 0),
+    ];
+    for (name, compression, bloom, cells) in configs {
+        let path = Path::new("/seed").join(format!("{name}.sf"));
+        let opts = StoreFileOptions {
+            block_size: 256,
+            compression,
+            bloom,
+            bloom_bits_per_key: 10,
+            restart_interval: 4,
+        };
+        let mut w = StoreFileWriter::create(&fs, &path, opts).expect("memory");
+        for i in 0..cells {
+            let row = format!("row{:03}", i / 3);
+            let key = make_key(
+                row.as_bytes(),
+                format!("q{}", i % 3).as_bytes(),
+                100,
+                CellType::Put,
+                i as u64 + 1,
+            );
+            w.add(&key, format!("value-{i}-{}", "x".repeat(i % 7)).as_bytes())
+                .expect("ordered keys");
+        }
+        w.finish().expect("memory");
+        let file = mem.get(&path).expect("written");
+        for flags in [0u8, 7] {
+            let mut v = vec![flags];
+            v.extend_from_slice(&file);
+            out.push(("storefile", format!("{name}-{flags}"), v));
+        }
+    }
+    let entries: Vec<(Vec<u8>, Vec<u8>)> = (0..20)
+        .map(|i| {
+            (
+                make_key(format!("r{i:02}").as_bytes(), b"q", 7, CellType::Put, i),
+                vec![b'v'; i as usize % 5],
+            )
+        })
+        .collect();
+    for interval in [1, 16] {
+        let raw = cellar_storage::storefile::fuzzing::encode_block(&entries, interval);
+        let mut v = vec![0u8];
+        v.extend_from_slice(&raw);
+        out.push(("storefile_block", format!("raw-{interval}"), v));
+        for code in [1u8, 2, 3] {
+            if let Some(c) = cellar_storage::storefile::fuzzing::compress_payload(code, &raw) {
+                let mut v = vec![code];
+                v.extend_from_slice(&c);
+                out.push(("storefile_block", format!("codec{code}-{interval}"), v));
+            }
+        }
+    }
+
+    let info = RegionInfo {
+        id: 42,
+        start_key: Bytes::from_static(b"b\x00\xff"),
+        end_key: Bytes::from_static(b"m"),
+    };
+    let dir = Path::new("/seed/region");
+    descriptor::write(&*mem, dir, &info, &schema()).expect("memory");
+    let file = mem
+        .get(&dir.join(descriptor::DESCRIPTOR_FILE))
+        .expect("written");
+    out.push((
+        "region_descriptor",
+        "file".into(),
+        [&[0u8][..], &file].concat(),
+    ));
+    let body = file.get(16..file.len() - 4).unwrap_or_default();
+    out.push((
+        "region_descriptor",
+        "body".into(),
+        [&[1u8][..], body].concat(),
+    ));
+
+    let r = store_files::Reference {
+        parent: "/data/t1/0001/f/00000000000000a1.sf".into(),
+        start: b"m".to_vec(),
+        end: vec![],
+    };
+    let p = Path::new("/seed/ref");
+    r.write(&fs, p).expect("memory");
+    out.push((
+        "store_refs",
+        "reference".into(),
+        [&[0u8][..], &mem.get(p).expect("written")].concat(),
+    ));
+    let inputs = vec![
+        store_files::store_file_name(1),
+        store_files::store_file_name(2),
+        store_files::ref_file_name(3),
+    ];
+    let p = Path::new("/seed/marker");
+    store_files::write_marker(&fs, p, &inputs).expect("memory");
+    out.push((
+        "store_refs",
+        "marker".into(),
+        [&[1u8][..], &mem.get(p).expect("written")].concat(),
+    ));
+
+    let key1 = make_key(b"row1", b"q", 5, CellType::Put, 11);
+    let key2 = make_key(b"row1", b"", 5, CellType::DeleteFamily, 11);
+    let mut payload = Vec::new();
+    edit::encode(&mut payload, &[(b"f", &key1, b"value"), (b"g", &key2, b"")]);
+    out.push(("wal_edit", "two-cells".into(), payload.clone()));
+    let mut seg = walfmt::segment_header().to_vec();
+    for (region, seq) in [(7u64, 11u64), (7, 12), (9, 1)] {
+        seg.extend_from_slice(&walfmt::record_header(region, seq, &payload).expect("fits"));
+        seg.extend_from_slice(&payload);
+    }
+    out.push((
+        "wal_segment",
+        "three-records".into(),
+        [&[0u8][..], &seg].concat(),
+    ));
+    let torn = &seg[..seg.len() - 3];
+    out.push((
+        "wal_segment",
+        "torn-tail".into(),
+        [&[2u8][..], torn].concat(),
+    ));
+}
+
+fn text(out: &mut Vec<Seed>) {
+    let scripts = [
+        "create 't1', 'f', {NAME => 'g', VERSIONS => 3, COMPRESSION => 'LZ4'}",
+        "put 't1', 'row1', 'f:q', \"v\\x00\\xff\"; get 't1', 'row1'",
+        "scan 't1', {STARTROW => 'a', LIMIT => 10, FILTER => \"PrefixFilter('r') AND ValueFilter(=, 'binary:x')\"}",
+        "alter 't1', NAME => 'f', METHOD => 'delete'\n# comment\nlist\n",
+        "incr 't1', 'r', 'f:n', 5\ndeleteall 't1', 'r'\nget 't1', 'r', {COLUMNS => ['f:a', 'f:b'], TIMERANGE => [0, 9]}",
+    ];
+    for (i, s) in scripts.iter().enumerate() {
+        out.push(("shell_parser", format!("script-{i}"), s.as_bytes().to_vec()));
+    }
+    let filters = [
+        "PrefixFilter('row') AND (QualifierFilter(>=, 'binary:b') OR ValueFilter(!=, 'regexstring:^x.*'))",
+        "SKIP ValueFilter(=, 'substring:abc')",
+        "WHILE RowFilter(<, 'binaryprefix:m')",
+        "SingleColumnValueFilter('f', 'q', =, 'binary:v', true, false)",
+        "ColumnRangeFilter('a', true, 'z', false) AND PageFilter(10) AND KeyOnlyFilter()",
+        "FirstKeyOnlyFilter() OR TimestampsFilter(1, 5, 9) OR ColumnCountGetFilter(2)",
+    ];
+    for (i, f) in filters.iter().enumerate() {
+        out.push(("filter_lang", format!("filter-{i}"), f.as_bytes().to_vec()));
+    }
+    let configs = [
+        "data_dir = \"./cellar-data\"\nlisten = \"127.0.0.1:16200\"\n\n[rpc]\nhandler_count = 30\nmax_queued_calls = 300\nmax_request_bytes = 67108864\nio_threads = 2\ninline_gets = true\n\n[scanner]\nlease_ms = 60000\n\n[split]\nauto = true\ninitial_bytes = 67108864\nmax_bytes = 10737418240\n\n[storage]\nblock_cache_bytes = 268435456\ncompaction_ratio = 1.2\nblocking_wait_ms = 10000\n",
+        "[rpc]\nhandler_count = 64\n[storage]\nblock_cache_bytes = 8589934592\n",
+    ];
+    for (i, c) in configs.iter().enumerate() {
+        out.push(("config", format!("config-{i}"), c.as_bytes().to_vec()));
+    }
+}
