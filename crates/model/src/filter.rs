@@ -8,6 +8,8 @@
 //! created once per region scanner because some filters keep state (page counts rows).
 
 mod compare;
+
+pub use compare::{compile_regex, MAX_REGEX_BYTES};
 mod eval;
 #[cfg(test)]
 mod tests;

@@ -129,8 +129,14 @@ fn index_handles(block: &[u8]) -> Vec<(u64, u64)> {
     out
 }
 
-/// Recomputes the CRC of every WAL record that fits, from the segment header on.
+/// Recomputes the checksums of every WAL record that fits, from the segment header on, as the
+/// header's version frames them (version 2: payload CRC and salted header CRC; version 1: one
+/// CRC).
 pub fn wal_segment(seg: &mut [u8]) {
+    if u32_le(seg, 8) == Some(2) {
+        wal_segment_v2(seg);
+        return;
+    }
     const HEADER_LEN: usize = 12;
     const RECORD_HEADER_LEN: usize = 24;
     let mut pos = HEADER_LEN;
@@ -144,6 +150,26 @@ pub fn wal_segment(seg: &mut [u8]) {
             &seg[pos + RECORD_HEADER_LEN..end],
         );
         seg[pos..pos + 4].copy_from_slice(&crc.to_le_bytes());
+        pos = end;
+    }
+}
+
+fn wal_segment_v2(seg: &mut [u8]) {
+    const HEADER_LEN: usize = 20;
+    const RECORD_HEADER_LEN: usize = 28;
+    let Some(salt) = seg.get(12..20).map(<[u8]>::to_vec) else {
+        return;
+    };
+    let mut pos = HEADER_LEN;
+    while let Some(len) = u32_le(seg, pos) {
+        let end = match (pos + RECORD_HEADER_LEN).checked_add(len as usize) {
+            Some(e) if e <= seg.len() => e,
+            _ => return,
+        };
+        let pcrc = crc32c::crc32c(&seg[pos + RECORD_HEADER_LEN..end]);
+        seg[pos + 20..pos + 24].copy_from_slice(&pcrc.to_le_bytes());
+        let hcrc = crc32c::crc32c_append(crc32c::crc32c(&salt), &seg[pos..pos + 24]);
+        seg[pos + 24..pos + 28].copy_from_slice(&hcrc.to_le_bytes());
         pos = end;
     }
 }

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use cellar_model::{Error, Result};
-use cellar_storage::fs::{FileSystem, RandomAccessFile, WritableFile};
+use cellar_storage::fs::{FileSyncer, FileSystem, LockGuard, RandomAccessFile, WritableFile};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -43,13 +43,25 @@ fn not_found(path: &Path) -> Error {
 struct MemWriter {
     path: PathBuf,
     data: Vec<u8>,
+    /// Bytes of `data` already published (handed to "the OS").
+    published: usize,
     files: Arc<Mutex<BTreeMap<PathBuf, Bytes>>>,
 }
 
 impl MemWriter {
-    fn publish(&self) {
+    fn publish(&mut self) {
         let mut files = self.files.lock().unwrap_or_else(|p| p.into_inner());
         files.insert(self.path.clone(), Bytes::copy_from_slice(&self.data));
+        self.published = self.data.len();
+    }
+}
+
+/// Memory is as durable as it gets: nothing to do.
+struct MemSyncer;
+
+impl FileSyncer for MemSyncer {
+    fn sync(&self) -> Result<()> {
+        Ok(())
     }
 }
 
@@ -71,6 +83,12 @@ impl WritableFile for MemWriter {
     }
     fn path(&self) -> &Path {
         &self.path
+    }
+    fn discard_buffer(&mut self) {
+        self.data.truncate(self.published);
+    }
+    fn syncer(&self) -> Result<Arc<dyn FileSyncer>> {
+        Ok(Arc::new(MemSyncer))
     }
 }
 
@@ -112,6 +130,7 @@ impl FileSystem for MemFs {
         Ok(Box::new(MemWriter {
             path: path.to_path_buf(),
             data: Vec::new(),
+            published: 0,
             files: Arc::clone(&self.files),
         }))
     }
@@ -161,5 +180,8 @@ impl FileSystem for MemFs {
     }
     fn sync_dir(&self, _dir: &Path) -> Result<()> {
         Ok(())
+    }
+    fn lock(&self, _path: &Path) -> Result<LockGuard> {
+        Ok(Box::new(()))
     }
 }

@@ -691,11 +691,23 @@ fn storage(out: &mut Vec<Seed>) {
     let key1 = make_key(b"row1", b"q", 5, CellType::Put, 11);
     let key2 = make_key(b"row1", b"", 5, CellType::DeleteFamily, 11);
     let mut payload = Vec::new();
-    edit::encode(&mut payload, &[(b"f", &key1, b"value"), (b"g", &key2, b"")]);
+    edit::encode(
+        &mut payload,
+        None,
+        &[(b"f", &key1, b"value"), (b"g", &key2, b"")],
+    );
     out.push(("wal_edit", "two-cells".into(), payload.clone()));
-    let mut seg = walfmt::segment_header().to_vec();
+    let mut with_nonce = Vec::new();
+    let nonce = cellar_model::Nonce {
+        group: 77,
+        nonce: 1001,
+    };
+    edit::encode(&mut with_nonce, Some(nonce), &[(b"f", &key1, b"8bytes!!")]);
+    out.push(("wal_edit", "nonce".into(), with_nonce));
+    let framer = walfmt::RecordFramer::new(crate::targets::FUZZ_SALT);
+    let mut seg = walfmt::segment_header(crate::targets::FUZZ_SALT).to_vec();
     for (region, seq) in [(7u64, 11u64), (7, 12), (9, 1)] {
-        seg.extend_from_slice(&walfmt::record_header(region, seq, &payload).expect("fits"));
+        seg.extend_from_slice(&framer.header(region, seq, &payload).expect("fits"));
         seg.extend_from_slice(&payload);
     }
     out.push((

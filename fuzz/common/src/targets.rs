@@ -580,8 +580,8 @@ pub fn store_refs(data: &[u8]) {
     }
 }
 
-/// A WAL edit payload (the cells of one row mutation). One that decodes is exactly what the
-/// encoder writes for its cells.
+/// A WAL edit payload (the cells of one row mutation, with a nonce in version 2). One that
+/// decodes is exactly what the encoder writes for its cells and nonce.
 pub fn wal_edit(data: &[u8]) {
     let Ok(cells) = edit::decode(data, "fuzz edit") else {
         return;
@@ -589,69 +589,83 @@ pub fn wal_edit(data: &[u8]) {
     let triples: Vec<(&[u8], &[u8], &[u8])> =
         cells.iter().map(|c| (c.family, c.key, c.value)).collect();
     let mut out = Vec::new();
-    edit::encode(&mut out, &triples);
+    edit::encode(&mut out, edit::nonce(data), &triples);
     assert_eq!(out, data, "edit does not round-trip");
 }
 
-/// `flags | segment`: a WAL segment (flag 1 puts a valid segment header in front; flag 2
-/// repairs record CRCs, [`fixup::wal_segment`]): the header check, records walked with
-/// `decode_at`, `replay_segment`, and each record's payload as an edit. Replayed records
-/// framed again must replay the same.
+/// The salt of the segment header flag 1 puts in front of a `wal_segment` input.
+pub const FUZZ_SALT: u64 = 0x5eed_5a17_f022;
+
+/// `flags | segment`: a WAL segment (flag 1 puts a valid version 2 segment header in front;
+/// flag 2 repairs record checksums, [`fixup::wal_segment`]): the header check, records walked
+/// with `decode_at`, `replay_segment`, and each record's payload as an edit. Replayed records
+/// framed again (version 2) must replay the same, with no damage.
 pub fn wal_segment(data: &[u8]) {
     let Some((&flags, rest)) = data.split_first() else {
         return;
     };
     let mut seg = Vec::with_capacity(rest.len() + walfmt::HEADER_LEN);
     if flags & 1 != 0 {
-        seg.extend_from_slice(&walfmt::segment_header());
+        seg.extend_from_slice(&walfmt::segment_header(FUZZ_SALT));
     }
     seg.extend_from_slice(rest);
     if flags & 2 != 0 {
         fixup::wal_segment(&mut seg);
     }
-    let header_ok = walfmt::check_segment_header("fuzz-segment", &seg).is_ok();
-    for p in 0..seg.len().min(32) {
-        let _ = walfmt::decode_at(&seg, p);
-    }
+    let header = walfmt::check_segment_header("fuzz-segment", &seg);
     let mut walked = Vec::new();
-    let mut pos = walfmt::HEADER_LEN;
-    while let walfmt::Decoded::Record {
-        region,
-        seq,
-        payload,
-        next,
-    } = walfmt::decode_at(&seg, pos)
-    {
-        assert!(next > pos, "decode_at does not advance");
-        walked.push((region, seq, Bytes::copy_from_slice(&seg[payload])));
-        pos = next;
-        if walked.len() >= MAX_ENTRIES {
-            return;
+    if let Ok(h) = &header {
+        for p in 0..seg.len().min(32) {
+            let _ = walfmt::decode_at(h, &seg, p);
+        }
+        let mut pos = h.len;
+        while let walfmt::Decoded::Record {
+            region,
+            seq,
+            payload,
+            next,
+        } = walfmt::decode_at(h, &seg, pos)
+        {
+            assert!(next > pos, "decode_at does not advance");
+            walked.push((region, seq, Bytes::copy_from_slice(&seg[payload])));
+            pos = next;
+            if walked.len() >= MAX_ENTRIES {
+                return;
+            }
         }
     }
     let seg = Bytes::from(seg);
     let Ok(replay) = wal::replay_segment("fuzz-segment", &seg) else {
         return;
     };
-    assert!(header_ok, "replay accepted a bad header");
+    let Ok(header) = header else {
+        panic!("replay accepted a bad header");
+    };
     let got: Vec<_> = replay
         .records
         .iter()
         .map(|r| (r.region, r.seq, r.payload.clone()))
         .collect();
     assert_eq!(got, walked, "replay and decode_at disagree");
+    if let Some(d) = &replay.damage {
+        assert!(d.offset as usize >= header.len, "damage inside the header");
+    }
     for r in &replay.records {
         let _ = edit::decode(&r.payload, "fuzz record");
     }
-    let mut again = walfmt::segment_header().to_vec();
+    let salt = header.salt ^ 1;
+    let framer = walfmt::RecordFramer::new(salt);
+    let mut again = walfmt::segment_header(salt).to_vec();
     for r in &replay.records {
-        let h = walfmt::record_header(r.region, r.seq, &r.payload).expect("payload fits");
+        let h = framer
+            .header(r.region, r.seq, &r.payload)
+            .expect("payload fits");
         again.extend_from_slice(&h);
         again.extend_from_slice(&r.payload);
     }
     let back =
         wal::replay_segment("fuzz-segment", &Bytes::from(again)).expect("re-framed records replay");
-    assert!(back.torn.is_none(), "re-framed records leave a torn tail");
+    assert!(back.damage.is_none(), "re-framed records leave damage");
     assert_eq!(
         back.records, replay.records,
         "WAL records do not round-trip"

@@ -18,10 +18,17 @@ pub(super) enum Matcher {
     Regex(Option<regex::Regex>),
 }
 
+/// The most memory a client's regular expression may compile to (the regex crate's default is
+/// 10 MiB): a pattern like `(x{1000}){1000}` in a filter would otherwise cost the server that
+/// much memory and its compile time per request. Past it the filter is refused, naming it.
+pub const MAX_REGEX_BYTES: usize = 1 << 20;
+
 /// Compiles a pattern the way HBase's regex comparator does: `.` also matches newlines.
-pub(super) fn compile_regex(pattern: &str) -> Result<regex::Regex> {
+pub fn compile_regex(pattern: &str) -> Result<regex::Regex> {
     regex::RegexBuilder::new(pattern)
         .dot_matches_new_line(true)
+        .size_limit(MAX_REGEX_BYTES)
+        .dfa_size_limit(MAX_REGEX_BYTES)
         .build()
         .map_err(|e| Error::InvalidArgument(format!("invalid regular expression '{pattern}': {e}")))
 }
@@ -74,6 +81,14 @@ mod tests {
 
     fn m(c: Comparator) -> Matcher {
         Matcher::new(&c)
+    }
+
+    #[test]
+    fn a_pattern_compiling_past_the_bound_is_refused_naming_it() {
+        assert!(compile_regex("^user[0-9]+$").is_ok());
+        let huge = "(x{1000}){1000}";
+        let err = compile_regex(huge).expect_err("too big").to_string();
+        assert!(err.contains(huge) && err.contains("size limit"), "{err}");
     }
 
     #[test]

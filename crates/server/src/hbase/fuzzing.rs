@@ -90,7 +90,7 @@ fn table_schema(t: &hbase::TableSchema) -> Result<()> {
 /// One mutation as the handlers take it: its cells off the block first, then the whole-row
 /// expansion, then the condition.
 fn mutation(m: &hbase::MutationProto, cells: &mut CellReader) -> Result<convert::HMutation> {
-    let mut m2 = convert::mutation_from_hbase(m, cells)?;
+    let mut m2 = convert::mutation_from_hbase(m, Some(77), cells)?;
     m2.expand_whole_row(
         FAMILIES.map(Bytes::from_static),
         convert::mutation_timestamp(m),

@@ -539,9 +539,13 @@ impl Selection {
         let regex = regex
             .filter(|r| !r.is_empty())
             .map(|r| {
-                regex::Regex::new(&format!("^(?:{r})$")).map_err(|e| {
-                    HbaseError::do_not_retry(format!("invalid table name pattern '{r}': {e}"))
-                })
+                regex::RegexBuilder::new(&format!("^(?:{r})$"))
+                    .size_limit(cellar_model::filter::MAX_REGEX_BYTES)
+                    .dfa_size_limit(cellar_model::filter::MAX_REGEX_BYTES)
+                    .build()
+                    .map_err(|e| {
+                        HbaseError::do_not_retry(format!("invalid table name pattern '{r}': {e}"))
+                    })
             })
             .transpose()?;
         Ok(Selection {
