@@ -16,19 +16,26 @@ fn open(dir: &Path) -> (std::sync::Arc<Wal>, Vec<cellar_storage::wal::WalRecord>
     Wal::open(LocalFs::shared(), dir, opts).expect("open")
 }
 
+/// The segment files in `dir` (the lock file aside).
 fn on_disk(dir: &Path) -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
         .expect("read dir")
         .map(|e| e.expect("entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "log"))
         .collect();
     v.sort();
     v
 }
 
+/// Logs `seqs` of `region`, rolling after every tenth record: segments are rolled by the log's
+/// background thread when it gets to it, so the test rolls itself to know where records go.
 fn log(wal: &Wal, region: u64, seqs: std::ops::Range<u64>) {
     for seq in seqs {
         let t = wal.append(region, seq, &[b'x'; 100]).expect("append");
         wal.sync(t, Durability::SyncWal).expect("sync");
+        if seq % 10 == 0 {
+            wal.roll().expect("roll");
+        }
     }
 }
 
