@@ -8,6 +8,7 @@
 
 pub mod catalog;
 pub mod config;
+pub mod coord;
 pub mod hbase;
 pub mod http;
 pub mod meta;
@@ -19,5 +20,6 @@ pub mod scanners;
 pub mod service;
 pub mod split;
 pub mod standalone;
+pub mod testing;
 
 pub use config::ServerConfig;

@@ -1,0 +1,137 @@
+//! Real services for tests and local clusters: a ZooKeeper server on loopback, started from
+//! the system's installation (Debian's `zookeeper` package), stopped by PID when dropped.
+
+use std::io::{Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Where Debian installs ZooKeeper's launcher; `CELLAR_ZOOKEEPER_SERVER` overrides it.
+const ZK_SERVER_SH: &str = "/usr/share/zookeeper/bin/zkServer.sh";
+/// How long a JVM may take to start ZooKeeper on a loaded 2-core machine.
+const START_TIMEOUT: Duration = Duration::from_secs(90);
+
+/// A standalone ZooKeeper server on 127.0.0.1 with its own data directory.
+pub struct ZooKeeper {
+    child: Child,
+    /// `127.0.0.1:PORT`.
+    pub addr: String,
+    dir: PathBuf,
+}
+
+impl ZooKeeper {
+    /// Starts a ZooKeeper on a free loopback port and waits until it answers `ruok`.
+    /// `tick_ms` sets ZooKeeper's tick (session timeouts are clamped to 2..60 000 ms here, so
+    /// tests can ask for short sessions).
+    pub fn start(tick_ms: u32) -> Result<ZooKeeper, String> {
+        let launcher = std::env::var("CELLAR_ZOOKEEPER_SERVER").unwrap_or(ZK_SERVER_SH.into());
+        if !std::path::Path::new(&launcher).exists() {
+            return Err(format!(
+                "ZooKeeper is not installed: {launcher} is missing (apt-get install zookeeper)"
+            ));
+        }
+        let port = free_port()?;
+        let dir = std::env::temp_dir().join(format!(
+            "cellar-zk-{}-{port}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.subsec_nanos())
+                .unwrap_or(0)
+        ));
+        std::fs::create_dir_all(dir.join("data"))
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let config = dir.join("zoo.cfg");
+        let text = format!(
+            "tickTime={tick_ms}\ndataDir={}\nclientPort={port}\nclientPortAddress=127.0.0.1\n\
+             admin.enableServer=false\nminSessionTimeout={}\nmaxSessionTimeout=60000\n\
+             4lw.commands.whitelist=ruok,srvr\n",
+            dir.join("data").display(),
+            2 * tick_ms,
+        );
+        std::fs::write(&config, text)
+            .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
+        let log = std::fs::File::create(dir.join("zookeeper.out"))
+            .map_err(|e| format!("cannot create the ZooKeeper log: {e}"))?;
+        let log2 = log
+            .try_clone()
+            .map_err(|e| format!("cannot create the ZooKeeper log: {e}"))?;
+        // start-foreground execs the JVM: the child's PID is ZooKeeper's.
+        let child = Command::new(&launcher)
+            .arg("start-foreground")
+            .arg(&config)
+            .env("ZOO_LOG_DIR", &dir)
+            .env("JVMFLAGS", "-Xmx256m -XX:+UseSerialGC")
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2)
+            .spawn()
+            .map_err(|e| format!("cannot start {launcher}: {e}"))?;
+        let mut zk = ZooKeeper {
+            child,
+            addr: format!("127.0.0.1:{port}"),
+            dir,
+        };
+        zk.wait_ready()?;
+        Ok(zk)
+    }
+
+    fn wait_ready(&mut self) -> Result<(), String> {
+        let deadline = Instant::now() + START_TIMEOUT;
+        while Instant::now() < deadline {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Err(format!(
+                    "ZooKeeper exited ({status}) before it served:\n{}",
+                    self.log()
+                ));
+            }
+            if four_letter(&self.addr, "ruok").as_deref() == Some("imok") {
+                return Ok(());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        Err(format!(
+            "ZooKeeper did not answer on {} within {START_TIMEOUT:?}:\n{}",
+            self.addr,
+            self.log()
+        ))
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// What ZooKeeper printed.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("zookeeper.out")).unwrap_or_default()
+    }
+}
+
+impl Drop for ZooKeeper {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Sends a four-letter command; the answer, if any came within a second.
+fn four_letter(addr: &str, word: &str) -> Option<String> {
+    let addr: SocketAddr = addr.parse().ok()?;
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(1)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(1))).ok()?;
+    s.write_all(word.as_bytes()).ok()?;
+    let mut out = String::new();
+    s.read_to_string(&mut out).ok()?;
+    Some(out.trim().to_string())
+}
+
+/// A port free on 127.0.0.1 a moment ago.
+pub fn free_port() -> Result<u16, String> {
+    let l =
+        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot find a free port: {e}"))?;
+    l.local_addr()
+        .map(|a| a.port())
+        .map_err(|e| format!("cannot find a free port: {e}"))
+}
