@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The HBase compatibility check: starts a `cellar standalone` with its HBase front end (or, with
 # --against-hbase, a real Apache HBase 2.6.4 to validate the tests themselves), runs the JUnit
-# suite in java/hbase-compat-tests through the unmodified hbase-client, then the `kill -9` test
+# suite in java/hbase-compat-tests through the unmodified hbase-client — once through the
+# ZooKeeper-free RPC registry, once more with nothing but `hbase.zookeeper.quorum` (Cellar runs
+# with --zk against a ZooKeeper this script starts, scripts/zookeeper.sh) — then the `kill -9` test
 # (scripts/hbase-kill.sh: the Java client writes while Cellar is killed and restarted; counted as
 # one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends
 # with one summary line
@@ -58,6 +60,7 @@ cleanup() {
   if (( against_hbase )); then
     "$repo/scripts/hbase/stop.sh" "$work/hbase" >&2 || true
   fi
+  "$repo/scripts/zookeeper.sh" stop "$work/zookeeper" >&2 || true
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -82,9 +85,13 @@ check_interval_ms = 200
 memstore_flush_bytes = 131072
 TOML
   mkdir -p "$work/cellar-data"
+  zk_line="$("$repo/scripts/zookeeper.sh" start "$work/zookeeper")" \
+    || die "starting ZooKeeper failed (scripts/zookeeper.sh, log: $work/zookeeper/zookeeper.out)"
+  zk="${zk_line#zookeeper=}"
+  echo "ZooKeeper at $zk" >&2
   "$cellar_bin" standalone --data-dir "$work/cellar-data" --listen 127.0.0.1:0 \
     --http-listen 127.0.0.1:0 --hbase-listen 127.0.0.1:0 --config "$work/cellar.toml" \
-    >"$work/cellar.out" 2>"$work/cellar.log" &
+    --zk "$zk" >"$work/cellar.out" 2>"$work/cellar.log" &
   server_pid=$!
   addr=""
   for _ in $(seq 1 120); do
@@ -119,6 +126,23 @@ else
 fi
 # Maven failed without a test failing (compile error, timeout, crash): count it.
 if (( mvn_status != 0 && failed == 0 )); then failed=1; fi
+
+# The same suite again, the client told only where ZooKeeper is (its default registry).
+if (( ! against_hbase )); then
+  echo "running the JUnit suite again with only hbase.zookeeper.quorum=$zk..." >&2
+  timeout 1200 mvn -B -f "$suite/pom.xml" test "-Dcellar.hbase.bootstrap=$addr" \
+    "-Dcellar.hbase.zookeeper=$zk" "-Dcellar.autosplit=$autosplit" 2>&1 | tee "$work/junit-zk.log" >&2
+  zk_status=${PIPESTATUS[0]}
+  summary="$(grep -E 'Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+ *$' "$work/junit-zk.log" | tail -n1)"
+  zk_failed=0
+  if [[ -n "$summary" ]]; then
+    read -r run fails errs skipped < <(sed -E 's/.*Tests run: ([0-9]+), Failures: ([0-9]+), Errors: ([0-9]+), Skipped: ([0-9]+).*/\1 \2 \3 \4/' <<<"$summary")
+    passed=$((passed + run - fails - errs - skipped))
+    zk_failed=$((fails + errs))
+  fi
+  if (( zk_status != 0 && zk_failed == 0 )); then zk_failed=1; fi
+  failed=$((failed + zk_failed))
+fi
 
 # --- kill -9 while the Java client writes (Cellar only: it kills and restarts its own server) --
 if (( with_kill && ! against_hbase )); then

@@ -27,6 +27,16 @@ cargo fmt --all -- --check || { echo "0 passed, 1 failed"; exit 1; }
 log "cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings || { echo "0 passed, 1 failed"; exit 1; }
 
+# The coordination tests start a real ZooKeeper (Debian's package; it brings a Java runtime).
+if [ ! -x /usr/share/zookeeper/bin/zkServer.sh ]; then
+    log "installing ZooKeeper"
+    sudo_cmd=""
+    if [ "$(id -u)" -ne 0 ]; then sudo_cmd="sudo"; fi
+    if ! { $sudo_cmd apt-get update -q && $sudo_cmd apt-get install -y -q zookeeper; }; then
+        echo "cannot install zookeeper with apt-get; the ZooKeeper tests will fail naming it"
+    fi
+fi
+
 log "cargo test"
 out=$(mktemp)
 cargo test --workspace 2>&1 | tee "$out"

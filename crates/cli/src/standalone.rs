@@ -23,6 +23,10 @@ pub struct Args {
     /// disables it [default: 127.0.0.1:16020].
     #[arg(long, value_name = "HOST:PORT")]
     hbase_listen: Option<String>,
+    /// ZooKeeper ensemble to publish this server in, HBase's way, so HBase clients configured
+    /// with only `hbase.zookeeper.quorum` find it [default: coordination in process].
+    #[arg(long, value_name = "HOST:PORT[,HOST:PORT...]")]
+    zk: Option<String>,
     /// A cellar.toml; the flags above override it (keys: docs/configuration.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -43,6 +47,9 @@ impl Args {
         }
         if let Some(http) = self.http_listen {
             config.http_listen = http;
+        }
+        if let Some(zk) = self.zk {
+            config.cluster.zookeeper = zk;
         }
         if let Some(hbase) = self.hbase_listen {
             config.hbase_listen = if hbase == "off" { String::new() } else { hbase };
@@ -94,12 +101,14 @@ fn announce(server: &Standalone) {
         let _ = writeln!(out, "listening hbase={hbase}");
     }
     let _ = writeln!(out, "data_dir={}", server.data_dir().display());
+    let _ = writeln!(out, "coordination={}", server.coordination().describe());
     let _ = out.flush();
     tracing::info!(
         native = %server.native_addr(),
         http = %server.http_addr(),
         hbase = ?server.hbase_addr(),
         data_dir = %server.data_dir().display(),
+        coordination = %server.coordination().describe(),
         "cellar standalone serving"
     );
 }

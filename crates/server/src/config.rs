@@ -29,6 +29,34 @@ pub struct ServerConfig {
     pub scanner: ScannerConfig,
     pub split: SplitConfig,
     pub storage: StorageSection,
+    pub cluster: ClusterConfig,
+}
+
+/// Coordination (docs/design/0004-cluster.md).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClusterConfig {
+    /// ZooKeeper ensemble, `host:port[,host:port…]` (HBase's `hbase.zookeeper.quorum`);
+    /// empty: coordination in process (one server is the whole cluster).
+    pub zookeeper: String,
+    /// Parent znode of the cluster (HBase's `zookeeper.znode.parent`).
+    pub znode_parent: String,
+    /// ZooKeeper session timeout (HBase's `zookeeper.session.timeout`, 90 s there; the
+    /// ensemble may clamp it to its own bounds).
+    pub zookeeper_session_timeout_ms: u64,
+    /// How long startup waits for ZooKeeper before giving up with an error.
+    pub zookeeper_connect_timeout_ms: u64,
+}
+
+impl Default for ClusterConfig {
+    fn default() -> Self {
+        ClusterConfig {
+            zookeeper: String::new(),
+            znode_parent: "/hbase".to_string(),
+            zookeeper_session_timeout_ms: 30_000,
+            zookeeper_connect_timeout_ms: 10_000,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -133,6 +161,7 @@ impl Default for ServerConfig {
             scanner: ScannerConfig::default(),
             split: SplitConfig::default(),
             storage: StorageSection::default(),
+            cluster: ClusterConfig::default(),
         }
     }
 }
@@ -253,6 +282,14 @@ impl ServerConfig {
             ("split.initial_bytes", self.split.initial_bytes),
             ("split.check_interval_ms", self.split.check_interval_ms),
             (
+                "cluster.zookeeper_session_timeout_ms",
+                self.cluster.zookeeper_session_timeout_ms,
+            ),
+            (
+                "cluster.zookeeper_connect_timeout_ms",
+                self.cluster.zookeeper_connect_timeout_ms,
+            ),
+            (
                 "storage.memstore_flush_bytes",
                 self.storage.memstore_flush_bytes,
             ),
@@ -282,6 +319,28 @@ impl ServerConfig {
                 "rpc.max_connection_in_flight_bytes ({}) is above rpc.max_in_flight_bytes ({})",
                 self.rpc.max_connection_in_flight_bytes, self.rpc.max_in_flight_bytes
             ));
+        }
+        if !self.cluster.znode_parent.starts_with('/') || self.cluster.znode_parent.len() < 2 {
+            return Err(format!(
+                "cluster.znode_parent ({:?}) must be an absolute znode path such as /hbase",
+                self.cluster.znode_parent
+            ));
+        }
+        for host in self
+            .cluster
+            .zookeeper
+            .split(',')
+            .filter(|_| !self.cluster.zookeeper.is_empty())
+        {
+            let ok = host
+                .trim()
+                .rsplit_once(':')
+                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0));
+            if !ok {
+                return Err(format!(
+                    "cluster.zookeeper: {host:?} is not host:port (expected host:port[,host:port...])"
+                ));
+            }
         }
         if self.split.max_bytes < self.split.initial_bytes {
             return Err(format!(

@@ -30,6 +30,8 @@ pub struct StatusInfo {
     pub native_addr: String,
     pub data_dir: PathBuf,
     pub started: Instant,
+    /// The coordination in use: `/status` shows where it is and the session's state.
+    pub coordination: Option<crate::coord::CoordRef>,
 }
 
 /// Where the endpoint's answers come from.
@@ -337,6 +339,10 @@ fn status_json(served: &Served, g: &Gauges) -> String {
             "http": served.http_addr.to_string(),
         },
         "data_dir": info.data_dir.display().to_string(),
+        "coordination": info.coordination.as_ref().map(|c| serde_json::json!({
+            "service": c.describe(),
+            "session": c.session().as_str(),
+        })),
         "rpc": front_end_json(rpc),
         "hbase": served.sources.hbase_metrics.as_deref().map(front_end_json),
         "gauges": {

@@ -1,16 +1,23 @@
 //! One process serving everything: the region server (with the master role and local disk),
 //! its native RPC front end and the metrics/status endpoint — what `cellar standalone` runs.
+//!
+//! Coordination is in process unless `cluster.zookeeper` names an ensemble: then the server
+//! publishes itself there in HBase's layout (cluster id, master, region server, meta
+//! location), so HBase clients configured with only `hbase.zookeeper.quorum` find it.
 
+use crate::coord::local::LocalCoordination;
+use crate::coord::zk::{ZkCoordination, ZkOptions};
+use crate::coord::{CoordRef, Election, ServerName, ServerRecord};
 use crate::hbase::{HbaseServer, HbaseService};
 use crate::http::{HttpServer, Sources, StatusInfo};
 use crate::region_server::RegionServer;
 use crate::rpc::{Handler, RpcServer};
 use crate::ServerConfig;
-use cellar_storage::fs::FsRef;
+use cellar_storage::fs::{FileSystem, FsRef};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// A running standalone server.
 pub struct Standalone {
@@ -19,6 +26,7 @@ pub struct Standalone {
     hbase: Option<HbaseServer>,
     http: HttpServer,
     data_dir: PathBuf,
+    coordination: CoordRef,
 }
 
 impl Standalone {
@@ -31,6 +39,9 @@ impl Standalone {
     /// [`Standalone::start`] on a given file system (the fault-injecting one in tests).
     pub fn start_on(config: ServerConfig, fs: FsRef) -> Result<Standalone, String> {
         config.validate()?;
+        // First: a coordination service that cannot be reached is an error before anything
+        // is opened.
+        let coordination = connect_coordination(&config)?;
         // Bound before the region server opens so that port 0 can be advertised as the port
         // actually bound.
         let listener = TcpListener::bind(&config.listen)
@@ -50,8 +61,8 @@ impl Standalone {
             })?)
         };
         let started = Instant::now();
-        let region_server =
-            RegionServer::open_on(&config, advertised.clone(), fs).map_err(|e| {
+        let region_server = RegionServer::open_on(&config, advertised.clone(), fs.clone())
+            .map_err(|e| {
                 format!(
                     "cannot open the region server in {}: {e}",
                     config.data_dir.display()
@@ -69,7 +80,7 @@ impl Standalone {
         };
         let hbase = match hbase_listener {
             None => None,
-            Some(listener) => match start_hbase(listener, &config, &region_server) {
+            Some(listener) => match start_hbase(listener, &config, &region_server, &fs) {
                 Ok(h) => Some(h),
                 Err(e) => {
                     rpc.shutdown();
@@ -88,6 +99,7 @@ impl Standalone {
                 native_addr: advertised,
                 data_dir: data_dir.clone(),
                 started,
+                coordination: Some(coordination.clone()),
             },
         };
         let http = match HttpServer::start(&config.http_listen, sources) {
@@ -101,13 +113,66 @@ impl Standalone {
                 return Err(format!("{e} (http_listen)"));
             }
         };
-        Ok(Standalone {
+        let server = Standalone {
             region_server,
             rpc,
             hbase,
             http,
             data_dir,
-        })
+            coordination,
+        };
+        // Last: announced only once everything serves.
+        if let Err(e) = server.announce(&fs, &config) {
+            let _ = server.shutdown();
+            return Err(e);
+        }
+        Ok(server)
+    }
+
+    /// Publishes this server as the cluster: its id, itself as active master and as the
+    /// region server that holds `hbase:meta`.
+    fn announce(&self, fs: &FsRef, config: &ServerConfig) -> Result<(), String> {
+        let c = &self.coordination;
+        let cluster_id = cluster_id(&**fs, &config.data_dir)?;
+        let (host, port) = match self.hbase_addr() {
+            Some(hbase) => split_host_port(&advertised_address(hbase)),
+            None => split_host_port(self.region_server.advertised()),
+        };
+        let me = ServerRecord {
+            name: ServerName {
+                host,
+                port,
+                start_code: self.region_server.startcode,
+            },
+            native_addr: self.region_server.advertised().to_string(),
+            http_addr: advertised_address(self.http_addr()),
+        };
+        let on = c.describe();
+        match c.try_become_master(&me).map_err(|e| format!("{on}: {e}"))? {
+            Election::Active => {}
+            Election::Backup { active } => {
+                let who = active
+                    .map(|a| format!("{} (native {})", a.name, a.native_addr))
+                    .unwrap_or_else(|| "another server".into());
+                return Err(format!(
+                    "{on} already has an active master: {who}. A standalone server is a whole \
+                     cluster and does not join another; give it its own ensemble or \
+                     cluster.znode_parent"
+                ));
+            }
+        }
+        c.publish_cluster_id(&cluster_id)
+            .and_then(|()| c.register_server(&me))
+            .and_then(|()| c.publish_meta_location(&me))
+            .map_err(|e| format!("{on}: {e}"))?;
+        tracing::info!(coordination = %on, server = %me.name, cluster_id = %cluster_id,
+            "published as active master, region server and hbase:meta's server");
+        Ok(())
+    }
+
+    /// The coordination in use.
+    pub fn coordination(&self) -> &CoordRef {
+        &self.coordination
     }
 
     /// The native RPC address actually bound.
@@ -138,8 +203,11 @@ impl Standalone {
             rpc,
             hbase,
             http,
+            coordination,
             ..
         } = self;
+        // Withdrawn first, so that nobody is sent here while the server stops.
+        coordination.close();
         rpc.shutdown();
         if let Some(h) = hbase {
             h.shutdown();
@@ -157,6 +225,7 @@ fn start_hbase(
     listener: TcpListener,
     config: &ServerConfig,
     rs: &Arc<RegionServer>,
+    fs: &FsRef,
 ) -> Result<HbaseServer, String> {
     let bound = listener.local_addr().map_err(|e| {
         format!(
@@ -169,34 +238,53 @@ fn start_hbase(
         .rsplit_once(':')
         .map(|(h, _)| h.to_string())
         .unwrap_or(advertised.clone());
-    let cluster_id = cluster_id(&config.data_dir)?;
+    let cluster_id = cluster_id(&**fs, &config.data_dir)?;
     let service = HbaseService::new(rs.clone(), host, bound.port(), cluster_id);
     HbaseServer::start_on(listener, &config.rpc, Arc::new(service))
         .map_err(|e| format!("cannot start the HBase RPC server on {bound}: {e}"))
 }
 
-/// The cluster id HBase clients see: made once per data directory (`<data_dir>/cluster_id`,
-/// written atomically) so it stays the same across restarts.
-fn cluster_id(data_dir: &Path) -> Result<String, String> {
+/// The cluster id HBase clients see: made once per root (`<data_dir>/cluster_id`, written
+/// atomically through the file system) so it stays the same across restarts.
+fn cluster_id(fs: &dyn FileSystem, data_dir: &Path) -> Result<String, String> {
     let path = data_dir.join("cluster_id");
-    match std::fs::read_to_string(&path) {
-        Ok(id) if !id.trim().is_empty() => return Ok(id.trim().to_string()),
-        Ok(_) => {}
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    let exists = fs
+        .exists(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    if exists {
+        let bytes = cellar_storage::fs::read_all(fs, &path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let id = String::from_utf8_lossy(&bytes).trim().to_string();
+        if !id.is_empty() {
+            return Ok(id);
+        }
     }
     let id = new_cluster_id();
-    let tmp = data_dir.join("cluster_id.tmp");
-    let write = || -> std::io::Result<()> {
-        use std::io::Write;
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(id.as_bytes())?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, &path)?;
-        std::fs::File::open(data_dir)?.sync_all()
-    };
-    write().map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    cellar_storage::fs::write_atomic(fs, &path, id.as_bytes())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(id)
+}
+
+/// The coordination `config` asks for: ZooKeeper when `cluster.zookeeper` is set.
+fn connect_coordination(config: &ServerConfig) -> Result<CoordRef, String> {
+    let c = &config.cluster;
+    if c.zookeeper.is_empty() {
+        return Ok(Arc::new(LocalCoordination::new()));
+    }
+    let mut options = ZkOptions::new(&c.zookeeper);
+    options.parent = c.znode_parent.clone();
+    options.session_timeout = Duration::from_millis(c.zookeeper_session_timeout_ms);
+    options.connect_timeout = Duration::from_millis(c.zookeeper_connect_timeout_ms);
+    let zk = ZkCoordination::connect(options).map_err(|e| format!("{e} (cluster.zookeeper)"))?;
+    Ok(Arc::new(zk))
+}
+
+/// `host:port` → (host, port); the port 0 if there is none.
+fn split_host_port(addr: &str) -> (String, u16) {
+    match addr.rsplit_once(':') {
+        Some((h, p)) => (h.to_string(), p.parse().unwrap_or(0)),
+        None => (addr.to_string(), 0),
+    }
 }
 
 /// A random UUID-shaped id (version 4 layout) from the standard library's hash keys.

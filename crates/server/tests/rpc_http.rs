@@ -45,6 +45,7 @@ fn servers() -> (RpcServer, HttpServer, Arc<TestHandler>) {
                 native_addr: rpc.local_addr().to_string(),
                 data_dir: "/tmp/cellar-test-data".into(),
                 started: Instant::now(),
+                coordination: None,
             },
         },
     )

@@ -56,6 +56,16 @@ impl Server {
     /// A server on `data_dir` listening on the given native, HTTP and HBase addresses (fixed
     /// ports let a restarted server keep its address; see [`free_ports`]).
     pub fn start_at(data_dir: &Path, config: Option<&Path>, addrs: [&str; 3]) -> Server {
+        Server::start_with(data_dir, config, addrs, &[])
+    }
+
+    /// [`Server::start_at`] with more command-line arguments (`--zk ADDR`).
+    pub fn start_with(
+        data_dir: &Path,
+        config: Option<&Path>,
+        addrs: [&str; 3],
+        extra: &[&str],
+    ) -> Server {
         let [native, http, hbase] = addrs;
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_cellar"));
         cmd.arg("standalone")
@@ -70,6 +80,7 @@ impl Server {
         if let Some(c) = config {
             cmd.arg("--config").arg(c);
         }
+        cmd.args(extra);
         cmd.env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())
@@ -168,6 +179,27 @@ impl Server {
     pub fn kill9(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+
+    /// SIGTERM, then waits (at most a minute) for a clean exit; its exit status.
+    pub fn terminate(&mut self) -> std::process::ExitStatus {
+        let ok = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill runs");
+        assert!(ok.success(), "kill -TERM failed");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return status;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no exit within a minute of SIGTERM:\n{}",
+                self.output()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
     }
 
     /// The server's output so far.

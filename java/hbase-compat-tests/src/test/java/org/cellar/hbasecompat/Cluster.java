@@ -7,13 +7,16 @@ import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
 
 /**
- * Where the server under test is and how the client reaches it. Only the ZooKeeper-free
- * registry settings plus modest timeouts: a broken server fails a test within about a minute
+ * Where the server under test is and how the client reaches it: either the ZooKeeper-free
+ * registry (-Dcellar.hbase.bootstrap=HOST:PORT) or, with -Dcellar.hbase.zookeeper=HOST:PORT,
+ * nothing but {@code hbase.zookeeper.quorum}, the client's default registry reading the
+ * server's znodes. Plus modest timeouts: a broken server fails a test within about a minute
  * instead of letting the client retry for tens of minutes (its defaults).
  */
 final class Cluster {
   static final String BOOTSTRAP_PROPERTY = "cellar.hbase.bootstrap";
   static final String AUTOSPLIT_PROPERTY = "cellar.autosplit";
+  static final String ZOOKEEPER_PROPERTY = "cellar.hbase.zookeeper";
 
   private Cluster() {}
 
@@ -39,8 +42,14 @@ final class Cluster {
 
   static Configuration configuration() {
     Configuration conf = HBaseConfiguration.create();
-    conf.set("hbase.client.registry.impl", "org.apache.hadoop.hbase.client.RpcConnectionRegistry");
-    conf.set("hbase.client.bootstrap.servers", bootstrap());
+    String quorum = System.getProperty(ZOOKEEPER_PROPERTY);
+    if (quorum != null && !quorum.isBlank()) {
+      // What an HBase user's hbase-site.xml says, and nothing else about where the cluster is.
+      conf.set("hbase.zookeeper.quorum", quorum.trim());
+    } else {
+      conf.set("hbase.client.registry.impl", "org.apache.hadoop.hbase.client.RpcConnectionRegistry");
+      conf.set("hbase.client.bootstrap.servers", bootstrap());
+    }
     conf.setInt("hbase.client.retries.number", 10);
     conf.setInt("hbase.client.pause", 200);
     conf.setInt("hbase.rpc.timeout", 30_000);
