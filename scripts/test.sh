@@ -27,13 +27,21 @@ cargo fmt --all -- --check || { echo "0 passed, 1 failed"; exit 1; }
 log "cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings || { echo "0 passed, 1 failed"; exit 1; }
 
-# The coordination tests start a real ZooKeeper (Debian's package; it brings a Java runtime).
-if [ ! -x /usr/share/zookeeper/bin/zkServer.sh ]; then
-    log "installing ZooKeeper"
+# System packages the tests start: ZooKeeper (coordination tests), Java 17 and Maven (the
+# MiniDFS of the HDFS tests, built from java/minidfs on first use, and the HBase suites).
+java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1; }
+need_pkgs=""
+[ -x /usr/share/zookeeper/bin/zkServer.sh ] || need_pkgs="$need_pkgs zookeeper"
+if ! command -v javac >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] 2>/dev/null; then
+    need_pkgs="$need_pkgs openjdk-17-jdk-headless"
+fi
+command -v mvn >/dev/null 2>&1 || need_pkgs="$need_pkgs maven"
+if [ -n "$need_pkgs" ]; then
+    log "installing$need_pkgs"
     sudo_cmd=""
     if [ "$(id -u)" -ne 0 ]; then sudo_cmd="sudo"; fi
-    if ! { $sudo_cmd apt-get update -q && $sudo_cmd apt-get install -y -q zookeeper; }; then
-        echo "cannot install zookeeper with apt-get; the ZooKeeper tests will fail naming it"
+    if ! { $sudo_cmd apt-get update -q && $sudo_cmd apt-get install -y -q $need_pkgs; }; then
+        echo "cannot install$need_pkgs with apt-get; the tests that need them will fail naming them"
     fi
 fi
 
@@ -90,7 +98,6 @@ fi
 # is killed and restarted; then the real YCSB core loads and runs workloads A and C through it)
 # and the YCSB binding's unit tests. CELLAR_HBASE_COMPAT=0 skips them.
 if [ "${CELLAR_HBASE_COMPAT:-1}" = 1 ]; then
-    java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1; }
     if ! command -v mvn >/dev/null 2>&1 || ! command -v java >/dev/null 2>&1 || [ "$(java_major)" -lt 17 ] 2>/dev/null; then
         log "installing Java 17 and Maven"
         sudo_cmd=""

@@ -11,8 +11,13 @@ use tokio::signal::unix::{signal, Signal, SignalKind};
 #[derive(clap::Args)]
 pub struct Args {
     /// Where tables, the meta table and the WAL live [default: ./cellar-data].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "root")]
     data_dir: Option<PathBuf>,
+    /// The same as a URL, choosing the file system: file:///PATH (local disk) or
+    /// hdfs://HOST:PORT/PATH (HDFS: store files, meta and the WAL there; every WAL durability
+    /// point is an hsync).
+    #[arg(long, value_name = "URL")]
+    root: Option<String>,
     /// Native RPC address; port 0 picks a free one [default: 127.0.0.1:16200].
     #[arg(long, value_name = "HOST:PORT")]
     listen: Option<String>,
@@ -41,6 +46,10 @@ impl Args {
         };
         if let Some(dir) = self.data_dir {
             config.data_dir = dir;
+            config.root.clear();
+        }
+        if let Some(root) = self.root {
+            config.root = root;
         }
         if let Some(listen) = self.listen {
             config.listen = listen;
@@ -100,14 +109,14 @@ fn announce(server: &Standalone) {
     if let Some(hbase) = server.hbase_addr() {
         let _ = writeln!(out, "listening hbase={hbase}");
     }
-    let _ = writeln!(out, "data_dir={}", server.data_dir().display());
+    let _ = writeln!(out, "data_dir={}", server.location());
     let _ = writeln!(out, "coordination={}", server.coordination().describe());
     let _ = out.flush();
     tracing::info!(
         native = %server.native_addr(),
         http = %server.http_addr(),
         hbase = ?server.hbase_addr(),
-        data_dir = %server.data_dir().display(),
+        data_dir = %server.location(),
         coordination = %server.coordination().describe(),
         "cellar standalone serving"
     );

@@ -8,7 +8,7 @@ mod support;
 
 use cellar_server::coord::zk::{ZkCoordination, ZkOptions};
 use cellar_server::coord::Coordination;
-use cellar_server::testing::{free_port, ZooKeeper};
+use cellar_testing::{free_port, ZooKeeper};
 use std::process::Command;
 use std::time::{Duration, Instant};
 use support::Server;

@@ -57,6 +57,14 @@ pub enum Error {
 pub type Result<T> = std::result::Result<T, Error>;
 
 impl Error {
+    /// The kind of an I/O error, None for other errors.
+    pub fn io_kind(&self) -> Option<io::ErrorKind> {
+        match self {
+            Error::Io { source, .. } => Some(source.kind()),
+            _ => None,
+        }
+    }
+
     /// Wraps an IO error with the path it happened on.
     pub fn io(path: impl std::fmt::Display, source: io::Error) -> Error {
         Error::Io {

@@ -19,6 +19,9 @@ pub const DEFAULT_HBASE_PORT: u16 = 16020;
 pub struct ServerConfig {
     /// Where tables, the meta table and the WAL live.
     pub data_dir: PathBuf,
+    /// The same as a URL, choosing the file system: `file:///PATH` (local disk) or
+    /// `hdfs://HOST:PORT/PATH` (HDFS). Empty: `data_dir` on local disk.
+    pub root: String,
     /// Native RPC address.
     pub listen: String,
     /// Metrics (`/metrics`) and status (`/status`) address.
@@ -30,6 +33,59 @@ pub struct ServerConfig {
     pub split: SplitConfig,
     pub storage: StorageSection,
     pub cluster: ClusterConfig,
+}
+
+/// Where a server's files live, from `root` (docs/design/0004-cluster.md §4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Root {
+    /// A directory on local disk.
+    Local(PathBuf),
+    /// A directory on HDFS: the NameNode's URL (`hdfs://host:port`) and the path in it.
+    Hdfs { namenode: String, path: PathBuf },
+}
+
+impl Root {
+    /// Parses `file:///PATH` or `hdfs://HOST:PORT/PATH`; errors name the key and the value.
+    pub fn parse(url: &str) -> Result<Root, String> {
+        let bad = |why: &str| {
+            format!("root {url:?}: {why} (expected file:///PATH or hdfs://HOST:PORT/PATH)")
+        };
+        if let Some(path) = url.strip_prefix("file://") {
+            if !path.starts_with('/') {
+                return Err(bad("a file root needs an absolute path"));
+            }
+            return Ok(Root::Local(PathBuf::from(path)));
+        }
+        if let Some(rest) = url.strip_prefix("hdfs://") {
+            let (authority, path) = match rest.find('/') {
+                Some(i) => (&rest[..i], &rest[i..]),
+                None => (rest, ""),
+            };
+            let port_ok = authority
+                .rsplit_once(':')
+                .is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok_and(|p| p > 0));
+            if !port_ok {
+                return Err(bad("the NameNode must be HOST:PORT"));
+            }
+            let path = path.trim_end_matches('/');
+            if path.is_empty() {
+                return Err(bad("an HDFS root needs a directory, such as /cellar"));
+            }
+            return Ok(Root::Hdfs {
+                namenode: format!("hdfs://{authority}"),
+                path: PathBuf::from(path),
+            });
+        }
+        Err(bad("unknown scheme"))
+    }
+
+    /// The directory, as the file system names it.
+    pub fn path(&self) -> &Path {
+        match self {
+            Root::Local(p) => p,
+            Root::Hdfs { path, .. } => path,
+        }
+    }
 }
 
 /// Coordination (docs/design/0004-cluster.md).
@@ -154,6 +210,7 @@ impl Default for ServerConfig {
     fn default() -> Self {
         ServerConfig {
             data_dir: PathBuf::from("./cellar-data"),
+            root: String::new(),
             listen: format!("127.0.0.1:{DEFAULT_NATIVE_PORT}"),
             http_listen: format!("127.0.0.1:{DEFAULT_HTTP_PORT}"),
             hbase_listen: format!("127.0.0.1:{DEFAULT_HBASE_PORT}"),
@@ -320,6 +377,9 @@ impl ServerConfig {
                 self.rpc.max_connection_in_flight_bytes, self.rpc.max_in_flight_bytes
             ));
         }
+        if !self.root.is_empty() {
+            Root::parse(&self.root)?;
+        }
         if !self.cluster.znode_parent.starts_with('/') || self.cluster.znode_parent.len() < 2 {
             return Err(format!(
                 "cluster.znode_parent ({:?}) must be an absolute znode path such as /hbase",
@@ -413,5 +473,37 @@ mod tests {
         )
         .expect_err("connection above server");
         assert!(e.contains("rpc.max_connection_in_flight_bytes"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod root_tests {
+    use super::Root;
+    use std::path::PathBuf;
+
+    #[test]
+    fn roots_parse_or_name_the_problem() {
+        assert_eq!(
+            Root::parse("file:///var/lib/cellar"),
+            Ok(Root::Local(PathBuf::from("/var/lib/cellar")))
+        );
+        assert_eq!(
+            Root::parse("hdfs://nn.example:9000/cellar/"),
+            Ok(Root::Hdfs {
+                namenode: "hdfs://nn.example:9000".into(),
+                path: PathBuf::from("/cellar")
+            })
+        );
+        for (bad, why) in [
+            ("file://relative", "absolute path"),
+            ("hdfs://nn:9000", "needs a directory"),
+            ("hdfs://nn:9000/", "needs a directory"),
+            ("hdfs://nn/cellar", "HOST:PORT"),
+            ("s3://bucket/x", "unknown scheme"),
+            ("/plain/path", "unknown scheme"),
+        ] {
+            let e = Root::parse(bad).expect_err(bad);
+            assert!(e.contains(why) && e.contains(bad), "{bad}: {e}");
+        }
     }
 }

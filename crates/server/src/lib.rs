@@ -20,6 +20,5 @@ pub mod scanners;
 pub mod service;
 pub mod split;
 pub mod standalone;
-pub mod testing;
 
 pub use config::ServerConfig;

@@ -5,6 +5,7 @@
 //! publishes itself there in HBase's layout (cluster id, master, region server, meta
 //! location), so HBase clients configured with only `hbase.zookeeper.quorum` find it.
 
+use crate::config::Root;
 use crate::coord::local::LocalCoordination;
 use crate::coord::zk::{ZkCoordination, ZkOptions};
 use crate::coord::{CoordRef, Election, ServerName, ServerRecord};
@@ -13,7 +14,7 @@ use crate::http::{HttpServer, Sources, StatusInfo};
 use crate::region_server::RegionServer;
 use crate::rpc::{Handler, RpcServer};
 use crate::ServerConfig;
-use cellar_storage::fs::{FileSystem, FsRef};
+use cellar_storage::fs::{FileSystem, FsRef, HdfsFs};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,14 +27,35 @@ pub struct Standalone {
     hbase: Option<HbaseServer>,
     http: HttpServer,
     data_dir: PathBuf,
+    /// The data directory as users name it: a path, or the `hdfs://` root.
+    location: String,
     coordination: CoordRef,
 }
 
 impl Standalone {
     /// Binds the native address, opens the region server (advertising the bound address),
     /// then starts serving RPC and HTTP. Errors name what failed (address, data dir).
-    pub fn start(config: ServerConfig) -> Result<Standalone, String> {
-        Standalone::start_on(config, cellar_storage::fs::LocalFs::shared())
+    /// The file system is the root's (`root`, else `data_dir` on local disk).
+    pub fn start(mut config: ServerConfig) -> Result<Standalone, String> {
+        config.validate()?;
+        let fs = match (!config.root.is_empty())
+            .then(|| Root::parse(&config.root))
+            .transpose()?
+        {
+            None => cellar_storage::fs::LocalFs::shared(),
+            Some(Root::Local(path)) => {
+                config.data_dir = path;
+                cellar_storage::fs::LocalFs::shared()
+            }
+            Some(Root::Hdfs { namenode, path }) => {
+                config.data_dir = path;
+                // Every WAL write is an hsync on HDFS (milliseconds): never on the reactor.
+                config.rpc.inline_puts = false;
+                HdfsFs::shared(&namenode)
+                    .map_err(|e| format!("cannot use HDFS at {namenode} (root): {e}"))?
+            }
+        };
+        Standalone::start_on(config, fs)
     }
 
     /// [`Standalone::start`] on a given file system (the fault-injecting one in tests).
@@ -89,7 +111,16 @@ impl Standalone {
                 }
             },
         };
-        let data_dir = std::path::absolute(&config.data_dir).unwrap_or(config.data_dir.clone());
+        let data_dir = if config.root.starts_with("hdfs://") {
+            config.data_dir.clone()
+        } else {
+            std::path::absolute(&config.data_dir).unwrap_or(config.data_dir.clone())
+        };
+        let location = if config.root.starts_with("hdfs://") {
+            config.root.trim_end_matches('/').to_string()
+        } else {
+            data_dir.display().to_string()
+        };
         let sources = Sources {
             metrics: rpc.metrics(),
             hbase_metrics: hbase.as_ref().map(HbaseServer::metrics),
@@ -119,6 +150,7 @@ impl Standalone {
             hbase,
             http,
             data_dir,
+            location,
             coordination,
         };
         // Last: announced only once everything serves.
@@ -193,6 +225,11 @@ impl Standalone {
     /// The data directory, absolute.
     pub fn data_dir(&self) -> &Path {
         &self.data_dir
+    }
+
+    /// Where the data lives as users name it: the absolute path, or the `hdfs://` root.
+    pub fn location(&self) -> &str {
+        &self.location
     }
 
     /// Stops taking calls (in-flight ones finish), then closes the regions; HTTP goes last so

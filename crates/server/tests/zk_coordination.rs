@@ -6,7 +6,7 @@ use cellar_server::coord::zk::{ZkCoordination, ZkOptions};
 use cellar_server::coord::{
     CoordError, Coordination, Election, ServerName, ServerRecord, SessionState,
 };
-use cellar_server::testing::{free_port, ZooKeeper};
+use cellar_testing::{free_port, ZooKeeper};
 use std::time::{Duration, Instant};
 
 fn server(port: u16) -> ServerRecord {

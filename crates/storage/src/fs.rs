@@ -10,9 +10,11 @@
 //! ([`FileSystem::sync_dir`], [`create_dir_durable`]).
 
 mod fault;
+mod hdfs;
 mod local;
 
 pub use fault::FaultFs;
+pub use hdfs::HdfsFs;
 pub use local::LocalFs;
 
 use bytes::Bytes;
@@ -87,6 +89,11 @@ pub trait FileSystem: Send + Sync + 'static {
     /// lives. A second holder, in this process or another, is refused with an error naming
     /// the file: two servers never write the same directory.
     fn lock(&self, path: &Path) -> Result<LockGuard>;
+    /// Makes a file that a writer left open (it crashed) readable up to its last durable
+    /// byte, and shuts that writer out. Local disk: nothing to do. HDFS: lease recovery.
+    fn recover(&self, _path: &Path) -> Result<()> {
+        Ok(())
+    }
 }
 
 /// The shared handle every component holds.

@@ -8,6 +8,7 @@
 //! All file access goes through [`fs::FileSystem`].
 
 pub mod block_cache;
+pub mod bridge;
 pub mod fs;
 pub mod iter;
 pub mod memstore;

@@ -74,9 +74,11 @@ impl Server {
             .arg("--http-listen")
             .arg(http)
             .arg("--hbase-listen")
-            .arg(hbase)
-            .arg("--data-dir")
-            .arg(data_dir);
+            .arg(hbase);
+        // A root given as a URL (`--root hdfs://...`) replaces the data directory.
+        if !extra.contains(&"--root") {
+            cmd.arg("--data-dir").arg(data_dir);
+        }
         if let Some(c) = config {
             cmd.arg("--config").arg(c);
         }

@@ -9,6 +9,7 @@
 use super::znodes::{self, Paths};
 use super::{CoordError, Coordination, Election, ServerRecord, SessionState};
 use bytes::Bytes;
+use cellar_storage::bridge::{wait_on, Waited as Wait};
 use parking_lot::Mutex;
 use std::future::Future;
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -107,9 +108,9 @@ impl ZkCoordination {
                 }
             }
         };
-        let client = run(&runtime, options.connect_timeout, connecting)
+        let client = wait_on(runtime.handle(), options.connect_timeout, connecting)
             .map_err(|e| match e {
-                Wait::Timeout => format!(
+                Wait::TimedOut => format!(
                     "cannot reach ZooKeeper at {quorum}: no answer within {} ms",
                     options.connect_timeout.as_millis()
                 ),
@@ -166,9 +167,9 @@ impl ZkCoordination {
                 reason: "the coordination session is closed".into(),
             });
         };
-        match run(runtime, self.options.op_timeout, f(client)) {
+        match wait_on(runtime.handle(), self.options.op_timeout, f(client)) {
             Ok(v) => Ok(v),
-            Err(Wait::Timeout) => Err(CoordError::Timeout {
+            Err(Wait::TimedOut) => Err(CoordError::Timeout {
                 what,
                 millis: u64::try_from(self.options.op_timeout.as_millis()).unwrap_or(u64::MAX),
             }),
@@ -436,37 +437,6 @@ async fn follow_session(mut watcher: zk::StateWatcher, state: Arc<AtomicU8>, quo
         });
         if now.is_terminated() {
             return;
-        }
-    }
-}
-
-enum Wait<E> {
-    Timeout,
-    Failed(E),
-}
-
-/// Runs `fut` on `runtime` and waits for it on this thread, at most `limit`. Works from any
-/// thread, a runtime's own included (it never calls `block_on`).
-fn run<T, E, Fut>(
-    runtime: &tokio::runtime::Runtime,
-    limit: Duration,
-    fut: Fut,
-) -> Result<T, Wait<E>>
-where
-    T: Send + 'static,
-    E: Send + 'static,
-    Fut: Future<Output = Result<T, E>> + Send + 'static,
-{
-    let (tx, rx) = std::sync::mpsc::sync_channel(1);
-    let task = runtime.spawn(async move {
-        let _ = tx.send(fut.await);
-    });
-    match rx.recv_timeout(limit) {
-        Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(Wait::Failed(e)),
-        Err(_) => {
-            task.abort();
-            Err(Wait::Timeout)
         }
     }
 }

@@ -151,6 +151,9 @@ pub fn recover(fs: &dyn FileSystem, dir: &Path, skip_errors: bool) -> Result<Rec
         next_id = next_id.max(id.saturating_add(1));
         let path = dir.join(&name);
         let file = path.display().to_string();
+        // A segment its writer never closed (a crash) is readable in full only once the
+        // file system has taken it over (HDFS: lease recovery).
+        fs.recover(&path)?;
         let data = read_all(fs, &path)?;
         if is_interrupted_create(&data) {
             // No record can be in it, so nothing is lost by removing it.

@@ -1,8 +1,9 @@
-//! Real services for tests and local clusters: a ZooKeeper server on loopback, started from
-//! the system's installation (Debian's `zookeeper` package), stopped by PID when dropped.
+//! A ZooKeeper server on loopback, started from the system's installation (Debian's
+//! `zookeeper` package), stopped by PID when dropped.
 
+use crate::free_port;
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -125,13 +126,4 @@ fn four_letter(addr: &str, word: &str) -> Option<String> {
     let mut out = String::new();
     s.read_to_string(&mut out).ok()?;
     Some(out.trim().to_string())
-}
-
-/// A port free on 127.0.0.1 a moment ago.
-pub fn free_port() -> Result<u16, String> {
-    let l =
-        TcpListener::bind("127.0.0.1:0").map_err(|e| format!("cannot find a free port: {e}"))?;
-    l.local_addr()
-        .map(|a| a.port())
-        .map_err(|e| format!("cannot find a free port: {e}"))
 }

@@ -1,0 +1,78 @@
+package org.cellar.minidfs;
+
+import java.io.BufferedReader;
+import java.io.File;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.hdfs.MiniDFSCluster;
+
+/**
+ * Runs a MiniDFS on 127.0.0.1 until its standard input closes.
+ *
+ * <p>Usage: {@code Main BASE_DIR [NAMENODE_PORT [DATANODES [LEASE_SOFT_LIMIT_MS]]]} (port 0
+ * picks a free one, 3 DataNodes by default; the lease soft limit, 60 s in HDFS, is how long a
+ * dead writer's lease keeps others from appending to its file: tests shorten it). Prints {@code hdfs=hdfs://127.0.0.1:PORT} and then {@code Ready!}
+ * once every DataNode is up. Commands on standard input, one per line: {@code stop-datanode N}
+ * (stops DataNode N, as a crash would), {@code quit}. End of input also stops the cluster.
+ */
+public final class Main {
+  private Main() {}
+
+  public static void main(String[] args) throws Exception {
+    if (args.length < 1) {
+      System.err.println("usage: Main BASE_DIR [NAMENODE_PORT [DATANODES [LEASE_SOFT_LIMIT_MS]]]");
+      System.exit(2);
+    }
+    File base = new File(args[0]);
+    int port = args.length > 1 ? Integer.parseInt(args[1]) : 0;
+    int dataNodes = args.length > 2 ? Integer.parseInt(args[2]) : 3;
+    long softLimitMs = args.length > 3 ? Long.parseLong(args[3]) : 0;
+
+    Configuration conf = new Configuration();
+    conf.set("dfs.namenode.rpc-bind-host", "127.0.0.1");
+    conf.set("dfs.namenode.http-address", "127.0.0.1:0");
+    conf.set("dfs.datanode.address", "127.0.0.1:0");
+    conf.set("dfs.datanode.http.address", "127.0.0.1:0");
+    conf.set("dfs.datanode.ipc.address", "127.0.0.1:0");
+    conf.setInt("dfs.replication", Math.min(3, dataNodes));
+    // A dead server's WAL is taken over by lease recovery: keep its soft limit short.
+    conf.setLong("dfs.namenode.lease-recheck-interval-ms", 1000);
+    conf.setBoolean("dfs.permissions.enabled", false);
+
+    MiniDFSCluster cluster =
+        new MiniDFSCluster.Builder(conf, base)
+            .nameNodePort(port)
+            .numDataNodes(dataNodes)
+            .format(true)
+            .build();
+    cluster.waitActive();
+    if (softLimitMs > 0) {
+      cluster.setLeasePeriod(softLimitMs, Math.max(2 * softLimitMs, 20_000));
+    }
+    Runtime.getRuntime().addShutdownHook(new Thread(cluster::shutdown));
+    System.out.println("hdfs=hdfs://127.0.0.1:" + cluster.getNameNodePort());
+    System.out.println("Ready!");
+    System.out.flush();
+
+    BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
+    String line;
+    while ((line = in.readLine()) != null) {
+      line = line.trim();
+      if (line.equals("quit")) {
+        break;
+      }
+      if (line.startsWith("stop-datanode ")) {
+        int n = Integer.parseInt(line.substring("stop-datanode ".length()).trim());
+        cluster.stopDataNode(n);
+        System.out.println("stopped datanode " + n);
+        System.out.flush();
+      } else if (!line.isEmpty()) {
+        System.out.println("unknown command: " + line);
+        System.out.flush();
+      }
+    }
+    cluster.shutdown();
+    System.exit(0);
+  }
+}
