@@ -11,10 +11,9 @@ mod namespaces;
 
 use crate::meta::{RegionRecord, TableRecord, META_TABLE};
 use crate::region_server::{RegionServer, ServerError};
-use crate::router::{HostedRegion, TableRoute, TableState};
+use crate::router::{HostedRegion, RegionLocation, RegionState, TableRoute, TableState};
 use bytes::Bytes;
 use cellar_model::{FamilySchema, TableSchema};
-use cellar_proto::{convert, pb};
 use cellar_storage::region::RegionInfo;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -78,7 +77,7 @@ impl RegionServer {
                     HostedRegion::new(&name, info.clone(), &dir, Some(region)),
                 );
                 self.meta
-                    .put_region(&self.record(&name, info, pb::RegionState::Open))?;
+                    .put_region(&self.record(&name, info, RegionState::Open))?;
             }
             // The commit point: the table exists once its row does.
             self.meta.put_table(&TableRecord {
@@ -91,7 +90,7 @@ impl RegionServer {
         if let Err(e) = result {
             for r in route.regions.values() {
                 let _ = self.meta.delete_region(&name, &r.info);
-                if let Some(region) = r.take(pb::RegionState::Closed) {
+                if let Some(region) = r.take(RegionState::Closed) {
                     let _ = region.close();
                 }
             }
@@ -107,12 +106,7 @@ impl RegionServer {
     }
 
     /// A region row naming this server.
-    pub(crate) fn record(
-        &self,
-        table: &str,
-        info: RegionInfo,
-        state: pb::RegionState,
-    ) -> RegionRecord {
+    pub(crate) fn record(&self, table: &str, info: RegionInfo, state: RegionState) -> RegionRecord {
         let mut r = RegionRecord::new(table, info, state);
         r.server = self.advertised.clone();
         r.startcode = self.startcode;
@@ -142,14 +136,11 @@ impl RegionServer {
 
     fn close_regions(&self, name: &str, t: &TableRoute) -> Result<(), ServerError> {
         for hosted in t.regions.values() {
-            if let Some(region) = hosted.take(pb::RegionState::Closed) {
+            if let Some(region) = hosted.take(RegionState::Closed) {
                 region.close()?;
             }
-            self.meta.put_region(&self.record(
-                name,
-                hosted.info.clone(),
-                pb::RegionState::Closed,
-            ))?;
+            self.meta
+                .put_region(&self.record(name, hosted.info.clone(), RegionState::Closed))?;
         }
         Ok(())
     }
@@ -166,11 +157,8 @@ impl RegionServer {
             if !hosted.is_open() {
                 hosted.put(self.open_region(&name, &hosted.info, &t.schema, &[])?);
             }
-            self.meta.put_region(&self.record(
-                &name,
-                hosted.info.clone(),
-                pb::RegionState::Open,
-            ))?;
+            self.meta
+                .put_region(&self.record(&name, hosted.info.clone(), RegionState::Open))?;
         }
         self.meta.put_table(&TableRecord {
             schema: (*t.schema).clone(),
@@ -239,7 +227,7 @@ impl RegionServer {
         self.router
             .update_table(&name, |t| t.state = TableState::Disabled);
         for hosted in t.regions.values() {
-            if let Some(region) = hosted.take(pb::RegionState::Closed) {
+            if let Some(region) = hosted.take(RegionState::Closed) {
                 region.close()?;
             }
         }
@@ -258,7 +246,7 @@ impl RegionServer {
         self.forget_regions(&name, &t)?;
         let region = self.open_region(&name, &info, &t.schema, &[])?;
         self.meta
-            .put_region(&self.record(&name, info.clone(), pb::RegionState::Open))?;
+            .put_region(&self.record(&name, info.clone(), RegionState::Open))?;
         record.truncate_to = None;
         record.state = TableState::Enabled;
         record.splits = 0;
@@ -325,7 +313,7 @@ impl RegionServer {
             .update_table(&name, |t| t.schema = Arc::new(schema.clone()));
         if t.state == TableState::Enabled {
             for hosted in t.regions.values() {
-                if let Some(region) = hosted.take(pb::RegionState::Closed) {
+                if let Some(region) = hosted.take(RegionState::Closed) {
                     region.close()?;
                 }
                 hosted.put(self.open_region(&name, &hosted.info, &schema, &[])?);
@@ -363,7 +351,7 @@ impl RegionServer {
     }
 
     /// Tables, their schemas, states and regions (user tables only, as HBase's `list`).
-    pub fn list_tables(&self) -> Vec<pb::TableInfo> {
+    pub fn list_tables(&self) -> Vec<TableInfo> {
         self.router
             .tables()
             .into_iter()
@@ -372,18 +360,15 @@ impl RegionServer {
             .collect()
     }
 
-    pub fn describe_table(&self, name: &str) -> Result<pb::TableInfo, ServerError> {
+    pub fn describe_table(&self, name: &str) -> Result<TableInfo, ServerError> {
         let (_, t) = self.existing(name)?;
         Ok(self.table_info(&t))
     }
 
-    fn table_info(&self, t: &TableRoute) -> pb::TableInfo {
-        pb::TableInfo {
-            schema: Some(convert::schema_to_pb(&t.schema)),
-            state: match t.state {
-                TableState::Enabled => pb::TableState::Enabled,
-                TableState::Disabled => pb::TableState::Disabled,
-            } as i32,
+    fn table_info(&self, t: &TableRoute) -> TableInfo {
+        TableInfo {
+            schema: Arc::clone(&t.schema),
+            state: t.state,
             regions: t
                 .regions
                 .values()
@@ -393,7 +378,7 @@ impl RegionServer {
     }
 
     /// Every region of a table in key order (meta's too, as `hbase:meta`).
-    pub fn list_regions(&self, table: &str) -> Result<Vec<pb::RegionLocation>, ServerError> {
+    pub fn list_regions(&self, table: &str) -> Result<Vec<RegionLocation>, ServerError> {
         let (_, t) = self.existing(table)?;
         Ok(t.regions
             .values()
@@ -402,20 +387,16 @@ impl RegionServer {
     }
 
     /// The region of `table` holding `row`.
-    pub fn locate_region(
-        &self,
-        table: &str,
-        row: &[u8],
-    ) -> Result<pb::RegionLocation, ServerError> {
+    pub fn locate_region(&self, table: &str, row: &[u8]) -> Result<RegionLocation, ServerError> {
         let table = names::canonical(table)?;
         Ok(self.router.locate(&table, row)?.location(&self.advertised))
     }
 
     /// Server-wide numbers for STATUS.
-    pub fn status(&self) -> pb::StatusResponse {
-        let mut s = pb::StatusResponse {
+    pub fn status(&self) -> ServerStatus {
+        let mut s = ServerStatus {
             version: env!("CARGO_PKG_VERSION").to_string(),
-            uptime_ms: self.started.elapsed().as_millis() as u64,
+            uptime_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
             requests: self.requests.load(Ordering::Relaxed),
             data_dir: self.data_dir().display().to_string(),
             server: self.advertised.clone(),
@@ -438,6 +419,34 @@ impl RegionServer {
         s.block_cache_misses = cache.misses;
         s
     }
+}
+
+/// A table as `describe` and `list` report it.
+#[derive(Debug, Clone)]
+pub struct TableInfo {
+    pub schema: Arc<TableSchema>,
+    pub state: TableState,
+    /// Its regions in key order.
+    pub regions: Vec<RegionLocation>,
+}
+
+/// Server-wide numbers (STATUS).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerStatus {
+    pub version: String,
+    pub uptime_ms: u64,
+    /// User tables.
+    pub tables: u32,
+    /// Regions open, meta's included.
+    pub regions: u32,
+    pub requests: u64,
+    pub memstore_bytes: u64,
+    pub store_file_bytes: u64,
+    pub block_cache_hits: u64,
+    pub block_cache_misses: u64,
+    pub data_dir: String,
+    /// The native address of this server.
+    pub server: String,
 }
 
 /// Split keys must be non-empty, sorted and distinct; the error names the first bad one.

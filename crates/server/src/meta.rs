@@ -20,7 +20,7 @@
 //! written again within one millisecond is not hidden by its own delete marker.
 
 use crate::region_server::ServerError;
-use crate::router::{HostedRegion, TableState};
+use crate::router::{HostedRegion, RegionState, TableState};
 use bytes::Bytes;
 use cellar_model::{Cell, Durability, Error, FamilySchema, RowMutation, Scan, TableSchema};
 use cellar_proto::{convert, pb};
@@ -82,14 +82,14 @@ pub struct RegionRecord {
     pub info: RegionInfo,
     pub server: String,
     pub startcode: u64,
-    pub state: pb::RegionState,
+    pub state: RegionState,
     /// The daughters of a region being split (`SPLITTING`) or split (`SPLIT`).
     pub split_a: Option<RegionInfo>,
     pub split_b: Option<RegionInfo>,
 }
 
 impl RegionRecord {
-    pub fn new(table: &str, info: RegionInfo, state: pb::RegionState) -> RegionRecord {
+    pub fn new(table: &str, info: RegionInfo, state: RegionState) -> RegionRecord {
         RegionRecord {
             table: table.to_string(),
             info,
@@ -141,27 +141,6 @@ pub struct Meta {
     hosted: Arc<HostedRegion>,
     clock: Arc<dyn Clock>,
     last_ts: AtomicU64,
-}
-
-pub fn state_name(s: pb::RegionState) -> &'static str {
-    match s {
-        pb::RegionState::Open => "OPEN",
-        pb::RegionState::Closed => "CLOSED",
-        pb::RegionState::Splitting => "SPLITTING",
-        pb::RegionState::Split => "SPLIT",
-        pb::RegionState::Offline | pb::RegionState::Unspecified => "OFFLINE",
-    }
-}
-
-fn state_from_name(s: &[u8]) -> Option<pb::RegionState> {
-    Some(match s {
-        b"OPEN" => pb::RegionState::Open,
-        b"CLOSED" => pb::RegionState::Closed,
-        b"SPLITTING" => pb::RegionState::Splitting,
-        b"SPLIT" => pb::RegionState::Split,
-        b"OFFLINE" => pb::RegionState::Offline,
-        _ => return None,
-    })
 }
 
 fn encode_info(table: &str, info: &RegionInfo) -> Bytes {
@@ -252,7 +231,7 @@ impl Meta {
                 INFO,
                 STATE,
                 ts,
-                Bytes::from_static(state_name(r.state).as_bytes()),
+                Bytes::from_static(r.state.name().as_bytes()),
             );
         for (q, d) in [(SPLIT_A, &r.split_a), (SPLIT_B, &r.split_b)] {
             m = match d {
@@ -372,7 +351,7 @@ fn parse_region(row: &[u8], cells: &[&Cell]) -> Result<RegionRecord, ServerError
             .and_then(|v| u64_value(v))
             .unwrap_or(0),
         state: column(cells, STATE)
-            .and_then(|v| state_from_name(v))
+            .and_then(|v| RegionState::from_name(v))
             .ok_or_else(|| corrupt(row, "missing or unknown info:state"))?,
         split_a: daughter(SPLIT_A)?,
         split_b: daughter(SPLIT_B)?,
@@ -447,13 +426,13 @@ mod tests {
         let (t, back) = decode_info(&encode_info("t", &info)).expect("decodes");
         assert_eq!((t.as_str(), back), ("t", info));
         for s in [
-            pb::RegionState::Open,
-            pb::RegionState::Closed,
-            pb::RegionState::Splitting,
-            pb::RegionState::Split,
-            pb::RegionState::Offline,
+            RegionState::Open,
+            RegionState::Closed,
+            RegionState::Splitting,
+            RegionState::Split,
+            RegionState::Offline,
         ] {
-            assert_eq!(state_from_name(state_name(s).as_bytes()), Some(s));
+            assert_eq!(RegionState::from_name(s.name().as_bytes()), Some(s));
         }
     }
 }

@@ -18,11 +18,10 @@ pub use error::ServerError;
 use crate::catalog::names;
 use crate::config::ServerConfig;
 use crate::meta::{meta_schema, Meta, META_REGION_ID, META_TABLE};
-use crate::router::{HostedRegion, Router, TableRoute, TableState};
+use crate::router::{HostedRegion, RegionState, Router, TableRoute, TableState};
 use crate::scanners::ScannerRegistry;
 use crate::split::SplitParent;
 use cellar_model::TableSchema;
-use cellar_proto::pb;
 use cellar_storage::fs::{FsRef, LocalFs};
 use cellar_storage::region::{Region, RegionInfo, StorageServices};
 use cellar_storage::wal::WalRecord;
@@ -190,11 +189,11 @@ impl RegionServer {
             if hosted.info.id == META_REGION_ID {
                 continue;
             }
-            if let Some(region) = hosted.take(pb::RegionState::Closed) {
+            if let Some(region) = hosted.take(RegionState::Closed) {
                 note(region.close().map_err(ServerError::from));
             }
         }
-        if let Some(meta) = self.meta.hosted().take(pb::RegionState::Closed) {
+        if let Some(meta) = self.meta.hosted().take(RegionState::Closed) {
             note(meta.close().map_err(ServerError::from));
         }
         note(self.services.shutdown().map_err(ServerError::from));

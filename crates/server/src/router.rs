@@ -8,9 +8,11 @@
 
 mod hosted;
 mod row_locks;
+mod state;
 
-pub use hosted::{HostedRegion, RegionStateCode};
+pub use hosted::HostedRegion;
 pub use row_locks::{RowGuard, RowLocks};
+pub use state::{RegionLocation, RegionState};
 
 use crate::region_server::ServerError;
 use bytes::Bytes;

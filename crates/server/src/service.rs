@@ -3,8 +3,10 @@
 //! response cell block. PING is answered by the front end itself; unknown methods get
 //! UNKNOWN_METHOD.
 
+use crate::catalog::{ServerStatus, TableInfo};
 use crate::metrics::Gauges;
 use crate::region_server::{RegionServer, ServerError};
+use crate::router::{RegionLocation, RegionState, TableState};
 use crate::rpc::{CallContext, Handler, Inline, Reply};
 use crate::scanners::ScanBatch;
 use bytes::{Bytes, BytesMut};
@@ -58,7 +60,7 @@ impl RegionServer {
                 let location = self.locate_region(&req.table, &req.row)?;
                 Ok(reply(
                     &pb::LocateRegionResponse {
-                        location: Some(location),
+                        location: Some(location_to_pb(&location)),
                     },
                     BytesMut::new(),
                 ))
@@ -66,7 +68,12 @@ impl RegionServer {
             Method::ListRegions => {
                 let req: pb::ListRegionsRequest = decode(param, "ListRegionsRequest")?;
                 let regions = self.list_regions(&req.table)?;
-                Ok(reply(&pb::ListRegionsResponse { regions }, BytesMut::new()))
+                Ok(reply(
+                    &pb::ListRegionsResponse {
+                        regions: regions.iter().map(location_to_pb).collect(),
+                    },
+                    BytesMut::new(),
+                ))
             }
             Method::Get => {
                 let req: pb::GetRequest = decode(param, "GetRequest")?;
@@ -176,7 +183,9 @@ impl RegionServer {
                     _ => {
                         let table = self.describe_table(t)?;
                         return Ok(reply(
-                            &pb::DescribeTableResponse { table: Some(table) },
+                            &pb::DescribeTableResponse {
+                                table: Some(table_info_to_pb(&table)),
+                            },
                             BytesMut::new(),
                         ));
                     }
@@ -195,11 +204,11 @@ impl RegionServer {
             }
             Method::ListTables => Ok(reply(
                 &pb::ListTablesResponse {
-                    tables: self.list_tables(),
+                    tables: self.list_tables().iter().map(table_info_to_pb).collect(),
                 },
                 BytesMut::new(),
             )),
-            Method::Status => Ok(reply(&self.status(), BytesMut::new())),
+            Method::Status => Ok(reply(&status_to_pb(self.status()), BytesMut::new())),
             Method::CompactTable => {
                 let req: pb::CompactTableRequest = decode(param, "CompactTableRequest")?;
                 self.compact_table(&req.table, req.major)?;
@@ -424,5 +433,51 @@ impl RegionServer {
                     .map_err(|e| e.to_rpc())
             })),
         })
+    }
+}
+
+/// The native protocol's message for a region's location.
+pub fn location_to_pb(l: &RegionLocation) -> pb::RegionLocation {
+    pb::RegionLocation {
+        table: l.table.clone(),
+        region_id: l.info.id,
+        start_key: l.info.start_key.clone(),
+        end_key: l.info.end_key.clone(),
+        server: l.server.clone(),
+        name: l.name.clone(),
+        state: match l.state {
+            RegionState::Open => pb::RegionState::Open,
+            RegionState::Closed => pb::RegionState::Closed,
+            RegionState::Splitting => pb::RegionState::Splitting,
+            RegionState::Split => pb::RegionState::Split,
+            RegionState::Offline => pb::RegionState::Offline,
+        } as i32,
+    }
+}
+
+fn table_info_to_pb(t: &TableInfo) -> pb::TableInfo {
+    pb::TableInfo {
+        schema: Some(convert::schema_to_pb(&t.schema)),
+        state: match t.state {
+            TableState::Enabled => pb::TableState::Enabled,
+            TableState::Disabled => pb::TableState::Disabled,
+        } as i32,
+        regions: t.regions.iter().map(location_to_pb).collect(),
+    }
+}
+
+fn status_to_pb(s: ServerStatus) -> pb::StatusResponse {
+    pb::StatusResponse {
+        version: s.version,
+        uptime_ms: s.uptime_ms,
+        tables: s.tables,
+        regions: s.regions,
+        requests: s.requests,
+        memstore_bytes: s.memstore_bytes,
+        store_file_bytes: s.store_file_bytes,
+        block_cache_hits: s.block_cache_hits,
+        block_cache_misses: s.block_cache_misses,
+        data_dir: s.data_dir,
+        server: s.server,
     }
 }

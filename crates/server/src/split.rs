@@ -20,9 +20,8 @@
 
 use crate::catalog::names;
 use crate::region_server::{RegionServer, ServerError};
-use crate::router::{HostedRegion, TableRoute, TableState};
+use crate::router::{HostedRegion, RegionState, TableRoute, TableState};
 use bytes::Bytes;
-use cellar_proto::pb;
 use cellar_storage::region::RegionInfo;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -269,20 +268,20 @@ impl RegionServer {
             start_key: row.clone(),
             end_key: parent.end_key.clone(),
         };
-        let mut rec = self.record(&table, parent.clone(), pb::RegionState::Splitting);
+        let mut rec = self.record(&table, parent.clone(), RegionState::Splitting);
         rec.split_a = Some(a.clone());
         rec.split_b = Some(b.clone());
         self.meta.put_region(&rec)?;
-        hosted.set_state(pb::RegionState::Splitting);
+        hosted.set_state(RegionState::Splitting);
         if stop == Some(SplitStep::Marked) {
             return Ok(());
         }
 
-        let Some(region) = hosted.take(pb::RegionState::Splitting) else {
+        let Some(region) = hosted.take(RegionState::Splitting) else {
             // Closed under us (cannot happen under the admin lock): undo step 1.
             rec.split_a = None;
             rec.split_b = None;
-            rec.state = pb::RegionState::Closed;
+            rec.state = RegionState::Closed;
             return self.meta.put_region(&rec);
         };
         let dir_a = self.region_dir(&table, a.id);
@@ -290,7 +289,7 @@ impl RegionServer {
         if let Err(e) = region.split(&row, (dir_a.clone(), a.id), (dir_b.clone(), b.id)) {
             // The parent is closed and its unflushed edits are only in the WAL: it stays
             // offline, SPLITTING in meta, until a restart rolls the split back and replays them.
-            hosted.set_state(pb::RegionState::Offline);
+            hosted.set_state(RegionState::Offline);
             let _ = self.services.fs.delete_dir_all(&dir_a);
             let _ = self.services.fs.delete_dir_all(&dir_b);
             tracing::error!(table = %table, region = parent.id, error = %e, "split failed; the region is offline until the server restarts");
@@ -299,13 +298,13 @@ impl RegionServer {
         if stop == Some(SplitStep::DaughtersWritten) {
             return Ok(());
         }
-        rec.state = pb::RegionState::Split;
+        rec.state = RegionState::Split;
         if let Err(e) = self.meta.put_region(&rec) {
-            hosted.set_state(pb::RegionState::Offline);
+            hosted.set_state(RegionState::Offline);
             tracing::error!(table = %table, region = parent.id, error = %e, "could not commit a split; the region is offline until the server restarts");
             return Err(e);
         }
-        hosted.set_state(pb::RegionState::Split);
+        hosted.set_state(RegionState::Split);
         if stop == Some(SplitStep::Committed) {
             return Ok(());
         }
@@ -313,7 +312,7 @@ impl RegionServer {
         let mut daughters = Vec::with_capacity(2);
         for (info, dir) in [(a.clone(), dir_a), (b.clone(), dir_b)] {
             self.meta
-                .put_region(&self.record(&table, info.clone(), pb::RegionState::Open))?;
+                .put_region(&self.record(&table, info.clone(), RegionState::Open))?;
             let region = match self.open_region(&table, &info, &t.schema, &[]) {
                 Ok(r) => Some(r),
                 Err(e) => {
@@ -323,7 +322,7 @@ impl RegionServer {
             };
             let d = HostedRegion::new(&table, info, &dir, region);
             if !d.is_open() {
-                d.set_state(pb::RegionState::Offline);
+                d.set_state(RegionState::Offline);
             }
             daughters.push(d);
         }

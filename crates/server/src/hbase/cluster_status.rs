@@ -7,12 +7,11 @@ use super::names;
 use super::registry;
 use super::HbaseService;
 use crate::meta::META_TABLE;
-use crate::router::HostedRegion;
+use crate::router::{HostedRegion, RegionState};
 use bytes::Bytes;
 use cellar_proto::hbase;
 use cellar_proto::hbase::region_specifier::RegionSpecifierType;
 use cellar_proto::hbase::Option as Part;
-use cellar_proto::pb;
 
 /// The version reported as HBase's: the HBase release whose client Cellar is tested with,
 /// then Cellar's own. HBase's `VersionInfo` compares it as just below that release.
@@ -119,7 +118,7 @@ fn region_counts(svc: &HbaseService) -> Vec<hbase::TableRegionStatesCount> {
         let open = route
             .regions
             .values()
-            .filter(|r| r.state() == pb::RegionState::Open)
+            .filter(|r| r.state() == RegionState::Open)
             .count();
         let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
         out.push(hbase::TableRegionStatesCount {

@@ -10,11 +10,10 @@
 use super::{RegionServer, ServerError};
 use crate::catalog::names;
 use crate::meta::{RegionRecord, TableRecord, META_REGION_ID};
-use crate::router::{HostedRegion, TableRoute, TableState};
+use crate::router::{HostedRegion, RegionState, TableRoute, TableState};
 use crate::split::SplitParent;
 use bytes::Bytes;
 use cellar_model::Error;
-use cellar_proto::pb;
 use cellar_storage::region::RegionInfo;
 use cellar_storage::wal::WalRecord;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -84,9 +83,9 @@ impl RegionServer {
                     None
                 };
                 let state = if region.is_some() {
-                    pb::RegionState::Open
+                    RegionState::Open
                 } else {
-                    pb::RegionState::Closed
+                    RegionState::Closed
                 };
                 if rec.state != state
                     || rec.server != self.advertised
@@ -136,7 +135,7 @@ impl RegionServer {
             }
         }
         if !have_new {
-            let rec = RegionRecord::new(&table, RegionInfo::whole(new_id), pb::RegionState::Open);
+            let rec = RegionRecord::new(&table, RegionInfo::whole(new_id), RegionState::Open);
             self.meta.put_region(&rec)?;
             kept.push(rec);
         }
@@ -157,7 +156,7 @@ impl RegionServer {
         let mut added = Vec::new();
         for mut r in regions {
             match r.state {
-                pb::RegionState::Split => {
+                RegionState::Split => {
                     let (Some(a), Some(b)) = (r.split_a.clone(), r.split_b.clone()) else {
                         return Err(Error::corruption(
                             crate::meta::META_TABLE,
@@ -172,7 +171,7 @@ impl RegionServer {
                     for d in [&a, &b] {
                         if !known.contains(&d.id) {
                             tracing::info!(table = %r.table, parent = r.info.id, daughter = d.id, "finishing an interrupted split: writing the daughter's meta row");
-                            let rec = RegionRecord::new(&r.table, d.clone(), pb::RegionState::Open);
+                            let rec = RegionRecord::new(&r.table, d.clone(), RegionState::Open);
                             self.meta.put_region(&rec)?;
                             added.push(rec);
                         }
@@ -183,7 +182,7 @@ impl RegionServer {
                         daughters: [a.id, b.id],
                     });
                 }
-                pb::RegionState::Splitting => {
+                RegionState::Splitting => {
                     tracing::info!(table = %r.table, region = r.info.id, "rolling back an interrupted split");
                     for d in [&r.split_a, &r.split_b].into_iter().flatten() {
                         self.services
@@ -192,7 +191,7 @@ impl RegionServer {
                     }
                     r.split_a = None;
                     r.split_b = None;
-                    r.state = pb::RegionState::Open;
+                    r.state = RegionState::Open;
                     self.meta.put_region(&r)?;
                     serving.push(r);
                 }

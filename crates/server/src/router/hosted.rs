@@ -1,18 +1,14 @@
 //! A region as the server holds it: identity and key range (fixed for its life), the open
 //! engine region when it is serving, its row locks and its reported state.
 
-use super::{RowGuard, RowLocks};
+use super::{RegionLocation, RegionState, RowGuard, RowLocks};
 use crate::region_server::ServerError;
 use bytes::Bytes;
-use cellar_proto::pb;
 use cellar_storage::region::{Region, RegionInfo};
 use parking_lot::RwLock;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
-
-/// The region state reported in locations and meta (HBase's names).
-pub type RegionStateCode = pb::RegionState;
 
 /// One region of a table on this server. The engine region sits in a slot: calls use it
 /// under a read lock; closing or splitting takes it out under the write lock, which waits
@@ -28,7 +24,7 @@ pub struct HostedRegion {
     /// Bumped each time a region is put in or taken out, so a scanner can tell that the
     /// region it was opened on is gone even if the same id serves again (after an alter).
     epoch: AtomicU64,
-    state: AtomicI32,
+    state: AtomicU8,
     locks: RowLocks,
 }
 
@@ -40,9 +36,9 @@ impl HostedRegion {
         region: Option<Region>,
     ) -> Arc<HostedRegion> {
         let state = if region.is_some() {
-            pb::RegionState::Open
+            RegionState::Open
         } else {
-            pb::RegionState::Closed
+            RegionState::Closed
         };
         Arc::new(HostedRegion {
             table: table.to_string(),
@@ -51,7 +47,7 @@ impl HostedRegion {
             slot: RwLock::new(region),
             closing: AtomicBool::new(false),
             epoch: AtomicU64::new(0),
-            state: AtomicI32::new(state as i32),
+            state: AtomicU8::new(state.code()),
             locks: RowLocks::new(),
         })
     }
@@ -97,11 +93,11 @@ impl HostedRegion {
     }
 
     /// Takes the region out (waiting for calls inside it) and reports `state`.
-    pub fn take(&self, state: RegionStateCode) -> Option<Region> {
+    pub fn take(&self, state: RegionState) -> Option<Region> {
         self.closing.store(true, Ordering::Release);
         let mut slot = self.slot.write();
         self.epoch.fetch_add(1, Ordering::SeqCst);
-        self.state.store(state as i32, Ordering::SeqCst);
+        self.state.store(state.code(), Ordering::SeqCst);
         slot.take()
     }
 
@@ -109,20 +105,18 @@ impl HostedRegion {
     pub fn put(&self, region: Region) {
         let mut slot = self.slot.write();
         self.epoch.fetch_add(1, Ordering::SeqCst);
-        self.state
-            .store(pb::RegionState::Open as i32, Ordering::SeqCst);
+        self.state.store(RegionState::Open.code(), Ordering::SeqCst);
         *slot = Some(region);
         self.closing.store(false, Ordering::Release);
     }
 
     /// Changes the reported state only.
-    pub fn set_state(&self, state: RegionStateCode) {
-        self.state.store(state as i32, Ordering::SeqCst);
+    pub fn set_state(&self, state: RegionState) {
+        self.state.store(state.code(), Ordering::SeqCst);
     }
 
-    pub fn state(&self) -> RegionStateCode {
-        pb::RegionState::try_from(self.state.load(Ordering::SeqCst))
-            .unwrap_or(pb::RegionState::Unspecified)
+    pub fn state(&self) -> RegionState {
+        RegionState::from_code(self.state.load(Ordering::SeqCst))
     }
 
     pub fn epoch(&self) -> u64 {
@@ -145,15 +139,13 @@ impl HostedRegion {
     }
 
     /// Where the region is, for clients.
-    pub fn location(&self, server: &str) -> pb::RegionLocation {
-        pb::RegionLocation {
+    pub fn location(&self, server: &str) -> RegionLocation {
+        RegionLocation {
             table: self.table.clone(),
-            region_id: self.info.id,
-            start_key: self.info.start_key.clone(),
-            end_key: self.info.end_key.clone(),
+            info: self.info.clone(),
             server: server.to_string(),
             name: self.name(),
-            state: self.state() as i32,
+            state: self.state(),
         }
     }
 
