@@ -51,7 +51,8 @@ Options:
 Useful properties: recordcount, operationcount, insertstart, insertcount, fieldcount,
 fieldlength, readproportion, updateproportion, scanproportion, insertproportion,
 requestdistribution, maxexecutiontime (seconds), table (default usertable),
-columnfamily (default family), presplit (regions to create the table with, load phase).
+columnfamily (default family), presplit (regions to create the table with, load phase),
+durability (of inserts and updates: USE_DEFAULT, SKIP_WAL, ASYNC_WAL, SYNC_WAL, FSYNC_WAL).
 
 Results are printed to stdout in YCSB's format ([OVERALL], [READ], ... lines).
 ",

@@ -99,6 +99,7 @@ pub fn main(phase: &str, args: Vec<String>) -> Result<(), String> {
             family,
             create: kind == Phase::Load,
             presplit,
+            durability: targets::parse_durability(&props.get_str("durability", "USE_DEFAULT"))?,
         },
     )?;
     eprintln!(

@@ -5,7 +5,9 @@
 use super::db::{Db, Fields, Status};
 use bytes::Bytes;
 use cellar_client::blocking;
-use cellar_model::{Cell, FamilySchema, Get, RowMutation, Scan, TableSchema, LATEST_TIMESTAMP};
+use cellar_model::{
+    Cell, Durability, FamilySchema, Get, RowMutation, Scan, TableSchema, LATEST_TIMESTAMP,
+};
 use cellar_storage::region::Region;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -21,6 +23,24 @@ pub struct TargetOptions {
     pub create: bool,
     /// Regions to create the table with (property `presplit`); 0 or 1: one.
     pub presplit: u64,
+    /// Durability of inserts and updates (property `durability`, as the HBase binding's).
+    pub durability: Durability,
+}
+
+/// Parses the `durability` property: HBase's names.
+pub fn parse_durability(value: &str) -> Result<Durability, String> {
+    Ok(match value.trim().to_ascii_uppercase().as_str() {
+        "USE_DEFAULT" => Durability::UseDefault,
+        "SKIP_WAL" => Durability::SkipWal,
+        "ASYNC_WAL" => Durability::AsyncWal,
+        "SYNC_WAL" => Durability::SyncWal,
+        "FSYNC_WAL" => Durability::FsyncWal,
+        _ => {
+            return Err(format!(
+                "property durability={value} is not one of USE_DEFAULT, SKIP_WAL, ASYNC_WAL, SYNC_WAL, FSYNC_WAL"
+            ))
+        }
+    })
 }
 
 /// A target the runner can use, closed cleanly at the end.
@@ -68,12 +88,13 @@ fn schema(opts: &TargetOptions) -> Result<TableSchema, String> {
     Ok(schema)
 }
 
-fn put_of(key: &str, family: &[u8], values: &Fields) -> RowMutation {
+fn put_of(key: &str, family: &[u8], values: &Fields, durability: Durability) -> RowMutation {
     values
         .iter()
         .fold(RowMutation::new(key.to_string()), |m, (f, v)| {
             m.put(family, f.as_bytes(), LATEST_TIMESTAMP, v.clone())
         })
+        .with_durability(durability)
 }
 
 fn get_of(key: &str, family: &[u8], fields: Option<&[String]>) -> Get {
@@ -117,6 +138,7 @@ pub struct CellarDb {
     client: blocking::Client,
     table: blocking::Table,
     family: Bytes,
+    durability: Durability,
 }
 
 impl CellarDb {
@@ -168,6 +190,7 @@ impl CellarDb {
             client,
             table,
             family: Bytes::from(opts.family.clone().into_bytes()),
+            durability: opts.durability,
         })
     }
 
@@ -208,7 +231,10 @@ impl Db for CellarDb {
     }
 
     fn update(&self, table: &str, key: &str, values: &Fields) -> Status {
-        match self.table(table).put(put_of(key, &self.family, values)) {
+        match self
+            .table(table)
+            .put(put_of(key, &self.family, values, self.durability))
+        {
             Ok(()) => Status::Ok,
             Err(e) => error(e),
         }
@@ -242,6 +268,7 @@ pub struct EmbeddedDb {
     table: String,
     family: Bytes,
     dir: PathBuf,
+    durability: Durability,
 }
 
 impl EmbeddedDb {
@@ -272,6 +299,7 @@ impl EmbeddedDb {
             table: name.clone(),
             family: Bytes::from(opts.family.clone().into_bytes()),
             dir,
+            durability: opts.durability,
         })
     }
 
@@ -344,7 +372,7 @@ impl Db for EmbeddedDb {
     }
 
     fn update(&self, table: &str, key: &str, values: &Fields) -> Status {
-        self.write(table, &put_of(key, &self.family, values))
+        self.write(table, &put_of(key, &self.family, values, self.durability))
     }
 
     fn insert(&self, table: &str, key: &str, values: &Fields) -> Status {
@@ -388,7 +416,19 @@ mod tests {
             family: "family".into(),
             create,
             presplit: 0,
+            durability: Durability::UseDefault,
         }
+    }
+
+    #[test]
+    fn durability_names_are_hbase_s() {
+        assert_eq!(parse_durability("fsync_wal"), Ok(Durability::FsyncWal));
+        assert_eq!(parse_durability("SKIP_WAL"), Ok(Durability::SkipWal));
+        let e = parse_durability("FSYNC").expect_err("unknown");
+        assert!(
+            e.contains("durability=FSYNC") && e.contains("FSYNC_WAL"),
+            "{e}"
+        );
     }
 
     fn fields(pairs: &[(&str, &str)]) -> Fields {

@@ -14,7 +14,8 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
  * picks a free one, 3 DataNodes by default; the lease soft limit, 60 s in HDFS, is how long a
  * dead writer's lease keeps others from appending to its file: tests shorten it). Prints {@code hdfs=hdfs://127.0.0.1:PORT} and then {@code Ready!}
  * once every DataNode is up. Commands on standard input, one per line: {@code stop-datanode N}
- * (stops DataNode N, as a crash would), {@code quit}. End of input also stops the cluster.
+ * (stops DataNode N, as a crash would), {@code quit}. End of input also stops the cluster,
+ * unless the environment has {@code MINIDFS_DAEMON=1}: then it runs until SIGTERM (scripts).
  */
 public final class Main {
   private Main() {}
@@ -55,6 +56,9 @@ public final class Main {
     System.out.println("Ready!");
     System.out.flush();
 
+    if ("1".equals(System.getenv("MINIDFS_DAEMON"))) {
+      Thread.currentThread().join();
+    }
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     String line;
     while ((line = in.readLine()) != null) {
