@@ -7,6 +7,8 @@
 #        scripts/minidfs.sh stop DIR                stops the MiniDFS started in DIR (by PID)
 # DATANODES defaults to 3. Env: MINIDFS_HEAP (default 768m), MINIDFS_START_TIMEOUT s (default 180).
 set -euo pipefail
+# shellcheck source=lib/pidfile.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/pidfile.sh"
 
 usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [[ $# -ge 2 ]] || usage
@@ -53,14 +55,7 @@ case "$cmd" in
     grep '^hdfs=' "$dir/minidfs.out" | head -n1
     ;;
   stop)
-    [[ -f "$dir/minidfs.pid" ]] || exit 0
-    pid="$(cat "$dir/minidfs.pid")"
-    if kill -0 "$pid" 2>/dev/null; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 1 60); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    rm -f "$dir/minidfs.pid"
+    stop_pidfile "$dir/minidfs.pid" 15
     ;;
   *) usage ;;
 esac

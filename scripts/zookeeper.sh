@@ -7,6 +7,8 @@
 #        scripts/zookeeper.sh stop DIR           stops the server started in DIR (by its PID)
 # PORT defaults to a free one. Env: ZK_TICK_MS (default 500), ZK_START_TIMEOUT s (default 60).
 set -euo pipefail
+# shellcheck source=lib/pidfile.sh
+. "$(dirname "${BASH_SOURCE[0]}")/lib/pidfile.sh"
 
 usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [[ $# -ge 2 ]] || usage
@@ -73,14 +75,7 @@ CFG
     echo "zookeeper=127.0.0.1:$port"
     ;;
   stop)
-    [[ -f "$dir/zookeeper.pid" ]] || exit 0
-    pid="$(cat "$dir/zookeeper.pid")"
-    if kill -0 "$pid" 2>/dev/null; then
-      kill -TERM "$pid" 2>/dev/null || true
-      for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
-      kill -KILL "$pid" 2>/dev/null || true
-    fi
-    rm -f "$dir/zookeeper.pid"
+    stop_pidfile "$dir/zookeeper.pid" 10
     ;;
   *) usage ;;
 esac

@@ -99,6 +99,27 @@ pub trait FileSystem: Send + Sync + 'static {
 /// The shared handle every component holds.
 pub type FsRef = Arc<dyn FileSystem>;
 
+/// The error for a read of `len` bytes at `offset` that does not lie inside a file of
+/// `file_len` bytes (every [`RandomAccessFile::read_at`] checks this first).
+pub fn check_read(
+    file: impl std::fmt::Display,
+    offset: u64,
+    len: usize,
+    file_len: u64,
+) -> Result<()> {
+    if offset
+        .checked_add(len as u64)
+        .is_none_or(|end| end > file_len)
+    {
+        return Err(cellar_model::Error::corruption(
+            file,
+            offset,
+            format!("read of {len} bytes past the end of a {file_len}-byte file"),
+        ));
+    }
+    Ok(())
+}
+
 /// Reads a whole file.
 pub fn read_all(fs: &dyn FileSystem, path: &Path) -> Result<Bytes> {
     let f = fs.open(path)?;

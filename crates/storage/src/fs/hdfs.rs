@@ -334,19 +334,7 @@ struct HdfsReader {
 
 impl RandomAccessFile for HdfsReader {
     fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
-        if offset
-            .checked_add(len as u64)
-            .is_none_or(|end| end > self.len)
-        {
-            return Err(Error::corruption(
-                self.inner.name(&self.path),
-                offset,
-                format!(
-                    "read of {len} bytes past the end of a {}-byte file",
-                    self.len
-                ),
-            ));
-        }
+        super::check_read(self.inner.name(&self.path), offset, len, self.len)?;
         let offset = usize::try_from(offset).map_err(|_| {
             Error::corruption(self.inner.name(&self.path), offset, "offset out of range")
         })?;
