@@ -12,6 +12,7 @@ use cellar_storage::fs::{FileSystem, HdfsFs};
 use cellar_testing::MiniDfs;
 use std::path::Path;
 use std::process::Command;
+use std::time::Duration;
 use support::Server;
 
 const ROWS: u32 = 1500;
@@ -46,11 +47,14 @@ fn standalone_keeps_every_acknowledged_write_on_hdfs_across_kill_9() {
     let args = ["--root", root.as_str()];
     let addrs = ["127.0.0.1:0"; 3];
     let mut server = Server::start_with(tmp.path(), None, addrs, &args);
-    assert!(
-        server.output().contains(&format!("data_dir={root}")),
-        "{}",
-        server.output()
-    );
+    // Printed after the listening lines the start waits for.
+    let seen = support::wait_for(Duration::from_secs(30), || {
+        server
+            .output()
+            .contains(&format!("data_dir={root}"))
+            .then_some(())
+    });
+    assert!(seen.is_some(), "{}", server.output());
 
     let client = Client::connect(&server.native).expect("connect");
     client

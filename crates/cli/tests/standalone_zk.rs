@@ -29,13 +29,12 @@ fn standalone_publishes_itself_in_zookeeper_as_hbase_does() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let data = tmp.path().join("data");
     let mut server = Server::start_with(&data, None, ["127.0.0.1:0"; 3], &["--zk", &zk.addr]);
-    assert!(
-        server
-            .output()
-            .contains(&format!("coordination=zookeeper {}/hbase", zk.addr)),
-        "{}",
-        server.output()
-    );
+    // Printed after the listening lines the start waits for.
+    let announced = format!("coordination=zookeeper {}/hbase", zk.addr);
+    let seen = support::wait_for(Duration::from_secs(30), || {
+        server.output().contains(&announced).then_some(())
+    });
+    assert!(seen.is_some(), "{}", server.output());
     let zk_view = reader(&zk);
 
     // Cluster id: the one kept in the data directory.
