@@ -5,6 +5,7 @@ mod shell;
 mod standalone;
 mod verify;
 
+use cellar_server::node::NodeRole;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -24,6 +25,13 @@ struct Cli {
 enum Command {
     /// Run master + region server + local storage in one process.
     Standalone(standalone::Args),
+    /// Run a cluster's master: elected through ZooKeeper (others wait as backups), serves
+    /// hbase:meta and table administration, assigns regions to region servers and recovers
+    /// the regions of servers that die.
+    Master(standalone::Args),
+    /// Run a cluster's region server: registers in ZooKeeper and serves the regions the
+    /// master opens on it, with its own WAL under the root.
+    Regionserver(standalone::Args),
     /// Benchmarks: YCSB workloads (load, run), the Bigtable paper's suite, the per-stage
     /// latency breakdown, charts (report), and the chaos workloads (linkedlist,
     /// linearizability).
@@ -48,7 +56,9 @@ fn main() -> ExitCode {
         .init();
     let cli = Cli::parse();
     let result = match cli.command {
-        Command::Standalone(args) => standalone::run(args),
+        Command::Standalone(args) => standalone::run(args, NodeRole::Standalone),
+        Command::Master(args) => standalone::run(args, NodeRole::Master),
+        Command::Regionserver(args) => standalone::run(args, NodeRole::RegionServer),
         Command::Shell(args) => shell::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Verify { dir } => verify::run(&dir).map_err(|e| e.to_string()),

@@ -1,8 +1,9 @@
-//! `cellar standalone`: the region server, its native RPC front end and the metrics/status
-//! endpoint in one process, on local disk. Prints where it listens, runs until SIGINT or
-//! SIGTERM, then shuts down cleanly.
+//! `cellar standalone`, `cellar master` and `cellar regionserver`: one server process in its
+//! role (see `cellar_server::node`). Prints where it listens, runs until SIGINT or SIGTERM,
+//! then shuts down cleanly. A fenced region server (its ZooKeeper session expired) exits
+//! with an error instead.
 
-use cellar_server::standalone::Standalone;
+use cellar_server::node::{Node, NodeRole};
 use cellar_server::ServerConfig;
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,8 +29,10 @@ pub struct Args {
     /// disables it [default: 127.0.0.1:16020].
     #[arg(long, value_name = "HOST:PORT")]
     hbase_listen: Option<String>,
-    /// ZooKeeper ensemble to publish this server in, HBase's way, so HBase clients configured
-    /// with only `hbase.zookeeper.quorum` find it [default: coordination in process].
+    /// ZooKeeper ensemble: where the cluster's servers find each other (required for master
+    /// and regionserver). A standalone server publishes itself there, HBase's way, so HBase
+    /// clients configured with only `hbase.zookeeper.quorum` find it [default for standalone:
+    /// coordination in process].
     #[arg(long, value_name = "HOST:PORT[,HOST:PORT...]")]
     zk: Option<String>,
     /// A cellar.toml; the flags above override it (keys: docs/configuration.md).
@@ -39,11 +42,24 @@ pub struct Args {
 
 impl Args {
     /// The file's configuration (or the defaults) with the flags applied.
-    fn config(self) -> Result<ServerConfig, String> {
+    fn config(self, role: NodeRole) -> Result<ServerConfig, String> {
         let mut config = match &self.config {
             Some(path) => ServerConfig::from_file(path).map_err(|e| e.to_string())?,
             None => ServerConfig::default(),
         };
+        if role == NodeRole::Master {
+            // HBase's master ports, so a master and a region server fit on one host.
+            let defaults = ServerConfig::default();
+            if config.listen == defaults.listen {
+                config.listen = MASTER_LISTEN.into();
+            }
+            if config.http_listen == defaults.http_listen {
+                config.http_listen = MASTER_HTTP_LISTEN.into();
+            }
+            if config.hbase_listen == defaults.hbase_listen {
+                config.hbase_listen = MASTER_HBASE_LISTEN.into();
+            }
+        }
         if let Some(dir) = self.data_dir {
             config.data_dir = dir;
             config.root.clear();
@@ -67,8 +83,13 @@ impl Args {
     }
 }
 
-pub fn run(args: Args) -> Result<(), String> {
-    let config = args.config()?;
+/// A master's default addresses (native, HTTP, HBase): HBase's master uses 16000.
+const MASTER_LISTEN: &str = "127.0.0.1:16100";
+const MASTER_HTTP_LISTEN: &str = "127.0.0.1:16110";
+const MASTER_HBASE_LISTEN: &str = "127.0.0.1:16000";
+
+pub fn run(args: Args, role: NodeRole) -> Result<(), String> {
+    let config = args.config(role)?;
     // Signal handlers go in before anything is printed: a supervisor may signal as soon as
     // it has read the address lines.
     let signals = tokio::runtime::Builder::new_current_thread()
@@ -83,9 +104,47 @@ pub fn run(args: Args) -> Result<(), String> {
             ))
         })
         .map_err(|e| format!("cannot install signal handlers: {e}"))?;
-    let server = Standalone::start(config)?;
+    // Starting may wait (a backup master waits for the active one to go): a signal meanwhile
+    // ends the process, as nothing is open yet that needs closing.
+    let starting = std::thread::Builder::new()
+        .name("cellar-start".into())
+        .spawn(move || Node::start_as(config, role))
+        .map_err(|e| format!("cannot start: {e}"))?;
+    let server = loop {
+        if starting.is_finished() {
+            break starting
+                .join()
+                .map_err(|_| "the server panicked while starting".to_string())??;
+        }
+        let signalled = signals.block_on(async {
+            tokio::select! {
+                which = next_signal(&mut term, &mut int) => Some(which),
+                _ = tokio::time::sleep(std::time::Duration::from_millis(50)) => None,
+            }
+        });
+        if let Some(which) = signalled {
+            tracing::info!(signal = which, "stopping before the server started");
+            std::process::exit(0);
+        }
+    };
     announce(&server);
-    let which = signals.block_on(next_signal(&mut term, &mut int));
+    let which = loop {
+        let signalled = signals.block_on(async {
+            tokio::select! {
+                which = next_signal(&mut term, &mut int) => Some(which),
+                _ = tokio::time::sleep(std::time::Duration::from_millis(100)) => None,
+            }
+        });
+        if let Some(which) = signalled {
+            break which;
+        }
+        if server.fenced() {
+            // The master has given this server's regions to others: nothing here may be
+            // flushed or written again, so the process ends as a crash would.
+            eprintln!("error: ZooKeeper session expired; this region server was fenced and exits");
+            std::process::exit(75);
+        }
+    };
     tracing::info!(signal = which, "shutting down");
     drop(signals);
     server.shutdown()?;
@@ -101,7 +160,7 @@ async fn next_signal(term: &mut Signal, int: &mut Signal) -> &'static str {
 }
 
 /// The lines scripts and tests wait for, one each, flushed at once.
-fn announce(server: &Standalone) {
+fn announce(server: &Node) {
     let mut out = std::io::stdout().lock();
     // A closed stdout must not stop the server; the same lines are in the log.
     let _ = writeln!(out, "listening native={}", server.native_addr());
@@ -118,6 +177,7 @@ fn announce(server: &Standalone) {
         hbase = ?server.hbase_addr(),
         data_dir = %server.location(),
         coordination = %server.coordination().describe(),
-        "cellar standalone serving"
+        role = server.role().command(),
+        "serving"
     );
 }

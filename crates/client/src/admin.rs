@@ -184,6 +184,70 @@ impl Admin {
         })
     }
 
+    /// Region server control (the master's calls in a cluster): opens `region` of `schema`'s
+    /// table on the region server at `server` (`host:port`, native). One attempt.
+    pub async fn open_region(
+        &self,
+        server: &str,
+        region: &RegionLocation,
+        schema: &TableSchema,
+    ) -> Result<()> {
+        let req = pb::OpenRegionRequest {
+            region: Some(pb::RegionLocation {
+                table: region.table.clone(),
+                region_id: region.region_id,
+                start_key: region.start_key.clone(),
+                end_key: region.end_key.clone(),
+                server: server.to_string(),
+                name: region.name.clone(),
+                state: pb::RegionState::Open as i32,
+            }),
+            schema: Some(convert::schema_to_pb(schema)),
+        };
+        self.server_call(server, Method::OpenRegion, &req).await
+    }
+
+    /// Region server control: flushes and closes a region on `server`. One attempt.
+    pub async fn close_region(&self, server: &str, table: &str, region_id: u64) -> Result<()> {
+        let req = pb::CloseRegionRequest {
+            region: Some(pb::RegionRef {
+                table: table.to_string(),
+                region_id,
+            }),
+        };
+        self.server_call(server, Method::CloseRegion, &req).await
+    }
+
+    /// Region server control: flushes a region on `server`, then compacts it if `compact`.
+    pub async fn flush_region(
+        &self,
+        server: &str,
+        table: &str,
+        region_id: u64,
+        compact: bool,
+        major: bool,
+    ) -> Result<()> {
+        let req = pb::FlushRegionRequest {
+            region: Some(pb::RegionRef {
+                table: table.to_string(),
+                region_id,
+            }),
+            compact,
+            major,
+        };
+        self.server_call(server, Method::FlushRegion, &req).await
+    }
+
+    async fn server_call(
+        &self,
+        server: &str,
+        method: Method,
+        req: &impl prost::Message,
+    ) -> Result<()> {
+        let conn = self.inner.connection(server).await?;
+        conn.call(method, req, &[]).await.map(|_| ())
+    }
+
     /// A call that changes a table: not retried once sent (it may have been applied), and the
     /// table's cached locations are dropped afterwards (regions may have changed).
     async fn change(&self, method: Method, req: &impl prost::Message, table: &str) -> Result<()> {

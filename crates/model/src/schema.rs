@@ -173,6 +173,10 @@ impl FamilySchema {
                     .into(),
             );
         }
+        if self.name == "recovered.edits" {
+            // A region directory's subdirectory for edits split from dead servers' logs.
+            return bad("the name is reserved for a region's recovered edits".into());
+        }
         if self.max_versions == 0 {
             return bad("max_versions must be at least 1".into());
         }

@@ -10,7 +10,7 @@ pub mod names;
 mod namespaces;
 
 use crate::meta::{RegionRecord, TableRecord, META_TABLE};
-use crate::region_server::{RegionServer, ServerError};
+use crate::region_server::{RegionServer, RegionWork, ServerError};
 use crate::router::{HostedRegion, RegionLocation, RegionState, TableRoute, TableState};
 use bytes::Bytes;
 use cellar_model::{FamilySchema, TableSchema};
@@ -70,17 +70,17 @@ impl RegionServer {
                     start_key: w[0].clone(),
                     end_key: w[1].clone(),
                 };
-                let region = self.open_region(&name, &info, &schema, &[])?;
-                let dir = region.dir().to_path_buf();
-                route.regions.insert(
-                    info.start_key.clone(),
-                    HostedRegion::new(&name, info.clone(), &dir, Some(region)),
-                );
-                self.meta
-                    .put_region(&self.record(&name, info, RegionState::Open))?;
+                let dir = self.region_dir(&name, info.id);
+                let hosted = HostedRegion::new(&name, info.clone(), &dir, None);
+                route
+                    .regions
+                    .insert(info.start_key.clone(), Arc::clone(&hosted));
+                self.bring_up(&hosted, &schema)?;
+                self.meta()?
+                    .put_region(&self.record_of(&hosted, RegionState::Open))?;
             }
             // The commit point: the table exists once its row does.
-            self.meta.put_table(&TableRecord {
+            self.meta()?.put_table(&TableRecord {
                 schema: schema.clone(),
                 state: TableState::Enabled,
                 splits: 0,
@@ -89,10 +89,10 @@ impl RegionServer {
         })();
         if let Err(e) = result {
             for r in route.regions.values() {
-                let _ = self.meta.delete_region(&name, &r.info);
-                if let Some(region) = r.take(RegionState::Closed) {
-                    let _ = region.close();
+                if let Ok(meta) = self.meta() {
+                    let _ = meta.delete_region(&name, &r.info);
                 }
+                let _ = self.bring_down(r, RegionState::Closed);
             }
             let _ = self
                 .services
@@ -103,6 +103,13 @@ impl RegionServer {
         self.router.insert_table(&name, route);
         tracing::info!(table = %name, regions = bounds.len() - 1, "table created");
         Ok(())
+    }
+
+    /// A region row naming the server `hosted` is on (see [`RegionServer::placed_on`]).
+    pub(crate) fn record_of(&self, hosted: &HostedRegion, state: RegionState) -> RegionRecord {
+        let mut r = RegionRecord::new(&hosted.table, hosted.info.clone(), state);
+        (r.server, r.startcode) = self.placed_on(hosted);
+        r
     }
 
     /// A region row naming this server.
@@ -123,8 +130,8 @@ impl RegionServer {
         }
         self.router
             .update_table(&name, |t| t.state = TableState::Disabled);
-        self.close_regions(&name, &t)?;
-        self.meta.put_table(&TableRecord {
+        self.close_regions(&t)?;
+        self.meta()?.put_table(&TableRecord {
             schema: (*t.schema).clone(),
             state: TableState::Disabled,
             splits: t.splits,
@@ -134,13 +141,11 @@ impl RegionServer {
         Ok(())
     }
 
-    fn close_regions(&self, name: &str, t: &TableRoute) -> Result<(), ServerError> {
+    fn close_regions(&self, t: &TableRoute) -> Result<(), ServerError> {
         for hosted in t.regions.values() {
-            if let Some(region) = hosted.take(RegionState::Closed) {
-                region.close()?;
-            }
-            self.meta
-                .put_region(&self.record(name, hosted.info.clone(), RegionState::Closed))?;
+            self.bring_down(hosted, RegionState::Closed)?;
+            self.meta()?
+                .put_region(&self.record_of(hosted, RegionState::Closed))?;
         }
         Ok(())
     }
@@ -154,13 +159,11 @@ impl RegionServer {
             return Err(ServerError::TableNotDisabled(name));
         }
         for hosted in t.regions.values() {
-            if !hosted.is_open() {
-                hosted.put(self.open_region(&name, &hosted.info, &t.schema, &[])?);
-            }
-            self.meta
-                .put_region(&self.record(&name, hosted.info.clone(), RegionState::Open))?;
+            self.bring_up(hosted, &t.schema)?;
+            self.meta()?
+                .put_region(&self.record_of(hosted, RegionState::Open))?;
         }
-        self.meta.put_table(&TableRecord {
+        self.meta()?.put_table(&TableRecord {
             schema: (*t.schema).clone(),
             state: TableState::Enabled,
             splits: t.splits,
@@ -180,7 +183,7 @@ impl RegionServer {
         if t.state != TableState::Disabled {
             return Err(ServerError::TableNotDisabled(name));
         }
-        self.meta.delete_table(&name)?;
+        self.meta()?.delete_table(&name)?;
         self.router.remove_table(&name);
         self.forget_regions(&name, &t)?;
         self.services
@@ -193,7 +196,7 @@ impl RegionServer {
     /// Deletes the meta rows of a table's regions and of its split parents.
     fn forget_regions(&self, name: &str, t: &TableRoute) -> Result<(), ServerError> {
         for hosted in t.regions.values() {
-            self.meta.delete_region(name, &hosted.info)?;
+            self.meta()?.delete_region(name, &hosted.info)?;
         }
         let parents: Vec<_> = {
             let mut all = self.split_parents.lock();
@@ -202,7 +205,7 @@ impl RegionServer {
             mine
         };
         for p in parents {
-            self.meta.delete_region(name, &p.info)?;
+            self.meta()?.delete_region(name, &p.info)?;
         }
         Ok(())
     }
@@ -227,9 +230,7 @@ impl RegionServer {
         self.router
             .update_table(&name, |t| t.state = TableState::Disabled);
         for hosted in t.regions.values() {
-            if let Some(region) = hosted.take(RegionState::Closed) {
-                region.close()?;
-            }
+            self.bring_down(hosted, RegionState::Closed)?;
         }
         let info = RegionInfo::whole(self.next_region_id());
         let mut record = TableRecord {
@@ -239,24 +240,21 @@ impl RegionServer {
             truncate_to: Some(info.id),
         };
         // The commit point: from here a restart finishes the truncate.
-        self.meta.put_table(&record)?;
+        self.meta()?.put_table(&record)?;
         if stop_at_commit {
             return Ok(());
         }
         self.forget_regions(&name, &t)?;
-        let region = self.open_region(&name, &info, &t.schema, &[])?;
-        self.meta
-            .put_region(&self.record(&name, info.clone(), RegionState::Open))?;
+        let hosted = HostedRegion::new(&name, info.clone(), &self.region_dir(&name, info.id), None);
+        self.bring_up(&hosted, &t.schema)?;
+        self.meta()?
+            .put_region(&self.record_of(&hosted, RegionState::Open))?;
         record.truncate_to = None;
         record.state = TableState::Enabled;
         record.splits = 0;
-        self.meta.put_table(&record)?;
-        let dir = region.dir().to_path_buf();
+        self.meta()?.put_table(&record)?;
         let mut route = TableRoute::new((*t.schema).clone(), TableState::Enabled, 0);
-        route.regions.insert(
-            Bytes::new(),
-            HostedRegion::new(&name, info.clone(), &dir, Some(region)),
-        );
+        route.regions.insert(Bytes::new(), hosted);
         self.router.insert_table(&name, route);
         let table_dir = names::table_dir(self.data_dir(), &name);
         for entry in self.services.fs.list(&table_dir)? {
@@ -303,7 +301,7 @@ impl RegionServer {
             )));
         }
         schema.validate()?;
-        self.meta.put_table(&TableRecord {
+        self.meta()?.put_table(&TableRecord {
             schema: schema.clone(),
             state: t.state,
             splits: t.splits,
@@ -313,10 +311,8 @@ impl RegionServer {
             .update_table(&name, |t| t.schema = Arc::new(schema.clone()));
         if t.state == TableState::Enabled {
             for hosted in t.regions.values() {
-                if let Some(region) = hosted.take(RegionState::Closed) {
-                    region.close()?;
-                }
-                hosted.put(self.open_region(&name, &hosted.info, &schema, &[])?);
+                self.bring_down(hosted, RegionState::Closed)?;
+                self.bring_up(hosted, &schema)?;
             }
         }
         tracing::info!(table = %name, "table altered");
@@ -325,19 +321,15 @@ impl RegionServer {
 
     /// Flushes every region of an enabled table.
     pub fn flush_table(&self, name: &str) -> Result<(), ServerError> {
-        self.each_open_region(name, |r| Ok(r.flush()?))
+        self.each_open_region(name, RegionWork::Flush)
     }
 
     /// Compacts every region of an enabled table; returns when done.
     pub fn compact_table(&self, name: &str, major: bool) -> Result<(), ServerError> {
-        self.each_open_region(name, |r| Ok(r.compact(major)?))
+        self.each_open_region(name, RegionWork::Compact { major })
     }
 
-    fn each_open_region(
-        &self,
-        name: &str,
-        f: impl Fn(&cellar_storage::region::Region) -> Result<(), ServerError>,
-    ) -> Result<(), ServerError> {
+    fn each_open_region(&self, name: &str, work: RegionWork) -> Result<(), ServerError> {
         self.check_running()?;
         let (name, t) = self.existing(name)?;
         if t.state == TableState::Disabled {
@@ -345,7 +337,7 @@ impl RegionServer {
         }
         for hosted in t.regions.values() {
             // A region being split is flushed by its split.
-            hosted.if_open(&f).transpose()?;
+            self.region_work(hosted, work)?;
         }
         Ok(())
     }
@@ -389,6 +381,15 @@ impl RegionServer {
     /// The region of `table` holding `row`.
     pub fn locate_region(&self, table: &str, row: &[u8]) -> Result<RegionLocation, ServerError> {
         let table = names::canonical(table)?;
+        if matches!(self.role, crate::region_server::Role::Master(_))
+            && self
+                .router
+                .table(&table)
+                .is_some_and(|t| t.state == TableState::Disabled)
+        {
+            // Its regions are open nowhere: say why instead of sending clients round.
+            return Err(ServerError::TableDisabled(table));
+        }
         Ok(self.router.locate(&table, row)?.location(&self.advertised))
     }
 

@@ -55,6 +55,15 @@ impl HttpServer {
         let listener = std::net::TcpListener::bind(listen).map_err(|e| {
             std::io::Error::new(e.kind(), format!("cannot listen on {listen}: {e}"))
         })?;
+        HttpServer::start_on(listener, sources)
+    }
+
+    /// [`HttpServer::start`] on a bound listener (bound early, so that its address can be
+    /// published before the server serves).
+    pub fn start_on(
+        listener: std::net::TcpListener,
+        sources: Sources,
+    ) -> std::io::Result<HttpServer> {
         listener.set_nonblocking(true)?;
         let local_addr = listener.local_addr()?;
         let runtime = tokio::runtime::Builder::new_multi_thread()

@@ -11,14 +11,19 @@ pub mod config;
 pub mod coord;
 pub mod hbase;
 pub mod http;
+pub mod master;
 pub mod meta;
 pub mod metrics;
+pub mod node;
 pub mod region_server;
 pub mod router;
 pub mod rpc;
 pub mod scanners;
 pub mod service;
 pub mod split;
-pub mod standalone;
+/// The standalone server is a [`node::Node`] in the standalone role.
+pub mod standalone {
+    pub use crate::node::{Node, NodeRole, Standalone};
+}
 
 pub use config::ServerConfig;

@@ -6,14 +6,17 @@
 //! `<data_dir>/wal` (one WAL for all regions), `<data_dir>/meta` (the `hbase:meta` region),
 //! `<data_dir>/data/<namespace>/<qualifier>/<region_id>` (the tables' regions).
 
+mod control;
 mod data;
 mod error;
 mod nonces;
+mod placement;
 mod recovery;
 mod workers;
 
 pub use data::{Check, DeferredPut, MutateOutcome};
 pub use error::ServerError;
+pub use placement::RegionWork;
 
 use crate::catalog::names;
 use crate::config::ServerConfig;
@@ -33,16 +36,60 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 use workers::Workers;
 
+/// What this process is in the cluster (`docs/design/0004-cluster.md` §1). One code path:
+/// the roles differ only in where regions open ([`placement`]) and in whether meta is here.
+pub enum Role {
+    /// Master and region server in one process: meta and every region are served here.
+    Standalone,
+    /// The active master of a cluster: meta is served here, user regions are assigned to
+    /// region servers.
+    Master(Arc<crate::master::Assignment>),
+    /// A region server of a cluster: serves the regions the master opens on it; no meta, no
+    /// table administration.
+    RegionServer,
+}
+
+impl Role {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Role::Standalone => "standalone",
+            Role::Master(_) => "master",
+            Role::RegionServer => "regionserver",
+        }
+    }
+}
+
+/// How a server opens: its role, its start code and where its WAL lives.
+pub struct Opening {
+    pub role: Role,
+    /// When this server started (ms since the epoch); 0: now.
+    pub startcode: u64,
+    /// The WAL directory; empty: `<data_dir>/wal` (standalone's layout).
+    pub wal_dir: PathBuf,
+}
+
+impl Opening {
+    pub fn standalone() -> Opening {
+        Opening {
+            role: Role::Standalone,
+            startcode: 0,
+            wal_dir: PathBuf::new(),
+        }
+    }
+}
+
 /// A region server with its regions, meta table and background threads.
 pub struct RegionServer {
     pub(crate) config: ServerConfig,
+    pub(crate) role: Role,
     /// `host:port` written into region locations.
     pub(crate) advertised: String,
     /// When this server started (ms since the epoch): meta's `serverstartcode`.
     pub(crate) startcode: u64,
     pub(crate) started: Instant,
     pub(crate) services: Arc<StorageServices>,
-    pub(crate) meta: Meta,
+    /// `hbase:meta`, unless this is a region server of a cluster.
+    pub(crate) meta: Option<Meta>,
     pub(crate) router: Router,
     pub(crate) scanners: ScannerRegistry,
     /// Serializes admin operations and splits with each other (never data calls).
@@ -82,9 +129,29 @@ impl RegionServer {
         advertised: String,
         fs: FsRef,
     ) -> Result<Arc<RegionServer>, ServerError> {
+        RegionServer::open_as(config, advertised, fs, Opening::standalone())
+    }
+
+    /// Opens a server in any role. A standalone server holds `<data_dir>/LOCK`; in a cluster
+    /// the ZooKeeper election (master) and the per-server WAL directory (region server) keep
+    /// two processes from sharing what they write.
+    pub fn open_as(
+        config: &ServerConfig,
+        advertised: String,
+        fs: FsRef,
+        opening: Opening,
+    ) -> Result<Arc<RegionServer>, ServerError> {
         config.validate().map_err(ServerError::InvalidArgument)?;
         cellar_storage::fs::create_dir_durable(&*fs, &config.data_dir)?;
-        let lock = lock_data_dir(&*fs, &config.data_dir)?;
+        let lock = match opening.role {
+            Role::Standalone => Some(lock_data_dir(&*fs, &config.data_dir)?),
+            _ => None,
+        };
+        let wal_dir = if opening.wal_dir.as_os_str().is_empty() {
+            config.data_dir.join("wal")
+        } else {
+            opening.wal_dir.clone()
+        };
         let storage = config.storage_config();
         cellar_storage::memstore::chunk_pool::set_limit(
             usize::try_from(config.storage.memstore_chunk_pool_bytes).unwrap_or(usize::MAX),
@@ -93,36 +160,46 @@ impl RegionServer {
             usize::try_from(config.storage.memstore_chunks_ready_bytes).unwrap_or(usize::MAX),
         );
         let clock = Arc::clone(&storage.clock);
-        let (services, records) = StorageServices::open(fs, &config.data_dir.join("wal"), storage)?;
-        let meta_dir = config.data_dir.join("meta");
-        let meta_info = RegionInfo::whole(META_REGION_ID);
-        let meta_region = match Region::open_in(
-            &services,
-            &meta_dir,
-            meta_info.clone(),
-            meta_schema(),
-            &records,
-        ) {
-            Ok(r) => r,
-            Err(e) => {
-                let _ = services.shutdown();
-                return Err(e.into());
-            }
-        };
-        let meta_hosted = HostedRegion::new(META_TABLE, meta_info, &meta_dir, Some(meta_region));
+        let (services, records) = StorageServices::open(fs, &wal_dir, storage)?;
         let router = Router::new();
-        let mut route = TableRoute::new(meta_schema(), TableState::Enabled, 0);
-        route
-            .regions
-            .insert(meta_hosted.info.start_key.clone(), Arc::clone(&meta_hosted));
-        router.insert_table(META_TABLE, route);
-        let startcode = clock.now_millis();
+        let meta = if matches!(opening.role, Role::RegionServer) {
+            None
+        } else {
+            let meta_dir = config.data_dir.join("meta");
+            let meta_info = RegionInfo::whole(META_REGION_ID);
+            let meta_region = match placement::open_with_recovered(
+                &services,
+                &meta_dir,
+                meta_info.clone(),
+                meta_schema(),
+                &records,
+            ) {
+                Ok(r) => r,
+                Err(e) => {
+                    let _ = services.shutdown();
+                    return Err(e);
+                }
+            };
+            let meta_hosted =
+                HostedRegion::new(META_TABLE, meta_info, &meta_dir, Some(meta_region));
+            let mut route = TableRoute::new(meta_schema(), TableState::Enabled, 0);
+            route
+                .regions
+                .insert(meta_hosted.info.start_key.clone(), Arc::clone(&meta_hosted));
+            router.insert_table(META_TABLE, route);
+            Some(Meta::new(meta_hosted, Arc::clone(&clock)))
+        };
+        let startcode = match opening.startcode {
+            0 => clock.now_millis(),
+            s => s,
+        };
         let server = Arc::new(RegionServer {
             config: config.clone(),
+            role: opening.role,
             advertised,
             startcode,
             started: Instant::now(),
-            meta: Meta::new(meta_hosted, clock),
+            meta,
             router,
             scanners: ScannerRegistry::new(Duration::from_millis(config.scanner.lease_ms)),
             admin: Mutex::new(()),
@@ -136,17 +213,21 @@ impl RegionServer {
             shut_down: Mutex::new(false),
             workers: Workers::new(),
             services,
-            lock: Mutex::new(Some(lock)),
+            lock: Mutex::new(lock),
         });
-        if let Err(e) = server.recover(&records) {
-            tracing::error!(error = %e, "could not open the data directory");
-            let _ = server.shutdown();
-            return Err(e);
+        if server.meta.is_some() {
+            if let Err(e) = server.recover(&records) {
+                tracing::error!(error = %e, "could not open the data directory");
+                let _ = server.shutdown();
+                return Err(e);
+            }
         }
         server.start_workers();
         tracing::info!(
+            role = server.role.name(),
             data_dir = %config.data_dir.display(),
-            tables = server.router.tables().len() - 1,
+            wal_dir = %wal_dir.display(),
+            tables = server.router.tables().len().saturating_sub(1),
             "region server open"
         );
         Ok(server)
@@ -155,10 +236,23 @@ impl RegionServer {
     fn start_workers(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
         let split_every = Duration::from_millis(self.config.split.check_interval_ms);
-        self.workers
-            .spawn("cellar-split", split_every, weak.clone(), |s| {
-                s.split_tick()
-            });
+        match &self.role {
+            // Splits in a cluster are not coordinated yet (docs/design/0004-cluster.md §9).
+            Role::Standalone => {
+                self.workers
+                    .spawn("cellar-split", split_every, weak.clone(), |s| {
+                        s.split_tick()
+                    });
+            }
+            Role::Master(a) => {
+                let every = a.tick_interval();
+                self.workers
+                    .spawn("cellar-assign", every, weak.clone(), |s| {
+                        s.assignment_tick()
+                    });
+            }
+            Role::RegionServer => {}
+        }
         let lease = Duration::from_millis(self.config.scanner.lease_ms);
         let reap_every = (lease / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
         self.workers.spawn("cellar-leases", reap_every, weak, |s| {
@@ -193,7 +287,11 @@ impl RegionServer {
                 note(region.close().map_err(ServerError::from));
             }
         }
-        if let Some(meta) = self.meta.hosted().take(RegionState::Closed) {
+        if let Some(meta) = self
+            .meta
+            .as_ref()
+            .and_then(|m| m.hosted().take(RegionState::Closed))
+        {
             note(meta.close().map_err(ServerError::from));
         }
         note(self.services.shutdown().map_err(ServerError::from));
@@ -205,12 +303,39 @@ impl RegionServer {
         }
     }
 
+    /// Stops serving for good (a region server whose ZooKeeper session expired: its regions
+    /// are being given to others): every later call gets SERVER_STOPPING and clients locate
+    /// again.
+    pub fn fence(&self) {
+        self.stopping.store(true, Ordering::SeqCst);
+    }
+
     /// SERVER_STOPPING once shutdown has begun.
     pub(crate) fn check_running(&self) -> Result<(), ServerError> {
         if self.stopping.load(Ordering::SeqCst) {
             return Err(ServerError::Stopping);
         }
         Ok(())
+    }
+
+    /// `hbase:meta`; an error on a region server of a cluster, where tables are administered
+    /// by the master.
+    pub(crate) fn meta(&self) -> Result<&Meta, ServerError> {
+        self.meta.as_ref().ok_or_else(|| {
+            ServerError::invalid(
+                "this is a region server of a cluster: tables and namespaces are administered \
+                 by the active master (see `/hbase/master` in ZooKeeper or the master's address)",
+            )
+        })
+    }
+
+    pub fn role(&self) -> &Role {
+        &self.role
+    }
+
+    /// When this server started (ms since the epoch): its start code.
+    pub fn startcode(&self) -> u64 {
+        self.startcode
     }
 
     /// `host:port` in region locations.
@@ -267,19 +392,15 @@ impl RegionServer {
         let fs = &self.services.fs;
         if fs.exists(&dir)? {
             for name in fs.list(&dir)? {
-                if !name.starts_with('.') && !schema.families.iter().any(|f| f.name == name) {
+                let family_like =
+                    !name.starts_with('.') && name != cellar_storage::wal::split::RECOVERED_EDITS;
+                if family_like && !schema.families.iter().any(|f| f.name == name) {
                     tracing::info!(table, region = info.id, family = %name, "removing the directory of a deleted family");
                     fs.delete_dir_all(&dir.join(&name))?;
                 }
             }
         }
-        Ok(Region::open_in(
-            &self.services,
-            &dir,
-            info.clone(),
-            schema.clone(),
-            replay,
-        )?)
+        placement::open_with_recovered(&self.services, &dir, info.clone(), schema.clone(), replay)
     }
 }
 

@@ -178,6 +178,38 @@ impl Router {
         }
     }
 
+    /// Adds one region to `table`, creating the table's route (enabled, with `schema`) if this
+    /// server has none yet, and taking `schema` if it has (a region server in a cluster
+    /// learns tables region by region).
+    pub fn add_region(&self, schema: &TableSchema, region: Arc<HostedRegion>) {
+        let mut st = self.state.write();
+        let State { tables, by_id } = &mut *st;
+        let t = tables
+            .entry(region.table.clone())
+            .or_insert_with(|| TableRoute::new(schema.clone(), TableState::Enabled, 0));
+        if *t.schema != *schema {
+            t.schema = Arc::new(schema.clone());
+        }
+        if let Some(old) = by_id.insert(region.info.id, Arc::clone(&region)) {
+            t.regions.remove(&old.info.start_key);
+        }
+        t.regions.insert(region.info.start_key.clone(), region);
+    }
+
+    /// Removes one region; a table left with none is forgotten.
+    pub fn remove_region(&self, id: u64) -> Option<Arc<HostedRegion>> {
+        let mut st = self.state.write();
+        let State { tables, by_id } = &mut *st;
+        let r = by_id.remove(&id)?;
+        if let Some(t) = tables.get_mut(&r.table) {
+            t.regions.remove(&r.info.start_key);
+            if t.regions.is_empty() {
+                tables.remove(&r.table);
+            }
+        }
+        Some(r)
+    }
+
     /// Replaces region `parent` of `table` by `daughters` in one step.
     pub fn swap_split(&self, table: &str, parent: u64, daughters: [Arc<HostedRegion>; 2]) {
         let mut st = self.state.write();

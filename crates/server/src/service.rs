@@ -214,6 +214,35 @@ impl RegionServer {
                 self.compact_table(&req.table, req.major)?;
                 empty()
             }
+            Method::OpenRegion => {
+                let req: pb::OpenRegionRequest = decode(param, "OpenRegionRequest")?;
+                let l = req
+                    .region
+                    .ok_or_else(|| ServerError::invalid("OpenRegionRequest names no region"))?;
+                let schema = convert::schema_from_pb(
+                    req.schema
+                        .ok_or_else(|| ServerError::invalid("OpenRegionRequest has no schema"))?,
+                )?;
+                let info = cellar_storage::region::RegionInfo {
+                    id: l.region_id,
+                    start_key: l.start_key,
+                    end_key: l.end_key,
+                };
+                self.open_region_call(&l.table, info, schema)?;
+                empty()
+            }
+            Method::CloseRegion => {
+                let req: pb::CloseRegionRequest = decode(param, "CloseRegionRequest")?;
+                let r = region_ref(req.region, "CloseRegionRequest")?;
+                self.close_region_call(&r.table, r.region_id)?;
+                empty()
+            }
+            Method::FlushRegion => {
+                let req: pb::FlushRegionRequest = decode(param, "FlushRegionRequest")?;
+                let r = region_ref(req.region, "FlushRegionRequest")?;
+                self.flush_region_call(&r.table, r.region_id, req.compact, req.major)?;
+                empty()
+            }
             Method::SplitTable => {
                 let req: pb::SplitTableRequest = decode(param, "SplitTableRequest")?;
                 self.split_table(&req.table, req.split_row)?;

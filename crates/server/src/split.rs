@@ -271,7 +271,7 @@ impl RegionServer {
         let mut rec = self.record(&table, parent.clone(), RegionState::Splitting);
         rec.split_a = Some(a.clone());
         rec.split_b = Some(b.clone());
-        self.meta.put_region(&rec)?;
+        self.meta()?.put_region(&rec)?;
         hosted.set_state(RegionState::Splitting);
         if stop == Some(SplitStep::Marked) {
             return Ok(());
@@ -282,7 +282,7 @@ impl RegionServer {
             rec.split_a = None;
             rec.split_b = None;
             rec.state = RegionState::Closed;
-            return self.meta.put_region(&rec);
+            return self.meta()?.put_region(&rec);
         };
         let dir_a = self.region_dir(&table, a.id);
         let dir_b = self.region_dir(&table, b.id);
@@ -299,7 +299,7 @@ impl RegionServer {
             return Ok(());
         }
         rec.state = RegionState::Split;
-        if let Err(e) = self.meta.put_region(&rec) {
+        if let Err(e) = self.meta()?.put_region(&rec) {
             hosted.set_state(RegionState::Offline);
             tracing::error!(table = %table, region = parent.id, error = %e, "could not commit a split; the region is offline until the server restarts");
             return Err(e);
@@ -311,7 +311,7 @@ impl RegionServer {
 
         let mut daughters = Vec::with_capacity(2);
         for (info, dir) in [(a.clone(), dir_a), (b.clone(), dir_b)] {
-            self.meta
+            self.meta()?
                 .put_region(&self.record(&table, info.clone(), RegionState::Open))?;
             let region = match self.open_region(&table, &info, &t.schema, &[]) {
                 Ok(r) => Some(r),
@@ -337,7 +337,7 @@ impl RegionServer {
         });
         self.splits_done.fetch_add(1, Ordering::Relaxed);
         if let Some(t) = self.router.table(&table) {
-            self.meta.put_table(&crate::meta::TableRecord {
+            self.meta()?.put_table(&crate::meta::TableRecord {
                 schema: (*t.schema).clone(),
                 state: t.state,
                 splits: t.splits,
@@ -378,7 +378,7 @@ impl RegionServer {
                 .fs
                 .delete_dir_all(&self.region_dir(&p.table, p.info.id))
                 .map_err(ServerError::from)
-                .and_then(|()| self.meta.delete_region(&p.table, &p.info));
+                .and_then(|()| self.meta()?.delete_region(&p.table, &p.info));
             match removed {
                 Ok(()) => {
                     self.split_parents.lock().retain(|q| q != &p);

@@ -12,6 +12,7 @@ mod commit;
 pub mod format;
 mod reader;
 mod segments;
+pub mod split;
 mod writer;
 
 /// For the fuzz targets in `fuzz/`: replay of one segment's bytes.

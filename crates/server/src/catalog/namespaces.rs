@@ -70,7 +70,7 @@ impl RegionServer {
                 tables.join(", ")
             )));
         }
-        self.meta.delete_namespace(name)?;
+        self.meta()?.delete_namespace(name)?;
         self.namespaces.write().remove(name);
         Ok(())
     }
@@ -95,7 +95,7 @@ impl RegionServer {
             .collect::<BTreeMap<_, _>>()
             .into_iter()
             .collect();
-        self.meta.put_namespace(&NamespaceRecord {
+        self.meta()?.put_namespace(&NamespaceRecord {
             name: name.to_string(),
             configuration: configuration.clone(),
         })?;

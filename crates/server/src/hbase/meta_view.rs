@@ -244,6 +244,11 @@ fn region_row(
         TableState::Enabled => b"OPEN",
         TableState::Disabled => b"CLOSED",
     };
+    // On a cluster's master, regions are on the region servers they are assigned to.
+    let (host, port, start_code) = match r.server() {
+        Some(s) => (s.name.host.clone(), s.name.port, s.name.start_code),
+        None => (svc.host.clone(), svc.port, svc.start_code),
+    };
     let cells = vec![
         put(&row, INFO, b"regioninfo", ts, regioninfo),
         // The open sequence number only has to grow when a region is replaced (clients
@@ -260,16 +265,22 @@ fn region_row(
             INFO,
             b"server",
             ts,
-            format!("{}:{}", svc.host, svc.port).into_bytes(),
+            format!("{host}:{port}").into_bytes(),
         ),
         put(
             &row,
             INFO,
             b"serverstartcode",
             ts,
-            svc.start_code.to_be_bytes().to_vec(),
+            start_code.to_be_bytes().to_vec(),
         ),
-        put(&row, INFO, b"sn", ts, server_name_string(svc).into_bytes()),
+        put(
+            &row,
+            INFO,
+            b"sn",
+            ts,
+            format!("{host},{port},{start_code}").into_bytes(),
+        ),
         put(&row, INFO, b"state", ts, region_state.to_vec()),
     ];
     (row, cells)

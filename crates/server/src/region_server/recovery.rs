@@ -7,7 +7,7 @@
 //! table row names the replacing region. Anything on disk or in meta that no commit point
 //! vouches for is garbage and goes.
 
-use super::{RegionServer, ServerError};
+use super::{RegionServer, Role, ServerError};
 use crate::catalog::names;
 use crate::meta::{RegionRecord, TableRecord, META_REGION_ID};
 use crate::router::{HostedRegion, RegionState, TableRoute, TableState};
@@ -26,7 +26,7 @@ impl RegionServer {
                 self.nonces.replayed(n);
             }
         }
-        let contents = self.meta.load()?;
+        let contents = self.meta()?.load()?;
         *self.namespaces.write() = contents
             .namespaces
             .into_iter()
@@ -48,7 +48,7 @@ impl RegionServer {
             } else {
                 // A create that crashed before its table row, or a delete after it.
                 tracing::info!(table = %r.table, region = r.info.id, "removing the meta row of a region without a table");
-                self.meta.delete_region(&r.table, &r.info)?;
+                self.meta()?.delete_region(&r.table, &r.info)?;
             }
         }
         for t in tables.values_mut() {
@@ -74,6 +74,19 @@ impl RegionServer {
             let mut route = TableRoute::new(t.schema.clone(), t.state, t.splits);
             for mut rec in mine {
                 let dir = self.region_dir(name, rec.info.id);
+                if let Role::Master(a) = &self.role {
+                    // Regions are on region servers: the assignment loop confirms each with
+                    // the server meta names (if it is alive) or opens it elsewhere.
+                    let hosted = HostedRegion::new(name, rec.info.clone(), &dir, None);
+                    if t.state == TableState::Enabled {
+                        hosted.assign(
+                            a.live_server(&rec.server, rec.startcode),
+                            RegionState::Offline,
+                        );
+                    }
+                    route.regions.insert(rec.info.start_key.clone(), hosted);
+                    continue;
+                }
                 let region = if t.state == TableState::Enabled {
                     let replay = by_region.get(&rec.info.id).map_or(&[][..], Vec::as_slice);
                     let region = self.open_region(name, &rec.info, &t.schema, replay)?;
@@ -94,7 +107,7 @@ impl RegionServer {
                     rec.state = state;
                     rec.server = self.advertised.clone();
                     rec.startcode = self.startcode;
-                    self.meta.put_region(&rec)?;
+                    self.meta()?.put_region(&rec)?;
                 }
                 route.regions.insert(
                     rec.info.start_key.clone(),
@@ -131,19 +144,19 @@ impl RegionServer {
                 have_new = true;
                 kept.push(r);
             } else {
-                self.meta.delete_region(&r.table, &r.info)?;
+                self.meta()?.delete_region(&r.table, &r.info)?;
             }
         }
         if !have_new {
             let rec = RegionRecord::new(&table, RegionInfo::whole(new_id), RegionState::Open);
-            self.meta.put_region(&rec)?;
+            self.meta()?.put_region(&rec)?;
             kept.push(rec);
         }
         *regions = kept;
         t.truncate_to = None;
         t.splits = 0;
         t.state = TableState::Enabled;
-        self.meta.put_table(t)
+        self.meta()?.put_table(t)
     }
 
     /// Rolls back splits that did not reach their commit point (parent `SPLITTING`: daughter
@@ -172,7 +185,7 @@ impl RegionServer {
                         if !known.contains(&d.id) {
                             tracing::info!(table = %r.table, parent = r.info.id, daughter = d.id, "finishing an interrupted split: writing the daughter's meta row");
                             let rec = RegionRecord::new(&r.table, d.clone(), RegionState::Open);
-                            self.meta.put_region(&rec)?;
+                            self.meta()?.put_region(&rec)?;
                             added.push(rec);
                         }
                     }
@@ -192,7 +205,7 @@ impl RegionServer {
                     r.split_a = None;
                     r.split_b = None;
                     r.state = RegionState::Open;
-                    self.meta.put_region(&r)?;
+                    self.meta()?.put_region(&r)?;
                     serving.push(r);
                 }
                 _ => serving.push(r),

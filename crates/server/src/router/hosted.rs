@@ -2,6 +2,7 @@
 //! engine region when it is serving, its row locks and its reported state.
 
 use super::{RegionLocation, RegionState, RowGuard, RowLocks};
+use crate::coord::ServerRecord;
 use crate::region_server::ServerError;
 use bytes::Bytes;
 use cellar_storage::region::{Region, RegionInfo};
@@ -26,6 +27,9 @@ pub struct HostedRegion {
     epoch: AtomicU64,
     state: AtomicU8,
     locks: RowLocks,
+    /// On the master of a cluster: the region server the region is assigned to (its slot
+    /// stays empty there). `None` here: this process serves it, or nobody does yet.
+    server: RwLock<Option<Arc<ServerRecord>>>,
 }
 
 impl HostedRegion {
@@ -49,6 +53,7 @@ impl HostedRegion {
             epoch: AtomicU64::new(0),
             state: AtomicU8::new(state.code()),
             locks: RowLocks::new(),
+            server: RwLock::new(None),
         })
     }
 
@@ -138,12 +143,27 @@ impl HostedRegion {
         crate::meta::region_name(&self.table, &self.info.start_key, self.info.id)
     }
 
-    /// Where the region is, for clients.
-    pub fn location(&self, server: &str) -> RegionLocation {
+    /// The region server a master assigned this region to.
+    pub fn server(&self) -> Option<Arc<ServerRecord>> {
+        self.server.read().clone()
+    }
+
+    /// Records where the region is assigned, and its state there.
+    pub fn assign(&self, server: Option<Arc<ServerRecord>>, state: RegionState) {
+        *self.server.write() = server;
+        self.set_state(state);
+    }
+
+    /// Where the region is, for clients: its assigned server, else `here`.
+    pub fn location(&self, here: &str) -> RegionLocation {
+        let server = match self.server() {
+            Some(s) => s.native_addr.clone(),
+            None => here.to_string(),
+        };
         RegionLocation {
             table: self.table.clone(),
             info: self.info.clone(),
-            server: server.to_string(),
+            server,
             name: self.name(),
             state: self.state(),
         }

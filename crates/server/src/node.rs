@@ -1,9 +1,14 @@
-//! One process serving everything: the region server (with the master role and local disk),
-//! its native RPC front end and the metrics/status endpoint — what `cellar standalone` runs.
+//! One server process: the region server in its role, its native and HBase RPC front ends
+//! and the metrics/status endpoint — what `cellar standalone`, `cellar master` and
+//! `cellar regionserver` run. The roles share this one path (`docs/design/0004-cluster.md`):
 //!
-//! Coordination is in process unless `cluster.zookeeper` names an ensemble: then the server
-//! publishes itself there in HBase's layout (cluster id, master, region server, meta
-//! location), so HBase clients configured with only `hbase.zookeeper.quorum` find it.
+//! - standalone: master and region server in one process; coordination in process unless
+//!   `cluster.zookeeper` names an ensemble, where it publishes itself in HBase's layout;
+//! - master: waits to win the election, splits dead servers' logs, opens meta and assigns
+//!   regions to region servers; publishes itself as master and meta's server;
+//! - region server: registers in ZooKeeper, then opens its own WAL directory and serves the
+//!   regions the master opens on it. If its session expires it is fenced: it stops serving
+//!   and its process exits (the master has given its regions to others).
 
 use crate::config::Root;
 use crate::coord::local::LocalCoordination;
@@ -11,17 +16,41 @@ use crate::coord::zk::{ZkCoordination, ZkOptions};
 use crate::coord::{CoordRef, Election, ServerName, ServerRecord};
 use crate::hbase::{HbaseServer, HbaseService};
 use crate::http::{HttpServer, Sources, StatusInfo};
-use crate::region_server::RegionServer;
+use crate::master::Assignment;
+use crate::region_server::{Opening, RegionServer, Role};
 use crate::rpc::{Handler, RpcServer};
 use crate::ServerConfig;
 use cellar_storage::fs::{FileSystem, FsRef, HdfsFs};
 use std::net::{SocketAddr, TcpListener};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// What a process is; [`Role`] is the same with the master's assignment state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeRole {
+    Standalone,
+    Master,
+    RegionServer,
+}
+
+impl NodeRole {
+    pub fn command(self) -> &'static str {
+        match self {
+            NodeRole::Standalone => "cellar standalone",
+            NodeRole::Master => "cellar master",
+            NodeRole::RegionServer => "cellar regionserver",
+        }
+    }
+}
+
 /// A running standalone server.
-pub struct Standalone {
+pub type Standalone = Node;
+
+/// A running server process.
+pub struct Node {
+    role: NodeRole,
     region_server: Arc<RegionServer>,
     rpc: RpcServer,
     hbase: Option<HbaseServer>,
@@ -30,13 +59,23 @@ pub struct Standalone {
     /// The data directory as users name it: a path, or the `hdfs://` root.
     location: String,
     coordination: CoordRef,
+    /// Set when a region server's session expired: it no longer serves.
+    fenced: Arc<AtomicBool>,
+    /// Watches a region server's session.
+    watcher: Option<std::thread::JoinHandle<()>>,
+    watcher_stop: Arc<AtomicBool>,
 }
 
-impl Standalone {
+impl Node {
     /// Binds the native address, opens the region server (advertising the bound address),
     /// then starts serving RPC and HTTP. Errors name what failed (address, data dir).
     /// The file system is the root's (`root`, else `data_dir` on local disk).
-    pub fn start(mut config: ServerConfig) -> Result<Standalone, String> {
+    pub fn start(config: ServerConfig) -> Result<Node, String> {
+        Node::start_as(config, NodeRole::Standalone)
+    }
+
+    /// [`Node::start`] in any role.
+    pub fn start_as(mut config: ServerConfig, role: NodeRole) -> Result<Node, String> {
         config.validate()?;
         let fs = match (!config.root.is_empty())
             .then(|| Root::parse(&config.root))
@@ -55,12 +94,24 @@ impl Standalone {
                     .map_err(|e| format!("cannot use HDFS at {namenode} (root): {e}"))?
             }
         };
-        Standalone::start_on(config, fs)
+        Node::start_on_as(config, fs, role)
     }
 
-    /// [`Standalone::start`] on a given file system (the fault-injecting one in tests).
-    pub fn start_on(config: ServerConfig, fs: FsRef) -> Result<Standalone, String> {
+    /// [`Node::start`] on a given file system (the fault-injecting one in tests).
+    pub fn start_on(config: ServerConfig, fs: FsRef) -> Result<Node, String> {
+        Node::start_on_as(config, fs, NodeRole::Standalone)
+    }
+
+    /// [`Node::start_as`] on a given file system.
+    pub fn start_on_as(config: ServerConfig, fs: FsRef, role: NodeRole) -> Result<Node, String> {
         config.validate()?;
+        if role != NodeRole::Standalone && config.cluster.zookeeper.is_empty() {
+            return Err(format!(
+                "{} is part of a cluster and needs its ZooKeeper ensemble: --zk HOST:PORT \
+                 (cluster.zookeeper)",
+                role.command()
+            ));
+        }
         // First: a coordination service that cannot be reached is an error before anything
         // is opened.
         let coordination = connect_coordination(&config)?;
@@ -82,8 +133,44 @@ impl Standalone {
                 )
             })?)
         };
+        let http_listener = TcpListener::bind(&config.http_listen)
+            .map_err(|e| format!("cannot listen on {} (http_listen): {e}", config.http_listen))?;
+        let http_bound = http_listener.local_addr().map_err(|e| {
+            format!(
+                "cannot read the bound address of {}: {e}",
+                config.http_listen
+            )
+        })?;
         let started = Instant::now();
-        let region_server = RegionServer::open_on(&config, advertised.clone(), fs.clone())
+        let startcode = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as u64)
+            .unwrap_or(1);
+        let (host, port) = match &hbase_listener {
+            Some(l) => split_host_port(&advertised_address(
+                l.local_addr()
+                    .map_err(|e| format!("cannot read the bound HBase address: {e}"))?,
+            )),
+            None => split_host_port(&advertised),
+        };
+        let me = ServerRecord {
+            name: ServerName {
+                host,
+                port,
+                start_code: startcode,
+            },
+            native_addr: advertised.clone(),
+            http_addr: advertised_address(http_bound),
+        };
+        let opening = match role {
+            NodeRole::Standalone => Opening {
+                startcode,
+                ..Opening::standalone()
+            },
+            NodeRole::Master => prepare_master(&coordination, &fs, &config, &me)?,
+            NodeRole::RegionServer => prepare_region_server(&coordination, &fs, &config, &me)?,
+        };
+        let region_server = RegionServer::open_as(&config, advertised.clone(), fs.clone(), opening)
             .map_err(|e| {
                 format!(
                     "cannot open the region server in {}: {e}",
@@ -133,7 +220,7 @@ impl Standalone {
                 coordination: Some(coordination.clone()),
             },
         };
-        let http = match HttpServer::start(&config.http_listen, sources) {
+        let http = match HttpServer::start_on(http_listener, sources) {
             Ok(http) => http,
             Err(e) => {
                 rpc.shutdown();
@@ -144,7 +231,8 @@ impl Standalone {
                 return Err(format!("{e} (http_listen)"));
             }
         };
-        let server = Standalone {
+        let mut server = Node {
+            role,
             region_server,
             rpc,
             hbase,
@@ -152,13 +240,73 @@ impl Standalone {
             data_dir,
             location,
             coordination,
+            fenced: Arc::new(AtomicBool::new(false)),
+            watcher: None,
+            watcher_stop: Arc::new(AtomicBool::new(false)),
         };
         // Last: announced only once everything serves.
-        if let Err(e) = server.announce(&fs, &config) {
+        let announced = match role {
+            NodeRole::Standalone => server.announce(&fs, &config),
+            NodeRole::Master => server.announce_master(&me),
+            NodeRole::RegionServer => {
+                server.watch_session();
+                Ok(())
+            }
+        };
+        if let Err(e) = announced {
             let _ = server.shutdown();
             return Err(e);
         }
         Ok(server)
+    }
+
+    /// A cluster's master, once everything serves: meta's server is this one.
+    fn announce_master(&self, me: &ServerRecord) -> Result<(), String> {
+        let c = &self.coordination;
+        c.publish_meta_location(me)
+            .map_err(|e| format!("{}: {e}", c.describe()))?;
+        tracing::info!(coordination = %c.describe(), server = %me.name, "active master serving hbase:meta");
+        Ok(())
+    }
+
+    /// A region server whose session expires is fenced: the master treats it as dead,
+    /// splits its log and gives its regions to others, so it must not serve again.
+    fn watch_session(&mut self) {
+        let c = self.coordination.clone();
+        let rs = Arc::clone(&self.region_server);
+        let fenced = Arc::clone(&self.fenced);
+        let stop = Arc::clone(&self.watcher_stop);
+        let spawned = std::thread::Builder::new()
+            .name("cellar-session".into())
+            .spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    if c.session() == crate::coord::SessionState::Expired {
+                        tracing::error!(coordination = %c.describe(), "ZooKeeper session expired: this region server is fenced and stops serving");
+                        rs.fence();
+                        fenced.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+        match spawned {
+            Ok(h) => self.watcher = Some(h),
+            Err(e) => tracing::error!(error = %e, "cannot start the session watcher"),
+        }
+    }
+
+    /// Whether this region server was fenced (its session expired): the process should exit.
+    pub fn fenced(&self) -> bool {
+        self.fenced.load(Ordering::SeqCst)
+    }
+
+    pub fn role(&self) -> NodeRole {
+        self.role
+    }
+
+    /// The region server inside (tests look at its regions).
+    pub fn region_server(&self) -> &Arc<RegionServer> {
+        &self.region_server
     }
 
     /// Publishes this server as the cluster: its id, itself as active master and as the
@@ -235,19 +383,28 @@ impl Standalone {
     /// Stops taking calls (in-flight ones finish), then closes the regions; HTTP goes last so
     /// the server can be watched while it stops.
     pub fn shutdown(self) -> Result<(), String> {
-        let Standalone {
+        let Node {
             region_server,
             rpc,
             hbase,
             http,
             coordination,
+            watcher,
+            watcher_stop,
             ..
         } = self;
+        watcher_stop.store(true, Ordering::SeqCst);
+        if let Some(w) = watcher {
+            let _ = w.join();
+        }
         // Withdrawn first, so that nobody is sent here while the server stops.
         coordination.close();
         rpc.shutdown();
         if let Some(h) = hbase {
             h.shutdown();
+        }
+        if let Some(a) = region_server.assignment() {
+            a.shutdown();
         }
         let closed = region_server
             .shutdown()
@@ -300,6 +457,127 @@ fn cluster_id(fs: &dyn FileSystem, data_dir: &Path) -> Result<String, String> {
     cellar_storage::fs::write_atomic(fs, &path, id.as_bytes())
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     Ok(id)
+}
+
+/// A master's preparation: win the election (waiting as a backup master while another is
+/// active), check the root belongs to this cluster, publish the cluster id, and split the
+/// logs of servers that are gone (an earlier master's holds meta's edits).
+fn prepare_master(
+    c: &CoordRef,
+    fs: &FsRef,
+    config: &ServerConfig,
+    me: &ServerRecord,
+) -> Result<Opening, String> {
+    let on = c.describe();
+    let mut waiting = false;
+    loop {
+        match c.try_become_master(me).map_err(|e| format!("{on}: {e}"))? {
+            Election::Active => break,
+            Election::Backup { active } => {
+                if !waiting {
+                    let who = active
+                        .map(|a| format!("{} (native {})", a.name, a.native_addr))
+                        .unwrap_or_else(|| "another master".into());
+                    tracing::info!(active = %who, "backup master: waiting to take over");
+                    waiting = true;
+                }
+                if c.session() == crate::coord::SessionState::Expired {
+                    return Err(format!(
+                        "{on}: session expired while waiting as backup master"
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(200));
+            }
+        }
+    }
+    tracing::info!(coordination = %on, server = %me.name, "active master");
+    cellar_storage::fs::create_dir_durable(&**fs, &config.data_dir)
+        .map_err(|e| format!("cannot create the root {}: {e}", config.data_dir.display()))?;
+    let cluster_id = check_cluster_id(c, &**fs, &config.data_dir, true)?;
+    c.publish_cluster_id(&cluster_id)
+        .map_err(|e| format!("{on}: {e}"))?;
+    let assignment = Assignment::new(
+        c.clone(),
+        fs.clone(),
+        &config.data_dir,
+        me.name.clone(),
+        config.storage.wal_skip_errors,
+    )?;
+    let split = assignment
+        .split_dead_logs()
+        .map_err(|e| format!("cannot split the logs of dead servers: {e}"))?;
+    if split > 0 {
+        tracing::info!(logs = split, "split the logs of servers that are gone");
+    }
+    Ok(Opening {
+        role: Role::Master(assignment),
+        startcode: me.name.start_code,
+        wal_dir: crate::master::wal_dir(&config.data_dir, &me.name),
+    })
+}
+
+/// A region server's preparation: check the root belongs to this cluster, then register,
+/// before its WAL directory exists (the master relies on that order).
+fn prepare_region_server(
+    c: &CoordRef,
+    fs: &FsRef,
+    config: &ServerConfig,
+    me: &ServerRecord,
+) -> Result<Opening, String> {
+    // The master makes the cluster id; a region server started with it waits for it.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if !check_cluster_id(c, &**fs, &config.data_dir, false)?.is_empty() {
+            break;
+        }
+        if Instant::now() >= deadline {
+            return Err(format!(
+                "no cluster id in {} nor in {} after 30 s: start `cellar master` with the same \
+                 --zk and --root first",
+                c.describe(),
+                config.data_dir.display()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    c.register_server(me)
+        .map_err(|e| format!("{}: {e}", c.describe()))?;
+    Ok(Opening {
+        role: Role::RegionServer,
+        startcode: me.name.start_code,
+        wal_dir: crate::master::wal_dir(&config.data_dir, &me.name),
+    })
+}
+
+/// The root's cluster id, which must be ZooKeeper's when both have one: a root that belongs to
+/// another cluster is refused. A master makes the root's id if there is none.
+fn check_cluster_id(
+    c: &CoordRef,
+    fs: &dyn FileSystem,
+    data_dir: &Path,
+    create: bool,
+) -> Result<String, String> {
+    let path = data_dir.join("cluster_id");
+    let exists = fs
+        .exists(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let published = c
+        .cluster_id()
+        .map_err(|e| format!("{}: {e}", c.describe()))?;
+    let root_id = if exists || create {
+        Some(cluster_id(fs, data_dir)?)
+    } else {
+        None
+    };
+    match (&root_id, &published) {
+        (Some(r), Some(z)) if r != z => Err(format!(
+            "the root {} belongs to cluster {r}, but {} is cluster {z}: give this process the \
+             root and ZooKeeper of one cluster (or another cluster.znode_parent)",
+            data_dir.display(),
+            c.describe()
+        )),
+        _ => Ok(root_id.or(published).unwrap_or_default()),
+    }
 }
 
 /// The coordination `config` asks for: ZooKeeper when `cluster.zookeeper` is set.
