@@ -78,7 +78,7 @@ impl Assignment {
             data_dir: data_dir.to_path_buf(),
             me,
             tick: Duration::from_millis(250),
-            call_timeout: Duration::from_secs(120),
+            call_timeout: Duration::from_secs(60),
             skip_wal_errors,
             live: Mutex::new(Vec::new()),
             runtime: Mutex::new(Some(runtime)),
@@ -149,8 +149,42 @@ impl Assignment {
                 c
             }
         };
+        // Waited on in slices: a server that dies (or is paused past its session) during the
+        // call leaves ZooKeeper, and the call is abandoned then rather than at the deadline,
+        // so one hung server does not hold up assignment for everyone.
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
         let fut = f(client.admin(), addr.clone());
-        wait_on(&handle, self.call_timeout, fut).map_err(|e| waited(&addr, e))
+        let task = handle.spawn(async move {
+            let _ = tx.send(fut.await);
+        });
+        let deadline = std::time::Instant::now() + self.call_timeout;
+        loop {
+            match rx.recv_timeout(Duration::from_millis(500)) {
+                Ok(r) => {
+                    return r
+                        .map_err(|e| ServerError::Internal(format!("region server {addr}: {e}")))
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+                    return Err(ServerError::Internal(format!(
+                        "region server {addr}: the call was dropped"
+                    )))
+                }
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+            }
+            let gone = match self.coord.live_servers() {
+                Ok(live) => !live.iter().any(|s| s.name == server.name),
+                Err(_) => false,
+            };
+            if gone || std::time::Instant::now() >= deadline {
+                task.abort();
+                let why = if gone {
+                    "left the cluster during the call"
+                } else {
+                    "did not answer in time"
+                };
+                return Err(ServerError::Internal(format!("region server {addr} {why}")));
+            }
+        }
     }
 
     /// Opens `hosted` on `prefer` (if live) or the live server with the fewest regions,
@@ -180,9 +214,12 @@ impl Assignment {
         let turn = self.turn.fetch_add(1, Ordering::Relaxed) % n;
         candidates.rotate_left(turn);
         candidates.sort_by_key(|s| load.get(&s.name).copied().unwrap_or(0));
-        if let Some(p) = prefer.filter(|p| self.is_live(p)) {
-            candidates.retain(|s| s.name != p.name);
-            candidates.insert(0, p);
+        // A region whose server is alive goes back there and nowhere else: if that server
+        // does not answer, it may still hold the region, and its log is not split until it
+        // is gone (opening the region elsewhere first would miss its unflushed edits).
+        let keep = prefer.filter(|p| self.is_live(p));
+        if let Some(p) = &keep {
+            candidates = vec![Arc::clone(p)];
         }
         let location = hosted.location("");
         let client_location = cellar_client::RegionLocation {
@@ -213,7 +250,7 @@ impl Assignment {
         if hosted.state() != RegionState::Offline {
             tracing::warn!(region = %location.name, "no live region server could open the region; it waits for one");
         }
-        hosted.assign(None, RegionState::Offline);
+        hosted.assign(keep, RegionState::Offline);
         false
     }
 

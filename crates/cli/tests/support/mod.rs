@@ -26,6 +26,8 @@ pub struct Server {
     _tmp: Option<tempfile::TempDir>,
     /// Everything the server printed, for failure messages.
     output: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
+    /// Lines as they come (the start waits on them).
+    lines: mpsc::Receiver<String>,
 }
 
 impl Server {
@@ -66,9 +68,35 @@ impl Server {
         addrs: [&str; 3],
         extra: &[&str],
     ) -> Server {
+        let mut s = Server::spawn_role("standalone", data_dir, config, addrs, extra);
+        s.wait_listening();
+        s
+    }
+
+    /// `cellar ROLE` (standalone, master, regionserver) with [`Server::start_with`]'s
+    /// arguments, once it prints its addresses.
+    pub fn start_role(
+        role: &str,
+        data_dir: &Path,
+        config: Option<&Path>,
+        extra: &[&str],
+    ) -> Server {
+        let mut s = Server::spawn_role(role, data_dir, config, ["127.0.0.1:0"; 3], extra);
+        s.wait_listening();
+        s
+    }
+
+    /// Starts `cellar ROLE` without waiting for it to listen (a backup master waits).
+    pub fn spawn_role(
+        role: &str,
+        data_dir: &Path,
+        config: Option<&Path>,
+        addrs: [&str; 3],
+        extra: &[&str],
+    ) -> Server {
         let [native, http, hbase] = addrs;
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_cellar"));
-        cmd.arg("standalone")
+        cmd.arg(role)
             .arg("--listen")
             .arg(native)
             .arg("--http-listen")
@@ -117,8 +145,7 @@ impl Server {
                 }
             });
         }
-        let deadline = Instant::now() + START_TIMEOUT;
-        let mut server = Server {
+        Server {
             child,
             native: String::new(),
             http: None,
@@ -126,16 +153,26 @@ impl Server {
             data_dir: data_dir.to_path_buf(),
             _tmp: None,
             output,
-        };
+            lines: rx,
+        }
+    }
+
+    /// Waits until the server has printed its three addresses.
+    pub fn wait_listening(&mut self) {
+        let deadline = Instant::now() + START_TIMEOUT;
+        let server = self;
         loop {
             let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 panic!(
-                    "cellar standalone did not announce its three addresses within {START_TIMEOUT:?}:\n{}",
+                    "cellar did not announce its three addresses within {START_TIMEOUT:?}:\n{}",
                     server.output()
                 );
             }
-            match rx.recv_timeout(left.min(Duration::from_millis(200))) {
+            match server
+                .lines
+                .recv_timeout(left.min(Duration::from_millis(200)))
+            {
                 Ok(line) => {
                     // `listening native=ADDR` and `listening http=ADDR`, on stdout.
                     if let Some(native) = field(&line, "listening native=") {
@@ -151,13 +188,13 @@ impl Server {
                         && server.http.is_some()
                         && !server.hbase.is_empty()
                     {
-                        return server;
+                        return;
                     }
                 }
                 Err(mpsc::RecvTimeoutError::Timeout) => {
                     if let Ok(Some(status)) = server.child.try_wait() {
                         panic!(
-                            "cellar standalone exited ({status}) before listening:\n{}",
+                            "cellar exited ({status}) before listening:\n{}",
                             server.output()
                         );
                     }
@@ -165,12 +202,17 @@ impl Server {
                 Err(mpsc::RecvTimeoutError::Disconnected) => {
                     let status = server.child.wait().ok();
                     panic!(
-                        "cellar standalone closed its output ({status:?}) before listening:\n{}",
+                        "cellar closed its output ({status:?}) before listening:\n{}",
                         server.output()
                     );
                 }
             }
         }
+    }
+
+    /// The exit status, if the process has exited.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        self.child.try_wait().ok().flatten()
     }
 
     pub fn pid(&self) -> u32 {

@@ -1,0 +1,313 @@
+//! A cluster of real processes on 127.0.0.1: a real ZooKeeper, two `cellar master`s (one
+//! active, one waiting) and three `cellar regionserver`s on one root. The native client
+//! creates a pre-split table through the active master and reads and writes across the
+//! servers; then, in turn:
+//!
+//! - a region server is killed with SIGKILL: its regions come back on the others with every
+//!   acknowledged row (its log is split and replayed), and the time each region could not be
+//!   written is measured;
+//! - the active master is killed with SIGKILL: the backup takes over, serves meta and DDL,
+//!   and the data is all there;
+//! - a region server is paused (SIGSTOP) past its ZooKeeper session: its regions move, and
+//!   when it wakes (SIGCONT) it finds itself fenced and exits without serving again.
+//!
+//! The root is on local disk here; `standalone_hdfs.rs` and `hdfs_fs.rs` cover HDFS.
+
+mod support;
+
+use bytes::Bytes;
+use cellar_client::blocking::Client;
+use cellar_client::{ClientConfig, FamilySchema, Get, RowMutation, Scan, TableSchema};
+use cellar_server::coord::zk::{ZkCoordination, ZkOptions};
+use cellar_server::coord::Coordination;
+use cellar_testing::ZooKeeper;
+use std::collections::BTreeSet;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use support::{wait_for, Server};
+
+const TABLE: &str = "clustered";
+/// ZooKeeper session timeout of the servers: how soon a dead server is noticed.
+const SESSION_MS: u64 = 2000;
+
+fn cluster_args<'a>(zk: &'a str, root: &'a str) -> Vec<&'a str> {
+    vec!["--zk", zk, "--root", root]
+}
+
+fn client(master: &str) -> Client {
+    let config = ClientConfig {
+        rpc_timeout: Duration::from_secs(10),
+        retries: 2,
+        retry_backoff: Duration::from_millis(50),
+        ..ClientConfig::default()
+    };
+    Client::connect_with(master, config).expect("connect to the master")
+}
+
+fn row(i: usize) -> Bytes {
+    // Spread over the split points 1..9.
+    Bytes::from(format!("{}-row-{i:05}", i % 10))
+}
+
+fn put(c: &Client, i: usize) -> cellar_client::Result<()> {
+    c.table(TABLE).put(RowMutation::new(row(i)).put(
+        b"f",
+        b"q",
+        cellar_client::LATEST_TIMESTAMP,
+        format!("value-{i}"),
+    ))
+}
+
+/// Every row of the table, in order.
+fn scan_all(c: &Client) -> cellar_client::Result<Vec<Bytes>> {
+    let mut s = c.table(TABLE).scan(Scan::new().caching(100));
+    let mut rows = Vec::new();
+    while let Some(r) = s.next_row()? {
+        rows.push(r.row.clone());
+    }
+    Ok(rows)
+}
+
+/// Asserts the table holds exactly rows `0..n`, in order, each with its value.
+fn assert_rows(c: &Client, n: usize, when: &str) {
+    let got = wait_for(Duration::from_secs(60), || scan_all(c).ok())
+        .unwrap_or_else(|| panic!("{when}: the table could not be scanned within a minute"));
+    let mut want: Vec<Bytes> = (0..n).map(row).collect();
+    want.sort();
+    assert_eq!(got.len(), want.len(), "{when}: row count");
+    assert!(
+        got == want,
+        "{when}: rows missing, repeated or out of order"
+    );
+    let t = c.table(TABLE);
+    for i in (0..n).step_by(37) {
+        let r = t.get(Get::new(row(i))).expect("get");
+        assert_eq!(
+            r.value(b"f", b"q").map(|v| v.to_vec()),
+            Some(format!("value-{i}").into_bytes()),
+            "{when}: value of row {i}"
+        );
+    }
+}
+
+/// The servers (native addresses) the table's regions are on.
+fn servers_of(c: &Client) -> Vec<String> {
+    c.admin()
+        .list_regions(TABLE)
+        .expect("list regions")
+        .into_iter()
+        .map(|r| r.server)
+        .collect()
+}
+
+/// Writes rows `next..next + 10` (one into every region, `next` a multiple of 10), each
+/// until it succeeds; how long the slowest region took to take writes again.
+fn time_until_every_region_writes(c: &Client, next: &mut usize, limit: Duration) -> Duration {
+    assert_eq!(*next % 10, 0);
+    let started = Instant::now();
+    let mut pending: BTreeSet<usize> = (*next..*next + 10).collect();
+    while !pending.is_empty() {
+        assert!(
+            started.elapsed() < limit,
+            "rows {pending:?} could not be written within {limit:?}"
+        );
+        for i in pending.clone() {
+            if put(c, i).is_ok() {
+                pending.remove(&i);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    *next += 10;
+    started.elapsed()
+}
+
+fn stop_signal(pid: u32, signal: &str) {
+    let ok = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status()
+        .expect("kill runs");
+    assert!(ok.success(), "kill {signal} {pid}");
+}
+
+fn write_config(dir: &Path) -> std::path::PathBuf {
+    let path = dir.join("cellar.toml");
+    std::fs::write(
+        &path,
+        format!("[cluster]\nzookeeper_session_timeout_ms = {SESSION_MS}\n"),
+    )
+    .expect("write config");
+    path
+}
+
+#[test]
+fn a_cluster_serves_survives_a_region_server_kill_a_master_kill_and_fences_a_paused_server() {
+    let zk = ZooKeeper::start(200).expect("start ZooKeeper");
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root_dir = tmp.path().join("root");
+    let root = format!("file://{}", root_dir.display());
+    let config = write_config(tmp.path());
+    let args = cluster_args(&zk.addr, &root);
+    let data = tmp.path().join("unused");
+
+    let mut master_a = Server::start_role("master", &data, Some(&config), &args);
+    let mut master_b =
+        Server::spawn_role("master", &data, Some(&config), ["127.0.0.1:0"; 3], &args);
+    let waiting = wait_for(Duration::from_secs(60), || {
+        master_b
+            .output()
+            .contains("backup master: waiting to take over")
+            .then_some(())
+    });
+    assert!(waiting.is_some(), "second master:\n{}", master_b.output());
+    assert!(!master_b.output().contains("listening native="));
+    let mut region_servers: Vec<Server> = (0..3)
+        .map(|_| Server::start_role("regionserver", &data, Some(&config), &args))
+        .collect();
+    let zk_view = ZkCoordination::connect(ZkOptions::new(&zk.addr)).expect("read ZooKeeper");
+    let live = wait_for(Duration::from_secs(30), || {
+        let l = zk_view.live_servers().ok()?;
+        (l.len() == 3).then_some(l)
+    })
+    .expect("three region servers registered");
+    let natives: BTreeSet<String> = live.iter().map(|s| s.native_addr.clone()).collect();
+    assert_eq!(
+        natives,
+        region_servers.iter().map(|s| s.native.clone()).collect(),
+        "the registered region servers are the processes started"
+    );
+    assert_eq!(
+        zk_view
+            .active_master()
+            .expect("read")
+            .map(|m| m.native_addr),
+        Some(master_a.native.clone())
+    );
+    // Each server has its own WAL directory under the root.
+    let wal_dirs = std::fs::read_dir(root_dir.join("wal"))
+        .expect("wal dir")
+        .count();
+    assert_eq!(
+        wal_dirs, 4,
+        "one WAL directory per region server and the master"
+    );
+
+    // Create, write, read across the servers.
+    let c = client(&master_a.native);
+    let splits: Vec<Bytes> = (1..10).map(|d| Bytes::from(d.to_string())).collect();
+    c.admin()
+        .create_table(
+            TableSchema::new(TABLE, vec![FamilySchema::new("f")]),
+            splits,
+        )
+        .expect("create table through the master");
+    let placed = wait_for(Duration::from_secs(30), || {
+        let s = servers_of(&c);
+        s.iter().all(|a| natives.contains(a)).then_some(s)
+    })
+    .expect("every region on a region server");
+    assert_eq!(placed.len(), 10);
+    let used: BTreeSet<&String> = placed.iter().collect();
+    assert_eq!(
+        used.len(),
+        3,
+        "regions spread over the three servers: {placed:?}"
+    );
+    let mut n = 600;
+    for i in 0..n {
+        put(&c, i).unwrap_or_else(|e| panic!("put {i}: {e}"));
+    }
+    assert_rows(&c, n, "after writing through the cluster");
+
+    // 1. kill -9 of a region server: its regions reopen elsewhere with every row.
+    let victim = region_servers.remove(0);
+    let victim_addr = victim.native.clone();
+    {
+        let mut victim = victim;
+        victim.kill9();
+    }
+    let unavailable = time_until_every_region_writes(&c, &mut n, Duration::from_secs(60));
+    println!(
+        "region server kill -9: every region took writes again after {:.2} s (session timeout {} ms)",
+        unavailable.as_secs_f64(),
+        SESSION_MS
+    );
+    let after = servers_of(&c);
+    assert!(
+        !after.contains(&victim_addr),
+        "no region left on the dead server: {after:?}"
+    );
+    let wal_names: Vec<String> = std::fs::read_dir(root_dir.join("wal"))
+        .expect("wal dir")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect();
+    assert_eq!(
+        wal_names.len(),
+        3,
+        "the dead server's log was split and removed: {wal_names:?}"
+    );
+    let n_after_kill = n;
+    assert_rows(&c, n_after_kill, "after a region server was killed");
+
+    // 2. kill -9 of the active master: the backup takes over and serves meta and DDL.
+    master_a.kill9();
+    master_b.wait_listening();
+    let c = client(&master_b.native);
+    assert_rows(&c, n_after_kill, "after the master failed over");
+    c.admin()
+        .create_table(
+            TableSchema::new("after_failover", vec![FamilySchema::new("f")]),
+            vec![],
+        )
+        .expect("DDL on the new master");
+    let t2 = c.table("after_failover");
+    let written = wait_for(Duration::from_secs(30), || {
+        t2.put(RowMutation::new(Bytes::from("r")).put(
+            b"f",
+            b"q",
+            cellar_client::LATEST_TIMESTAMP,
+            "v",
+        ))
+        .ok()
+    });
+    assert!(
+        written.is_some(),
+        "a table created on the new master takes writes"
+    );
+    assert_eq!(
+        zk_view
+            .active_master()
+            .expect("read")
+            .map(|m| m.native_addr),
+        Some(master_b.native.clone())
+    );
+
+    // 3. A region server paused past its session is fenced: its regions move, and when it
+    //    wakes it exits without serving.
+    let paused = region_servers.remove(0);
+    let paused_addr = paused.native.clone();
+    stop_signal(paused.pid(), "-STOP");
+    let moved = wait_for(Duration::from_secs(60), || {
+        let s = servers_of(&c);
+        (!s.contains(&paused_addr) && s.iter().all(|a| !a.is_empty())).then_some(())
+    });
+    stop_signal(paused.pid(), "-CONT");
+    assert!(
+        moved.is_some(),
+        "regions moved off the paused server; the master:\n{}",
+        master_b.output()
+    );
+    let mut paused = paused;
+    let status = wait_for(Duration::from_secs(30), || paused.exited())
+        .unwrap_or_else(|| panic!("the fenced server did not exit:\n{}", paused.output()));
+    assert_eq!(status.code(), Some(75), "{}", paused.output());
+    assert!(paused.output().contains("fenced"), "{}", paused.output());
+    let _ = time_until_every_region_writes(&c, &mut n, Duration::from_secs(60));
+    assert_rows(&c, n, "after a paused server was fenced");
+
+    for mut s in region_servers {
+        assert!(s.terminate().success(), "{}", s.output());
+    }
+    assert!(master_b.terminate().success(), "{}", master_b.output());
+}
