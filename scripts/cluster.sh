@@ -9,13 +9,14 @@
 #        scripts/cluster.sh status      shows which processes run
 # Env: CLUSTER_DIR (default ./cellar-cluster), CELLAR_BIN (default: build target/release/cellar),
 #      CLUSTER_ROOT=file (a local root instead of MiniDFS), MASTERS (default 1; more wait as
-#      backups), ZK_SESSION_TIMEOUT_MS (default 6000: how soon a dead server is noticed).
+#      backups), ZK_SESSION_TIMEOUT_MS (default 6000: how soon a dead server is noticed),
+#      CLUSTER_EXTRA_CONFIG (more cellar.toml text for every server, e.g. "[split]...").
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/pidfile.sh
 . "$repo/scripts/lib/pidfile.sh"
 
-usage() { sed -n '2,13p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [[ $# -ge 1 ]] || usage
 cmd="$1"
 dir="${CLUSTER_DIR:-$PWD/cellar-cluster}"
@@ -72,6 +73,7 @@ case "$cmd" in
     cat >"$dir/cellar.toml" <<CFG
 [cluster]
 zookeeper_session_timeout_ms = ${ZK_SESSION_TIMEOUT_MS:-6000}
+${CLUSTER_EXTRA_CONFIG:-}
 CFG
     echo "$zk" >"$dir/zookeeper.addr"
     for m in $(seq 1 "${MASTERS:-1}"); do

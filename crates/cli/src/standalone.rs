@@ -141,7 +141,9 @@ pub fn run(args: Args, role: NodeRole) -> Result<(), String> {
         if server.fenced() {
             // The master has given this server's regions to others: nothing here may be
             // flushed or written again, so the process ends as a crash would.
-            eprintln!("error: ZooKeeper session expired; this region server was fenced and exits");
+            eprintln!(
+                "error: this region server was fenced (its ZooKeeper session expired, or a split failed after closing a region) and exits"
+            );
             std::process::exit(75);
         }
     };

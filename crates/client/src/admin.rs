@@ -33,6 +33,22 @@ pub struct Status {
     pub block_cache_misses: u64,
     pub data_dir: String,
     pub server: String,
+    /// standalone, master or regionserver.
+    pub role: String,
+    /// The region servers and the regions on each.
+    pub servers: Vec<ServerLoad>,
+    pub balancer_on: bool,
+}
+
+/// A region server and its regions, as the server reports them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerLoad {
+    /// `host,port,startcode`; empty for a standalone server; `(not open)` for regions open
+    /// nowhere.
+    pub name: String,
+    pub native_addr: String,
+    pub http_addr: String,
+    pub regions: Vec<String>,
 }
 
 /// Administration calls; they go to the server given to `connect`.
@@ -181,7 +197,85 @@ impl Admin {
             block_cache_misses: r.block_cache_misses,
             data_dir: r.data_dir,
             server: r.server,
+            role: r.role,
+            servers: r
+                .servers
+                .into_iter()
+                .map(|l| ServerLoad {
+                    name: l.name,
+                    native_addr: l.native_addr,
+                    http_addr: l.http_addr,
+                    regions: l.regions,
+                })
+                .collect(),
+            balancer_on: r.balancer_on,
         })
+    }
+
+    /// Runs the balancer now: `(regions moved, whether the balancer is on)`.
+    pub async fn balance(&self) -> Result<(u32, bool)> {
+        let r: pb::BalanceResponse = self
+            .inner
+            .master_call(Method::Balance, &pb::Empty {}, false)
+            .await?
+            .decode("BalanceResponse")?;
+        self.inner.cache.clear();
+        Ok((r.moved, r.enabled))
+    }
+
+    /// Turns the balancer on or off; whether it was on.
+    pub async fn balance_switch(&self, on: bool) -> Result<bool> {
+        let r: pb::BalanceSwitchResponse = self
+            .inner
+            .master_call(
+                Method::BalanceSwitch,
+                &pb::BalanceSwitchRequest { on },
+                true,
+            )
+            .await?
+            .decode("BalanceSwitchResponse")?;
+        Ok(r.previous)
+    }
+
+    /// Moves a region (id, name or encoded name) to `server` (`host,port,startcode` or the
+    /// native `host:port`), or to the least loaded other server.
+    pub async fn move_region(&self, region: &str, server: Option<&str>) -> Result<()> {
+        let req = pb::MoveRegionRequest {
+            region: region.to_string(),
+            server: server.map(str::to_string),
+        };
+        let r = self
+            .inner
+            .master_call(Method::MoveRegion, &req, false)
+            .await;
+        self.inner.cache.clear();
+        r.map(|_| ())
+    }
+
+    /// Opens a region that is not open.
+    pub async fn assign_region(&self, region: &str) -> Result<()> {
+        let req = pb::RegionNameRequest {
+            region: region.to_string(),
+        };
+        let r = self
+            .inner
+            .master_call(Method::AssignRegion, &req, false)
+            .await;
+        self.inner.cache.clear();
+        r.map(|_| ())
+    }
+
+    /// Closes a region and keeps it closed until [`Admin::assign_region`].
+    pub async fn unassign_region(&self, region: &str) -> Result<()> {
+        let req = pb::RegionNameRequest {
+            region: region.to_string(),
+        };
+        let r = self
+            .inner
+            .master_call(Method::UnassignRegion, &req, false)
+            .await;
+        self.inner.cache.clear();
+        r.map(|_| ())
     }
 
     /// Region server control (the master's calls in a cluster): opens `region` of `schema`'s
@@ -191,6 +285,7 @@ impl Admin {
         server: &str,
         region: &RegionLocation,
         schema: &TableSchema,
+        table_splits: u32,
     ) -> Result<()> {
         let req = pb::OpenRegionRequest {
             region: Some(pb::RegionLocation {
@@ -203,6 +298,7 @@ impl Admin {
                 state: pb::RegionState::Open as i32,
             }),
             schema: Some(convert::schema_to_pb(schema)),
+            table_splits,
         };
         self.server_call(server, Method::OpenRegion, &req).await
     }
@@ -236,6 +332,50 @@ impl Admin {
             major,
         };
         self.server_call(server, Method::FlushRegion, &req).await
+    }
+
+    /// Region server control: flushes a region on `server` and compacts away its references;
+    /// its middle row, if it has one. One attempt.
+    pub async fn prepare_split(
+        &self,
+        server: &str,
+        table: &str,
+        region_id: u64,
+    ) -> Result<Option<Bytes>> {
+        let req = pb::PrepareSplitRequest {
+            region: Some(pb::RegionRef {
+                table: table.to_string(),
+                region_id,
+            }),
+        };
+        let conn = self.inner.connection(server).await?;
+        let r: pb::PrepareSplitResponse = conn
+            .call(Method::PrepareSplit, &req, &[])
+            .await?
+            .decode("PrepareSplitResponse")?;
+        Ok(r.middle_row)
+    }
+
+    /// Region server control: closes a region on `server` and writes its daughters
+    /// (`daughters.0` below `split_row`, `daughters.1` from it). One attempt.
+    pub async fn split_region_on(
+        &self,
+        server: &str,
+        table: &str,
+        region_id: u64,
+        split_row: Bytes,
+        daughters: (u64, u64),
+    ) -> Result<()> {
+        let req = pb::SplitRegionRequest {
+            region: Some(pb::RegionRef {
+                table: table.to_string(),
+                region_id,
+            }),
+            split_row,
+            daughter_a: daughters.0,
+            daughter_b: daughters.1,
+        };
+        self.server_call(server, Method::SplitRegion, &req).await
     }
 
     async fn server_call(

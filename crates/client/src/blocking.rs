@@ -223,6 +223,31 @@ impl Admin {
         block_on(self.inner.split(table, split_row))?
     }
 
+    /// See [`crate::Admin::balance`].
+    pub fn balance(&self) -> Result<(u32, bool)> {
+        block_on(self.inner.balance())?
+    }
+
+    /// See [`crate::Admin::balance_switch`].
+    pub fn balance_switch(&self, on: bool) -> Result<bool> {
+        block_on(self.inner.balance_switch(on))?
+    }
+
+    /// See [`crate::Admin::move_region`].
+    pub fn move_region(&self, region: &str, server: Option<&str>) -> Result<()> {
+        block_on(self.inner.move_region(region, server))?
+    }
+
+    /// See [`crate::Admin::assign_region`].
+    pub fn assign_region(&self, region: &str) -> Result<()> {
+        block_on(self.inner.assign_region(region))?
+    }
+
+    /// See [`crate::Admin::unassign_region`].
+    pub fn unassign_region(&self, region: &str) -> Result<()> {
+        block_on(self.inner.unassign_region(region))?
+    }
+
     pub fn status(&self) -> Result<Status> {
         block_on(self.inner.status())?
     }

@@ -36,7 +36,7 @@ mod scanner;
 mod table;
 mod timing;
 
-pub use admin::{Admin, Status, TableInfo};
+pub use admin::{Admin, ServerLoad, Status, TableInfo};
 pub use client::{Client, ClientConfig};
 pub use error::{Error, Result};
 pub use location::RegionLocation;

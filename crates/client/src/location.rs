@@ -133,6 +133,11 @@ impl LocationCache {
     }
 
     /// Forgets a table's regions (after it was deleted, truncated, split or altered).
+    /// Forgets every cached location (regions moved).
+    pub fn clear(&self) {
+        self.tables.lock().clear();
+    }
+
     pub fn invalidate_table(&self, table: &str) {
         self.tables.lock().remove(table);
     }

@@ -15,6 +15,7 @@ use crate::router::{HostedRegion, RegionLocation, RegionState, TableRoute, Table
 use bytes::Bytes;
 use cellar_model::{FamilySchema, TableSchema};
 use cellar_storage::region::RegionInfo;
+use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -418,7 +419,61 @@ impl RegionServer {
         let cache = self.services.block_cache.stats();
         s.block_cache_hits = cache.hits;
         s.block_cache_misses = cache.misses;
+        s.role = self.role.name().to_string();
+        s.servers = self.server_loads();
+        s.balancer_on = self.balancer_enabled();
         s
+    }
+
+    /// The region servers and their regions: on a master every live region server (and
+    /// regions not open anywhere under an empty name); elsewhere this server.
+    pub fn server_loads(&self) -> Vec<ServerLoad> {
+        let mut by_server: BTreeMap<String, ServerLoad> = BTreeMap::new();
+        if let Some(a) = self.assignment() {
+            for s in a.refresh_live().unwrap_or_default() {
+                by_server.insert(
+                    s.name.to_string(),
+                    ServerLoad {
+                        name: s.name.to_string(),
+                        native_addr: s.native_addr.clone(),
+                        http_addr: s.http_addr.clone(),
+                        regions: Vec::new(),
+                    },
+                );
+            }
+        } else {
+            by_server.insert(
+                String::new(),
+                ServerLoad {
+                    name: String::new(),
+                    native_addr: self.advertised.clone(),
+                    http_addr: String::new(),
+                    regions: Vec::new(),
+                },
+            );
+        }
+        for (name, t) in self.router.tables() {
+            if name == META_TABLE && self.assignment().is_some() {
+                continue;
+            }
+            for r in t.regions.values() {
+                let key = match (self.assignment(), r.server()) {
+                    (Some(_), Some(s)) if r.state() == RegionState::Open => s.name.to_string(),
+                    (Some(_), _) => "(not open)".to_string(),
+                    (None, _) if r.is_open() => String::new(),
+                    (None, _) => continue,
+                };
+                by_server
+                    .entry(key.clone())
+                    .or_insert_with(|| ServerLoad {
+                        name: key,
+                        ..ServerLoad::default()
+                    })
+                    .regions
+                    .push(r.name());
+            }
+        }
+        by_server.into_values().collect()
     }
 }
 
@@ -448,6 +503,21 @@ pub struct ServerStatus {
     pub data_dir: String,
     /// The native address of this server.
     pub server: String,
+    /// standalone, master or regionserver.
+    pub role: String,
+    /// The region servers and their regions (see [`ServerLoad`]).
+    pub servers: Vec<ServerLoad>,
+    pub balancer_on: bool,
+}
+
+/// A region server and the regions on it, as `status 'detailed'` shows them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ServerLoad {
+    /// `host,port,startcode` (empty for a server outside ZooKeeper).
+    pub name: String,
+    pub native_addr: String,
+    pub http_addr: String,
+    pub regions: Vec<String>,
 }
 
 /// Split keys must be non-empty, sorted and distinct; the error names the first bad one.

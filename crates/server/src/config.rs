@@ -102,6 +102,9 @@ pub struct ClusterConfig {
     pub zookeeper_session_timeout_ms: u64,
     /// How long startup waits for ZooKeeper before giving up with an error.
     pub zookeeper_connect_timeout_ms: u64,
+    /// How often a cluster's master evens out region counts across region servers when the
+    /// balancer is on (HBase's `hbase.balancer.period`).
+    pub balancer_period_ms: u64,
 }
 
 impl Default for ClusterConfig {
@@ -111,6 +114,7 @@ impl Default for ClusterConfig {
             znode_parent: "/hbase".to_string(),
             zookeeper_session_timeout_ms: 30_000,
             zookeeper_connect_timeout_ms: 10_000,
+            balancer_period_ms: 300_000,
         }
     }
 }
@@ -345,6 +349,10 @@ impl ServerConfig {
             (
                 "cluster.zookeeper_connect_timeout_ms",
                 self.cluster.zookeeper_connect_timeout_ms,
+            ),
+            (
+                "cluster.balancer_period_ms",
+                self.cluster.balancer_period_ms,
             ),
             (
                 "storage.memstore_flush_bytes",

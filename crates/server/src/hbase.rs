@@ -24,7 +24,7 @@ mod filters;
 pub mod fuzzing;
 mod master;
 mod meta_view;
-mod names;
+pub(crate) mod names;
 mod registry;
 mod schema;
 mod server;

@@ -348,6 +348,13 @@ fn status_json(served: &Served, g: &Gauges) -> String {
             "http": served.http_addr.to_string(),
         },
         "data_dir": info.data_dir.display().to_string(),
+        "role": g.role,
+        "servers": g.servers.iter().map(|s| serde_json::json!({
+            "name": s.name,
+            "native": s.native_addr,
+            "http": s.http_addr,
+            "regions": s.regions,
+        })).collect::<Vec<_>>(),
         "coordination": info.coordination.as_ref().map(|c| serde_json::json!({
             "service": c.describe(),
             "session": c.session().as_str(),

@@ -10,6 +10,10 @@
 //! dead when its server was registered before the directory existed and is gone now (a
 //! region server registers in ZooKeeper before it creates its WAL directory).
 
+mod balance;
+
+pub use balance::plan as balance_plan;
+
 use crate::catalog::names;
 use crate::coord::{CoordRef, ServerName, ServerRecord};
 use crate::meta::{META_REGION_ID, META_TABLE};
@@ -19,6 +23,7 @@ use cellar_client::{Admin, Client, ClientConfig};
 use cellar_model::TableSchema;
 use cellar_storage::bridge::{wait_on, Waited};
 use cellar_storage::fs::FsRef;
+use cellar_storage::region::RegionInfo;
 use cellar_storage::wal::split;
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -56,6 +61,13 @@ pub struct Assignment {
     client: Mutex<Option<Client>>,
     /// Round-robin position among equally loaded servers.
     turn: AtomicUsize,
+    /// Split parents whose daughters have no references left, since when.
+    clean_since: Mutex<HashMap<u64, std::time::Instant>>,
+    /// Whether the balancer runs (HBase's balance switch; on by default).
+    balancer_on: std::sync::atomic::AtomicBool,
+    /// When the balancer last ran.
+    balanced_at: Mutex<std::time::Instant>,
+    balancer_period: Duration,
 }
 
 impl Assignment {
@@ -65,6 +77,7 @@ impl Assignment {
         data_dir: &Path,
         me: ServerName,
         skip_wal_errors: bool,
+        balancer_period: Duration,
     ) -> Result<Arc<Assignment>, String> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -84,6 +97,10 @@ impl Assignment {
             runtime: Mutex::new(Some(runtime)),
             client: Mutex::new(None),
             turn: AtomicUsize::new(0),
+            clean_since: Mutex::new(HashMap::new()),
+            balancer_on: std::sync::atomic::AtomicBool::new(true),
+            balanced_at: Mutex::new(std::time::Instant::now()),
+            balancer_period,
         }))
     }
 
@@ -122,10 +139,11 @@ impl Assignment {
     }
 
     /// Runs one call to a region server on the master's runtime, with a deadline.
-    fn call<F, Fut>(&self, server: &ServerRecord, f: F) -> Result<(), ServerError>
+    fn call<T, F, Fut>(&self, server: &ServerRecord, f: F) -> Result<T, ServerError>
     where
+        T: Send + 'static,
         F: FnOnce(Admin, String) -> Fut,
-        Fut: std::future::Future<Output = cellar_client::Result<()>> + Send + 'static,
+        Fut: std::future::Future<Output = cellar_client::Result<T>> + Send + 'static,
     {
         let handle = match self.runtime.lock().as_ref() {
             Some(rt) => rt.handle().clone(),
@@ -230,11 +248,12 @@ impl Assignment {
             server: String::new(),
             name: location.name.clone(),
         };
+        let splits = rs.router.table(&hosted.table).map_or(0, |t| t.splits);
         for server in candidates {
             let loc = client_location.clone();
             let schema = schema.clone();
             let opened = self.call(&server, move |admin, addr| async move {
-                admin.open_region(&addr, &loc, &schema).await
+                admin.open_region(&addr, &loc, &schema, splits).await
             });
             match opened {
                 Ok(()) => {
@@ -285,6 +304,26 @@ impl Assignment {
         self.call(&server, move |admin, addr| async move {
             admin.flush_region(&addr, &table, id, compact, major).await
         })
+    }
+
+    /// Readies `hosted` for a split on its server; its middle row, if it has one.
+    pub fn prepare_split(
+        &self,
+        hosted: &HostedRegion,
+    ) -> Result<Option<bytes::Bytes>, ServerError> {
+        let server = self.serving(hosted)?;
+        let (table, id) = (hosted.table.clone(), hosted.info.id);
+        self.call(&server, move |admin, addr| async move {
+            admin.prepare_split(&addr, &table, id).await
+        })
+    }
+
+    /// The live server `hosted` is open on; NOT_SERVING_REGION if none.
+    fn serving(&self, hosted: &HostedRegion) -> Result<Arc<ServerRecord>, ServerError> {
+        hosted
+            .server()
+            .filter(|s| hosted.state() == RegionState::Open && self.is_live(s))
+            .ok_or_else(|| hosted.not_serving("it is not open on a live region server"))
     }
 
     /// Splits the WAL directory of every server that is not alive (and not this master) by
@@ -358,6 +397,31 @@ fn waited<E: std::fmt::Display>(addr: &str, e: Waited<E>) -> ServerError {
     }
 }
 
+/// Whether any family directory of a region holds reference files (`*.ref`).
+fn has_reference_files(
+    fs: &dyn cellar_storage::fs::FileSystem,
+    region_dir: &Path,
+) -> Result<bool, ServerError> {
+    if !fs.exists(region_dir)? {
+        return Ok(false);
+    }
+    for family in fs.list(region_dir)? {
+        let dir = region_dir.join(&family);
+        if family.starts_with('.') || family == split::RECOVERED_EDITS || !fs.exists(&dir)? {
+            continue;
+        }
+        if fs
+            .list(&dir)
+            .unwrap_or_default()
+            .iter()
+            .any(|f| f.ends_with(".ref"))
+        {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// Every region directory under the root by region id (meta's included).
 fn region_dirs(
     fs: &dyn cellar_storage::fs::FileSystem,
@@ -396,11 +460,16 @@ impl RegionServer {
             tracing::error!(error = %e, "splitting dead servers' logs; retrying");
             return;
         }
+        self.cluster_janitor(a);
         for (name, t) in self.router.tables() {
             if name == META_TABLE || t.state != TableState::Enabled {
                 continue;
             }
             for hosted in t.regions.values() {
+                // CLOSED: unassigned by an operator; SPLITTING: its split is under way.
+                if matches!(hosted.state(), RegionState::Splitting | RegionState::Closed) {
+                    continue;
+                }
                 let placed = hosted.server();
                 let serving = hosted.state() == RegionState::Open
                     && placed.as_ref().is_some_and(|s| a.is_live(s));
@@ -414,6 +483,153 @@ impl RegionServer {
                             tracing::error!(region = %hosted.name(), error = %e, "recording an assignment in meta");
                         }
                     }
+                }
+            }
+        }
+        let due = a.balanced_at.lock().elapsed() >= a.balancer_period;
+        if due && a.balancer_on.load(Ordering::SeqCst) {
+            *a.balanced_at.lock() = std::time::Instant::now();
+            if let Err(e) = self.balance_locked(a) {
+                tracing::warn!(error = %e, "balancer");
+            }
+        }
+    }
+
+    /// A split in a cluster (the procedure of `split.rs`, with the region server doing the
+    /// file work): meta says SPLITTING; the region's server closes it and writes the
+    /// daughters; meta says SPLIT (the commit point); the daughters get rows and open on the
+    /// same server; the router swaps them in. The admin lock is held.
+    pub(crate) fn split_remote(
+        &self,
+        a: &Assignment,
+        hosted: &Arc<HostedRegion>,
+        row: bytes::Bytes,
+    ) -> Result<(), ServerError> {
+        let table = hosted.table.clone();
+        let t = self.router.require(&table)?;
+        let server = a.serving(hosted)?;
+        let parent = hosted.info.clone();
+        let da = RegionInfo {
+            id: self.next_region_id(),
+            start_key: parent.start_key.clone(),
+            end_key: row.clone(),
+        };
+        let db = RegionInfo {
+            id: self.next_region_id(),
+            start_key: row.clone(),
+            end_key: parent.end_key.clone(),
+        };
+        let mut rec = self.record_of(hosted, RegionState::Splitting);
+        rec.split_a = Some(da.clone());
+        rec.split_b = Some(db.clone());
+        self.meta()?.put_region(&rec)?;
+        hosted.set_state(RegionState::Splitting);
+        let (t_name, id, at, ids) = (table.clone(), parent.id, row.clone(), (da.id, db.id));
+        let split = a.call(&server, move |admin, addr| async move {
+            admin.split_region_on(&addr, &t_name, id, at, ids).await
+        });
+        if let Err(e) = split {
+            // Not committed: the daughters go, the parent is its server's again (if the
+            // server failed the split it exits, and its log is split like any dead server's).
+            for d in [&da, &db] {
+                let _ = self
+                    .services
+                    .fs
+                    .delete_dir_all(&self.region_dir(&table, d.id));
+            }
+            rec.split_a = None;
+            rec.split_b = None;
+            rec.state = RegionState::Open;
+            self.meta()?.put_region(&rec)?;
+            hosted.assign(Some(server), RegionState::Offline);
+            tracing::warn!(table = %table, region = parent.id, error = %e, "split not done; the region reopens");
+            return Err(e);
+        }
+        rec.state = RegionState::Split;
+        if let Err(e) = self.meta()?.put_region(&rec) {
+            hosted.set_state(RegionState::Offline);
+            tracing::error!(table = %table, region = parent.id, error = %e, "could not commit a split; the region is offline until the master restarts");
+            return Err(e);
+        }
+        hosted.assign(None, RegionState::Split);
+        let mut daughters = Vec::with_capacity(2);
+        for info in [da.clone(), db.clone()] {
+            let d = HostedRegion::new(
+                &table,
+                info.clone(),
+                &self.region_dir(&table, info.id),
+                None,
+            );
+            a.assign(self, &d, &t.schema, Some(Arc::clone(&server)));
+            self.meta()?
+                .put_region(&self.record_of(&d, RegionState::Open))?;
+            daughters.push(d);
+        }
+        let [a_region, b_region]: [Arc<HostedRegion>; 2] = daughters
+            .try_into()
+            .map_err(|_| ServerError::Internal("split made other than two daughters".into()))?;
+        self.router
+            .swap_split(&table, parent.id, [a_region, b_region]);
+        self.split_parents.lock().push(crate::split::SplitParent {
+            table: table.clone(),
+            info: parent.clone(),
+            daughters: [da.id, db.id],
+        });
+        self.splits_done
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        if let Some(t) = self.router.table(&table) {
+            self.meta()?.put_table(&crate::meta::TableRecord {
+                schema: (*t.schema).clone(),
+                state: t.state,
+                splits: t.splits,
+                truncate_to: None,
+            })?;
+        }
+        tracing::info!(table = %table, parent = parent.id, daughter_a = da.id, daughter_b = db.id,
+            at = %String::from_utf8_lossy(&row), server = %server.name, "region split");
+        Ok(())
+    }
+
+    /// Removes split parents once neither daughter has reference files left, and then only
+    /// after twice the scanner lease: a scanner opened on a daughter before its compaction may
+    /// still read the parent's files, and HDFS has no unlink-while-open.
+    fn cluster_janitor(&self, a: &Assignment) {
+        let parents = self.split_parents.lock().clone();
+        if parents.is_empty() {
+            return;
+        }
+        let grace = Duration::from_millis(self.config.scanner.lease_ms.saturating_mul(2));
+        for p in parents {
+            let referenced = p.daughters.iter().any(|d| {
+                has_reference_files(&*self.services.fs, &self.region_dir(&p.table, *d))
+                    .unwrap_or(true)
+            });
+            let mut clean = a.clean_since.lock();
+            if referenced {
+                clean.remove(&p.info.id);
+                continue;
+            }
+            let since = *clean
+                .entry(p.info.id)
+                .or_insert_with(std::time::Instant::now);
+            if since.elapsed() < grace {
+                continue;
+            }
+            clean.remove(&p.info.id);
+            drop(clean);
+            let removed = self
+                .services
+                .fs
+                .delete_dir_all(&self.region_dir(&p.table, p.info.id))
+                .map_err(ServerError::from)
+                .and_then(|()| self.meta()?.delete_region(&p.table, &p.info));
+            match removed {
+                Ok(()) => {
+                    self.split_parents.lock().retain(|q| q != &p);
+                    tracing::info!(table = %p.table, region = p.info.id, "split parent removed");
+                }
+                Err(e) => {
+                    tracing::warn!(table = %p.table, region = p.info.id, error = %e, "could not remove a split parent; will retry")
                 }
             }
         }

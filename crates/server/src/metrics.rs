@@ -36,6 +36,10 @@ pub struct Gauges {
     pub wal_recoveries: u64,
     /// Records waiting to be handed to the OS.
     pub wal_buffered_bytes: u64,
+    /// standalone, master or regionserver.
+    pub role: String,
+    /// The region servers and their regions (`status 'detailed'`).
+    pub servers: Vec<crate::catalog::ServerLoad>,
 }
 
 impl Gauges {

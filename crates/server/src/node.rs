@@ -250,6 +250,9 @@ impl Node {
             NodeRole::Master => server.announce_master(&me),
             NodeRole::RegionServer => {
                 server.watch_session();
+                server
+                    .region_server
+                    .set_split_requester(split_requester(server.coordination.clone()));
                 Ok(())
             }
         };
@@ -297,7 +300,7 @@ impl Node {
 
     /// Whether this region server was fenced (its session expired): the process should exit.
     pub fn fenced(&self) -> bool {
-        self.fenced.load(Ordering::SeqCst)
+        self.fenced.load(Ordering::SeqCst) || self.region_server.is_fenced()
     }
 
     pub fn role(&self) -> NodeRole {
@@ -459,6 +462,38 @@ fn cluster_id(fs: &dyn FileSystem, data_dir: &Path) -> Result<String, String> {
     Ok(id)
 }
 
+/// How a region server asks the active master (found through coordination) to split a
+/// region at a row: SPLIT_TABLE with that row, as a client would.
+fn split_requester(c: CoordRef) -> crate::region_server::SplitRequester {
+    let client: Arc<parking_lot::Mutex<Option<(String, cellar_client::blocking::Client)>>> =
+        Arc::new(parking_lot::Mutex::new(None));
+    Arc::new(move |table: &str, row: bytes::Bytes| {
+        let master = c
+            .active_master()
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "no active master".to_string())?;
+        let mut cached = client.lock();
+        let fresh = match cached.as_ref() {
+            Some((addr, _)) => *addr != master.native_addr,
+            None => true,
+        };
+        if fresh {
+            let config = cellar_client::ClientConfig {
+                retries: 0,
+                ..cellar_client::ClientConfig::default()
+            };
+            let connected =
+                cellar_client::blocking::Client::connect_with(&master.native_addr, config)
+                    .map_err(|e| format!("master {}: {e}", master.native_addr))?;
+            *cached = Some((master.native_addr.clone(), connected));
+        }
+        let (_, c) = cached.as_ref().ok_or("no master connection")?;
+        c.admin()
+            .split(table, Some(&row))
+            .map_err(|e| format!("master {}: {e}", master.native_addr))
+    })
+}
+
 /// A master's preparation: win the election (waiting as a backup master while another is
 /// active), check the root belongs to this cluster, publish the cluster id, and split the
 /// logs of servers that are gone (an earlier master's holds meta's edits).
@@ -502,6 +537,7 @@ fn prepare_master(
         &config.data_dir,
         me.name.clone(),
         config.storage.wal_skip_errors,
+        Duration::from_millis(config.cluster.balancer_period_ms),
     )?;
     let split = assignment
         .split_dead_logs()

@@ -59,6 +59,9 @@ impl Role {
     }
 }
 
+/// Asks the master to split a region of a table at a row.
+pub type SplitRequester = Arc<dyn Fn(&str, bytes::Bytes) -> Result<(), String> + Send + Sync>;
+
 /// How a server opens: its role, its start code and where its WAL lives.
 pub struct Opening {
     pub role: Role,
@@ -105,6 +108,10 @@ pub struct RegionServer {
     /// Increments and appends applied, by nonce: their retries are not applied again.
     pub(crate) nonces: nonces::Nonces,
     stopping: AtomicBool,
+    /// Fenced: this server must not serve again (see [`RegionServer::fence`]).
+    fenced: AtomicBool,
+    /// A cluster region server's way to ask the master for a split: `(table, split row)`.
+    pub(crate) split_requester: Mutex<Option<SplitRequester>>,
     shut_down: Mutex<bool>,
     workers: Workers,
     /// Held while the server runs: a second server on the same directory is refused. Let go
@@ -210,6 +217,8 @@ impl RegionServer {
             splits_done: AtomicU64::new(0),
             nonces: nonces::Nonces::default(),
             stopping: AtomicBool::new(false),
+            fenced: AtomicBool::new(false),
+            split_requester: Mutex::new(None),
             shut_down: Mutex::new(false),
             workers: Workers::new(),
             services,
@@ -251,7 +260,12 @@ impl RegionServer {
                         s.assignment_tick()
                     });
             }
-            Role::RegionServer => {}
+            Role::RegionServer => {
+                self.workers
+                    .spawn("cellar-split", split_every, weak.clone(), |s| {
+                        s.split_request_tick()
+                    });
+            }
         }
         let lease = Duration::from_millis(self.config.scanner.lease_ms);
         let reap_every = (lease / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
@@ -307,7 +321,14 @@ impl RegionServer {
     /// are being given to others): every later call gets SERVER_STOPPING and clients locate
     /// again.
     pub fn fence(&self) {
+        self.fenced.store(true, Ordering::SeqCst);
         self.stopping.store(true, Ordering::SeqCst);
+    }
+
+    /// Whether [`RegionServer::fence`] was called: the process should exit as a crash would
+    /// (its log is recovered by the master).
+    pub fn is_fenced(&self) -> bool {
+        self.fenced.load(Ordering::SeqCst)
     }
 
     /// SERVER_STOPPING once shutdown has begun.
@@ -327,6 +348,11 @@ impl RegionServer {
                  by the active master (see `/hbase/master` in ZooKeeper or the master's address)",
             )
         })
+    }
+
+    /// Sets how a cluster region server asks its master for splits.
+    pub fn set_split_requester(&self, request: SplitRequester) {
+        *self.split_requester.lock() = Some(request);
     }
 
     pub fn role(&self) -> &Role {

@@ -228,7 +228,7 @@ impl RegionServer {
                     start_key: l.start_key,
                     end_key: l.end_key,
                 };
-                self.open_region_call(&l.table, info, schema)?;
+                self.open_region_call(&l.table, info, schema, req.table_splits)?;
                 empty()
             }
             Method::CloseRegion => {
@@ -241,6 +241,58 @@ impl RegionServer {
                 let req: pb::FlushRegionRequest = decode(param, "FlushRegionRequest")?;
                 let r = region_ref(req.region, "FlushRegionRequest")?;
                 self.flush_region_call(&r.table, r.region_id, req.compact, req.major)?;
+                empty()
+            }
+            Method::PrepareSplit => {
+                let req: pb::PrepareSplitRequest = decode(param, "PrepareSplitRequest")?;
+                let r = region_ref(req.region, "PrepareSplitRequest")?;
+                let middle_row = self.prepare_split_call(&r.table, r.region_id)?;
+                Ok(reply(
+                    &pb::PrepareSplitResponse { middle_row },
+                    BytesMut::new(),
+                ))
+            }
+            Method::SplitRegion => {
+                let req: pb::SplitRegionRequest = decode(param, "SplitRegionRequest")?;
+                let r = region_ref(req.region, "SplitRegionRequest")?;
+                self.split_region_call(
+                    &r.table,
+                    r.region_id,
+                    req.split_row,
+                    (req.daughter_a, req.daughter_b),
+                )?;
+                empty()
+            }
+            Method::Balance => {
+                let moved = self.balance()?;
+                Ok(reply(
+                    &pb::BalanceResponse {
+                        moved: u32::try_from(moved).unwrap_or(u32::MAX),
+                        enabled: self.balancer_enabled(),
+                    },
+                    BytesMut::new(),
+                ))
+            }
+            Method::BalanceSwitch => {
+                let req: pb::BalanceSwitchRequest = decode(param, "BalanceSwitchRequest")?;
+                let previous = self.balance_switch(req.on)?;
+                Ok(reply(
+                    &pb::BalanceSwitchResponse { previous },
+                    BytesMut::new(),
+                ))
+            }
+            Method::MoveRegion => {
+                let req: pb::MoveRegionRequest = decode(param, "MoveRegionRequest")?;
+                self.move_region(&req.region, req.server.as_deref())?;
+                empty()
+            }
+            Method::AssignRegion | Method::UnassignRegion => {
+                let req: pb::RegionNameRequest = decode(param, "RegionNameRequest")?;
+                if method == Method::AssignRegion {
+                    self.assign_region(&req.region)?;
+                } else {
+                    self.unassign_region(&req.region)?;
+                }
                 empty()
             }
             Method::SplitTable => {
@@ -321,6 +373,8 @@ impl RegionServer {
         (g.flush_queue, g.compaction_queue) = self.services.background_queues();
         g.open_scanners = self.scanners.open_count();
         g.splits = self.splits_done.load(Ordering::Relaxed);
+        g.role = self.role.name().to_string();
+        g.servers = self.server_loads();
         let wal = &self.services.wal;
         let stats = wal.stats();
         g.wal_failures = stats.failures;
@@ -508,5 +562,17 @@ fn status_to_pb(s: ServerStatus) -> pb::StatusResponse {
         block_cache_misses: s.block_cache_misses,
         data_dir: s.data_dir,
         server: s.server,
+        role: s.role,
+        servers: s
+            .servers
+            .into_iter()
+            .map(|l| pb::ServerLoad {
+                name: l.name,
+                native_addr: l.native_addr,
+                http_addr: l.http_addr,
+                regions: l.regions,
+            })
+            .collect(),
+        balancer_on: s.balancer_on,
     }
 }

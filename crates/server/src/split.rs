@@ -19,7 +19,7 @@
 //! daughters, and the janitor can drop the parent once neither daughter has references.
 
 use crate::catalog::names;
-use crate::region_server::{RegionServer, ServerError};
+use crate::region_server::{RegionServer, Role, ServerError};
 use crate::router::{HostedRegion, RegionState, TableRoute, TableState};
 use bytes::Bytes;
 use cellar_storage::region::RegionInfo;
@@ -63,6 +63,43 @@ impl RegionServer {
         self.janitor();
         if self.config.split.auto {
             self.auto_split();
+        }
+    }
+
+    /// A cluster region server's split thread: regions past the split size are reported to
+    /// the master with their middle row; the master runs the split (and its janitor).
+    pub(crate) fn split_request_tick(&self) {
+        if !self.config.split.auto || self.check_running().is_err() {
+            return;
+        }
+        let Some(request) = self.split_requester.lock().clone() else {
+            return;
+        };
+        let cfg = &self.config.split;
+        for (name, t) in self.router.tables() {
+            if names::is_system(&name) {
+                continue;
+            }
+            let limit = split_size(cfg.initial_bytes, cfg.max_bytes, t.splits);
+            for hosted in t.regions.values() {
+                let row = hosted
+                    .if_open(|r| {
+                        let s = r.stats();
+                        let big =
+                            !r.has_references() && s.store_file_bytes + s.memstore_bytes >= limit;
+                        if big {
+                            r.middle_row()
+                        } else {
+                            None
+                        }
+                    })
+                    .flatten();
+                if let Some(row) = row {
+                    if let Err(e) = request(&name, row) {
+                        tracing::warn!(table = %name, region = hosted.info.id, error = %e, "asking the master to split a region");
+                    }
+                }
+            }
         }
     }
 
@@ -223,6 +260,9 @@ impl RegionServer {
     /// Readies a region for a split (flushed, no references left) and returns its middle
     /// row, if it has one.
     fn prepare_split(&self, hosted: &Arc<HostedRegion>) -> Result<Option<Bytes>, ServerError> {
+        if let Role::Master(a) = &self.role {
+            return a.prepare_split(hosted);
+        }
         hosted.with(|r| {
             r.flush()?;
             if r.has_references() {
@@ -255,6 +295,9 @@ impl RegionServer {
         row: Bytes,
         stop: Option<SplitStep>,
     ) -> Result<(), ServerError> {
+        if let Role::Master(a) = &self.role {
+            return self.split_remote(a, hosted, row);
+        }
         let table = hosted.table.clone();
         let t = self.router.require(&table)?;
         let parent = hosted.info.clone();

@@ -79,6 +79,34 @@ fn status_lines(s: &Status) -> Vec<String> {
     ]
 }
 
+/// `status 'detailed'`: each region server, its addresses and its regions.
+fn detailed_lines(s: &Status) -> Vec<String> {
+    let servers = s.servers.iter().filter(|l| l.name != "(not open)").count();
+    let mut lines = vec![format!(
+        "{} ({}), {servers} region server(s), balancer {}",
+        s.server,
+        s.role,
+        if s.balancer_on { "on" } else { "off" }
+    )];
+    for l in &s.servers {
+        let name = if l.name.is_empty() {
+            &l.native_addr
+        } else {
+            &l.name
+        };
+        let mut head = format!("    {name}: {} region(s)", l.regions.len());
+        if !l.native_addr.is_empty() && !l.name.is_empty() {
+            head.push_str(&format!(", native {}", l.native_addr));
+        }
+        if !l.http_addr.is_empty() {
+            head.push_str(&format!(", http {}", l.http_addr));
+        }
+        lines.push(head);
+        lines.extend(l.regions.iter().map(|r| format!("        {r}")));
+    }
+    lines
+}
+
 impl Cluster for RemoteCluster {
     fn create_table(&mut self, schema: TableSchema, splits: Vec<Bytes>) -> Result<(), String> {
         self.admin()?.create_table(schema, splits).map_err(msg)
@@ -170,7 +198,27 @@ impl Cluster for RemoteCluster {
         self.admin()?.split(table, row).map_err(msg)
     }
 
-    fn status(&mut self) -> Result<Vec<String>, String> {
-        Ok(status_lines(&self.admin()?.status().map_err(msg)?))
+    fn status(&mut self, detailed: bool) -> Result<Vec<String>, String> {
+        let s = self.admin()?.status().map_err(msg)?;
+        let mut lines = status_lines(&s);
+        if detailed {
+            lines.extend(detailed_lines(&s));
+        }
+        Ok(lines)
+    }
+    fn balance_switch(&mut self, on: bool) -> Result<bool, String> {
+        self.admin()?.balance_switch(on).map_err(msg)
+    }
+    fn balance(&mut self) -> Result<(u32, bool), String> {
+        self.admin()?.balance().map_err(msg)
+    }
+    fn move_region(&mut self, region: &str, server: Option<&str>) -> Result<(), String> {
+        self.admin()?.move_region(region, server).map_err(msg)
+    }
+    fn assign(&mut self, region: &str) -> Result<(), String> {
+        self.admin()?.assign_region(region).map_err(msg)
+    }
+    fn unassign(&mut self, region: &str) -> Result<(), String> {
+        self.admin()?.unassign_region(region).map_err(msg)
     }
 }

@@ -75,7 +75,17 @@ pub enum Action {
     Drop(String),
     IsEnabled(String),
     IsDisabled(String),
-    Status,
+    Status {
+        detailed: bool,
+    },
+    BalanceSwitch(bool),
+    Balancer,
+    Move {
+        region: String,
+        server: Option<String>,
+    },
+    Assign(String),
+    Unassign(String),
     Flush(String),
     MajorCompact(String),
     Split {
@@ -143,7 +153,7 @@ pub struct CommandHelp {
 pub const GROUPS: &[&str] = &["general", "ddl", "dml", "tools"];
 
 pub const COMMANDS: &[CommandHelp] = &[
-    CommandHelp { name: "status", group: "general", usage: "status", summary: "Show the cluster's servers, regions and tables." },
+    CommandHelp { name: "status", group: "general", usage: "status\nstatus 'detailed'", summary: "Show the cluster's servers, regions and tables; 'detailed' lists every region server\nand the regions on it." },
     CommandHelp { name: "help", group: "general", usage: "help\nhelp 'command'", summary: "List the commands, or describe one." },
     CommandHelp { name: "exit", group: "general", usage: "exit", summary: "Leave the shell (also: quit, Ctrl-D)." },
     CommandHelp { name: "create", group: "ddl", usage: "create 't', 'cf1', {NAME => 'cf2', VERSIONS => 3, TTL => 60, COMPRESSION => 'ZSTD',\n       BLOOMFILTER => 'ROWCOL', BLOCKSIZE => 65536, IN_MEMORY => true, MIN_VERSIONS => 1},\n       {SPLITS => ['a', 'm']}", summary: "Create a table with the given column families (and optional split points)." },
@@ -169,6 +179,11 @@ SKIP, WHILE and parentheses." },
     CommandHelp { name: "flush", group: "tools", usage: "flush 't'", summary: "Write a table's memstores to store files." },
     CommandHelp { name: "major_compact", group: "tools", usage: "major_compact 't'", summary: "Rewrite each store of a table into one file, dropping deleted and expired cells." },
     CommandHelp { name: "split", group: "tools", usage: "split 't'[, 'split row']", summary: "Split a table's regions (the one holding the row, at that row)." },
+    CommandHelp { name: "balance_switch", group: "tools", usage: "balance_switch true|false", summary: "Turn the balancer on or off (a cluster's master); prints whether it was on." },
+    CommandHelp { name: "balancer", group: "tools", usage: "balancer", summary: "Run the balancer now: even out region counts across region servers." },
+    CommandHelp { name: "move", group: "tools", usage: "move 'REGION'[, 'SERVER']", summary: "Move a region (id, name or encoded name) to a region server (host,port,startcode or\nnative host:port), or to the least loaded other one." },
+    CommandHelp { name: "assign", group: "tools", usage: "assign 'REGION'", summary: "Open a region that is not open." },
+    CommandHelp { name: "unassign", group: "tools", usage: "unassign 'REGION'", summary: "Close a region and keep it closed until assigned." },
 ];
 
 pub fn help_for(name: &str) -> Option<&'static CommandHelp> {
@@ -311,7 +326,52 @@ pub fn translate(cmd: &Command) -> Result<Action, String> {
         }
         "status" => {
             args.count(0, 1)?;
-            Action::Status
+            let detailed = match args.opt(0).map(|v| args.text(v, "format")).transpose()? {
+                None => false,
+                Some(f) if f == "simple" || f == "summary" => false,
+                Some(f) if f == "detailed" => true,
+                Some(f) => {
+                    return Err(format!(
+                        "status: unknown format '{f}' (use 'simple', 'summary' or 'detailed')"
+                    ))
+                }
+            };
+            Action::Status { detailed }
+        }
+        "balance_switch" => {
+            args.count(1, 1)?;
+            let on = match &args.values[0] {
+                Value::Bool(b) => *b,
+                v => match args.text(v, "switch")?.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    other => {
+                        return Err(format!(
+                            "balance_switch: expected true or false, got '{other}'"
+                        ))
+                    }
+                },
+            };
+            Action::BalanceSwitch(on)
+        }
+        "balancer" => {
+            args.count(0, 0)?;
+            Action::Balancer
+        }
+        "move" => {
+            args.count(1, 2)?;
+            Action::Move {
+                region: args.text(&args.values[0], "region")?,
+                server: args.opt(1).map(|v| args.text(v, "server")).transpose()?,
+            }
+        }
+        "assign" => {
+            args.count(1, 1)?;
+            Action::Assign(args.text(&args.values[0], "region")?)
+        }
+        "unassign" => {
+            args.count(1, 1)?;
+            Action::Unassign(args.text(&args.values[0], "region")?)
         }
         "split" => {
             args.count(1, 2)?;
@@ -1107,7 +1167,22 @@ mod tests {
                 row: Some(b("m"))
             }
         );
-        assert_eq!(action("status"), Action::Status);
+        assert_eq!(action("status"), Action::Status { detailed: false });
+        assert_eq!(
+            action("status 'detailed'"),
+            Action::Status { detailed: true }
+        );
+        assert!(error("status 'loud'").contains("unknown format"));
+        assert_eq!(action("balance_switch false"), Action::BalanceSwitch(false));
+        assert_eq!(action("balancer"), Action::Balancer);
+        assert_eq!(
+            action("move '42', 'h,1,2'"),
+            Action::Move {
+                region: "42".into(),
+                server: Some("h,1,2".into())
+            }
+        );
+        assert_eq!(action("unassign '42'"), Action::Unassign("42".into()));
         assert_eq!(
             action("list 'a.*'"),
             Action::List {

@@ -53,8 +53,15 @@ pub trait Cluster {
     fn flush(&mut self, table: &str) -> Result<(), String>;
     fn major_compact(&mut self, table: &str) -> Result<(), String>;
     fn split(&mut self, table: &str, row: Option<&[u8]>) -> Result<(), String>;
-    /// The lines `status` prints.
-    fn status(&mut self) -> Result<Vec<String>, String>;
+    /// The lines `status` prints (`detailed`: every region server and its regions).
+    fn status(&mut self, detailed: bool) -> Result<Vec<String>, String>;
+    /// Turns the balancer on or off; whether it was on.
+    fn balance_switch(&mut self, on: bool) -> Result<bool, String>;
+    /// Runs the balancer: (regions moved, whether it is on).
+    fn balance(&mut self) -> Result<(u32, bool), String>;
+    fn move_region(&mut self, region: &str, server: Option<&str>) -> Result<(), String>;
+    fn assign(&mut self, region: &str) -> Result<(), String>;
+    fn unassign(&mut self, region: &str) -> Result<(), String>;
 }
 
 /// Whether the shell goes on after a command.
@@ -303,7 +310,22 @@ pub fn execute(
         Action::IsDisabled(table) => {
             lines.push((!cluster.describe_table(&table)?.enabled).to_string());
         }
-        Action::Status => lines.extend(cluster.status()?),
+        Action::Status { detailed } => lines.extend(cluster.status(detailed)?),
+        Action::BalanceSwitch(on) => {
+            let was = cluster.balance_switch(on)?;
+            lines.push(format!("Previous balancer state : {was}"));
+        }
+        Action::Balancer => {
+            let (moved, on) = cluster.balance()?;
+            lines.push(if on {
+                format!("true ({moved} region(s) moved)")
+            } else {
+                "false (the balancer is off; turn it on with balance_switch true)".to_string()
+            });
+        }
+        Action::Move { region, server } => cluster.move_region(&region, server.as_deref())?,
+        Action::Assign(region) => cluster.assign(&region)?,
+        Action::Unassign(region) => cluster.unassign(&region)?,
         Action::Flush(table) => cluster.flush(&table)?,
         Action::MajorCompact(table) => cluster.major_compact(&table)?,
         Action::Split { table, row } => cluster.split(&table, row.as_deref())?,

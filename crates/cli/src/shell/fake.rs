@@ -138,7 +138,31 @@ impl Cluster for Fake {
         self.calls.push(format!("split {table} {row:?}"));
         Ok(())
     }
-    fn status(&mut self) -> Result<Vec<String>, String> {
-        Ok(vec!["1 servers, 0 dead".into()])
+    fn status(&mut self, detailed: bool) -> Result<Vec<String>, String> {
+        let mut lines = vec!["1 servers, 0 dead".to_string()];
+        if detailed {
+            lines.push("  fake,1,1: 0 regions".into());
+        }
+        Ok(lines)
+    }
+    fn balance_switch(&mut self, on: bool) -> Result<bool, String> {
+        self.calls.push(format!("balance_switch {on}"));
+        Ok(true)
+    }
+    fn balance(&mut self) -> Result<(u32, bool), String> {
+        self.calls.push("balance".into());
+        Ok((0, true))
+    }
+    fn move_region(&mut self, region: &str, server: Option<&str>) -> Result<(), String> {
+        self.calls.push(format!("move {region} {server:?}"));
+        Ok(())
+    }
+    fn assign(&mut self, region: &str) -> Result<(), String> {
+        self.calls.push(format!("assign {region}"));
+        Ok(())
+    }
+    fn unassign(&mut self, region: &str) -> Result<(), String> {
+        self.calls.push(format!("unassign {region}"));
+        Ok(())
     }
 }

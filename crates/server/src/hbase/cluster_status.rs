@@ -36,21 +36,49 @@ pub(crate) fn cluster_status(svc: &HbaseService, parts: &[i32]) -> hbase::Cluste
             cluster_id: svc.cluster_id.clone(),
         });
     }
+    // A cluster's master: the live region servers (their own loads are theirs to report).
+    let cluster: Vec<hbase::ServerName> = match svc.rs.assignment() {
+        Some(a) => a
+            .refresh_live()
+            .unwrap_or_default()
+            .iter()
+            .map(|s| hbase::ServerName {
+                host_name: s.name.host.clone(),
+                port: Some(u32::from(s.name.port)),
+                start_code: Some(s.name.start_code),
+            })
+            .collect(),
+        None => Vec::new(),
+    };
     if wants(Part::LiveServers) {
-        status.live_servers = vec![hbase::LiveServerInfo {
-            server: me.clone(),
-            server_load: server_load(svc),
-        }];
+        status.live_servers = if svc.rs.assignment().is_some() {
+            cluster
+                .iter()
+                .map(|s| hbase::LiveServerInfo {
+                    server: s.clone(),
+                    server_load: hbase::ServerLoad::default(),
+                })
+                .collect()
+        } else {
+            vec![hbase::LiveServerInfo {
+                server: me.clone(),
+                server_load: server_load(svc),
+            }]
+        };
     }
     if wants(Part::Master) {
         status.master = Some(me.clone());
     }
     if wants(Part::BalancerOn) {
-        // Nothing moves regions between servers: there is one.
-        status.balancer_on = Some(false);
+        // Standalone: nothing moves regions between servers, there is one.
+        status.balancer_on = Some(svc.rs.balancer_enabled());
     }
     if wants(Part::ServersName) {
-        status.servers_name = vec![me];
+        status.servers_name = if svc.rs.assignment().is_some() {
+            cluster
+        } else {
+            vec![me]
+        };
     }
     if wants(Part::TableToRegionsCount) {
         status.table_region_states_count = region_counts(svc);

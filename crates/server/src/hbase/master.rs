@@ -115,15 +115,21 @@ pub(crate) fn call(
         }
         // A standalone server holds every region: there is no balancer to run, no
         // maintenance mode and no server to decommission. Asking is answered truthfully;
-        // turning the balancer on is refused.
+        // turning the balancer on is refused. A cluster's master has a balancer.
         "IsBalancerEnabled" => {
             decode::<hbase::IsBalancerEnabledRequest>(method, &param)?;
             Ok(HReply::message(&hbase::IsBalancerEnabledResponse {
-                enabled: false,
+                enabled: rs.balancer_enabled(),
             }))
         }
         "SetBalancerRunning" => {
             let req: hbase::SetBalancerRunningRequest = decode(method, &param)?;
+            if rs.assignment().is_some() {
+                let previous = rs.balance_switch(req.on).map_err(HbaseError::from)?;
+                return Ok(HReply::message(&hbase::SetBalancerRunningResponse {
+                    prev_balance_value: Some(previous),
+                }));
+            }
             if req.on {
                 return Err(HbaseError::do_not_retry(
                     "Cellar has no balancer to turn on: a standalone server holds every region",

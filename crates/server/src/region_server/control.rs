@@ -25,6 +25,7 @@ impl RegionServer {
         table: &str,
         info: RegionInfo,
         schema: TableSchema,
+        table_splits: u32,
     ) -> Result<(), ServerError> {
         self.check_region_server("OPEN_REGION")?;
         schema.validate()?;
@@ -45,6 +46,8 @@ impl RegionServer {
         let hosted = HostedRegion::new(table, info, &dir, Some(region));
         self.note_region_id(hosted.info.id);
         self.router.add_region(&schema, hosted);
+        self.router
+            .update_table(table, |t| t.splits = t.splits.max(table_splits));
         tracing::info!(table, region = %dir.display(), "region opened");
         Ok(())
     }
@@ -80,5 +83,73 @@ impl RegionServer {
             RegionWork::Flush
         };
         self.region_work(&hosted, work)
+    }
+}
+
+impl RegionServer {
+    /// Readies a region served here for a split: flushed, its references compacted away;
+    /// its middle row, if it has one.
+    pub fn prepare_split_call(
+        &self,
+        table: &str,
+        id: u64,
+    ) -> Result<Option<bytes::Bytes>, ServerError> {
+        self.check_region_server("PREPARE_SPLIT")?;
+        let hosted = self.router.region_for_call(table, id)?;
+        hosted.with(|r| {
+            r.flush()?;
+            if r.has_references() {
+                r.compact(true)?;
+            }
+            Ok(r.middle_row())
+        })
+    }
+
+    /// Closes a region served here and writes its daughters' directories (references to its
+    /// files). On failure the region stays closed: its unflushed edits are in this server's
+    /// log only, and the master leaves it offline rather than reopen it without them.
+    pub fn split_region_call(
+        &self,
+        table: &str,
+        id: u64,
+        row: bytes::Bytes,
+        daughters: (u64, u64),
+    ) -> Result<(), ServerError> {
+        self.check_region_server("SPLIT_REGION")?;
+        let _admin = self.admin.lock();
+        let hosted = self.router.region_for_call(table, id)?;
+        if hosted.info.contains_row(&row) && row != hosted.info.start_key {
+            let Some(region) = hosted.take(RegionState::Splitting) else {
+                return Err(hosted.not_serving("it is closed"));
+            };
+            let dir_a = self.region_dir(table, daughters.0);
+            let dir_b = self.region_dir(table, daughters.1);
+            let split = region.split(
+                &row,
+                (dir_a.clone(), daughters.0),
+                (dir_b.clone(), daughters.1),
+            );
+            self.router.remove_region(id);
+            if let Err(e) = split {
+                let _ = self.services.fs.delete_dir_all(&dir_a);
+                let _ = self.services.fs.delete_dir_all(&dir_b);
+                // Its unflushed edits may be in this server's log only: the server stops, and
+                // the master recovers its log as for any dead server (HBase aborts too).
+                tracing::error!(table, region = id, error = %e, "split failed after the region closed; this server stops so that its log is recovered");
+                self.fence();
+                return Err(e.into());
+            }
+            tracing::info!(
+                table,
+                region = id,
+                "region closed for a split; daughters written"
+            );
+            Ok(())
+        } else {
+            Err(ServerError::invalid(format!(
+                "split row {:?} is not strictly inside region {id} of table '{table}'",
+                String::from_utf8_lossy(&row)
+            )))
+        }
     }
 }
