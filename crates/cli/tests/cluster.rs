@@ -3,9 +3,11 @@
 //! creates a pre-split table through the active master and reads and writes across the
 //! servers; then, in turn:
 //!
-//! - a region server is killed with SIGKILL: its regions come back on the others with every
-//!   acknowledged row (its log is split and replayed), and the time each region could not be
-//!   written is measured;
+//! - under load from concurrent writers, regions split by themselves (a small split size),
+//!   one is split by hand and one moved, and the balancer evens them out;
+//! - still under load, a region server is killed with SIGKILL: its regions come back on the
+//!   others (its log is split and replayed), every acknowledged row is there, none is
+//!   repeated or out of order, and the time until every region took writes is measured;
 //! - the active master is killed with SIGKILL: the backup takes over, serves meta and DDL,
 //!   and the data is all there;
 //! - a region server is paused (SIGSTOP) past its ZooKeeper session: its regions move, and
@@ -24,6 +26,8 @@ use cellar_testing::ZooKeeper;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::{wait_for, Server};
 
@@ -59,12 +63,19 @@ fn put(c: &Client, i: usize) -> cellar_client::Result<()> {
     ))
 }
 
-/// Every row of the table, in order.
+/// Whether a row is one of [`row`]'s (the others are the writers').
+fn is_numbered(row: &[u8]) -> bool {
+    row.windows(5).any(|w| w == b"-row-")
+}
+
+/// The numbered rows of the table, in order.
 fn scan_all(c: &Client) -> cellar_client::Result<Vec<Bytes>> {
     let mut s = c.table(TABLE).scan(Scan::new().caching(100));
     let mut rows = Vec::new();
     while let Some(r) = s.next_row()? {
-        rows.push(r.row.clone());
+        if is_numbered(&r.row) {
+            rows.push(r.row.clone());
+        }
     }
     Ok(rows)
 }
@@ -135,10 +146,111 @@ fn write_config(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("cellar.toml");
     std::fs::write(
         &path,
-        format!("[cluster]\nzookeeper_session_timeout_ms = {SESSION_MS}\n"),
+        format!(
+            "[cluster]\nzookeeper_session_timeout_ms = {SESSION_MS}\nbalancer_period_ms = 1000\n\
+             [split]\ninitial_bytes = 65536\nmax_bytes = 262144\ncheck_interval_ms = 200\n"
+        ),
     )
     .expect("write config");
     path
+}
+
+/// Writers putting rows `w-<writer>-<n>` (100-byte values) until stopped, each row until it
+/// is acknowledged or the writer's time runs out; what each had acknowledged.
+struct Writers {
+    stop: Arc<AtomicBool>,
+    acked: Arc<Mutex<BTreeSet<Bytes>>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Writers {
+    fn start(master: &str, n: usize) -> Writers {
+        let stop = Arc::new(AtomicBool::new(false));
+        let acked = Arc::new(Mutex::new(BTreeSet::new()));
+        let handles = (0..n)
+            .map(|w| {
+                let (stop, acked, master) = (stop.clone(), acked.clone(), master.to_string());
+                std::thread::spawn(move || {
+                    let c = client(&master);
+                    let t = c.table(TABLE);
+                    let deadline = Instant::now() + Duration::from_secs(240);
+                    for i in 0..100_000u32 {
+                        if stop.load(Ordering::SeqCst) || Instant::now() > deadline {
+                            return;
+                        }
+                        // Spread over the regions: the first character picks the region.
+                        let row = Bytes::from(format!("{}-w{w}-{i:06}", i % 10));
+                        let m = RowMutation::new(row.clone()).put(
+                            b"f",
+                            b"q",
+                            cellar_client::LATEST_TIMESTAMP,
+                            vec![b'x'; 100],
+                        );
+                        while Instant::now() < deadline {
+                            if t.put(m.clone()).is_ok() {
+                                acked.lock().expect("lock").insert(row.clone());
+                                break;
+                            }
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                    }
+                })
+            })
+            .collect();
+        Writers {
+            stop,
+            acked,
+            handles,
+        }
+    }
+
+    fn acked(&self) -> usize {
+        self.acked.lock().expect("lock").len()
+    }
+
+    /// Waits until `more` rows beyond `from` are acknowledged (at most a minute).
+    fn wait_progress(&self, from: usize, more: usize, what: &str) {
+        let done = wait_for(Duration::from_secs(60), || {
+            (self.acked() >= from + more).then_some(())
+        });
+        assert!(
+            done.is_some(),
+            "writers stalled {what}: {} acknowledged",
+            self.acked()
+        );
+    }
+
+    fn stop(self) -> BTreeSet<Bytes> {
+        self.stop.store(true, Ordering::SeqCst);
+        for h in self.handles {
+            h.join().expect("writer thread");
+        }
+        let acked = self.acked.lock().expect("lock").clone();
+        acked
+    }
+}
+
+/// Every acknowledged writer row is in the table once, in order (rows a writer sent but did
+/// not see acknowledged may or may not be there).
+fn assert_writer_rows(c: &Client, acked: &BTreeSet<Bytes>, when: &str) {
+    let mut s = c.table(TABLE).scan(Scan::new().caching(500));
+    let mut seen = Vec::new();
+    while let Some(r) = s.next_row().expect("scan") {
+        if !is_numbered(&r.row) {
+            seen.push(r.row.clone());
+        }
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "{when}: rows repeated or out of order"
+    );
+    let present: BTreeSet<Bytes> = seen.into_iter().collect();
+    let missing: Vec<&Bytes> = acked.difference(&present).take(5).collect();
+    assert!(
+        missing.is_empty(),
+        "{when}: {} acknowledged rows missing, e.g. {missing:?}",
+        acked.difference(&present).count()
+    );
 }
 
 #[test]
@@ -220,7 +332,66 @@ fn a_cluster_serves_survives_a_region_server_kill_a_master_kill_and_fences_a_pau
     }
     assert_rows(&c, n, "after writing through the cluster");
 
-    // 1. kill -9 of a region server: its regions reopen elsewhere with every row.
+    // 1. Under load: splits by themselves and by hand, a move, the balancer.
+    let writers = Writers::start(&master_a.native, 3);
+    writers.wait_progress(0, 300, "before the first flush");
+    c.admin().flush(TABLE).expect("flush");
+    let split_by_itself = wait_for(Duration::from_secs(60), || {
+        let _ = c.admin().flush(TABLE);
+        (servers_of(&c).len() > 10).then_some(())
+    });
+    assert!(split_by_itself.is_some(), "no region split by itself");
+    c.admin()
+        .split(TABLE, Some(b"5-w"))
+        .expect("split by hand at 5-w");
+    let regions = c.admin().list_regions(TABLE).expect("regions");
+    assert!(
+        regions.iter().any(|r| &r.start_key[..] == b"5-w"),
+        "a region starts at the split row"
+    );
+    let moving = regions[0].clone();
+    let target = natives
+        .iter()
+        .find(|a| **a != moving.server)
+        .expect("another server")
+        .clone();
+    c.admin()
+        .move_region(&moving.region_id.to_string(), Some(&target))
+        .expect("move a region");
+    let moved_to = c
+        .admin()
+        .list_regions(TABLE)
+        .expect("regions")
+        .into_iter()
+        .find(|r| r.region_id == moving.region_id)
+        .map(|r| r.server);
+    assert_eq!(
+        moved_to,
+        Some(target),
+        "the region is on the server it moved to"
+    );
+    c.admin().balance().expect("balancer");
+    let mut counts: std::collections::BTreeMap<String, usize> =
+        natives.iter().map(|a| (a.clone(), 0)).collect();
+    for a in servers_of(&c) {
+        *counts.entry(a).or_default() += 1;
+    }
+    let (most, least) = (
+        counts.values().max().copied().unwrap_or(0),
+        counts.values().min().copied().unwrap_or(0),
+    );
+    assert!(
+        most <= least + 1,
+        "the balancer evened the regions: {counts:?}"
+    );
+    println!(
+        "under load: {} regions after splits, per server {counts:?}",
+        servers_of(&c).len()
+    );
+    let before_kill = writers.acked();
+    writers.wait_progress(before_kill, 100, "after the splits and moves");
+
+    // 2. kill -9 of a region server under load: its regions reopen elsewhere with every row.
     let victim = region_servers.remove(0);
     let victim_addr = victim.native.clone();
     {
@@ -233,6 +404,11 @@ fn a_cluster_serves_survives_a_region_server_kill_a_master_kill_and_fences_a_pau
         unavailable.as_secs_f64(),
         SESSION_MS
     );
+    let after_kill = writers.acked();
+    writers.wait_progress(after_kill, 100, "after the kill");
+    let acked = writers.stop();
+    assert_writer_rows(&c, &acked, "after a region server was killed under load");
+    println!("{} rows acknowledged under load, all present", acked.len());
     let after = servers_of(&c);
     assert!(
         !after.contains(&victim_addr),
@@ -248,7 +424,6 @@ fn a_cluster_serves_survives_a_region_server_kill_a_master_kill_and_fences_a_pau
         "the dead server's log was split and removed: {wal_names:?}"
     );
     let n_after_kill = n;
-    assert_rows(&c, n_after_kill, "after a region server was killed");
 
     // 2. kill -9 of the active master: the backup takes over and serves meta and DDL.
     master_a.kill9();
