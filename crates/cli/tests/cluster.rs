@@ -425,9 +425,15 @@ fn a_cluster_serves_survives_a_region_server_kill_a_master_kill_and_fences_a_pau
     );
     let n_after_kill = n;
 
-    // 2. kill -9 of the active master: the backup takes over and serves meta and DDL.
+    // 3. kill -9 of the active master: the backup takes over and serves meta and DDL. A
+    //    client given both masters (the backup's address is in ZooKeeper) carries on.
+    let backup = zk_view.backup_masters().expect("read backup masters");
+    assert_eq!(backup.len(), 1, "one backup master registered");
+    let both = client(&format!("{},{}", master_a.native, backup[0].native_addr));
     master_a.kill9();
+    assert_rows(&both, n_after_kill, "through the master list, after the master failed over");
     master_b.wait_listening();
+    assert_eq!(master_b.native, backup[0].native_addr);
     let c = client(&master_b.native);
     assert_rows(&c, n_after_kill, "after the master failed over");
     c.admin()
@@ -458,7 +464,7 @@ fn a_cluster_serves_survives_a_region_server_kill_a_master_kill_and_fences_a_pau
         Some(master_b.native.clone())
     );
 
-    // 3. A region server paused past its session is fenced: its regions move, and when it
+    // 4. A region server paused past its session is fenced: its regions move, and when it
     //    wakes it exits without serving.
     let paused = region_servers.remove(0);
     let paused_addr = paused.native.clone();

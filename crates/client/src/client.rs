@@ -63,16 +63,39 @@ impl Client {
     }
 
     /// Connects to `addr` (`host:port` of the native endpoint); fails if it cannot be reached.
+    /// A cluster's masters may be listed, `host:port,host:port`: admin and location calls go
+    /// to the first that answers and move on to the next when it fails (a backup master that
+    /// took over), as HBase's master registry does.
     pub async fn connect_with(addr: &str, config: ClientConfig) -> Result<Client> {
+        let masters: Vec<String> = addr
+            .split(',')
+            .map(str::trim)
+            .filter(|a| !a.is_empty())
+            .map(str::to_string)
+            .collect();
+        if masters.is_empty() {
+            return Err(Error::Protocol(format!("no server address in {addr:?}")));
+        }
         let inner = Arc::new(Inner {
             bootstrap: addr.to_string(),
+            masters,
+            current: std::sync::atomic::AtomicUsize::new(0),
             config,
             pool: Pool::default(),
             cache: LocationCache::default(),
             runtime: tokio::runtime::Handle::current(),
         });
-        inner.connection(addr).await?;
-        Ok(Client { inner })
+        let mut last = None;
+        for i in 0..inner.masters.len() {
+            match inner.connection(&inner.masters[i]).await {
+                Ok(_) => {
+                    inner.current.store(i, std::sync::atomic::Ordering::Relaxed);
+                    return Ok(Client { inner });
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.unwrap_or_else(|| Error::Protocol("no server to connect to".into())))
     }
 
     /// A handle on one table; nothing is checked until the first call.
@@ -86,7 +109,7 @@ impl Client {
 
     /// One round trip to the server.
     pub async fn ping(&self) -> Result<Duration> {
-        let conn = self.inner.connection(&self.inner.bootstrap).await?;
+        let conn = self.inner.connection(&self.inner.master()).await?;
         let started = Instant::now();
         conn.call(Method::Ping, &pb::Empty {}, &[]).await?;
         Ok(started.elapsed())
@@ -100,8 +123,12 @@ impl Client {
 
 /// What every handle of one client shares.
 pub(crate) struct Inner {
-    /// The address given to `connect`: where location lookups and admin calls go.
+    /// The address given to `connect`.
     pub bootstrap: String,
+    /// The servers location lookups and admin calls go to (one, or a cluster's masters).
+    pub masters: Vec<String>,
+    /// Which of `masters` is in use.
+    pub current: std::sync::atomic::AtomicUsize,
     pub config: ClientConfig,
     pub pool: Pool,
     pub cache: LocationCache,
@@ -112,6 +139,20 @@ pub(crate) struct Inner {
 impl Inner {
     pub fn retrier(&self) -> Retrier {
         Retrier::new(self.config.retries, self.config.retry_backoff)
+    }
+
+    /// Where admin and location calls go now.
+    pub fn master(&self) -> String {
+        let i = self.current.load(std::sync::atomic::Ordering::Relaxed);
+        self.masters[i % self.masters.len()].clone()
+    }
+
+    /// Moves on to the next listed master (the current one failed).
+    pub fn next_master(&self) {
+        if self.masters.len() > 1 {
+            self.current
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 
     pub async fn connection(&self, addr: &str) -> Result<Arc<Connection>> {
@@ -131,9 +172,10 @@ impl Inner {
     ) -> Result<Response> {
         let mut retrier = self.retrier();
         loop {
-            let conn = match self.connection(&self.bootstrap).await {
+            let conn = match self.connection(&self.master()).await {
                 Ok(c) => c,
                 Err(e) => {
+                    self.next_master();
                     retrier.failed(e).await?;
                     continue;
                 }
@@ -141,6 +183,9 @@ impl Inner {
             match conn.call(method, param, &[]).await {
                 Ok(r) => return Ok(r),
                 Err(e) => {
+                    if e.code() == Some(ErrorCode::ServerStopping) || e.code().is_none() {
+                        self.next_master();
+                    }
                     let not_run = e.code() == Some(ErrorCode::ServerBusy);
                     if idempotent || not_run {
                         retrier.failed(e).await?;
@@ -158,7 +203,13 @@ impl Inner {
         if let Some(loc) = self.cache.lookup(table, row) {
             return Ok(loc);
         }
-        let conn = self.connection(&self.bootstrap).await?;
+        let conn = match self.connection(&self.master()).await {
+            Ok(c) => c,
+            Err(e) => {
+                self.next_master();
+                return Err(e);
+            }
+        };
         let req = pb::LocateRegionRequest {
             table: table.to_string(),
             row: bytes::Bytes::copy_from_slice(row),
