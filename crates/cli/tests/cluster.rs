@@ -19,34 +19,21 @@ mod support;
 
 use bytes::Bytes;
 use cellar_client::blocking::Client;
-use cellar_client::{ClientConfig, FamilySchema, Get, RowMutation, Scan, TableSchema};
+use cellar_client::{FamilySchema, Get, RowMutation, Scan, TableSchema};
 use cellar_server::coord::zk::{ZkCoordination, ZkOptions};
 use cellar_server::coord::Coordination;
 use cellar_testing::ZooKeeper;
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+use support::cluster::{assert_writer_rows, client, is_numbered, Writers, TABLE};
 use support::{wait_for, Server};
-
-const TABLE: &str = "clustered";
 /// ZooKeeper session timeout of the servers: how soon a dead server is noticed.
 const SESSION_MS: u64 = 2000;
 
 fn cluster_args<'a>(zk: &'a str, root: &'a str) -> Vec<&'a str> {
     vec!["--zk", zk, "--root", root]
-}
-
-fn client(master: &str) -> Client {
-    let config = ClientConfig {
-        rpc_timeout: Duration::from_secs(10),
-        retries: 2,
-        retry_backoff: Duration::from_millis(50),
-        ..ClientConfig::default()
-    };
-    Client::connect_with(master, config).expect("connect to the master")
 }
 
 fn row(i: usize) -> Bytes {
@@ -61,11 +48,6 @@ fn put(c: &Client, i: usize) -> cellar_client::Result<()> {
         cellar_client::LATEST_TIMESTAMP,
         format!("value-{i}"),
     ))
-}
-
-/// Whether a row is one of [`row`]'s (the others are the writers').
-fn is_numbered(row: &[u8]) -> bool {
-    row.windows(5).any(|w| w == b"-row-")
 }
 
 /// The numbered rows of the table, in order.
@@ -153,104 +135,6 @@ fn write_config(dir: &Path) -> std::path::PathBuf {
     )
     .expect("write config");
     path
-}
-
-/// Writers putting rows `w-<writer>-<n>` (100-byte values) until stopped, each row until it
-/// is acknowledged or the writer's time runs out; what each had acknowledged.
-struct Writers {
-    stop: Arc<AtomicBool>,
-    acked: Arc<Mutex<BTreeSet<Bytes>>>,
-    handles: Vec<std::thread::JoinHandle<()>>,
-}
-
-impl Writers {
-    fn start(master: &str, n: usize) -> Writers {
-        let stop = Arc::new(AtomicBool::new(false));
-        let acked = Arc::new(Mutex::new(BTreeSet::new()));
-        let handles = (0..n)
-            .map(|w| {
-                let (stop, acked, master) = (stop.clone(), acked.clone(), master.to_string());
-                std::thread::spawn(move || {
-                    let c = client(&master);
-                    let t = c.table(TABLE);
-                    let deadline = Instant::now() + Duration::from_secs(240);
-                    for i in 0..100_000u32 {
-                        if stop.load(Ordering::SeqCst) || Instant::now() > deadline {
-                            return;
-                        }
-                        // Spread over the regions: the first character picks the region.
-                        let row = Bytes::from(format!("{}-w{w}-{i:06}", i % 10));
-                        let m = RowMutation::new(row.clone()).put(
-                            b"f",
-                            b"q",
-                            cellar_client::LATEST_TIMESTAMP,
-                            vec![b'x'; 100],
-                        );
-                        while Instant::now() < deadline {
-                            if t.put(m.clone()).is_ok() {
-                                acked.lock().expect("lock").insert(row.clone());
-                                break;
-                            }
-                            std::thread::sleep(Duration::from_millis(20));
-                        }
-                    }
-                })
-            })
-            .collect();
-        Writers {
-            stop,
-            acked,
-            handles,
-        }
-    }
-
-    fn acked(&self) -> usize {
-        self.acked.lock().expect("lock").len()
-    }
-
-    /// Waits until `more` rows beyond `from` are acknowledged (at most a minute).
-    fn wait_progress(&self, from: usize, more: usize, what: &str) {
-        let done = wait_for(Duration::from_secs(60), || {
-            (self.acked() >= from + more).then_some(())
-        });
-        assert!(
-            done.is_some(),
-            "writers stalled {what}: {} acknowledged",
-            self.acked()
-        );
-    }
-
-    fn stop(self) -> BTreeSet<Bytes> {
-        self.stop.store(true, Ordering::SeqCst);
-        for h in self.handles {
-            h.join().expect("writer thread");
-        }
-        let acked = self.acked.lock().expect("lock").clone();
-        acked
-    }
-}
-
-/// Every acknowledged writer row is in the table once, in order (rows a writer sent but did
-/// not see acknowledged may or may not be there).
-fn assert_writer_rows(c: &Client, acked: &BTreeSet<Bytes>, when: &str) {
-    let mut s = c.table(TABLE).scan(Scan::new().caching(500));
-    let mut seen = Vec::new();
-    while let Some(r) = s.next_row().expect("scan") {
-        if !is_numbered(&r.row) {
-            seen.push(r.row.clone());
-        }
-    }
-    assert!(
-        seen.windows(2).all(|w| w[0] < w[1]),
-        "{when}: rows repeated or out of order"
-    );
-    let present: BTreeSet<Bytes> = seen.into_iter().collect();
-    let missing: Vec<&Bytes> = acked.difference(&present).take(5).collect();
-    assert!(
-        missing.is_empty(),
-        "{when}: {} acknowledged rows missing, e.g. {missing:?}",
-        acked.difference(&present).count()
-    );
 }
 
 #[test]
@@ -431,7 +315,11 @@ fn a_cluster_serves_survives_a_region_server_kill_a_master_kill_and_fences_a_pau
     assert_eq!(backup.len(), 1, "one backup master registered");
     let both = client(&format!("{},{}", master_a.native, backup[0].native_addr));
     master_a.kill9();
-    assert_rows(&both, n_after_kill, "through the master list, after the master failed over");
+    assert_rows(
+        &both,
+        n_after_kill,
+        "through the master list, after the master failed over",
+    );
     master_b.wait_listening();
     assert_eq!(master_b.native, backup[0].native_addr);
     let c = client(&master_b.native);

@@ -83,6 +83,12 @@ pub trait FileSystem: Send + Sync + 'static {
     fn exists(&self, path: &Path) -> Result<bool>;
     /// Cuts a file to `len` bytes (used to drop a torn WAL tail).
     fn truncate(&self, path: &Path, len: u64) -> Result<()>;
+    /// Whether [`FileSystem::truncate`] writes the kept bytes to a new file (durably) and puts
+    /// it in place of the old one, so an open writer of the old file no longer has anything to
+    /// make durable (HDFS). Local disk cuts the file in place: false.
+    fn truncate_replaces_file(&self) -> bool {
+        false
+    }
     /// Makes creates, renames and deletes inside `dir` durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
     /// Takes the exclusive lock file `path` (created if missing) for as long as the guard

@@ -38,6 +38,12 @@ const WRITE_BUFFER: usize = 1024 * 1024;
 /// How long one call may take: a DataNode failure makes the client rebuild its pipeline,
 /// which takes seconds.
 const CALL_LIMIT: Duration = Duration::from_secs(60);
+/// How long an hsync may take. A DataNode that dies while the client waits for a sync's
+/// acknowledgement can leave the client's pipeline recovery waiting for a packet that never
+/// comes (hdfs-native 0.14: its packet sender only notices a dead connection when it next
+/// sends); past this the sync fails, the WAL rolls to a new file on the DataNodes left, and
+/// writes go on. A healthy hsync takes milliseconds.
+const SYNC_LIMIT: Duration = Duration::from_secs(10);
 /// How long connecting may take before it is an error (the client retries a refused
 /// connection for longer than that).
 const CONNECT_LIMIT: Duration = Duration::from_secs(10);
@@ -69,16 +75,22 @@ impl Inner {
         T: Send + 'static,
         Fut: Future<Output = std::result::Result<T, HdfsError>> + Send + 'static,
     {
-        match wait_on(self.runtime.handle(), CALL_LIMIT, fut) {
+        self.call_within(CALL_LIMIT, path, what, fut)
+    }
+
+    /// [`Inner::call`] with its own deadline.
+    fn call_within<T, Fut>(&self, limit: Duration, path: &Path, what: &str, fut: Fut) -> Result<T>
+    where
+        T: Send + 'static,
+        Fut: Future<Output = std::result::Result<T, HdfsError>> + Send + 'static,
+    {
+        match wait_on(self.runtime.handle(), limit, fut) {
             Ok(v) => Ok(v),
             Err(Waited::TimedOut) => Err(Error::io(
                 self.name(path),
                 io::Error::new(
                     io::ErrorKind::TimedOut,
-                    format!(
-                        "HDFS did not answer {what} within {} s",
-                        CALL_LIMIT.as_secs()
-                    ),
+                    format!("HDFS did not answer {what} within {} s", limit.as_secs()),
                 ),
             )),
             Err(Waited::Failed(e)) => Err(hdfs_err(&self.name(path), what, e)),
@@ -250,7 +262,9 @@ fn hsync(
         return Ok(());
     }
     let w = Arc::clone(writer);
-    inner.call(path, "hsync", async move { w.lock().await.hsync().await })?;
+    inner.call_within(SYNC_LIMIT, path, "hsync", async move {
+        w.lock().await.hsync().await
+    })?;
     p.synced.fetch_max(target, Ordering::AcqRel);
     Ok(())
 }
@@ -446,6 +460,10 @@ impl FileSystem for HdfsFs {
     }
 
     fn truncate(&self, path: &Path, len: u64) -> Result<()> {
+        // A file still being written (the WAL cuts back its own segment after a failed write)
+        // shows readers only its completed blocks: close it through lease recovery first, so
+        // that every byte an hsync made durable is read and kept.
+        self.recover(path)?;
         let file = self.open(path)?;
         let len = len.min(file.len());
         let keep = file.read_at(0, usize::try_from(len).unwrap_or(usize::MAX))?;
@@ -456,6 +474,10 @@ impl FileSystem for HdfsFs {
         out.sync()?;
         drop(out);
         self.rename(&tmp, path)
+    }
+
+    fn truncate_replaces_file(&self) -> bool {
+        true
     }
 
     fn recover(&self, path: &Path) -> Result<()> {

@@ -716,7 +716,9 @@ impl Shared {
                 (seg.path().to_path_buf(), seg.len(), seg.id())
             };
             self.fs.truncate(&path, good_len)?;
-            Arc::clone(&self.syncer.lock()).sync()?;
+            if !self.fs.truncate_replaces_file() {
+                Arc::clone(&self.syncer.lock()).sync()?;
+            }
             let next = SegmentWriter::create(&*self.fs, &self.dir, id + 1, self.salt)?;
             Ok(self.swap_segment(next))
         })();

@@ -40,6 +40,13 @@ public final class Main {
     // A dead server's WAL is taken over by lease recovery: keep its soft limit short.
     conf.setLong("dfs.namenode.lease-recheck-interval-ms", 1000);
     conf.setBoolean("dfs.permissions.enabled", false);
+    // A DataNode that stops heartbeating is soon "stale" and new blocks avoid it, as HBase
+    // advises for its clusters (dfs.namenode.avoid.write.stale.datanode): the Rust client does
+    // not exclude a dead DataNode from a new block's pipeline by itself.
+    conf.setLong("dfs.heartbeat.interval", 1);
+    conf.setBoolean("dfs.namenode.avoid.write.stale.datanode", true);
+    conf.setBoolean("dfs.namenode.avoid.read.stale.datanode", true);
+    conf.setLong("dfs.namenode.stale.datanode.interval", 3000);
 
     MiniDFSCluster cluster =
         new MiniDFSCluster.Builder(conf, base)

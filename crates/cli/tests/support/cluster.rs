@@ -1,0 +1,140 @@
+//! A cluster under test: the native client, writers that record what was acknowledged, and
+//! the checks the cluster tests share.
+
+use bytes::Bytes;
+use cellar_client::blocking::Client;
+use cellar_client::{ClientConfig, RowMutation, Scan};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::wait_for;
+
+/// The table the cluster tests write.
+pub const TABLE: &str = "clustered";
+
+pub fn client(master: &str) -> Client {
+    let config = ClientConfig {
+        rpc_timeout: Duration::from_secs(10),
+        retries: 2,
+        retry_backoff: Duration::from_millis(50),
+        ..ClientConfig::default()
+    };
+    Client::connect_with(master, config).expect("connect to the master")
+}
+
+/// Whether a row is one the tests number themselves (the others are the writers').
+pub fn is_numbered(row: &[u8]) -> bool {
+    row.windows(5).any(|w| w == b"-row-")
+}
+
+/// Writers putting rows `w-<writer>-<n>` (100-byte values) until stopped, each row until it
+/// is acknowledged or the writer's time runs out; what each had acknowledged.
+pub struct Writers {
+    stop: Arc<AtomicBool>,
+    acked: Arc<Mutex<BTreeSet<Bytes>>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Writers {
+    pub fn start(master: &str, n: usize) -> Writers {
+        let stop = Arc::new(AtomicBool::new(false));
+        let acked = Arc::new(Mutex::new(BTreeSet::new()));
+        let handles = (0..n)
+            .map(|w| {
+                let (stop, acked, master) = (stop.clone(), acked.clone(), master.to_string());
+                std::thread::spawn(move || {
+                    let c = client(&master);
+                    let t = c.table(TABLE);
+                    let deadline = Instant::now() + Duration::from_secs(240);
+                    for i in 0..100_000u32 {
+                        if stop.load(Ordering::SeqCst) || Instant::now() > deadline {
+                            return;
+                        }
+                        // Spread over the regions: the first character picks the region.
+                        let row = Bytes::from(format!("{}-w{w}-{i:06}", i % 10));
+                        let m = RowMutation::new(row.clone()).put(
+                            b"f",
+                            b"q",
+                            cellar_client::LATEST_TIMESTAMP,
+                            vec![b'x'; 100],
+                        );
+                        while Instant::now() < deadline {
+                            if t.put(m.clone()).is_ok() {
+                                acked.lock().expect("lock").insert(row.clone());
+                                break;
+                            }
+                            std::thread::sleep(Duration::from_millis(20));
+                        }
+                    }
+                })
+            })
+            .collect();
+        Writers {
+            stop,
+            acked,
+            handles,
+        }
+    }
+
+    pub fn acked(&self) -> usize {
+        self.acked.lock().expect("lock").len()
+    }
+
+    /// Waits until `more` rows beyond `from` are acknowledged (at most a minute).
+    pub fn wait_progress(&self, from: usize, more: usize, what: &str) {
+        self.wait_progress_or(from, more, what, String::new);
+    }
+
+    /// [`Writers::wait_progress`], adding `context()` (servers' logs) to a failure.
+    pub fn wait_progress_or(
+        &self,
+        from: usize,
+        more: usize,
+        what: &str,
+        context: impl FnOnce() -> String,
+    ) {
+        let done = wait_for(Duration::from_secs(60), || {
+            (self.acked() >= from + more).then_some(())
+        });
+        assert!(
+            done.is_some(),
+            "writers stalled {what}: {} acknowledged\n{}",
+            self.acked(),
+            context()
+        );
+    }
+
+    pub fn stop(self) -> BTreeSet<Bytes> {
+        self.stop.store(true, Ordering::SeqCst);
+        for h in self.handles {
+            h.join().expect("writer thread");
+        }
+        let acked = self.acked.lock().expect("lock").clone();
+        acked
+    }
+}
+
+/// Every acknowledged writer row is in the table once, in order (rows a writer sent but did
+/// not see acknowledged may or may not be there).
+pub fn assert_writer_rows(c: &Client, acked: &BTreeSet<Bytes>, when: &str) {
+    let mut s = c.table(TABLE).scan(Scan::new().caching(500));
+    let mut seen = Vec::new();
+    while let Some(r) = s.next_row().expect("scan") {
+        if !is_numbered(&r.row) {
+            seen.push(r.row.clone());
+        }
+    }
+    assert!(
+        seen.windows(2).all(|w| w[0] < w[1]),
+        "{when}: rows repeated or out of order"
+    );
+    let present: BTreeSet<Bytes> = seen.into_iter().collect();
+    let missing: Vec<&Bytes> = acked.difference(&present).take(5).collect();
+    assert!(
+        missing.is_empty(),
+        "{when}: {} acknowledged rows missing, e.g. {missing:?}",
+        acked.difference(&present).count()
+    );
+}
