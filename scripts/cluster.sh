@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# A whole Cellar cluster on this machine, on 127.0.0.1: ZooKeeper, a MiniDFS (3 DataNodes),
-# one master and N region servers, each process with its own PID file and log.
+# A whole Cellar cluster on this machine, on 127.0.0.1: ZooKeeper, a MiniDFS (4 DataNodes:
+# writes go on when one dies), one master and N region servers, each with a PID file and log.
 #
 # Usage: scripts/cluster.sh up [N]      starts it (N region servers, default 3), prints
 #                                        zookeeper=HOST:PORT, hdfs=URL and every process's
@@ -66,7 +66,7 @@ case "$cmd" in
     if [[ "${CLUSTER_ROOT:-hdfs}" == file ]]; then
       root="file://$dir/root"
     else
-      hdfs_line="$("$repo/scripts/minidfs.sh" start "$dir/minidfs" 3)"
+      hdfs_line="$("$repo/scripts/minidfs.sh" start "$dir/minidfs" 4)"
       echo "$hdfs_line"
       root="${hdfs_line#hdfs=}/cellar"
     fi

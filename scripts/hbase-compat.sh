@@ -2,8 +2,9 @@
 # The HBase compatibility check: starts a `cellar standalone` with its HBase front end (or, with
 # --against-hbase, a real Apache HBase 2.6.4 to validate the tests themselves), runs the JUnit
 # suite in java/hbase-compat-tests through the unmodified hbase-client — once through the
-# ZooKeeper-free RPC registry, once more with nothing but `hbase.zookeeper.quorum` (Cellar runs
-# with --zk against a ZooKeeper this script starts, scripts/zookeeper.sh) — then the `kill -9` test
+# ZooKeeper-free RPC registry, once more against a Cellar cluster (`cellar master` and two
+# `cellar regionserver`s on a ZooKeeper this script starts, scripts/zookeeper.sh) with nothing
+# but `hbase.zookeeper.quorum` and `zookeeper.znode.parent` — then the `kill -9` test
 # (scripts/hbase-kill.sh: the Java client writes while Cellar is killed and restarted; counted as
 # one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends
 # with one summary line
@@ -52,6 +53,13 @@ echo "work dir: $work" >&2
 # --- the server under test, stopped by PID on every exit ------------------------------------
 server_pid=""
 cleanup() {
+  for pidfile in "$work"/cluster-*.pid; do
+    [[ -e "$pidfile" ]] || continue
+    pid="$(cat "$pidfile")"
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL "$pid" 2>/dev/null || true
+  done
   if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
     kill -TERM "$server_pid" 2>/dev/null || true
     for _ in $(seq 1 40); do kill -0 "$server_pid" 2>/dev/null || break; sleep 0.25; done
@@ -127,11 +135,39 @@ fi
 # Maven failed without a test failing (compile error, timeout, crash): count it.
 if (( mvn_status != 0 && failed == 0 )); then failed=1; fi
 
-# The same suite again, the client told only where ZooKeeper is (its default registry).
+# The same suite again against a cluster, the client told only where ZooKeeper is (its default
+# registry) and the cluster's parent znode.
+# start_cluster_server NAME ROLE: one cluster process, its address lines in $work/cluster-NAME.out.
+start_cluster_server() {
+  "$cellar_bin" "$2" --zk "$zk" --root "file://$work/cluster-root" --config "$work/cluster.toml" \
+    --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --hbase-listen 127.0.0.1:0 \
+    >"$work/cluster-$1.out" 2>"$work/cluster-$1.log" &
+  echo $! >"$work/cluster-$1.pid"
+}
+# wait_cluster_server NAME: its HBase address, once it serves.
+wait_cluster_server() {
+  local a=""
+  for _ in $(seq 1 120); do
+    a="$(sed -n 's/^listening hbase=//p' "$work/cluster-$1.out" | head -n1)"
+    if [[ -n "$a" ]] && grep -q '^coordination=' "$work/cluster-$1.out"; then echo "$a"; return 0; fi
+    kill -0 "$(cat "$work/cluster-$1.pid")" 2>/dev/null || break
+    sleep 0.5
+  done
+  tail -n 20 "$work/cluster-$1.log" >&2
+  return 1
+}
 if (( ! against_hbase )); then
-  echo "running the JUnit suite again with only hbase.zookeeper.quorum=$zk..." >&2
-  timeout 1200 mvn -B -f "$suite/pom.xml" test "-Dcellar.hbase.bootstrap=$addr" \
-    "-Dcellar.hbase.zookeeper=$zk" "-Dcellar.autosplit=$autosplit" 2>&1 | tee "$work/junit-zk.log" >&2
+  { cat "$work/cellar.toml"; printf '\n[cluster]\nznode_parent = "/cellar-cluster"\n'; } >"$work/cluster.toml"
+  start_cluster_server master master
+  master_addr="$(wait_cluster_server master)" || die "cellar master did not start (log: $work/cluster-master.log)"
+  start_cluster_server rs1 regionserver
+  start_cluster_server rs2 regionserver
+  wait_cluster_server rs1 >/dev/null || die "cellar regionserver did not start (log: $work/cluster-rs1.log)"
+  wait_cluster_server rs2 >/dev/null || die "cellar regionserver did not start (log: $work/cluster-rs2.log)"
+  echo "running the JUnit suite again against a cluster (master $master_addr, two region servers) with only hbase.zookeeper.quorum=$zk..." >&2
+  timeout 1200 mvn -B -f "$suite/pom.xml" test "-Dcellar.hbase.bootstrap=$master_addr" \
+    "-Dcellar.hbase.zookeeper=$zk" "-Dcellar.hbase.znode.parent=/cellar-cluster" \
+    "-Dcellar.autosplit=$autosplit" 2>&1 | tee "$work/junit-zk.log" >&2
   zk_status=${PIPESTATUS[0]}
   summary="$(grep -E 'Tests run: [0-9]+, Failures: [0-9]+, Errors: [0-9]+, Skipped: [0-9]+ *$' "$work/junit-zk.log" | tail -n1)"
   zk_failed=0

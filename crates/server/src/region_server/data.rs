@@ -124,7 +124,22 @@ impl RegionServer {
     ) -> Result<Arc<HostedRegion>, ServerError> {
         self.check_running()?;
         let table = table.strip_prefix("default:").unwrap_or(table);
-        self.router.region_for_call(table, region_id)
+        match self.router.region_for_call(table, region_id) {
+            // A cluster's region server knows only the tables it has regions of: the table
+            // may well exist (its regions moved, closed or disabled). The client asks the
+            // master again, which knows.
+            Err(ServerError::TableNotFound(_))
+                if matches!(self.role, super::Role::RegionServer) =>
+            {
+                Err(ServerError::not_serving(
+                    table,
+                    region_id,
+                    "this region server does not serve it (moved, closed, or its table \
+                     disabled); locate it again",
+                ))
+            }
+            found => found,
+        }
     }
 
     /// The row's cells that `get` asks for, after its filter.

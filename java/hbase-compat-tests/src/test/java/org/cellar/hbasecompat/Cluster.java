@@ -17,6 +17,8 @@ final class Cluster {
   static final String BOOTSTRAP_PROPERTY = "cellar.hbase.bootstrap";
   static final String AUTOSPLIT_PROPERTY = "cellar.autosplit";
   static final String ZOOKEEPER_PROPERTY = "cellar.hbase.zookeeper";
+  /** The cluster's parent znode (HBase's zookeeper.znode.parent), when not /hbase. */
+  static final String ZNODE_PARENT_PROPERTY = "cellar.hbase.znode.parent";
 
   private Cluster() {}
 
@@ -46,6 +48,10 @@ final class Cluster {
     if (quorum != null && !quorum.isBlank()) {
       // What an HBase user's hbase-site.xml says, and nothing else about where the cluster is.
       conf.set("hbase.zookeeper.quorum", quorum.trim());
+      String parent = System.getProperty(ZNODE_PARENT_PROPERTY);
+      if (parent != null && !parent.isBlank()) {
+        conf.set("zookeeper.znode.parent", parent.trim());
+      }
     } else {
       conf.set("hbase.client.registry.impl", "org.apache.hadoop.hbase.client.RpcConnectionRegistry");
       conf.set("hbase.client.bootstrap.servers", bootstrap());
