@@ -7,6 +7,8 @@
 #                                        `listening ...` lines, returns once it serves
 #        scripts/cluster.sh down        stops every process it started (by PID)
 #        scripts/cluster.sh status      shows which processes run
+#        scripts/cluster.sh add         starts one more region server, prints its lines
+#        scripts/cluster.sh kill NAME   kill -9 of one process (e.g. regionserver2, master1)
 # Env: CLUSTER_DIR (default ./cellar-cluster), CELLAR_BIN (default: build target/release/cellar),
 #      CLUSTER_ROOT=file (a local root instead of MiniDFS), MASTERS (default 1; more wait as
 #      backups), ZK_SESSION_TIMEOUT_MS (default 6000: how soon a dead server is noticed),
@@ -16,7 +18,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/pidfile.sh
 . "$repo/scripts/lib/pidfile.sh"
 
-usage() { sed -n '2,14p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [[ $# -ge 1 ]] || usage
 cmd="$1"
 dir="${CLUSTER_DIR:-$PWD/cellar-cluster}"
@@ -76,6 +78,8 @@ zookeeper_session_timeout_ms = ${ZK_SESSION_TIMEOUT_MS:-6000}
 ${CLUSTER_EXTRA_CONFIG:-}
 CFG
     echo "$zk" >"$dir/zookeeper.addr"
+    echo "$root" >"$dir/root.url"
+    echo "$bin" >"$dir/cellar.bin"
     for m in $(seq 1 "${MASTERS:-1}"); do
       start_server "master$m" master
       if [[ "$m" -eq 1 ]]; then
@@ -98,6 +102,23 @@ CFG
     [[ -d "$dir/minidfs" ]] && "$repo/scripts/minidfs.sh" stop "$dir/minidfs"
     [[ -d "$dir/zookeeper" ]] && "$repo/scripts/zookeeper.sh" stop "$dir/zookeeper"
     echo "cluster.sh: down" >&2
+    ;;
+  add)
+    [[ -f "$dir/zookeeper.addr" ]] || { echo "cluster.sh: no cluster in $dir" >&2; exit 1; }
+    zk="$(cat "$dir/zookeeper.addr")"
+    root="$(cat "$dir/root.url")"
+    bin="$(cat "$dir/cellar.bin")"
+    i=1
+    while [[ -e "$dir/regionserver$i.pid" || -e "$dir/regionserver$i.killed" ]]; do i=$((i + 1)); done
+    start_server "regionserver$i" regionserver
+    wait_line "$dir/regionserver$i.out" '^coordination=' 120 "$(cat "$dir/regionserver$i.pid")"
+    grep '^listening' "$dir/regionserver$i.out" | sed "s/^/regionserver$i /"
+    ;;
+  kill)
+    [[ $# -ge 2 && -f "$dir/$2.pid" ]] || { echo "cluster.sh: no process $2 in $dir" >&2; exit 2; }
+    kill -KILL "$(cat "$dir/$2.pid")" 2>/dev/null || true
+    mv "$dir/$2.pid" "$dir/$2.killed"
+    echo "cluster.sh: killed $2" >&2
     ;;
   status)
     for f in "$dir"/*.pid "$dir"/zookeeper/zookeeper.pid "$dir"/minidfs/minidfs.pid; do

@@ -4,6 +4,7 @@
 //! workloads run against Cellar's [`cellar_storage::region::Region`] and, with the `rocksdb`
 //! feature, against RocksDB with the same options, one child process per engine.
 
+pub mod availability;
 pub mod bigtable;
 pub mod breakdown;
 pub mod conn_bench;

@@ -37,6 +37,9 @@ enum BenchCommand {
     /// Linearizability: `run` records a history of concurrent put/get/check-and-mutate/
     /// increment calls on a few rows and checks it; `check` checks a saved history.
     Linearizability(cellar_bench::linearizability::Args),
+    /// Region availability: one probe per region writes every few ms; gaps between
+    /// acknowledged writes are outages (run it while a chaos script kills servers).
+    Availability(cellar_bench::availability::Args),
 }
 
 pub fn run(args: Args) -> Result<(), String> {
@@ -48,5 +51,6 @@ pub fn run(args: Args) -> Result<(), String> {
         BenchCommand::Report(a) => cellar_bench::report::run(a),
         BenchCommand::Linkedlist(a) => cellar_bench::linkedlist::run(a),
         BenchCommand::Linearizability(a) => cellar_bench::linearizability::run(a),
+        BenchCommand::Availability(a) => cellar_bench::availability::run(a),
     }
 }
