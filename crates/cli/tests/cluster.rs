@@ -380,3 +380,81 @@ fn a_cluster_serves_survives_a_region_server_kill_a_master_kill_and_fences_a_pau
     }
     assert!(master_b.terminate().success(), "{}", master_b.output());
 }
+
+/// `cellar master` or `regionserver` with its arguments; its exit status and output.
+fn run_to_exit(role: &str, args: &[&str]) -> (std::process::ExitStatus, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .arg(role)
+        .args([
+            "--listen",
+            "127.0.0.1:0",
+            "--http-listen",
+            "127.0.0.1:0",
+            "--hbase-listen",
+            "127.0.0.1:0",
+        ])
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .expect("run cellar");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status, text)
+}
+
+#[test]
+fn bad_cluster_settings_are_clear_errors_at_startup() {
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root_a = format!("file://{}", tmp.path().join("a").display());
+    let root_b = format!("file://{}", tmp.path().join("b").display());
+
+    // No ZooKeeper named.
+    let (status, out) = run_to_exit("master", &["--root", &root_a]);
+    assert!(!status.success());
+    assert!(out.contains("needs its ZooKeeper ensemble: --zk"), "{out}");
+
+    // A ZooKeeper that does not answer: an error naming it, not a hang.
+    let nobody = format!("127.0.0.1:{}", cellar_testing::free_port().expect("port"));
+    let started = Instant::now();
+    let (status, out) = run_to_exit("regionserver", &["--zk", &nobody, "--root", &root_a]);
+    assert!(!status.success());
+    assert!(out.contains(&nobody), "{out}");
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        started.elapsed()
+    );
+
+    println!(
+        "unreachable ZooKeeper refused after {:?}",
+        started.elapsed()
+    );
+    // A root that belongs to another cluster than the one in ZooKeeper.
+    let zk = ZooKeeper::start(200).expect("start ZooKeeper");
+    let data = tmp.path().join("unused");
+    let mut first = Server::start_role(
+        "master",
+        &data,
+        None,
+        &["--zk", &zk.addr, "--root", &root_a],
+    );
+    assert!(first.terminate().success(), "{}", first.output());
+    let (status, out) = run_to_exit("master", &["--zk", &zk.addr, "--root", &root_b]);
+    assert!(!status.success());
+    assert!(out.contains("belongs to cluster"), "{out}");
+    println!(
+        "another cluster's root refused after {:?}",
+        started.elapsed()
+    );
+    // Its own root again is fine.
+    let mut again = Server::start_role(
+        "master",
+        &data,
+        None,
+        &["--zk", &zk.addr, "--root", &root_a],
+    );
+    assert!(again.terminate().success(), "{}", again.output());
+}

@@ -75,7 +75,7 @@ fn a_master_killed_during_a_create_and_splits_leaves_everything_whole() {
     let mut master_a = Server::start_role("master", &data, Some(&config), &args);
     let mut master_b =
         Server::spawn_role("master", &data, Some(&config), ["127.0.0.1:0"; 3], &args);
-    let _servers: Vec<Server> = (0..2)
+    let servers: Vec<Server> = (0..2)
         .map(|_| Server::start_role("regionserver", &data, Some(&config), &args))
         .collect();
     let zk_view = ZkCoordination::connect(ZkOptions::new(&zk.addr)).expect("read ZooKeeper");
@@ -133,6 +133,29 @@ fn a_master_killed_during_a_create_and_splits_leaves_everything_whole() {
         assert_covered(&regions, BIG);
     } else {
         assert!(!created_before_kill, "an acknowledged create left no table");
+        // Regions the dead master opened for it are closed again by the new one.
+        let leftovers = wait_for(Duration::from_secs(30), || {
+            let open: usize = servers
+                .iter()
+                .map(|s| {
+                    c.admin()
+                        .server_status(&s.native)
+                        .map(|st| {
+                            st.servers
+                                .iter()
+                                .flat_map(|l| l.regions.iter())
+                                .filter(|r| r.starts_with(BIG))
+                                .count()
+                        })
+                        .unwrap_or(usize::MAX)
+                })
+                .sum();
+            (open == 0).then_some(())
+        });
+        assert!(
+            leftovers.is_some(),
+            "regions of the uncommitted create still open"
+        );
         let keys: Vec<Bytes> = (1..REGIONS)
             .map(|i| Bytes::from(format!("{i:04}")))
             .collect();

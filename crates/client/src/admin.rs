@@ -185,33 +185,50 @@ impl Admin {
             .master_call(Method::Status, &pb::Empty {}, true)
             .await?
             .decode("StatusResponse")?;
-        Ok(Status {
-            version: r.version,
-            uptime: Duration::from_millis(r.uptime_ms),
-            tables: r.tables,
-            regions: r.regions,
-            requests: r.requests,
-            memstore_bytes: r.memstore_bytes,
-            store_file_bytes: r.store_file_bytes,
-            block_cache_hits: r.block_cache_hits,
-            block_cache_misses: r.block_cache_misses,
-            data_dir: r.data_dir,
-            server: r.server,
-            role: r.role,
-            servers: r
-                .servers
-                .into_iter()
-                .map(|l| ServerLoad {
-                    name: l.name,
-                    native_addr: l.native_addr,
-                    http_addr: l.http_addr,
-                    regions: l.regions,
-                })
-                .collect(),
-            balancer_on: r.balancer_on,
-        })
+        Ok(status_from_pb(r))
     }
 
+    /// The status of one server (`host:port`, native), e.g. a region server and its regions.
+    /// One attempt.
+    pub async fn server_status(&self, server: &str) -> Result<Status> {
+        let conn = self.inner.connection(server).await?;
+        let r: pb::StatusResponse = conn
+            .call(Method::Status, &pb::Empty {}, &[])
+            .await?
+            .decode("StatusResponse")?;
+        Ok(status_from_pb(r))
+    }
+}
+
+fn status_from_pb(r: pb::StatusResponse) -> Status {
+    Status {
+        version: r.version,
+        uptime: Duration::from_millis(r.uptime_ms),
+        tables: r.tables,
+        regions: r.regions,
+        requests: r.requests,
+        memstore_bytes: r.memstore_bytes,
+        store_file_bytes: r.store_file_bytes,
+        block_cache_hits: r.block_cache_hits,
+        block_cache_misses: r.block_cache_misses,
+        data_dir: r.data_dir,
+        server: r.server,
+        role: r.role,
+        servers: r
+            .servers
+            .into_iter()
+            .map(|l| ServerLoad {
+                name: l.name,
+                native_addr: l.native_addr,
+                http_addr: l.http_addr,
+                regions: l.regions,
+            })
+            .collect(),
+        balancer_on: r.balancer_on,
+    }
+}
+
+impl Admin {
     /// Runs the balancer now: `(regions moved, whether the balancer is on)`.
     pub async fn balance(&self) -> Result<(u32, bool)> {
         let r: pb::BalanceResponse = self

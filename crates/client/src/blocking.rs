@@ -223,6 +223,11 @@ impl Admin {
         block_on(self.inner.split(table, split_row))?
     }
 
+    /// See [`crate::Admin::server_status`].
+    pub fn server_status(&self, server: &str) -> Result<crate::Status> {
+        block_on(self.inner.server_status(server))?
+    }
+
     /// See [`crate::Admin::balance`].
     pub fn balance(&self) -> Result<(u32, bool)> {
         block_on(self.inner.balance())?

@@ -62,6 +62,8 @@ pub struct Assignment {
     turn: AtomicUsize,
     /// Split parents whose daughters have no references left, since when.
     clean_since: Mutex<HashMap<u64, std::time::Instant>>,
+    /// Whether every live region server has been checked for regions meta does not know.
+    reconciled: std::sync::atomic::AtomicBool,
     /// Whether the balancer runs (HBase's balance switch; on by default).
     balancer_on: std::sync::atomic::AtomicBool,
     /// When the balancer last ran.
@@ -97,6 +99,7 @@ impl Assignment {
             client: Mutex::new(None),
             turn: AtomicUsize::new(0),
             clean_since: Mutex::new(HashMap::new()),
+            reconciled: std::sync::atomic::AtomicBool::new(false),
             balancer_on: std::sync::atomic::AtomicBool::new(true),
             balanced_at: Mutex::new(std::time::Instant::now()),
             balancer_period,
@@ -359,6 +362,9 @@ impl RegionServer {
             return;
         }
         self.cluster_janitor(a);
+        if !a.reconciled.load(Ordering::SeqCst) && self.close_unknown_regions(a) {
+            a.reconciled.store(true, Ordering::SeqCst);
+        }
         for (name, t) in self.router.tables() {
             if name == META_TABLE || t.state != TableState::Enabled {
                 continue;
@@ -391,6 +397,47 @@ impl RegionServer {
                 tracing::warn!(error = %e, "balancer");
             }
         }
+    }
+
+    /// Once after taking over: closes the regions live region servers hold that meta does not
+    /// know (an earlier master opened them for a create it never committed). Whether every
+    /// server answered.
+    fn close_unknown_regions(&self, a: &Assignment) -> bool {
+        let mut all = true;
+        for server in a.live.lock().clone() {
+            let status = a.call(&server, |admin, addr| async move {
+                admin.server_status(&addr).await
+            });
+            let Ok(status) = status else {
+                all = false;
+                continue;
+            };
+            for name in status.servers.iter().flat_map(|l| l.regions.iter()) {
+                // table,start_key,id: the id is what follows the last comma.
+                let Some((table, id)) = name.rsplit_once(',').and_then(|(rest, id)| {
+                    Some((rest.split(',').next()?, id.parse::<u64>().ok()?))
+                }) else {
+                    continue;
+                };
+                if self.router.region(id).is_some() {
+                    continue;
+                }
+                let table = table.to_string();
+                let closed = a.call(&server, move |admin, addr| async move {
+                    admin.close_region(&addr, &table, id).await
+                });
+                match closed {
+                    Ok(()) => {
+                        tracing::info!(region = %name, server = %server.name, "closed a region meta does not know")
+                    }
+                    Err(e) => {
+                        all = false;
+                        tracing::warn!(region = %name, error = %e, "closing a region meta does not know");
+                    }
+                }
+            }
+        }
+        all
     }
 
     /// The assignment of a master, if this is one.

@@ -115,6 +115,9 @@ impl Node {
         // First: a coordination service that cannot be reached is an error before anything
         // is opened.
         let coordination = connect_coordination(&config)?;
+        // A start that fails from here withdraws what it announced (an active master's node
+        // would otherwise keep the next master waiting for a whole session timeout).
+        let mut withdraw = Withdraw(Some(coordination.clone()));
         // Bound before the region server opens so that port 0 can be advertised as the port
         // actually bound.
         let listener = TcpListener::bind(&config.listen)
@@ -260,6 +263,7 @@ impl Node {
             let _ = server.shutdown();
             return Err(e);
         }
+        withdraw.0 = None;
         Ok(server)
     }
 
@@ -492,6 +496,17 @@ fn split_requester(c: CoordRef) -> crate::region_server::SplitRequester {
             .split(table, Some(&row))
             .map_err(|e| format!("master {}: {e}", master.native_addr))
     })
+}
+
+/// Closes the coordination session when dropped, unless disarmed.
+struct Withdraw(Option<CoordRef>);
+
+impl Drop for Withdraw {
+    fn drop(&mut self) {
+        if let Some(c) = self.0.take() {
+            c.close();
+        }
+    }
 }
 
 /// A master's preparation: win the election (waiting as a backup master while another is
