@@ -202,10 +202,10 @@ mod tests {
     #[test]
     fn probe_rows_fall_in_their_regions() {
         // Region i holds [i, i+1) in the split points 01, 02, ...; region 0 is below "01".
-        assert!(probe_row(0) < Bytes::from("01"));
+        assert!(probe_row(0) < "01");
         for i in 1..10u32 {
-            assert!(probe_row(i) >= Bytes::from(format!("{i:02}")));
-            assert!(probe_row(i) < Bytes::from(format!("{:02}", i + 1)));
+            assert!(probe_row(i) >= format!("{i:02}").as_bytes());
+            assert!(probe_row(i) < format!("{:02}", i + 1).as_bytes());
         }
         assert!(address("cellar://").is_err());
         assert_eq!(address("cellar://a:1,b:2/").as_deref(), Ok("a:1,b:2"));

@@ -5,9 +5,10 @@
 //!
 //! - under load from concurrent writers, regions split by themselves (a small split size),
 //!   one is split by hand and one moved, and the balancer evens them out;
-//! - still under load, a region server is killed with SIGKILL: its regions come back on the
-//!   others (its log is split and replayed), every acknowledged row is there, none is
-//!   repeated or out of order, and the time until every region took writes is measured;
+//! - still under load, a region server is killed with SIGKILL, three rounds with a new one
+//!   joining after each: its regions come back on the others (its log is split and
+//!   replayed), every acknowledged row is there, none is repeated or out of order, and the
+//!   time until every region took writes is measured;
 //! - the active master is killed with SIGKILL: the backup takes over, serves meta and DDL,
 //!   and the data is all there;
 //! - a region server is paused (SIGSTOP) past its ZooKeeper session: its regions move, and
@@ -68,6 +69,8 @@ fn assert_rows(c: &Client, n: usize, when: &str) {
         .unwrap_or_else(|| panic!("{when}: the table could not be scanned within a minute"));
     let mut want: Vec<Bytes> = (0..n).map(row).collect();
     want.sort();
+    let missing: Vec<&Bytes> = want.iter().filter(|w| !got.contains(w)).collect();
+    assert!(missing.is_empty(), "{when}: rows missing: {missing:?}");
     assert_eq!(got.len(), want.len(), "{when}: row count");
     assert!(
         got == want,
@@ -275,37 +278,53 @@ fn a_cluster_serves_survives_a_region_server_kill_a_master_kill_and_fences_a_pau
     let before_kill = writers.acked();
     writers.wait_progress(before_kill, 100, "after the splits and moves");
 
-    // 2. kill -9 of a region server under load: its regions reopen elsewhere with every row.
-    let victim = region_servers.remove(0);
-    let victim_addr = victim.native.clone();
-    {
-        let mut victim = victim;
-        victim.kill9();
+    // 2. kill -9 of a region server under load, three rounds (a new server joins after each):
+    //    its regions reopen elsewhere with every row.
+    let mut dead = Vec::new();
+    for round in 1..=3 {
+        let victim = region_servers.remove(0);
+        dead.push(victim.native.clone());
+        {
+            let mut victim = victim;
+            victim.kill9();
+        }
+        let unavailable = time_until_every_region_writes(&c, &mut n, Duration::from_secs(60));
+        println!(
+            "region server kill -9, round {round}: every region took writes again after {:.2} s (session timeout {} ms)",
+            unavailable.as_secs_f64(),
+            SESSION_MS
+        );
+        let after_kill = writers.acked();
+        writers.wait_progress(after_kill, 100, "after the kill");
+        let after = servers_of(&c);
+        assert!(
+            !after.iter().any(|s| dead.contains(s)),
+            "no region left on a dead server: {after:?}"
+        );
+        region_servers.push(Server::start_role(
+            "regionserver",
+            &data,
+            Some(&config),
+            &args,
+        ));
     }
-    let unavailable = time_until_every_region_writes(&c, &mut n, Duration::from_secs(60));
-    println!(
-        "region server kill -9: every region took writes again after {:.2} s (session timeout {} ms)",
-        unavailable.as_secs_f64(),
-        SESSION_MS
-    );
-    let after_kill = writers.acked();
-    writers.wait_progress(after_kill, 100, "after the kill");
     let acked = writers.stop();
-    assert_writer_rows(&c, &acked, "after a region server was killed under load");
-    println!("{} rows acknowledged under load, all present", acked.len());
-    let after = servers_of(&c);
-    assert!(
-        !after.contains(&victim_addr),
-        "no region left on the dead server: {after:?}"
+    assert_writer_rows(
+        &c,
+        &acked,
+        "after three region servers were killed under load",
     );
-    let wal_names: Vec<String> = std::fs::read_dir(root_dir.join("wal"))
-        .expect("wal dir")
-        .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .collect();
-    assert_eq!(
-        wal_names.len(),
-        3,
-        "the dead server's log was split and removed: {wal_names:?}"
+    println!("{} rows acknowledged under load, all present", acked.len());
+    let wal_dirs = wait_for(Duration::from_secs(10), || {
+        let names: Vec<String> = std::fs::read_dir(root_dir.join("wal"))
+            .ok()?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .collect();
+        (names.len() == 4).then_some(names)
+    });
+    assert!(
+        wal_dirs.is_some(),
+        "the dead servers' logs were split and removed (one WAL directory per live server)"
     );
     let n_after_kill = n;
 

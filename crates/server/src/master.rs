@@ -287,6 +287,15 @@ impl Assignment {
                 if self.is_live(&server) {
                     return Err(e);
                 }
+                // The server died: the region's unflushed edits are in its log, which the next
+                // tick splits before it reopens the region elsewhere. Reopening it now (a move)
+                // would lose them.
+                let name = hosted.name();
+                hosted.assign(Some(server), RegionState::Offline);
+                return Err(ServerError::Internal(format!(
+                    "{name}: its region server died ({e}); the region reopens elsewhere once that \
+                     server's log is recovered"
+                )));
             }
         }
         hosted.assign(None, state);

@@ -159,7 +159,10 @@ impl RegionServer {
         } else {
             opening.wal_dir.clone()
         };
-        let storage = config.storage_config();
+        let mut storage = config.storage_config();
+        // A cluster's server is fenced by its WAL directory being renamed (unless the file
+        // system's lease recovery shuts it out anyway).
+        storage.wal.fence_dir = !matches!(opening.role, Role::Standalone) && !fs.fences_writers();
         cellar_storage::memstore::chunk_pool::set_limit(
             usize::try_from(config.storage.memstore_chunk_pool_bytes).unwrap_or(usize::MAX),
         );

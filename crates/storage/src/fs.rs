@@ -89,6 +89,12 @@ pub trait FileSystem: Send + Sync + 'static {
     fn truncate_replaces_file(&self) -> bool {
         false
     }
+    /// Whether taking a file over ([`FileSystem::recover`]) shuts its old writer out (HDFS's
+    /// lease recovery). Without that, a cluster fences a server by renaming its WAL
+    /// directory and the server checks for it (`WalOptions::fence_dir`).
+    fn fences_writers(&self) -> bool {
+        false
+    }
     /// Makes creates, renames and deletes inside `dir` durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
     /// Takes the exclusive lock file `path` (created if missing) for as long as the guard

@@ -45,6 +45,11 @@ pub struct WalOptions {
     /// On open, move damaged segments aside and replay what precedes the damage instead of
     /// failing (HBase's `hbase.hlog.split.skip.errors`). Records after the damage are lost.
     pub skip_errors: bool,
+    /// After each write round, check that the log's directory is still where it was before
+    /// anything is acknowledged: a cluster's master renames a dead (or paused) server's WAL
+    /// directory before splitting it, and a server that finds it gone stops acknowledging
+    /// writes (a fence on file systems without leases; HDFS's lease recovery fences instead).
+    pub fence_dir: bool,
 }
 
 impl Default for WalOptions {
@@ -54,6 +59,7 @@ impl Default for WalOptions {
             async_flush_interval: Duration::from_millis(100),
             max_buffered_bytes: 64 * 1024 * 1024,
             skip_errors: false,
+            fence_dir: false,
         }
     }
 }

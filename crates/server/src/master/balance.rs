@@ -268,8 +268,8 @@ mod tests {
         let mut after: BTreeMap<ServerName, usize> =
             loads.iter().map(|(n, r)| (n.clone(), r.len())).collect();
         for (_, from, to) in &moves {
-            *after.get_mut(from).unwrap() -= 1;
-            *after.get_mut(to).unwrap() += 1;
+            *after.get_mut(from).expect("a planned server") -= 1;
+            *after.get_mut(to).expect("a planned server") += 1;
         }
         let counts: Vec<usize> = after.values().copied().collect();
         assert_eq!(counts, vec![4, 3, 3]);

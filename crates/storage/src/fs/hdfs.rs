@@ -480,6 +480,10 @@ impl FileSystem for HdfsFs {
         true
     }
 
+    fn fences_writers(&self) -> bool {
+        true
+    }
+
     fn recover(&self, path: &Path) -> Result<()> {
         let deadline = std::time::Instant::now() + RECOVER_WAIT;
         while !self.recover_lease(path)? {

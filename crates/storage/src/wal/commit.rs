@@ -543,6 +543,15 @@ impl Shared {
         };
         if !batch.is_empty() {
             seg.write(batch)?;
+            // Checked after the write: if the directory is still in place now, a master that
+            // renames it later splits a log that already holds this batch.
+            if self.opts.fence_dir && !self.fs.exists(&self.dir)? {
+                return Err(Error::WalFailed(format!(
+                    "the WAL directory {} is gone: the master has taken this server's log over \
+                     (its session expired); nothing more is acknowledged",
+                    self.dir.display()
+                )));
+            }
         }
         if !regions.is_empty() {
             self.segments.lock().note_batch(seg.id(), regions);

@@ -128,17 +128,20 @@ mod tests {
     use cellar_model::Durability;
 
     fn log(dir: &Path, records: &[(u64, u64, &str)]) {
-        let (wal, _) = Wal::open(LocalFs::shared(), dir, WalOptions::default()).unwrap();
+        let (wal, _) =
+            Wal::open(LocalFs::shared(), dir, WalOptions::default()).expect("test setup");
         for (region, seq, payload) in records {
-            let t = wal.append(*region, *seq, payload.as_bytes()).unwrap();
-            wal.sync(t, Durability::SyncWal).unwrap();
+            let t = wal
+                .append(*region, *seq, payload.as_bytes())
+                .expect("test setup");
+            wal.sync(t, Durability::SyncWal).expect("test setup");
         }
-        wal.close().unwrap();
+        wal.close().expect("test setup");
     }
 
     #[test]
     fn every_record_lands_in_its_regions_recovered_edits_and_reads_back_in_order() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().expect("test setup");
         let fs = LocalFs::shared();
         let wal = tmp.path().join("wal");
         log(
@@ -146,11 +149,11 @@ mod tests {
             &[(1, 5, "a"), (2, 7, "b"), (1, 6, "c"), (3, 1, "gone")],
         );
         let dirs = |r: u64| (r != 3).then(|| tmp.path().join(format!("region-{r}")));
-        let summary = split(&*fs, &wal, false, dirs).unwrap();
+        let summary = split(&*fs, &wal, false, dirs).expect("test setup");
         assert_eq!(summary.records, 4);
         assert_eq!(summary.dropped, 1);
         assert_eq!(summary.regions, BTreeMap::from([(1, 2), (2, 1)]));
-        let one = read_recovered(&*fs, &tmp.path().join("region-1")).unwrap();
+        let one = read_recovered(&*fs, &tmp.path().join("region-1")).expect("test setup");
         let got: Vec<(u64, u64, Bytes)> = one
             .into_iter()
             .map(|r| (r.region, r.seq, r.payload))
@@ -163,34 +166,34 @@ mod tests {
         // A second dead server's edits for the same region are replayed with the first's.
         let wal2 = tmp.path().join("wal2");
         log(&wal2, &[(1, 4, "older"), (1, 9, "newer")]);
-        split(&*fs, &wal2, false, dirs).unwrap();
+        split(&*fs, &wal2, false, dirs).expect("test setup");
         let seqs: Vec<u64> = read_recovered(&*fs, &tmp.path().join("region-1"))
-            .unwrap()
+            .expect("test setup")
             .iter()
             .map(|r| r.seq)
             .collect();
         assert_eq!(seqs, vec![4, 5, 6, 9]);
 
-        clear_recovered(&*fs, &tmp.path().join("region-1")).unwrap();
+        clear_recovered(&*fs, &tmp.path().join("region-1")).expect("test setup");
         assert!(read_recovered(&*fs, &tmp.path().join("region-1"))
-            .unwrap()
+            .expect("test setup")
             .is_empty());
         assert!(read_recovered(&*fs, &tmp.path().join("region-9"))
-            .unwrap()
+            .expect("test setup")
             .is_empty());
     }
 
     #[test]
     fn splitting_again_after_a_crash_replays_each_edit_once() {
-        let tmp = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().expect("test setup");
         let fs = LocalFs::shared();
         let wal = tmp.path().join("wal");
         log(&wal, &[(1, 1, "x"), (1, 2, "y")]);
         let dirs = |_r: u64| Some(tmp.path().join("region"));
-        split(&*fs, &wal, false, dirs).unwrap();
-        split(&*fs, &wal, false, dirs).unwrap();
+        split(&*fs, &wal, false, dirs).expect("test setup");
+        split(&*fs, &wal, false, dirs).expect("test setup");
         let seqs: Vec<u64> = read_recovered(&*fs, &tmp.path().join("region"))
-            .unwrap()
+            .expect("test setup")
             .iter()
             .map(|r| r.seq)
             .collect();
