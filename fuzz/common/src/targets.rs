@@ -270,6 +270,35 @@ pub fn native_request(data: &[u8]) {
         M::SplitTable => {
             decode::<pb::SplitTableRequest>(&param, "SplitTableRequest");
         }
+        M::Balance => {}
+        M::BalanceSwitch => {
+            decode::<pb::BalanceSwitchRequest>(&param, "BalanceSwitchRequest");
+        }
+        M::MoveRegion => {
+            decode::<pb::MoveRegionRequest>(&param, "MoveRegionRequest");
+        }
+        M::AssignRegion | M::UnassignRegion => {
+            decode::<pb::RegionNameRequest>(&param, "RegionNameRequest");
+        }
+        M::OpenRegion => {
+            if let Some(s) =
+                decode::<pb::OpenRegionRequest>(&param, "OpenRegionRequest").and_then(|r| r.schema)
+            {
+                schema(s);
+            }
+        }
+        M::CloseRegion => {
+            decode::<pb::CloseRegionRequest>(&param, "CloseRegionRequest");
+        }
+        M::FlushRegion => {
+            decode::<pb::FlushRegionRequest>(&param, "FlushRegionRequest");
+        }
+        M::PrepareSplit => {
+            decode::<pb::PrepareSplitRequest>(&param, "PrepareSplitRequest");
+        }
+        M::SplitRegion => {
+            decode::<pb::SplitRegionRequest>(&param, "SplitRegionRequest");
+        }
     }
 }
 
@@ -326,6 +355,15 @@ fn native_response(method: pb::Method, param: &Bytes, cells: Bytes) {
         }
         M::Status => {
             decode::<pb::StatusResponse>(param, "StatusResponse");
+        }
+        M::Balance => {
+            decode::<pb::BalanceResponse>(param, "BalanceResponse");
+        }
+        M::BalanceSwitch => {
+            decode::<pb::BalanceSwitchResponse>(param, "BalanceSwitchResponse");
+        }
+        M::PrepareSplit => {
+            decode::<pb::PrepareSplitResponse>(param, "PrepareSplitResponse");
         }
         _ => {
             decode::<pb::Empty>(param, "Empty");
