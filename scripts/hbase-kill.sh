@@ -134,14 +134,18 @@ for round in $(seq 0 $((rounds - 1))); do
     fail "round $round: the writer exited or acknowledged no call within 60 s (log: $work/writer-$round.log)"
   fi
   sleep "$(awk -v r="$RANDOM" 'BEGIN { printf "%.3f", 0.2 + (r % 1301) / 1000 }')"
-  # The kill lands while calls are in flight (bounded: 5 s; verify checks it landed so). The
-  # check is the last thing before the kill: calls finish while the writer's log is read.
-  for _ in $(seq 1 500); do
+  # The kill lands while calls are in flight (bounded: about 5 s; verify checks it landed so).
+  # The server is frozen (SIGSTOP) first, so no call can finish between the check and the
+  # kill; the writer's log gets 50 ms to show the answers that came before the freeze.
+  for _ in $(seq 1 80); do
+    kill -STOP "$server_pid"
+    kill_ms=$(now_ms)
+    sleep 0.05
     busy=$(in_flight "$round")
     [[ "$busy" -gt 0 ]] && break
+    kill -CONT "$server_pid"
     sleep 0.01
   done
-  kill_ms=$(now_ms)
   kill -KILL "$server_pid"
   wait "$server_pid" 2>/dev/null
   dead_ms=$(now_ms)
