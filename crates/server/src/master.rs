@@ -54,7 +54,7 @@ pub struct Assignment {
     tick: Duration,
     call_timeout: Duration,
     skip_wal_errors: bool,
-    /// Live region servers as of the last look.
+    /// Live region servers as of the last look (the tick's decisions use this list).
     live: Mutex<Vec<Arc<ServerRecord>>>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     client: Mutex<Option<Client>>,
@@ -110,16 +110,21 @@ impl Assignment {
         self.tick
     }
 
-    /// Looks at ZooKeeper again: the live region servers.
-    pub fn refresh_live(&self) -> Result<Vec<Arc<ServerRecord>>, ServerError> {
-        let live: Vec<Arc<ServerRecord>> = self
+    /// The live region servers in ZooKeeper now.
+    fn fetch_live(&self) -> Result<Vec<Arc<ServerRecord>>, ServerError> {
+        Ok(self
             .coord
             .live_servers()
             .map_err(|e| ServerError::Internal(format!("listing live region servers: {e}")))?
             .into_iter()
             .filter(|s| s.name != self.me)
             .map(Arc::new)
-            .collect();
+            .collect())
+    }
+
+    /// Looks at ZooKeeper again: the live region servers, kept as the list decisions use.
+    pub fn refresh_live(&self) -> Result<Vec<Arc<ServerRecord>>, ServerError> {
+        let live = self.fetch_live()?;
         *self.live.lock() = live.clone();
         Ok(live)
     }
@@ -217,10 +222,19 @@ impl Assignment {
         schema: &TableSchema,
         prefer: Option<Arc<ServerRecord>>,
     ) -> bool {
-        let mut candidates = self.live.lock().clone();
-        if candidates.is_empty() {
-            candidates = self.refresh_live().unwrap_or_default();
-        }
+        // A region whose server is alive goes back there and nowhere else: if that server
+        // does not answer, it may still hold the region, and its log is not split until it
+        // is gone (opening the region elsewhere first would miss its unflushed edits). "Alive"
+        // is the list the caller decided on (the tick split the logs of everyone not in it).
+        let keep = prefer.filter(|p| self.is_live(p));
+        // Where else: ZooKeeper's list now, so a server that registered a moment ago gets
+        // regions too. It is not stored: the tick's decisions stay on the tick's list.
+        let mut candidates = match &keep {
+            Some(_) => Vec::new(),
+            None => self
+                .fetch_live()
+                .unwrap_or_else(|_| self.live.lock().clone()),
+        };
         let mut load: HashMap<ServerName, usize> = HashMap::new();
         for r in rs.router.all_regions() {
             if let Some(s) = r.server() {
@@ -234,12 +248,11 @@ impl Assignment {
         let turn = self.turn.fetch_add(1, Ordering::Relaxed) % n;
         candidates.rotate_left(turn);
         candidates.sort_by_key(|s| load.get(&s.name).copied().unwrap_or(0));
-        // A region whose server is alive goes back there and nowhere else: if that server
-        // does not answer, it may still hold the region, and its log is not split until it
-        // is gone (opening the region elsewhere first would miss its unflushed edits).
-        let keep = prefer.filter(|p| self.is_live(p));
         if let Some(p) = &keep {
             candidates = vec![Arc::clone(p)];
+        } else if !self.released(hosted) {
+            // Its last server may still hold it, or left a log not yet split.
+            return false;
         }
         let location = hosted.location("");
         let client_location = cellar_client::RegionLocation {
@@ -275,6 +288,35 @@ impl Assignment {
         false
     }
 
+    /// Whether `hosted` may open on a server other than the one it was on: that server is
+    /// gone from ZooKeeper and its log is split (split now if it was not). The rule that keeps
+    /// a region's unflushed edits: never open it elsewhere before its old server's log is
+    /// split into its recovered edits.
+    fn released(&self, hosted: &HostedRegion) -> bool {
+        let Some(prev) = hosted.server() else {
+            return true;
+        };
+        match self.fetch_live() {
+            Ok(live) if live.iter().any(|s| s.name == prev.name) => return false,
+            Ok(_) => {}
+            Err(_) => return false,
+        }
+        let root = wal_root(&self.data_dir);
+        let unsplit = |fs: &dyn cellar_storage::fs::FileSystem| -> bool {
+            let dir = root.join(prev.name.to_string());
+            let splitting = root.join(format!("{}{SPLITTING}", prev.name));
+            fs.exists(&dir).unwrap_or(true) || fs.exists(&splitting).unwrap_or(true)
+        };
+        if !unsplit(&*self.fs) {
+            return true;
+        }
+        if let Err(e) = self.split_dead_logs() {
+            tracing::warn!(server = %prev.name, error = %e, "splitting a dead server's log before reopening its region");
+            return false;
+        }
+        !unsplit(&*self.fs)
+    }
+
     /// Closes `hosted` on its server (a dead server's regions are closed already).
     pub fn unassign(&self, hosted: &HostedRegion, state: RegionState) -> Result<(), ServerError> {
         if let Some(server) = hosted.server() {
@@ -283,8 +325,11 @@ impl Assignment {
                 admin.close_region(&addr, &table, id).await
             });
             if let Err(e) = closed {
-                let _ = self.refresh_live();
-                if self.is_live(&server) {
+                let alive = self
+                    .fetch_live()
+                    .map(|l| l.iter().any(|s| s.name == server.name))
+                    .unwrap_or(true);
+                if alive {
                     return Err(e);
                 }
                 // The server died: the region's unflushed edits are in its log, which the next
