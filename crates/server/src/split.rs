@@ -82,19 +82,7 @@ impl RegionServer {
             }
             let limit = split_size(cfg.initial_bytes, cfg.max_bytes, t.splits);
             for hosted in t.regions.values() {
-                let row = hosted
-                    .if_open(|r| {
-                        let s = r.stats();
-                        let big =
-                            !r.has_references() && s.store_file_bytes + s.memstore_bytes >= limit;
-                        if big {
-                            r.middle_row()
-                        } else {
-                            None
-                        }
-                    })
-                    .flatten();
-                if let Some(row) = row {
+                if let Some(row) = Self::split_point(hosted, limit) {
                     if let Err(e) = request(&name, row) {
                         tracing::warn!(table = %name, region = hosted.info.id, error = %e, "asking the master to split a region");
                     }
@@ -134,18 +122,7 @@ impl RegionServer {
                 continue;
             }
             let limit = split_size(cfg.initial_bytes, cfg.max_bytes, t.splits);
-            let row = hosted
-                .if_open(|r| {
-                    let s = r.stats();
-                    let big = !r.has_references() && s.store_file_bytes + s.memstore_bytes >= limit;
-                    if big {
-                        r.middle_row()
-                    } else {
-                        None
-                    }
-                })
-                .flatten();
-            if let Some(row) = row {
+            if let Some(row) = Self::split_point(&hosted, limit) {
                 if let Err(e) = self.split_region(&hosted, row, None) {
                     tracing::error!(table = %hosted.table, region = hosted.info.id, error = %e, "automatic split failed");
                 }
@@ -416,22 +393,44 @@ impl RegionServer {
             if !still_listed || self.check_running().is_err() {
                 continue;
             }
-            let removed = self
-                .services
-                .fs
-                .delete_dir_all(&self.region_dir(&p.table, p.info.id))
-                .map_err(ServerError::from)
-                .and_then(|()| self.meta()?.delete_region(&p.table, &p.info));
-            match removed {
-                Ok(()) => {
-                    self.split_parents.lock().retain(|q| q != &p);
-                    tracing::info!(table = %p.table, region = p.info.id, "split parent removed");
-                }
-                Err(e) => {
-                    tracing::warn!(table = %p.table, region = p.info.id, error = %e, "could not remove a split parent; will retry")
-                }
+            self.remove_split_parent(&p);
+        }
+    }
+
+    /// Deletes a split parent's directory and meta row, and forgets it; a failure is logged
+    /// and the parent stays listed for a later pass.
+    pub(crate) fn remove_split_parent(&self, p: &SplitParent) {
+        let removed = self
+            .services
+            .fs
+            .delete_dir_all(&self.region_dir(&p.table, p.info.id))
+            .map_err(ServerError::from)
+            .and_then(|()| self.meta()?.delete_region(&p.table, &p.info));
+        match removed {
+            Ok(()) => {
+                self.split_parents.lock().retain(|q| q != p);
+                tracing::info!(table = %p.table, region = p.info.id, "split parent removed");
+            }
+            Err(e) => {
+                tracing::warn!(table = %p.table, region = p.info.id, error = %e, "could not remove a split parent; will retry")
             }
         }
+    }
+
+    /// Where a region past the split size `limit` splits: its middle row, unless it still
+    /// reads its parent's files (references) or has no middle row yet.
+    fn split_point(hosted: &HostedRegion, limit: u64) -> Option<Bytes> {
+        hosted
+            .if_open(|r| {
+                let s = r.stats();
+                let big = !r.has_references() && s.store_file_bytes + s.memstore_bytes >= limit;
+                if big {
+                    r.middle_row()
+                } else {
+                    None
+                }
+            })
+            .flatten()
     }
 
     /// Split parents not yet removed (for tests and status).

@@ -133,21 +133,7 @@ impl RegionServer {
             }
             clean.remove(&p.info.id);
             drop(clean);
-            let removed = self
-                .services
-                .fs
-                .delete_dir_all(&self.region_dir(&p.table, p.info.id))
-                .map_err(ServerError::from)
-                .and_then(|()| self.meta()?.delete_region(&p.table, &p.info));
-            match removed {
-                Ok(()) => {
-                    self.split_parents.lock().retain(|q| q != &p);
-                    tracing::info!(table = %p.table, region = p.info.id, "split parent removed");
-                }
-                Err(e) => {
-                    tracing::warn!(table = %p.table, region = p.info.id, error = %e, "could not remove a split parent; will retry")
-                }
-            }
+            self.remove_split_parent(&p);
         }
     }
 }
