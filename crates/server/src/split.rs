@@ -278,16 +278,7 @@ impl RegionServer {
         let table = hosted.table.clone();
         let t = self.router.require(&table)?;
         let parent = hosted.info.clone();
-        let a = RegionInfo {
-            id: self.next_region_id(),
-            start_key: parent.start_key.clone(),
-            end_key: row.clone(),
-        };
-        let b = RegionInfo {
-            id: self.next_region_id(),
-            start_key: row.clone(),
-            end_key: parent.end_key.clone(),
-        };
+        let [a, b] = self.daughters(&parent, &row);
         let mut rec = self.record(&table, parent.clone(), RegionState::Splitting);
         rec.split_a = Some(a.clone());
         rec.split_b = Some(b.clone());
@@ -431,6 +422,22 @@ impl RegionServer {
                 }
             })
             .flatten()
+    }
+
+    /// The two regions `parent` splits into at `row`, with new ids.
+    pub(crate) fn daughters(&self, parent: &RegionInfo, row: &Bytes) -> [RegionInfo; 2] {
+        [
+            RegionInfo {
+                id: self.next_region_id(),
+                start_key: parent.start_key.clone(),
+                end_key: row.clone(),
+            },
+            RegionInfo {
+                id: self.next_region_id(),
+                start_key: row.clone(),
+                end_key: parent.end_key.clone(),
+            },
+        ]
     }
 
     /// Split parents not yet removed (for tests and status).

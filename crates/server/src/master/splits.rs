@@ -4,7 +4,6 @@
 use super::Assignment;
 use crate::region_server::{RegionServer, ServerError};
 use crate::router::{HostedRegion, RegionState};
-use cellar_storage::region::RegionInfo;
 use cellar_storage::wal::split;
 use std::path::Path;
 use std::sync::Arc;
@@ -25,16 +24,7 @@ impl RegionServer {
         let t = self.router.require(&table)?;
         let server = a.serving(hosted)?;
         let parent = hosted.info.clone();
-        let da = RegionInfo {
-            id: self.next_region_id(),
-            start_key: parent.start_key.clone(),
-            end_key: row.clone(),
-        };
-        let db = RegionInfo {
-            id: self.next_region_id(),
-            start_key: row.clone(),
-            end_key: parent.end_key.clone(),
-        };
+        let [da, db] = self.daughters(&parent, &row);
         let mut rec = self.record_of(hosted, RegionState::Splitting);
         rec.split_a = Some(da.clone());
         rec.split_b = Some(db.clone());
