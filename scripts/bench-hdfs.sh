@@ -6,18 +6,33 @@
 # two servers are measured interleaved, the order swapped every pass. Prints a Markdown table
 # of median ops/s and insert p50/p99 (µs) per cell, and the HDFS/local ratios.
 #
+# With --sweep instead (seed 001: the pipeline's packet size matters per network): WAL and
+# flush throughput on HDFS by the NameNode's packet size (dfs.client-write-packet-size, a
+# MiniDFS started per size) and Cellar's write buffer (storage.hdfs_write_buffer_bytes),
+# measured by the hdfs_bench binary on the engine's real WAL (8 writers, SYNC_WAL group
+# commit, 1 KiB records) and store-file writer (a 128 MiB flush). Packet sizes are visited in
+# a rotated order each pass; prints a Markdown table of medians.
+#
 # Usage: scripts/bench-hdfs.sh [--passes N] [--records N] [--work DIR]
+#        scripts/bench-hdfs.sh --sweep [--passes N] [--packets 16k,64k,256k,1m]
+#                              [--buffers 64k,1m,8m] [--work DIR]
 set -euo pipefail
 
 passes=3
 records=20000
 work=""
+sweep=0
+packets="16k,64k,256k,1m"
+buffers="64k,1m,8m"
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --passes) passes="$2"; shift 2 ;;
     --records) records="$2"; shift 2 ;;
     --work) work="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --sweep) sweep=1; shift ;;
+    --packets) packets="$2"; shift 2 ;;
+    --buffers) buffers="$2"; shift 2 ;;
+    -h|--help) sed -n '2,18p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "bench-hdfs: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -38,6 +53,55 @@ cleanup() {
   "$repo/scripts/minidfs.sh" stop "$work/minidfs" >&2 || true
 }
 trap cleanup EXIT
+
+bytes_of() { # 16k -> 16384
+  local v="${1,,}"
+  case "$v" in
+    *k) echo $(( ${v%k} * 1024 )) ;;
+    *m) echo $(( ${v%m} * 1024 * 1024 )) ;;
+    *) echo "$v" ;;
+  esac
+}
+
+if (( sweep )); then
+  bench="${CARGO_TARGET_DIR:-$repo/target}/release/hdfs_bench"
+  (cd "$repo" && cargo build --release -q -p cellar-bench --bin hdfs_bench >&2)
+  IFS=, read -r -a sizes <<<"$packets"
+  : > "$work/sweep.jsonl"
+  for pass in $(seq 1 "$passes"); do
+    shift_by=$(( (pass - 1) % ${#sizes[@]} ))
+    for packet in "${sizes[@]:$shift_by}" "${sizes[@]:0:$shift_by}"; do
+      echo "pass $pass: packet size $packet" >&2
+      url="$(MINIDFS_CONF="dfs.client-write-packet-size=$(bytes_of "$packet")" \
+        "$repo/scripts/minidfs.sh" start "$work/minidfs")"
+      "$bench" --hdfs "${url#hdfs=}" --write-buffers "$buffers" --label "$packet" \
+        >>"$work/sweep.jsonl"
+      "$repo/scripts/minidfs.sh" stop "$work/minidfs" >&2
+    done
+  done
+  python3 - "$work/sweep.jsonl" "$passes" "$packets" "$buffers" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+packets, buffers = sys.argv[3].split(","), sys.argv[4].split(",")
+def size(s):
+    s = s.lower()
+    return int(s[:-1]) * {"k": 1024, "m": 1 << 20}[s[-1]] if s[-1] in "km" else int(s)
+def med(packet, buffer, phase, key):
+    v = [r[key] for r in rows if r["label"] == packet and r["write_buffer"] == size(buffer)
+         and r["phase"] == phase]
+    return statistics.median(v) if v else float("nan")
+print(f"Medians of {sys.argv[2]} passes. WAL: 8 writers, SYNC_WAL, 1 KiB records (records/s, "
+      "p99 µs). Flush: one 128 MiB store file (MiB/s).\n")
+print("| packet | write buffer | WAL records/s | WAL p99 µs | records per hsync | flush MiB/s |")
+print("| ---: | ---: | ---: | ---: | ---: | ---: |")
+for p in packets:
+    for b in buffers:
+        print(f"| {p} | {b} | {med(p, b, 'wal', 'records_per_s'):,.0f} | "
+              f"{med(p, b, 'wal', 'p99_us'):,.0f} | {med(p, b, 'wal', 'records_per_write_round'):.1f} | "
+              f"{med(p, b, 'flush', 'mib_per_s'):,.0f} |")
+PY
+  exit 0
+fi
 
 hdfs="$("$repo/scripts/minidfs.sh" start "$work/minidfs")"
 hdfs="${hdfs#hdfs=}"

@@ -42,6 +42,9 @@ wait_line() {
 # start_server NAME ROLE: starts `cellar ROLE` logging to NAME.out/.log.
 start_server() {
   local name="$1" role="$2"
+  # Emptied before the start (the redirection happens later, in the child): a wait for its
+  # lines must never read an earlier process's.
+  : >"$dir/$name.out"
   "$bin" "$role" --zk "$zk" --root "$root" --config "$dir/cellar.toml" \
     --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --hbase-listen 127.0.0.1:0 \
     >"$dir/$name.out" 2>"$dir/$name.log" </dev/null &

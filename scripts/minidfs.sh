@@ -5,12 +5,13 @@
 # Usage: scripts/minidfs.sh start DIR [DATANODES]   starts it with its data and log in DIR,
 #                                                     waits until it serves, prints hdfs=URL
 #        scripts/minidfs.sh stop DIR                stops the MiniDFS started in DIR (by PID)
-# DATANODES defaults to 3. Env: MINIDFS_HEAP (default 768m), MINIDFS_START_TIMEOUT s (default 180).
+# DATANODES defaults to 3. Env: MINIDFS_HEAP (default 768m), MINIDFS_START_TIMEOUT s (default 180),
+# MINIDFS_CONF=KEY=VALUE[,KEY=VALUE...] extra Hadoop settings (e.g. dfs.client-write-packet-size).
 set -euo pipefail
 # shellcheck source=lib/pidfile.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/pidfile.sh"
 
-usage() { sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [[ $# -ge 2 ]] || usage
 cmd="$1"
 mkdir -p "$2"
@@ -34,6 +35,9 @@ case "$cmd" in
         || { echo "minidfs.sh: building java/minidfs failed" >&2; exit 1; }
     fi
     rm -rf "$dir/dfs"
+    # Emptied here, not only by the redirection below (which happens in the child, later):
+    # the wait loop must never read an earlier run's Ready! line.
+    : >"$dir/minidfs.out"
     MINIDFS_DAEMON=1 setsid java "-Xmx${MINIDFS_HEAP:-768m}" -XX:+UseSerialGC \
       -cp "$jar:$(cat "$project/target/classpath.txt")" org.cellar.minidfs.Main \
       "$dir/dfs" 0 "${3:-3}" >"$dir/minidfs.out" 2>"$dir/minidfs.log" </dev/null &

@@ -10,7 +10,7 @@
 //!   replayed), every acknowledged row is there, none is repeated or out of order, and the
 //!   time until every region took writes is measured;
 //! - the active master is killed with SIGKILL: the backup takes over, serves meta and DDL,
-//!   and the data is all there;
+//!   keeps the balance switch as it was, and the data is all there;
 //! - a region server is paused (SIGSTOP) past its ZooKeeper session: its regions move, and
 //!   when it wakes (SIGCONT) it finds itself fenced and exits without serving again.
 //!
@@ -333,6 +333,11 @@ fn a_cluster_serves_survives_a_region_server_kill_a_master_kill_and_fences_a_pau
     let backup = zk_view.backup_masters().expect("read backup masters");
     assert_eq!(backup.len(), 1, "one backup master registered");
     let both = client(&format!("{},{}", master_a.native, backup[0].native_addr));
+    // The balance switch is recorded in ZooKeeper: the next master keeps it off.
+    assert!(both
+        .admin()
+        .balance_switch(false)
+        .expect("switch the balancer off"));
     master_a.kill9();
     assert_rows(
         &both,
@@ -343,6 +348,11 @@ fn a_cluster_serves_survives_a_region_server_kill_a_master_kill_and_fences_a_pau
     assert_eq!(master_b.native, backup[0].native_addr);
     let c = client(&master_b.native);
     assert_rows(&c, n_after_kill, "after the master failed over");
+    assert!(
+        !c.admin().status().expect("status").balancer_on,
+        "the balancer stays off after the master failed over"
+    );
+    assert!(!c.admin().balance_switch(true).expect("switch it on again"));
     c.admin()
         .create_table(
             TableSchema::new("after_failover", vec![FamilySchema::new("f")]),

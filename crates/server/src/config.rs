@@ -208,6 +208,9 @@ pub struct StorageSection {
     /// On open, move damaged WAL segments aside and go on without what follows the damage
     /// (HBase's `hbase.hlog.split.skip.errors`).
     pub wal_skip_errors: bool,
+    /// With an `hdfs://` root: bytes a file writer buffers before handing them to the
+    /// DataNode pipeline (an hsync hands over whatever is buffered).
+    pub hdfs_write_buffer_bytes: u64,
 }
 
 impl Default for ServerConfig {
@@ -283,6 +286,7 @@ impl Default for StorageSection {
             wal_segment_bytes: s.wal.segment_size,
             wal_max_buffered_bytes: s.wal.max_buffered_bytes as u64,
             wal_skip_errors: s.wal.skip_errors,
+            hdfs_write_buffer_bytes: cellar_storage::fs::HDFS_DEFAULT_WRITE_BUFFER as u64,
         }
     }
 }

@@ -143,6 +143,12 @@ pub trait Coordination: Send + Sync {
     /// The server that serves `hbase:meta`, as published.
     fn meta_location(&self) -> Result<Option<ServerRecord>, CoordError>;
 
+    /// Records whether the balancer is on, for whichever master is active later.
+    fn publish_balancer(&self, on: bool) -> Result<(), CoordError>;
+
+    /// Whether the balancer is on as recorded; `None` if never set (on, by default).
+    fn balancer(&self) -> Result<Option<bool>, CoordError>;
+
     /// The session's state now.
     fn session(&self) -> SessionState;
 

@@ -86,6 +86,16 @@ impl Assignment {
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the master's RPC runtime: {e}"))?;
+        // The switch as the previous master left it (HBase keeps it in ZooKeeper too).
+        let balancer_on = coord
+            .balancer()
+            .map_err(|e| {
+                format!(
+                    "cannot read the balancer switch from {}: {e}",
+                    coord.describe()
+                )
+            })?
+            .unwrap_or(true);
         Ok(Arc::new(Assignment {
             coord,
             fs,
@@ -100,7 +110,7 @@ impl Assignment {
             turn: AtomicUsize::new(0),
             clean_since: Mutex::new(HashMap::new()),
             reconciled: std::sync::atomic::AtomicBool::new(false),
-            balancer_on: std::sync::atomic::AtomicBool::new(true),
+            balancer_on: std::sync::atomic::AtomicBool::new(balancer_on),
             balanced_at: Mutex::new(std::time::Instant::now()),
             balancer_period,
         }))

@@ -90,7 +90,10 @@ impl Node {
                 config.data_dir = path;
                 // Every WAL write is an hsync on HDFS (milliseconds): never on the reactor.
                 config.rpc.inline_puts = false;
-                HdfsFs::shared(&namenode)
+                let buffer =
+                    usize::try_from(config.storage.hdfs_write_buffer_bytes).unwrap_or(usize::MAX);
+                HdfsFs::connect(&namenode)
+                    .map(|fs| -> FsRef { Arc::new(fs.with_write_buffer(buffer)) })
                     .map_err(|e| format!("cannot use HDFS at {namenode} (root): {e}"))?
             }
         };

@@ -14,7 +14,7 @@ mod hdfs;
 mod local;
 
 pub use fault::FaultFs;
-pub use hdfs::HdfsFs;
+pub use hdfs::{HdfsFs, DEFAULT_WRITE_BUFFER as HDFS_DEFAULT_WRITE_BUFFER};
 pub use local::LocalFs;
 
 use bytes::Bytes;

@@ -12,6 +12,7 @@ struct State {
     master: Option<ServerRecord>,
     backups: Vec<ServerRecord>,
     meta: Option<ServerRecord>,
+    balancer: Option<bool>,
     closed: bool,
 }
 
@@ -102,6 +103,15 @@ impl Coordination for LocalCoordination {
 
     fn meta_location(&self) -> Result<Option<ServerRecord>, CoordError> {
         Ok(self.open()?.meta.clone())
+    }
+
+    fn publish_balancer(&self, on: bool) -> Result<(), CoordError> {
+        self.open()?.balancer = Some(on);
+        Ok(())
+    }
+
+    fn balancer(&self) -> Result<Option<bool>, CoordError> {
+        Ok(self.open()?.balancer)
     }
 
     fn session(&self) -> SessionState {

@@ -360,6 +360,20 @@ impl Coordination for ZkCoordination {
         }
     }
 
+    fn publish_balancer(&self, on: bool) -> Result<(), CoordError> {
+        self.put(&self.paths.balancer(), znodes::encode_balancer(on))
+    }
+
+    fn balancer(&self) -> Result<Option<bool>, CoordError> {
+        let path = self.paths.balancer();
+        match self.get(&path)? {
+            None => Ok(None),
+            Some(data) => znodes::decode_balancer(&data)
+                .map(Some)
+                .map_err(|reason| CoordError::Corrupt { path, reason }),
+        }
+    }
+
     fn session(&self) -> SessionState {
         match self.state.load(Ordering::Acquire) {
             STATE_CONNECTED => SessionState::Connected,

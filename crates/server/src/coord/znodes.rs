@@ -57,6 +57,9 @@ impl Paths {
     pub fn meta_server(&self) -> String {
         format!("{}/meta-region-server", self.parent)
     }
+    pub fn balancer(&self) -> String {
+        format!("{}/balancer", self.parent)
+    }
 }
 
 /// Prefixes a message with HBase's metadata (writer `writer`, 8 bytes of salt) and `PBUF`.
@@ -104,6 +107,29 @@ pub fn encode_cluster_id(writer: &[u8], id: &str) -> Vec<u8> {
 pub fn decode_cluster_id(data: &[u8]) -> Result<String, String> {
     let msg = hbase::ClusterId::decode(unwrap(data)?).map_err(|e| e.to_string())?;
     Ok(msg.cluster_id)
+}
+
+/// HBase's `LoadBalancerState` (LoadBalancer.proto).
+#[derive(Clone, PartialEq, prost::Message)]
+struct LoadBalancerState {
+    #[prost(bool, optional, tag = "1")]
+    balancer_on: Option<bool>,
+}
+
+/// `balancer`: `PBUF` and the state, without the metadata prefix (as HBase's master writes it).
+pub fn encode_balancer(on: bool) -> Vec<u8> {
+    let msg = LoadBalancerState {
+        balancer_on: Some(on),
+    };
+    let mut out = PB_MAGIC.to_vec();
+    out.extend_from_slice(&msg.encode_to_vec());
+    out
+}
+
+/// Whether the balancer is on; a state without the field means on (HBase's default).
+pub fn decode_balancer(data: &[u8]) -> Result<bool, String> {
+    let msg = LoadBalancerState::decode(unwrap(data)?).map_err(|e| e.to_string())?;
+    Ok(msg.balancer_on.unwrap_or(true))
 }
 
 fn server_name_to_pb(name: &ServerName) -> hbase::ServerName {
@@ -259,6 +285,18 @@ mod tests {
         let msg = hbase::MetaRegionServer::decode(unwrap(&data).expect("unwrap")).expect("pb");
         assert_eq!(msg.state, Some(3));
         assert_eq!(msg.server.port, Some(16020));
+    }
+
+    #[test]
+    fn the_balancer_switch_is_hbase_s_load_balancer_state() {
+        // PBUF, then field 1 (varint) = 0 or 1: what HBase's LoadBalancerTracker writes.
+        assert_eq!(encode_balancer(false), b"PBUF\x08\x00".to_vec());
+        assert_eq!(encode_balancer(true), b"PBUF\x08\x01".to_vec());
+        assert_eq!(decode_balancer(&encode_balancer(false)), Ok(false));
+        assert_eq!(decode_balancer(&encode_balancer(true)), Ok(true));
+        // A state without the field is on, HBase's default.
+        assert_eq!(decode_balancer(b"PBUF"), Ok(true));
+        assert!(decode_balancer(b"PBUF\x08").is_err());
     }
 
     #[test]

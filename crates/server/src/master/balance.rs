@@ -56,9 +56,14 @@ impl RegionServer {
         }
     }
 
-    /// Turns the balancer on or off; whether it was on.
+    /// Turns the balancer on or off; whether it was on. Recorded in the coordination service
+    /// first, so a master that takes over keeps the setting.
     pub fn balance_switch(&self, on: bool) -> Result<bool, ServerError> {
         let a = self.assignment_or_err("balance_switch")?;
+        let _admin = self.admin.lock();
+        a.coord
+            .publish_balancer(on)
+            .map_err(|e| ServerError::Internal(format!("recording the balancer switch: {e}")))?;
         Ok(a.balancer_on.swap(on, Ordering::SeqCst))
     }
 

@@ -33,8 +33,11 @@ use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::Mutex as AsyncMutex;
 
-/// Bytes buffered before they are handed to the write pipeline (without an hsync).
-const WRITE_BUFFER: usize = 1024 * 1024;
+/// Bytes buffered before they are handed to the write pipeline (without an hsync), unless
+/// [`HdfsFs::with_write_buffer`] says otherwise. `scripts/bench-hdfs.sh --sweep` measures
+/// WAL and flush throughput by this size and the NameNode's packet size
+/// (`docs/benchmarks.md`).
+pub const DEFAULT_WRITE_BUFFER: usize = 1024 * 1024;
 /// How long one call may take: a DataNode failure makes the client rebuild its pipeline,
 /// which takes seconds.
 const CALL_LIMIT: Duration = Duration::from_secs(60);
@@ -126,6 +129,7 @@ fn utf8(path: &Path) -> Result<String> {
 pub struct HdfsFs {
     inner: Arc<Inner>,
     lock_wait: Duration,
+    write_buffer: usize,
 }
 
 impl HdfsFs {
@@ -150,6 +154,7 @@ impl HdfsFs {
                 runtime,
             }),
             lock_wait: LOCK_WAIT,
+            write_buffer: DEFAULT_WRITE_BUFFER,
         };
         let c = fs.inner.client.clone();
         let reached = wait_on(fs.inner.runtime.handle(), CONNECT_LIMIT, async move {
@@ -177,6 +182,13 @@ impl HdfsFs {
         self
     }
 
+    /// Bytes a writer buffers before handing them to the write pipeline (an hsync hands
+    /// over whatever is buffered). At least 4 KiB.
+    pub fn with_write_buffer(mut self, bytes: usize) -> HdfsFs {
+        self.write_buffer = bytes.max(4096);
+        self
+    }
+
     /// Shared handle.
     pub fn shared(url: &str) -> Result<super::FsRef> {
         Ok(Arc::new(HdfsFs::connect(url)?))
@@ -200,7 +212,7 @@ impl HdfsFs {
                 .create_parent(true);
             c.create(&p, options).await
         })?;
-        Ok(HdfsWritable::new(&self.inner, path, writer))
+        Ok(HdfsWritable::new(self, path, writer))
     }
 }
 
@@ -211,6 +223,8 @@ struct HdfsWritable {
     path: PathBuf,
     writer: Arc<AsyncMutex<FileWriter>>,
     buf: Vec<u8>,
+    /// Buffered bytes that make the writer push them to the pipeline.
+    buffer_limit: usize,
     len: u64,
     progress: Arc<Progress>,
 }
@@ -223,12 +237,13 @@ struct Progress {
 }
 
 impl HdfsWritable {
-    fn new(inner: &Arc<Inner>, path: &Path, writer: FileWriter) -> HdfsWritable {
+    fn new(fs: &HdfsFs, path: &Path, writer: FileWriter) -> HdfsWritable {
         HdfsWritable {
-            inner: Arc::clone(inner),
+            inner: Arc::clone(&fs.inner),
             path: path.to_path_buf(),
             writer: Arc::new(AsyncMutex::new(writer)),
             buf: Vec::new(),
+            buffer_limit: fs.write_buffer,
             len: 0,
             progress: Arc::new(Progress::default()),
         }
@@ -273,7 +288,7 @@ impl WritableFile for HdfsWritable {
     fn append(&mut self, data: &[u8]) -> Result<()> {
         self.len += data.len() as u64;
         self.buf.extend_from_slice(data);
-        if self.buf.len() >= WRITE_BUFFER {
+        if self.buf.len() >= self.buffer_limit {
             self.push()?;
         }
         Ok(())
@@ -529,7 +544,7 @@ impl FileSystem for HdfsFs {
             {
                 Ok(writer) => {
                     return Ok(Box::new(HdfsLock {
-                        _file: HdfsWritable::new(&self.inner, path, writer),
+                        _file: HdfsWritable::new(self, path, writer),
                     }))
                 }
                 Err(e) if std::time::Instant::now() >= deadline => break e,

@@ -47,6 +47,22 @@ public final class Main {
     conf.setBoolean("dfs.namenode.avoid.write.stale.datanode", true);
     conf.setBoolean("dfs.namenode.avoid.read.stale.datanode", true);
     conf.setLong("dfs.namenode.stale.datanode.interval", 3000);
+    // Extra settings for experiments, e.g. MINIDFS_CONF=dfs.client-write-packet-size=262144
+    // (the packet size the NameNode hands clients as a server default).
+    String extra = System.getenv("MINIDFS_CONF");
+    if (extra != null) {
+      for (String pair : extra.split(",")) {
+        if (pair.isBlank()) {
+          continue;
+        }
+        int eq = pair.indexOf('=');
+        if (eq <= 0) {
+          System.err.println("MINIDFS_CONF: expected KEY=VALUE[,KEY=VALUE...], got '" + pair + "'");
+          System.exit(2);
+        }
+        conf.set(pair.substring(0, eq).trim(), pair.substring(eq + 1).trim());
+      }
+    }
 
     MiniDFSCluster cluster =
         new MiniDFSCluster.Builder(conf, base)
