@@ -97,6 +97,12 @@ pub trait FileSystem: Send + Sync + 'static {
     }
     /// Makes creates, renames and deletes inside `dir` durable.
     fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// A watch on `dir` that tells, cheaper than [`FileSystem::exists`] and as often as
+    /// asked, whether it is still where it was (`WalOptions::fence_dir` asks after every WAL
+    /// write round). `None`: none cheaper here; callers look the path up.
+    fn watch_dir(&self, _dir: &Path) -> Result<Option<Box<dyn DirWatch>>> {
+        Ok(None)
+    }
     /// Takes the exclusive lock file `path` (created if missing) for as long as the guard
     /// lives. A second holder, in this process or another, is refused with an error naming
     /// the file: two servers never write the same directory.
@@ -106,6 +112,13 @@ pub trait FileSystem: Send + Sync + 'static {
     fn recover(&self, _path: &Path) -> Result<()> {
         Ok(())
     }
+}
+
+/// Whether a directory is still in place: a move or removal of it that completed before
+/// [`DirWatch::intact`] was called is always seen (the WAL fence relies on that order).
+pub trait DirWatch: Send + Sync {
+    /// False once the directory has been moved or removed (and from then on).
+    fn intact(&self) -> Result<bool>;
 }
 
 /// The shared handle every component holds.

@@ -133,7 +133,13 @@ impl Wal {
         set.push(SegmentMeta::new(active.id(), active.path().to_path_buf()));
         // Replayed segments holding no record at all need no flush to go.
         let empty = set.take_obsolete();
-        let shared = Arc::new(Shared::new(fs, dir, opts, active, set));
+        // Watched from now on: a move of the directory after this point is always seen.
+        let watch = if opts.fence_dir {
+            fs.watch_dir(dir)?
+        } else {
+            None
+        };
+        let shared = Arc::new(Shared::new(fs, dir, opts, active, set, watch));
         shared.delete_segments(empty);
         let bg = Arc::clone(&shared);
         let handle = std::thread::Builder::new()

@@ -241,6 +241,11 @@ impl FileSystem for LocalFs {
             .map_err(io_err(dir))
     }
 
+    #[cfg(target_os = "linux")]
+    fn watch_dir(&self, dir: &Path) -> Result<Option<Box<dyn super::DirWatch>>> {
+        Ok(Some(Box::new(InotifyWatch::new(dir)?)))
+    }
+
     fn lock(&self, path: &Path) -> Result<LockGuard> {
         let file = OpenOptions::new()
             .read(true)
@@ -263,5 +268,108 @@ impl FileSystem for LocalFs {
             Err(std::fs::TryLockError::Error(e)) => return Err(Error::io(path.display(), e)),
         }
         Ok(Box::new(LocalLock { _file: file }))
+    }
+}
+
+/// [`super::DirWatch`] through inotify: the kernel queues a directory's move or removal on
+/// the watch inside the rename or rmdir itself, so one non-blocking `read` (no path walk)
+/// tells whether it has happened. About a tenth of the cost of a `stat` of the path.
+#[cfg(target_os = "linux")]
+struct InotifyWatch {
+    fd: std::os::fd::OwnedFd,
+    dir: PathBuf,
+    gone: std::sync::atomic::AtomicBool,
+}
+
+#[cfg(target_os = "linux")]
+impl InotifyWatch {
+    fn new(dir: &Path) -> Result<InotifyWatch> {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        let fail = |what: &str| {
+            let e = io::Error::last_os_error();
+            Error::io(
+                dir.display(),
+                io::Error::new(e.kind(), format!("{what}: {e}")),
+            )
+        };
+        let path = std::ffi::CString::new(dir.as_os_str().as_bytes()).map_err(|_| {
+            Error::io(
+                dir.display(),
+                io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"),
+            )
+        })?;
+        // SAFETY: plain system calls; the descriptor is owned from here on.
+        let raw = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        if raw < 0 {
+            return Err(fail("inotify_init1"));
+        }
+        // SAFETY: `raw` is a new descriptor nobody else owns.
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(raw) };
+        let mask = libc::IN_MOVE_SELF | libc::IN_DELETE_SELF | libc::IN_UNMOUNT | libc::IN_ONLYDIR;
+        // SAFETY: `path` is NUL-terminated and outlives the call.
+        if unsafe { libc::inotify_add_watch(fd.as_raw_fd(), path.as_ptr(), mask) } < 0 {
+            return Err(fail("watching the directory"));
+        }
+        Ok(InotifyWatch {
+            fd,
+            dir: dir.to_path_buf(),
+            gone: std::sync::atomic::AtomicBool::new(false),
+        })
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl super::DirWatch for InotifyWatch {
+    fn intact(&self) -> Result<bool> {
+        use std::sync::atomic::Ordering;
+        if self.gone.load(Ordering::Acquire) {
+            return Ok(false);
+        }
+        // Aligned for `inotify_event`; one event is at most this (self watches carry no name).
+        let mut buf = [0u64; 64];
+        // SAFETY: reads at most the buffer's size into it.
+        let n = unsafe {
+            libc::read(
+                self.fd.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                std::mem::size_of_val(&buf),
+            )
+        };
+        if n > 0 {
+            // Every event this watch asks for means the directory moved or went away.
+            self.gone.store(true, Ordering::Release);
+            return Ok(false);
+        }
+        let e = io::Error::last_os_error();
+        if n < 0 && e.kind() != io::ErrorKind::WouldBlock {
+            return Err(Error::io(self.dir.display(), e));
+        }
+        Ok(true)
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_watched_directory_reports_its_removal_and_a_missing_one_is_an_error() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("wal");
+        fs::create_dir(&dir).expect("mkdir");
+        let watch = LocalFs
+            .watch_dir(&dir)
+            .expect("watch")
+            .expect("inotify on Linux");
+        fs::write(dir.join("segment"), b"x").expect("a file inside is no event");
+        assert!(watch.intact().expect("check"));
+        fs::remove_file(dir.join("segment")).expect("rm");
+        fs::remove_dir(&dir).expect("rmdir");
+        assert!(!watch.intact().expect("check"));
+        let Err(err) = LocalFs.watch_dir(&dir) else {
+            panic!("watching a missing directory must fail");
+        };
+        assert!(err.to_string().contains("wal"), "{err}");
     }
 }

@@ -45,7 +45,7 @@ use super::format::{self, RecordFramer};
 use super::segments::{SegmentMeta, SegmentSet};
 use super::writer::SegmentWriter;
 use super::{WalOptions, WalStats};
-use crate::fs::{FileSyncer, FsRef};
+use crate::fs::{DirWatch, FileSyncer, FsRef};
 use cellar_model::{Durability, Error, Result};
 use parking_lot::{Condvar, Mutex, MutexGuard};
 use std::collections::HashMap;
@@ -138,6 +138,8 @@ pub struct Shared {
     active_id: AtomicU64,
     /// Stalled, failed or closed: lets `AsyncWal` syncs skip the state mutex when all is well.
     refusing: AtomicBool,
+    /// With `fence_dir`: the file system's cheap watch on `dir`, if it has one.
+    dir_watch: Option<Box<dyn DirWatch>>,
 }
 
 impl Shared {
@@ -147,6 +149,7 @@ impl Shared {
         opts: WalOptions,
         writer: SegmentWriter,
         segments: SegmentSet,
+        dir_watch: Option<Box<dyn DirWatch>>,
     ) -> Shared {
         let threshold = FLUSH_THRESHOLD.min(opts.segment_size.max(1));
         let salt = writer.salt();
@@ -185,6 +188,15 @@ impl Shared {
             segments: Mutex::new(segments),
             roll_lock: Mutex::new(()),
             refusing: AtomicBool::new(false),
+            dir_watch,
+        }
+    }
+
+    /// Whether the log's directory is still where it was (`WalOptions::fence_dir`).
+    fn dir_intact(&self) -> Result<bool> {
+        match &self.dir_watch {
+            Some(w) => w.intact(),
+            None => self.fs.exists(&self.dir),
         }
     }
 
@@ -545,7 +557,7 @@ impl Shared {
             seg.write(batch)?;
             // Checked after the write: if the directory is still in place now, a master that
             // renames it later splits a log that already holds this batch.
-            if self.opts.fence_dir && !self.fs.exists(&self.dir)? {
+            if self.opts.fence_dir && !self.dir_intact()? {
                 return Err(Error::WalFailed(format!(
                     "the WAL directory {} is gone: the master has taken this server's log over \
                      (its session expired); nothing more is acknowledged",
@@ -867,7 +879,7 @@ mod tests {
             async_flush_interval: Duration::from_secs(3600),
             ..WalOptions::default()
         };
-        let wal = Arc::new(Shared::new(shared, &dir, opts, active, set));
+        let wal = Arc::new(Shared::new(shared, &dir, opts, active, set, None));
         Fixture {
             _tmp: tmp,
             dir,
@@ -988,5 +1000,36 @@ mod tests {
         assert!(matches!(f.wal.health(), WalHealth::Failed(_)));
         assert!(!f.wal.try_recover());
         assert!(f.wal.append(1, 3, b"x").is_err());
+    }
+
+    /// A cluster's master renames a dead (or paused) server's WAL directory before splitting
+    /// it: from then on the server acknowledges nothing, whether its file system watches the
+    /// directory (local disk: inotify) or looks the path up (here, the fault-injecting one).
+    #[test]
+    fn a_moved_directory_fences_the_log() {
+        for fs in [
+            crate::fs::LocalFs::shared(),
+            Arc::new(FaultFs::new()) as FsRef,
+        ] {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let dir = tmp.path().join("wal");
+            let opts = WalOptions {
+                fence_dir: true,
+                ..WalOptions::default()
+            };
+            let (wal, _) = crate::wal::Wal::open(Arc::clone(&fs), &dir, opts).expect("open");
+            let t = wal.append(1, 1, b"before").expect("append");
+            wal.sync(t, Durability::SyncWal)
+                .expect("acknowledged while in place");
+            std::fs::rename(&dir, tmp.path().join("wal-splitting")).expect("rename");
+            let t = wal.append(1, 2, b"after").expect("append");
+            let err = wal
+                .sync(t, Durability::SyncWal)
+                .expect_err("nothing is acknowledged once the directory moved");
+            assert!(err.to_string().contains("is gone"), "{err}");
+            // Moved back, it stays fenced: the master may already be splitting it.
+            std::fs::rename(tmp.path().join("wal-splitting"), &dir).expect("rename back");
+            assert!(wal.append(1, 3, b"x").is_err(), "still refusing writes");
+        }
     }
 }
