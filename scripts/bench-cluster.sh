@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Cluster benchmarks (docs/benchmarks.md, "Cluster"), all on this machine and 127.0.0.1:
 #
-# 1. YCSB load, A and C with the native client against a cluster of 1, 2 and 3 region
-#    servers (local-disk root, scripts/cluster.sh), PASSES passes with the order of the sizes
-#    rotated between passes: throughput, and the servers' CPU per operation (user + system
-#    time of the master and every region server, from /proc, over each phase).
+# 1. YCSB load, A and C with the native client (`cellar bench`) and the Java client (YCSB 0.17
+#    with the HBase 2.6 client, given only the ZooKeeper quorum) against a cluster of 1, 2
+#    and 3 region servers (local-disk root, scripts/cluster.sh), PASSES passes with the order
+#    of the sizes rotated between passes: throughput, and the servers' CPU per operation (user
+#    + system time of the master and every region server, from /proc, over each phase).
 # 2. Failover: a cluster of 3 region servers; `cellar bench availability` probes every region
 #    of a 10-region table every 50 ms while, every ROUND_S seconds, the region server holding
 #    the most regions is killed with SIGKILL and a new one is started: how long each region
@@ -12,13 +13,14 @@
 #
 # Usage: scripts/bench-cluster.sh [OUT_DIR]   (default docs/bench/cluster)
 # Env: PASSES (2), RECORDS (20000), OPS (20000), THREADS (8), ROUNDS (5), ROUND_S (20),
+#      CLIENTS ("native java"; the Java one needs Java 17 and Maven),
 #      ZK_SESSION_TIMEOUT_MS (4000: how soon a dead region server is noticed).
 set -euo pipefail
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="${1:-$repo/docs/bench/cluster}"
 mkdir -p "$out"
 passes="${PASSES:-2}" records="${RECORDS:-20000}" ops="${OPS:-20000}" threads="${THREADS:-8}"
-rounds="${ROUNDS:-5}" round_s="${ROUND_S:-20}"
+rounds="${ROUNDS:-5}" round_s="${ROUND_S:-20}" clients="${CLIENTS:-native java}"
 export ZK_SESSION_TIMEOUT_MS="${ZK_SESSION_TIMEOUT_MS:-4000}"
 (cd "$repo" && cargo build --release -q --bin cellar)
 bin="$repo/target/release/cellar"
@@ -41,8 +43,51 @@ cpu_ticks() {
 }
 hz="$(getconf CLK_TCK)"
 
+# The Java client: YCSB 0.17's core with the HBase binding (java/ycsb-hbase-binding), the
+# unmodified HBase 2.6 client finding the cluster through ZooKeeper alone.
+java_cp=""
+if [[ " $clients " == *" java "* ]]; then
+  binding="$repo/java/ycsb-hbase-binding"
+  echo "building the YCSB HBase binding..." >&2
+  mvn -B -q -f "$binding/pom.xml" package -DskipTests >&2
+  mvn -B -q -f "$binding/pom.xml" dependency:build-classpath -DincludeScope=runtime \
+    -Dmdep.outputFile="$work/ycsb.classpath" >&2
+  java_cp="$binding/target/cellar-ycsb-hbase-0.1.0.jar:$(cat "$work/ycsb.classpath")"
+fi
+java_flags=(
+  -Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true
+  --add-modules jdk.unsupported
+  --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
+  --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/java.util=ALL-UNNAMED
+  --add-opens java.base/java.util.concurrent=ALL-UNNAMED --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
+  --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
+)
+# The 12-region layout `cellar bench load -p presplit=12` creates, for the Java client's table.
+split_list="$(awk 'BEGIN { for (i = 1; i < 12; i++) printf "%s\x27user%d\x27", (i > 1 ? ", " : ""), 1000 + int(i * 8999 / 12) }')"
+
+# ycsb CLIENT PHASE: one YCSB phase against the cluster up now; output in $work/ycsb.txt.
+ycsb() {
+  local client="$1" phase="$2" wl common
+  wl="$repo/workloads/workload$([[ "$phase" == c ]] && echo c || echo a)"
+  common=(-P "$wl" -p "recordcount=$records" -p "operationcount=$ops" -threads "$threads")
+  if [[ "$client" == native ]]; then
+    local kind=run extra=()
+    [[ "$phase" == load ]] && kind=load extra=(-p presplit=12)
+    "$bin" bench "$kind" "${common[@]}" "${extra[@]}" --db "cellar://$master" >"$work/ycsb.txt" 2>"$work/ycsb.err"
+  else
+    local flag=-t
+    if [[ "$phase" == load ]]; then
+      flag=-load
+      "$bin" shell --connect "$master" -e "create 'usertable_java', 'family', {SPLITS => [$split_list]}" >/dev/null
+    fi
+    java "${java_flags[@]}" -cp "$java_cp" site.ycsb.Client "$flag" -db org.cellar.ycsb.HBaseClient \
+      "${common[@]}" -p table=usertable_java -p columnfamily=family \
+      -p "hbase.zookeeper.quorum=$zk" >"$work/ycsb.txt" 2>"$work/ycsb.err"
+  fi || { tail -n 20 "$work/ycsb.err" >&2; echo "bench-cluster.sh: YCSB $phase ($client) failed" >&2; exit 1; }
+}
+
 results="$out/ycsb.tsv"
-echo -e "pass\tservers\tphase\tops_per_s\tserver_cpu_us_per_op" >"$results"
+echo -e "pass\tservers\tclient\tphase\tops_per_s\tserver_cpu_us_per_op" >"$results"
 sizes=(1 2 3)
 for pass in $(seq 1 "$passes"); do
   shift_by=$(( (pass - 1) % 3 ))
@@ -50,19 +95,17 @@ for pass in $(seq 1 "$passes"); do
   for n in "${order[@]}"; do
     "$repo/scripts/cluster.sh" up "$n" >"$work/up.txt"
     master="$(sed -n 's/^master1 listening native=//p' "$work/up.txt")"
-    for phase in load a c; do
-      case "$phase" in
-        load) cmd=(load -P "$repo/workloads/workloada" -p "recordcount=$records" -p presplit=12) ;;
-        a) cmd=(run -P "$repo/workloads/workloada" -p "recordcount=$records" -p "operationcount=$ops") ;;
-        c) cmd=(run -P "$repo/workloads/workloadc" -p "recordcount=$records" -p "operationcount=$ops") ;;
-      esac
-      before="$(cpu_ticks)"
-      "$bin" bench "${cmd[@]}" -threads "$threads" --db "cellar://$master" >"$work/ycsb.txt" 2>/dev/null
-      after="$(cpu_ticks)"
-      tput="$(sed -n 's/^\[OVERALL\], Throughput(ops\/sec), //p' "$work/ycsb.txt")"
-      count=$([[ "$phase" == load ]] && echo "$records" || echo "$ops")
-      cpu_us=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$count" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
-      printf '%s\t%s\t%s\t%.0f\t%s\n' "$pass" "$n" "$phase" "$tput" "$cpu_us" | tee -a "$results"
+    zk="$(sed -n 's/^zookeeper=//p' "$work/up.txt")"
+    for client in $clients; do
+      for phase in load a c; do
+        before="$(cpu_ticks)"
+        ycsb "$client" "$phase"
+        after="$(cpu_ticks)"
+        tput="$(sed -n 's/^\[OVERALL\], Throughput(ops\/sec), //p' "$work/ycsb.txt")"
+        count=$([[ "$phase" == load ]] && echo "$records" || echo "$ops")
+        cpu_us=$(awk -v t=$((after - before)) -v hz="$hz" -v n="$count" 'BEGIN { printf "%.1f", t / hz * 1e6 / n }')
+        printf '%s\t%s\t%s\t%s\t%.0f\t%s\n' "$pass" "$n" "$client" "$phase" "$tput" "$cpu_us" | tee -a "$results"
+      done
     done
     "$repo/scripts/cluster.sh" down >/dev/null 2>&1
     rm -rf "$CLUSTER_DIR"
