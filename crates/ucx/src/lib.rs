@@ -1,0 +1,586 @@
+//! Cellar's thin bindings to UCX's UCP API (`docs/design/0005-transport.md`).
+//!
+//! UCX is loaded when asked for ([`Ucx::load`]: `dlopen` of `libucp.so.0`), not linked: a
+//! build needs no UCX, a machine without it runs everything else as before, and asking for
+//! it there is an error naming the library and the package. The declarations are Cellar's
+//! own (`ffi.rs`), from UCX 1.13's headers; the existing UCX crates do not work.
+//!
+//! What is here: a context with tag matching and wake-ups, workers (address, progress, event
+//! fd, arm), endpoints to a peer's worker address (error-handling mode NONE, the only one
+//! shared-memory transports offer: a peer's death is for the caller's heartbeats to find),
+//! and tagged sends and receives whose buffers are borrowed until they complete. UCX picks
+//! eager or rendezvous (zero copy) by size (`UCX_RNDV_THRESH`); transports come from the
+//! environment as UCX reads it (`UCX_TLS`, `UCX_NET_DEVICES`).
+
+mod ffi;
+
+use ffi::Handle;
+use std::ffi::{c_void, CStr};
+use std::marker::PhantomData;
+use std::os::raw::c_int;
+use std::ptr::null_mut;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The library names tried, in order.
+const LIBRARIES: [&str; 2] = ["libucp.so.0", "libucp.so"];
+/// The UCP API version Cellar's declarations follow.
+const API_MAJOR: u32 = 1;
+const API_MINOR: u32 = 13;
+/// The oldest library accepted: `ucp_tag_send_nbx` and friends appeared in 1.10.
+const MIN_MINOR: u32 = 10;
+/// How long dropping an endpoint may progress its worker to flush it.
+const CLOSE_LIMIT: Duration = Duration::from_secs(2);
+
+#[derive(Debug, thiserror::Error)]
+pub enum UcxError {
+    #[error("UCX is not available: {0}; install UCX (Debian: apt-get install libucx0)")]
+    NotInstalled(String),
+    #[error("UCX {what} failed: {reason}")]
+    Call { what: &'static str, reason: String },
+    #[error("UCX: {0}")]
+    Invalid(String),
+}
+
+pub type Result<T> = std::result::Result<T, UcxError>;
+
+/// The loaded library and the functions Cellar calls.
+pub struct Ucx {
+    f: Fns,
+    version: (u32, u32, u32),
+    // Last: the function pointers above point into it.
+    _lib: libloading::Library,
+}
+
+struct Fns {
+    config_read: ffi::ConfigRead,
+    config_release: ffi::ConfigRelease,
+    init_version: ffi::InitVersion,
+    cleanup: ffi::Cleanup,
+    worker_create: ffi::WorkerCreate,
+    worker_destroy: ffi::WorkerDestroy,
+    worker_get_address: ffi::WorkerGetAddress,
+    worker_release_address: ffi::WorkerReleaseAddress,
+    worker_progress: ffi::WorkerProgress,
+    worker_get_efd: ffi::WorkerGetEfd,
+    worker_arm: ffi::WorkerArm,
+    ep_create: ffi::EpCreate,
+    ep_close_nbx: ffi::EpCloseNbx,
+    tag_send_nbx: ffi::TagSendNbx,
+    tag_recv_nbx: ffi::TagRecvNbx,
+    request_check_status: ffi::RequestCheckStatus,
+    tag_recv_request_test: ffi::TagRecvRequestTest,
+    request_cancel: ffi::RequestCancel,
+    request_free: ffi::RequestFree,
+    status_string: ffi::StatusString,
+}
+
+impl std::fmt::Debug for Ucx {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (a, b, c) = self.version;
+        write!(f, "Ucx({a}.{b}.{c})")
+    }
+}
+
+impl Ucx {
+    /// Loads the system's UCX.
+    pub fn load() -> Result<Arc<Ucx>> {
+        Ucx::load_from(&LIBRARIES)
+    }
+
+    /// Loads UCX from the first of `names` that opens.
+    pub fn load_from(names: &[&str]) -> Result<Arc<Ucx>> {
+        let mut why = Vec::new();
+        for name in names {
+            // SAFETY: loading UCX runs its constructors, which only set up its own state.
+            match unsafe { libloading::Library::new(*name) } {
+                Ok(lib) => return Ucx::bind(lib, name).map(Arc::new),
+                Err(e) => why.push(format!("{name}: {e}")),
+            }
+        }
+        Err(UcxError::NotInstalled(format!(
+            "cannot load {}",
+            why.join("; ")
+        )))
+    }
+
+    fn bind(lib: libloading::Library, name: &str) -> Result<Ucx> {
+        fn sym<T: Copy>(lib: &libloading::Library, lib_name: &str, s: &str) -> Result<T> {
+            // SAFETY: each symbol is declared with its C signature in `ffi.rs`.
+            unsafe { lib.get::<T>(s.as_bytes()) }
+                .map(|f| *f)
+                .map_err(|e| UcxError::NotInstalled(format!("{lib_name} lacks {s}: {e}")))
+        }
+        let get_version: ffi::GetVersion = sym(&lib, name, "ucp_get_version")?;
+        let (mut major, mut minor, mut release) = (0, 0, 0);
+        // SAFETY: three out-parameters.
+        unsafe { get_version(&mut major, &mut minor, &mut release) };
+        if major != API_MAJOR || minor < MIN_MINOR {
+            return Err(UcxError::NotInstalled(format!(
+                "{name} is UCX {major}.{minor}.{release}; Cellar needs {API_MAJOR}.{MIN_MINOR} or later"
+            )));
+        }
+        let f = Fns {
+            config_read: sym(&lib, name, "ucp_config_read")?,
+            config_release: sym(&lib, name, "ucp_config_release")?,
+            init_version: sym(&lib, name, "ucp_init_version")?,
+            cleanup: sym(&lib, name, "ucp_cleanup")?,
+            worker_create: sym(&lib, name, "ucp_worker_create")?,
+            worker_destroy: sym(&lib, name, "ucp_worker_destroy")?,
+            worker_get_address: sym(&lib, name, "ucp_worker_get_address")?,
+            worker_release_address: sym(&lib, name, "ucp_worker_release_address")?,
+            worker_progress: sym(&lib, name, "ucp_worker_progress")?,
+            worker_get_efd: sym(&lib, name, "ucp_worker_get_efd")?,
+            worker_arm: sym(&lib, name, "ucp_worker_arm")?,
+            ep_create: sym(&lib, name, "ucp_ep_create")?,
+            ep_close_nbx: sym(&lib, name, "ucp_ep_close_nbx")?,
+            tag_send_nbx: sym(&lib, name, "ucp_tag_send_nbx")?,
+            tag_recv_nbx: sym(&lib, name, "ucp_tag_recv_nbx")?,
+            request_check_status: sym(&lib, name, "ucp_request_check_status")?,
+            tag_recv_request_test: sym(&lib, name, "ucp_tag_recv_request_test")?,
+            request_cancel: sym(&lib, name, "ucp_request_cancel")?,
+            request_free: sym(&lib, name, "ucp_request_free")?,
+            status_string: sym(&lib, name, "ucs_status_string")?,
+        };
+        Ok(Ucx {
+            f,
+            version: (major, minor, release),
+            _lib: lib,
+        })
+    }
+
+    /// The library's version (major, minor, release).
+    pub fn version(&self) -> (u32, u32, u32) {
+        self.version
+    }
+
+    fn describe(&self, status: ffi::Status) -> String {
+        // SAFETY: UCX returns a static string for every status.
+        let s = unsafe { (self.f.status_string)(status) };
+        if s.is_null() {
+            return format!("status {status}");
+        }
+        // SAFETY: non-null, NUL-terminated, static.
+        unsafe { CStr::from_ptr(s) }.to_string_lossy().into_owned()
+    }
+
+    fn check(&self, what: &'static str, status: ffi::Status) -> Result<()> {
+        if status == ffi::UCS_OK {
+            Ok(())
+        } else {
+            Err(UcxError::Call {
+                what,
+                reason: self.describe(status),
+            })
+        }
+    }
+}
+
+/// A UCP context with tag matching and wake-ups. Workers keep it alive.
+#[derive(Clone)]
+pub struct Context {
+    inner: Arc<ContextInner>,
+}
+
+struct ContextInner {
+    ucx: Arc<Ucx>,
+    h: Handle,
+    /// Worker creation, serialized (the context is not shared between workers' threads).
+    create: Mutex<()>,
+}
+
+// SAFETY: after `ucp_init`, the context is used only to create workers (under `create`) and
+// cleaned up once, when the last worker holding it is gone.
+unsafe impl Send for ContextInner {}
+// SAFETY: as above: every use through `&ContextInner` takes `create`.
+unsafe impl Sync for ContextInner {}
+
+impl Drop for ContextInner {
+    fn drop(&mut self) {
+        // SAFETY: every worker of the context is destroyed (they hold this Arc).
+        unsafe { (self.ucx.f.cleanup)(self.h) };
+    }
+}
+
+impl Context {
+    /// Reads UCX's configuration from the environment (`UCX_*`) and creates a context.
+    pub fn new(ucx: &Arc<Ucx>) -> Result<Context> {
+        let f = &ucx.f;
+        let mut config: Handle = null_mut();
+        // SAFETY: null prefix and file mean UCX's defaults and environment.
+        ucx.check("reading its configuration", unsafe {
+            (f.config_read)(std::ptr::null(), std::ptr::null(), &mut config)
+        })?;
+        let params = ffi::UcpParams {
+            field_mask: ffi::UCP_PARAM_FIELD_FEATURES,
+            features: ffi::UCP_FEATURE_TAG | ffi::UCP_FEATURE_WAKEUP,
+            request_size: 0,
+            request_init: std::ptr::null(),
+            request_cleanup: std::ptr::null(),
+            tag_sender_mask: 0,
+            mt_workers_shared: 0,
+            estimated_num_eps: 0,
+            estimated_num_ppn: 0,
+            name: std::ptr::null(),
+        };
+        let mut h: Handle = null_mut();
+        // SAFETY: `params` and `config` are valid for the call.
+        let status = unsafe { (f.init_version)(API_MAJOR, API_MINOR, &params, config, &mut h) };
+        // SAFETY: read above; released once.
+        unsafe { (f.config_release)(config) };
+        ucx.check("creating a context", status)?;
+        Ok(Context {
+            inner: Arc::new(ContextInner {
+                ucx: Arc::clone(ucx),
+                h,
+                create: Mutex::new(()),
+            }),
+        })
+    }
+
+    /// A new worker: one thread at a time uses it.
+    pub fn worker(&self) -> Result<Worker> {
+        let c = &self.inner;
+        let _serial = c
+            .create
+            .lock()
+            .map_err(|_| UcxError::Invalid("a worker creation panicked".into()))?;
+        let params = ffi::WorkerParams {
+            field_mask: ffi::UCP_WORKER_PARAM_FIELD_THREAD_MODE,
+            thread_mode: ffi::UCS_THREAD_MODE_SERIALIZED,
+            cpu_mask: [0; 16],
+            events: 0,
+            user_data: null_mut(),
+            event_fd: 0,
+            flags: 0,
+            name: std::ptr::null(),
+            am_alignment: 0,
+            client_id: 0,
+        };
+        let mut h: Handle = null_mut();
+        // SAFETY: a live context and valid parameters.
+        c.ucx.check("creating a worker", unsafe {
+            (c.ucx.f.worker_create)(c.h, &params, &mut h)
+        })?;
+        Ok(Worker {
+            ctx: Arc::clone(c),
+            h,
+        })
+    }
+}
+
+/// A UCP worker: progress, wake-ups, endpoints and receives. `Send`, not `Sync`: one
+/// thread at a time.
+pub struct Worker {
+    ctx: Arc<ContextInner>,
+    h: Handle,
+}
+
+// SAFETY: created in UCS_THREAD_MODE_SERIALIZED; `&mut`-free methods still run on one
+// thread at a time because `Worker` is not `Sync`.
+unsafe impl Send for Worker {}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // SAFETY: endpoints and requests borrow the worker, so none is left.
+        unsafe { (self.ctx.ucx.f.worker_destroy)(self.h) };
+    }
+}
+
+impl Worker {
+    fn ucx(&self) -> &Ucx {
+        &self.ctx.ucx
+    }
+
+    /// The worker's address, for a peer to connect to (sent over another channel).
+    pub fn address(&self) -> Result<Vec<u8>> {
+        let (mut addr, mut len): (Handle, usize) = (null_mut(), 0);
+        // SAFETY: out-parameters; the address is copied and released below.
+        self.ucx().check("getting the worker address", unsafe {
+            (self.ucx().f.worker_get_address)(self.h, &mut addr, &mut len)
+        })?;
+        // SAFETY: UCX returned `len` bytes at `addr`.
+        let bytes = unsafe { std::slice::from_raw_parts(addr.cast::<u8>(), len) }.to_vec();
+        // SAFETY: obtained above, released once.
+        unsafe { (self.ucx().f.worker_release_address)(self.h, addr) };
+        Ok(bytes)
+    }
+
+    /// Runs UCX's progress engine once; the number of events it handled.
+    pub fn progress(&self) -> u32 {
+        // SAFETY: a live worker, used from one thread at a time.
+        unsafe { (self.ucx().f.worker_progress)(self.h) }
+    }
+
+    /// The file descriptor that becomes readable when the worker has events (after
+    /// [`Worker::arm`] returned true).
+    pub fn event_fd(&self) -> Result<std::os::fd::RawFd> {
+        let mut fd: c_int = -1;
+        // SAFETY: an out-parameter.
+        self.ucx().check("getting the event fd", unsafe {
+            (self.ucx().f.worker_get_efd)(self.h, &mut fd)
+        })?;
+        Ok(fd)
+    }
+
+    /// Arms the event fd: true if the caller may now sleep on it, false if events are
+    /// pending (progress first).
+    pub fn arm(&self) -> Result<bool> {
+        // SAFETY: a live worker.
+        match unsafe { (self.ucx().f.worker_arm)(self.h) } {
+            ffi::UCS_OK => Ok(true),
+            ffi::UCS_ERR_BUSY => Ok(false),
+            s => Err(UcxError::Call {
+                what: "arming the worker",
+                reason: self.ucx().describe(s),
+            }),
+        }
+    }
+
+    /// An endpoint to the worker whose [`Worker::address`] is `address`.
+    pub fn connect(&self, address: &[u8]) -> Result<Endpoint<'_>> {
+        if address.is_empty() {
+            return Err(UcxError::Invalid("an empty worker address".into()));
+        }
+        let params = ffi::EpParams {
+            field_mask: ffi::UCP_EP_PARAM_FIELD_REMOTE_ADDRESS
+                | ffi::UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE,
+            address: address.as_ptr().cast(),
+            err_mode: ffi::UCP_ERR_HANDLING_MODE_NONE,
+            err_handler: ffi::ErrHandler {
+                cb: std::ptr::null(),
+                arg: null_mut(),
+            },
+            user_data: null_mut(),
+            flags: 0,
+            sockaddr: ffi::SockAddr {
+                addr: std::ptr::null(),
+                addrlen: 0,
+            },
+            conn_request: null_mut(),
+            name: std::ptr::null(),
+            local_sockaddr: ffi::SockAddr {
+                addr: std::ptr::null(),
+                addrlen: 0,
+            },
+        };
+        let mut h: Handle = null_mut();
+        // SAFETY: UCX copies what it needs of the address during the call.
+        self.ucx().check("connecting an endpoint", unsafe {
+            (self.ucx().f.ep_create)(self.h, &params, &mut h)
+        })?;
+        Ok(Endpoint { worker: self, h })
+    }
+
+    /// Starts receiving a message whose tag matches `tag` under `mask` into `buf`.
+    pub fn recv<'b>(&'b self, tag: u64, mask: u64, buf: &'b mut [u8]) -> Result<Request<'b>> {
+        let mut info = Box::new(ffi::TagRecvInfo::default());
+        let mut param = ffi::RequestParam::none();
+        param.op_attr_mask = ffi::UCP_OP_ATTR_FIELD_RECV_INFO;
+        param.recv_info = (&mut *info as *mut ffi::TagRecvInfo).cast::<c_void>();
+        // SAFETY: `buf` outlives the request (lifetime 'b); `info` is boxed and kept in it.
+        let p = unsafe {
+            (self.ucx().f.tag_recv_nbx)(
+                self.h,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                tag,
+                mask,
+                &param,
+            )
+        };
+        Request::start(self, p, Some(info), "receiving")
+    }
+
+    /// Progresses until `req` completes, or `limit` passes (false).
+    fn finish(&self, req: Handle, limit: Option<Duration>) -> bool {
+        let deadline = limit.map(|l| Instant::now() + l);
+        loop {
+            // SAFETY: a live request of this worker.
+            if unsafe { (self.ucx().f.request_check_status)(req) } != ffi::UCS_INPROGRESS {
+                return true;
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                return false;
+            }
+            self.progress();
+        }
+    }
+}
+
+/// A connection to a peer worker; sends go through it.
+pub struct Endpoint<'w> {
+    worker: &'w Worker,
+    h: Handle,
+}
+
+impl Endpoint<'_> {
+    /// Starts sending `data` with `tag`.
+    pub fn send<'b>(&'b self, tag: u64, data: &'b [u8]) -> Result<Request<'b>> {
+        let param = ffi::RequestParam::none();
+        // SAFETY: `data` outlives the request (lifetime 'b).
+        let p = unsafe {
+            (self.worker.ucx().f.tag_send_nbx)(
+                self.h,
+                data.as_ptr().cast(),
+                data.len(),
+                tag,
+                &param,
+            )
+        };
+        Request::start(self.worker, p, None, "sending")
+    }
+}
+
+impl Drop for Endpoint<'_> {
+    fn drop(&mut self) {
+        let param = ffi::RequestParam::none();
+        // SAFETY: a live endpoint, closed once (a flush close: pending sends go out first).
+        let p = unsafe { (self.worker.ucx().f.ep_close_nbx)(self.h, &param) };
+        if is_request(p) {
+            // A flush close may wait for the peer; past the limit the request is released
+            // unfinished, which UCX allows (it frees it when the close completes or the
+            // worker is destroyed). No buffer of Cellar's is involved.
+            self.worker.finish(p, Some(CLOSE_LIMIT));
+            // SAFETY: a request of this worker, released once.
+            unsafe { (self.worker.ucx().f.request_free)(p) };
+        }
+    }
+}
+
+/// What a completed receive got.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Received {
+    pub tag: u64,
+    pub len: usize,
+}
+
+/// A send or receive in progress; its buffer stays borrowed until it completes. Dropping it
+/// unfinished cancels it (receives; UCX cannot cancel a send) and progresses the worker until
+/// UCX lets go of the buffer, however long that takes: a rendezvous send to a dead peer never
+/// completes, so long-lived sends belong in buffers the connection owns, not borrowed ones.
+pub struct Request<'b> {
+    worker: &'b Worker,
+    /// Null once completed and freed (or completed at once).
+    h: Handle,
+    info: Option<Box<ffi::TagRecvInfo>>,
+    what: &'static str,
+    /// Set once completed: `Err` with UCX's reason if it failed.
+    outcome: Option<std::result::Result<(), String>>,
+    _buf: PhantomData<&'b mut [u8]>,
+}
+
+/// Whether a status pointer is a request (not null, not an error code).
+fn is_request(p: Handle) -> bool {
+    !p.is_null() && (p as usize) < (ffi::UCS_ERR_LAST as usize)
+}
+
+impl<'b> Request<'b> {
+    fn start(
+        worker: &'b Worker,
+        p: Handle,
+        info: Option<Box<ffi::TagRecvInfo>>,
+        what: &'static str,
+    ) -> Result<Request<'b>> {
+        if !p.is_null() && !is_request(p) {
+            // The pointer is an error status: UCS_PTR_STATUS.
+            return Err(UcxError::Call {
+                what,
+                reason: worker.ucx().describe(p as isize as ffi::Status),
+            });
+        }
+        Ok(Request {
+            worker,
+            h: p,
+            info,
+            what,
+            outcome: p.is_null().then_some(Ok(())),
+            _buf: PhantomData,
+        })
+    }
+
+    /// Whether it has completed (without progressing the worker); an error if it failed.
+    pub fn test(&mut self) -> Result<bool> {
+        if self.outcome.is_none() {
+            let f = &self.worker.ucx().f;
+            let status = match self.info.as_deref_mut() {
+                // SAFETY: a live receive request and its info.
+                Some(info) => unsafe { (f.tag_recv_request_test)(self.h, info) },
+                // SAFETY: a live request.
+                None => unsafe { (f.request_check_status)(self.h) },
+            };
+            if status == ffi::UCS_INPROGRESS {
+                return Ok(false);
+            }
+            // SAFETY: completed, freed once.
+            unsafe { (f.request_free)(self.h) };
+            self.h = null_mut();
+            self.outcome = Some(if status == ffi::UCS_OK {
+                Ok(())
+            } else {
+                Err(self.worker.ucx().describe(status))
+            });
+        }
+        match &self.outcome {
+            Some(Err(reason)) => Err(UcxError::Call {
+                what: self.what,
+                reason: reason.clone(),
+            }),
+            _ => Ok(true),
+        }
+    }
+
+    /// Progresses the worker until the request completes or `limit` passes (then an error;
+    /// the request is cancelled when dropped).
+    pub fn wait(mut self, limit: Duration) -> Result<Option<Received>> {
+        let deadline = Instant::now() + limit;
+        while !self.test()? {
+            if Instant::now() >= deadline {
+                return Err(UcxError::Call {
+                    what: self.what,
+                    reason: format!("not complete within {} ms", limit.as_millis()),
+                });
+            }
+            self.worker.progress();
+        }
+        Ok(self.info.as_deref().map(|i| Received {
+            tag: i.sender_tag,
+            len: i.length,
+        }))
+    }
+}
+
+impl Drop for Request<'_> {
+    fn drop(&mut self) {
+        if self.h.is_null() {
+            return;
+        }
+        let f = &self.worker.ucx().f;
+        // SAFETY: a live request of this worker; cancelled, then completed before its
+        // buffer is released.
+        unsafe { (f.request_cancel)(self.worker.h, self.h) };
+        self.worker.finish(self.h, None);
+        // SAFETY: completed, freed once.
+        unsafe { (f.request_free)(self.h) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_library_is_a_clear_error() {
+        let err = Ucx::load_from(&["libcellar-no-such-ucp.so.0"]).expect_err("no such library");
+        let msg = err.to_string();
+        assert!(msg.contains("libcellar-no-such-ucp.so.0"), "{msg}");
+        assert!(msg.contains("libucx0"), "{msg}");
+    }
+
+    #[test]
+    fn error_pointers_are_not_requests() {
+        assert!(!is_request(null_mut()));
+        assert!(!is_request(-3isize as usize as Handle));
+        assert!(is_request(0x1000usize as Handle));
+    }
+}
