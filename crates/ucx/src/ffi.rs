@@ -146,6 +146,9 @@ pub type TagSendNbx =
     unsafe extern "C" fn(Handle, *const c_void, usize, u64, *const RequestParam) -> Handle;
 pub type TagRecvNbx =
     unsafe extern "C" fn(Handle, *mut c_void, usize, u64, u64, *const RequestParam) -> Handle;
+pub type TagProbeNb = unsafe extern "C" fn(Handle, u64, u64, c_int, *mut TagRecvInfo) -> Handle;
+pub type TagMsgRecvNbx =
+    unsafe extern "C" fn(Handle, *mut c_void, usize, Handle, *const RequestParam) -> Handle;
 pub type RequestCheckStatus = unsafe extern "C" fn(Handle) -> Status;
 pub type TagRecvRequestTest = unsafe extern "C" fn(Handle, *mut TagRecvInfo) -> Status;
 pub type RequestCancel = unsafe extern "C" fn(Handle, Handle);

@@ -13,6 +13,7 @@
 //! environment as UCX reads it (`UCX_TLS`, `UCX_NET_DEVICES`).
 
 mod ffi;
+pub mod link;
 
 use ffi::Handle;
 use std::ffi::{c_void, CStr};
@@ -68,6 +69,8 @@ struct Fns {
     ep_close_nbx: ffi::EpCloseNbx,
     tag_send_nbx: ffi::TagSendNbx,
     tag_recv_nbx: ffi::TagRecvNbx,
+    tag_probe_nb: ffi::TagProbeNb,
+    tag_msg_recv_nbx: ffi::TagMsgRecvNbx,
     request_check_status: ffi::RequestCheckStatus,
     tag_recv_request_test: ffi::TagRecvRequestTest,
     request_cancel: ffi::RequestCancel,
@@ -136,6 +139,8 @@ impl Ucx {
             ep_close_nbx: sym(&lib, name, "ucp_ep_close_nbx")?,
             tag_send_nbx: sym(&lib, name, "ucp_tag_send_nbx")?,
             tag_recv_nbx: sym(&lib, name, "ucp_tag_recv_nbx")?,
+            tag_probe_nb: sym(&lib, name, "ucp_tag_probe_nb")?,
+            tag_msg_recv_nbx: sym(&lib, name, "ucp_tag_msg_recv_nbx")?,
             request_check_status: sym(&lib, name, "ucp_request_check_status")?,
             tag_recv_request_test: sym(&lib, name, "ucp_tag_recv_request_test")?,
             request_cancel: sym(&lib, name, "ucp_request_cancel")?,
@@ -389,7 +394,46 @@ impl Worker {
                 &param,
             )
         };
-        Request::start(self, p, Some(info), "receiving")
+        Ok(Request {
+            op: Op::start(self, p, Some(info), "receiving")?,
+            _buf: PhantomData,
+        })
+    }
+
+    /// Takes the next message whose tag matches `tag` under `mask` out of the worker's
+    /// unexpected queue, if one has arrived.
+    pub fn probe(&self, tag: u64, mask: u64) -> Option<Probed> {
+        let mut info = ffi::TagRecvInfo::default();
+        // SAFETY: `remove` = 1: the message is ours to receive; `info` is an out-parameter.
+        let msg = unsafe { (self.ucx().f.tag_probe_nb)(self.h, tag, mask, 1, &mut info) };
+        (!msg.is_null()).then_some(Probed {
+            msg,
+            tag: info.sender_tag,
+            len: info.length,
+        })
+    }
+
+    /// Receives a probed message into `buf` (at least `probed.len` long).
+    pub fn recv_probed(&self, probed: Probed, mut buf: Vec<u8>) -> Result<Owned<'_, Vec<u8>>> {
+        // Shrinking keeps the allocation; the memory stays put from here on.
+        buf.resize(probed.len, 0);
+        let mut info = Box::new(ffi::TagRecvInfo::default());
+        let mut param = ffi::RequestParam::none();
+        param.op_attr_mask = ffi::UCP_OP_ATTR_FIELD_RECV_INFO;
+        param.recv_info = (&mut *info as *mut ffi::TagRecvInfo).cast::<c_void>();
+        // SAFETY: `buf`'s heap memory stays put while the operation holds it; `info` is boxed.
+        let p = unsafe {
+            (self.ucx().f.tag_msg_recv_nbx)(
+                self.h,
+                buf.as_mut_ptr().cast(),
+                probed.len,
+                probed.msg,
+                &param,
+            )
+        };
+        // Completed at once (null): UCX filled `info`.
+        let op = Op::start(self, p, Some(info), "receiving")?;
+        Ok(Owned { op, buf: Some(buf) })
     }
 
     /// Progresses until `req` completes, or `limit` passes (false).
@@ -428,7 +472,46 @@ impl Endpoint<'_> {
                 &param,
             )
         };
-        Request::start(self.worker, p, None, "sending")
+        Ok(Request {
+            op: Op::start(self.worker, p, None, "sending")?,
+            _buf: PhantomData,
+        })
+    }
+}
+
+impl<'w> Endpoint<'w> {
+    /// Starts sending `data`, which the returned operation keeps until it completes.
+    pub fn send_owned(&self, tag: u64, data: bytes::Bytes) -> Result<Owned<'w, bytes::Bytes>> {
+        let param = ffi::RequestParam::none();
+        // SAFETY: `data`'s bytes stay where they are while the operation holds it (or leaks
+        // it, if dropped unfinished).
+        let p = unsafe {
+            (self.worker.ucx().f.tag_send_nbx)(
+                self.h,
+                data.as_ptr().cast(),
+                data.len(),
+                tag,
+                &param,
+            )
+        };
+        Ok(Owned {
+            op: Op::start(self.worker, p, None, "sending")?,
+            buf: Some(data),
+        })
+    }
+
+    /// Starts closing the endpoint (pending sends go out first) without waiting.
+    pub fn close(self) -> Closing<'w> {
+        let worker = self.worker;
+        let h = self.h;
+        std::mem::forget(self);
+        let param = ffi::RequestParam::none();
+        // SAFETY: a live endpoint, closed once (its Drop will not run).
+        let p = unsafe { (worker.ucx().f.ep_close_nbx)(h, &param) };
+        Closing {
+            worker,
+            h: if is_request(p) { p } else { null_mut() },
+        }
     }
 }
 
@@ -455,19 +538,15 @@ pub struct Received {
     pub len: usize,
 }
 
-/// A send or receive in progress; its buffer stays borrowed until it completes. Dropping it
-/// unfinished cancels it (receives; UCX cannot cancel a send) and progresses the worker until
-/// UCX lets go of the buffer, however long that takes: a rendezvous send to a dead peer never
-/// completes, so long-lived sends belong in buffers the connection owns, not borrowed ones.
-pub struct Request<'b> {
-    worker: &'b Worker,
+/// An operation in progress: its request handle, or its outcome once complete.
+struct Op<'w> {
+    worker: &'w Worker,
     /// Null once completed and freed (or completed at once).
     h: Handle,
     info: Option<Box<ffi::TagRecvInfo>>,
     what: &'static str,
     /// Set once completed: `Err` with UCX's reason if it failed.
     outcome: Option<std::result::Result<(), String>>,
-    _buf: PhantomData<&'b mut [u8]>,
 }
 
 /// Whether a status pointer is a request (not null, not an error code).
@@ -475,32 +554,30 @@ fn is_request(p: Handle) -> bool {
     !p.is_null() && (p as usize) < (ffi::UCS_ERR_LAST as usize)
 }
 
-impl<'b> Request<'b> {
+impl<'w> Op<'w> {
     fn start(
-        worker: &'b Worker,
+        worker: &'w Worker,
         p: Handle,
         info: Option<Box<ffi::TagRecvInfo>>,
         what: &'static str,
-    ) -> Result<Request<'b>> {
+    ) -> Result<Op<'w>> {
         if !p.is_null() && !is_request(p) {
-            // The pointer is an error status: UCS_PTR_STATUS.
+            // The pointer is an error status (UCS_PTR_STATUS).
             return Err(UcxError::Call {
                 what,
                 reason: worker.ucx().describe(p as isize as ffi::Status),
             });
         }
-        Ok(Request {
+        Ok(Op {
             worker,
             h: p,
             info,
             what,
             outcome: p.is_null().then_some(Ok(())),
-            _buf: PhantomData,
         })
     }
 
-    /// Whether it has completed (without progressing the worker); an error if it failed.
-    pub fn test(&mut self) -> Result<bool> {
+    fn test(&mut self) -> Result<bool> {
         if self.outcome.is_none() {
             let f = &self.worker.ucx().f;
             let status = match self.info.as_deref_mut() {
@@ -530,9 +607,14 @@ impl<'b> Request<'b> {
         }
     }
 
-    /// Progresses the worker until the request completes or `limit` passes (then an error;
-    /// the request is cancelled when dropped).
-    pub fn wait(mut self, limit: Duration) -> Result<Option<Received>> {
+    fn received(&self) -> Option<Received> {
+        self.info.as_deref().map(|i| Received {
+            tag: i.sender_tag,
+            len: i.length,
+        })
+    }
+
+    fn wait(&mut self, limit: Duration) -> Result<()> {
         let deadline = Instant::now() + limit;
         while !self.test()? {
             if Instant::now() >= deadline {
@@ -543,25 +625,123 @@ impl<'b> Request<'b> {
             }
             self.worker.progress();
         }
-        Ok(self.info.as_deref().map(|i| Received {
-            tag: i.sender_tag,
-            len: i.length,
-        }))
+        Ok(())
+    }
+}
+
+/// A send or receive in progress; its buffer stays borrowed until it completes. Dropping it
+/// unfinished cancels it (receives; UCX cannot cancel a send) and progresses the worker until
+/// UCX lets go of the buffer, however long that takes: a rendezvous send to a dead peer never
+/// completes, so long-lived operations use [`Owned`] buffers instead.
+pub struct Request<'b> {
+    op: Op<'b>,
+    _buf: PhantomData<&'b mut [u8]>,
+}
+
+impl Request<'_> {
+    /// Whether it has completed (without progressing the worker); an error if it failed.
+    pub fn test(&mut self) -> Result<bool> {
+        self.op.test()
+    }
+
+    /// Progresses the worker until the request completes or `limit` passes (then an error;
+    /// the request is cancelled when dropped). A receive says what it got.
+    pub fn wait(mut self, limit: Duration) -> Result<Option<Received>> {
+        self.op.wait(limit)?;
+        Ok(self.op.received())
     }
 }
 
 impl Drop for Request<'_> {
     fn drop(&mut self) {
-        if self.h.is_null() {
+        let op = &self.op;
+        if op.h.is_null() {
             return;
         }
-        let f = &self.worker.ucx().f;
+        let f = &op.worker.ucx().f;
         // SAFETY: a live request of this worker; cancelled, then completed before its
         // buffer is released.
-        unsafe { (f.request_cancel)(self.worker.h, self.h) };
-        self.worker.finish(self.h, None);
+        unsafe { (f.request_cancel)(op.worker.h, op.h) };
+        op.worker.finish(op.h, None);
         // SAFETY: completed, freed once.
-        unsafe { (f.request_free)(self.h) };
+        unsafe { (f.request_free)(op.h) };
+    }
+}
+
+/// A send or receive whose buffer it owns (`Bytes` to send, `Vec<u8>` received into): the
+/// buffer's memory stays put while the value moves. Dropped unfinished, the request is
+/// released and the buffer leaked rather than freed under UCX: never a wait, never a
+/// use after free (a send to a dead peer costs its bytes, once).
+pub struct Owned<'w, B> {
+    op: Op<'w>,
+    buf: Option<B>,
+}
+
+impl<B> Owned<'_, B> {
+    /// Whether it has completed (without progressing the worker); an error if it failed.
+    pub fn test(&mut self) -> Result<bool> {
+        self.op.test()
+    }
+
+    /// The buffer and, for a receive, what arrived; `None` until complete.
+    pub fn take(&mut self) -> Option<(B, Option<Received>)> {
+        self.op.outcome.as_ref()?;
+        let got = self.op.received();
+        self.buf.take().map(|b| (b, got))
+    }
+}
+
+impl<B> Drop for Owned<'_, B> {
+    fn drop(&mut self) {
+        if self.op.h.is_null() {
+            return;
+        }
+        // SAFETY: a live request, released once; UCX completes it on its own later.
+        unsafe { (self.op.worker.ucx().f.request_free)(self.op.h) };
+        if let Some(buf) = self.buf.take() {
+            std::mem::forget(buf);
+        }
+    }
+}
+
+/// A message waiting in the worker, found by [`Worker::probe`]: its tag and length, to be
+/// received with [`Worker::recv_probed`].
+pub struct Probed {
+    msg: Handle,
+    pub tag: u64,
+    pub len: usize,
+}
+
+/// An endpoint being closed ([`Endpoint::close`]): poll [`Closing::test`] while the worker
+/// progresses; dropped unfinished, UCX finishes it.
+pub struct Closing<'w> {
+    worker: &'w Worker,
+    h: Handle,
+}
+
+impl Closing<'_> {
+    /// Whether the close has completed.
+    pub fn test(&mut self) -> bool {
+        if self.h.is_null() {
+            return true;
+        }
+        // SAFETY: a live request of this worker.
+        if unsafe { (self.worker.ucx().f.request_check_status)(self.h) } == ffi::UCS_INPROGRESS {
+            return false;
+        }
+        // SAFETY: completed, freed once.
+        unsafe { (self.worker.ucx().f.request_free)(self.h) };
+        self.h = null_mut();
+        true
+    }
+}
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        if !self.h.is_null() {
+            // SAFETY: a live request, released once (UCX frees it when the close is done).
+            unsafe { (self.worker.ucx().f.request_free)(self.h) };
+        }
     }
 }
 

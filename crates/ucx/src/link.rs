@@ -1,0 +1,393 @@
+//! A UCX worker driven by its own progress thread: frames to and from peers, heartbeats,
+//! and a sleep on the worker's event fd when idle (`docs/design/0005-transport.md` §4).
+//!
+//! The thread polls (`ucp_worker_progress`, probes for arrived messages) while there is work
+//! and for `spin` after it, then arms the worker and sleeps in `poll` on the worker's event fd
+//! and a wake-up eventfd that every command rings: idle, it wakes only for heartbeats.
+//! Messages carry a tag of kind (frame or heartbeat, the top byte) and the sender's id as the
+//! receiver knows it (the low 32 bits), so one probe for any tag serves every peer. Frames of
+//! one peer are delivered in the order they were sent, whatever their size (a rendezvous
+//! receive that completes after a later eager one waits for its turn). A peer from which
+//! nothing (not even a heartbeat) arrived for `dead_after` is reported lost and dropped: the
+//! endpoints use error-handling mode NONE, so silence is the only sign of a dead peer.
+
+use crate::{Context, Endpoint, Owned, Result, Ucx, UcxError, Worker};
+use bytes::Bytes;
+use std::collections::{HashMap, VecDeque};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A peer, by the id this side gave it.
+pub type PeerId = u32;
+
+const KIND_SHIFT: u32 = 56;
+const KIND_FRAME: u64 = 0;
+const KIND_HEARTBEAT: u64 = 1;
+/// How long a stopping link gives its endpoints' closes.
+const STOP_LIMIT: Duration = Duration::from_secs(2);
+
+fn tag(kind: u64, id: u32) -> u64 {
+    (kind << KIND_SHIFT) | u64::from(id)
+}
+
+/// Timings of a link.
+#[derive(Debug, Clone)]
+pub struct LinkOptions {
+    /// A heartbeat goes to every peer this often.
+    pub heartbeat: Duration,
+    /// A peer silent this long is lost.
+    pub dead_after: Duration,
+    /// How long the thread keeps polling after the last event before it sleeps.
+    pub spin: Duration,
+}
+
+impl Default for LinkOptions {
+    fn default() -> LinkOptions {
+        LinkOptions {
+            heartbeat: Duration::from_secs(1),
+            dead_after: Duration::from_secs(3),
+            spin: Duration::from_micros(100),
+        }
+    }
+}
+
+/// What the progress thread reports. Called on that thread: never block in it.
+pub trait Events: Send + 'static {
+    /// A frame arrived from `peer`.
+    fn frame(&mut self, peer: PeerId, frame: Vec<u8>);
+    /// `peer` is gone (silent past `dead_after`, or an operation to it failed); it has been
+    /// dropped and frames to it are refused until it is connected again.
+    fn lost(&mut self, peer: PeerId, why: String);
+}
+
+enum Command {
+    Connect {
+        peer: PeerId,
+        address: Vec<u8>,
+        id_at_peer: u32,
+    },
+    Send {
+        peer: PeerId,
+        frame: Bytes,
+    },
+    Close {
+        peer: PeerId,
+    },
+    Stop,
+}
+
+/// A worker on its own progress thread. Dropping it stops the thread.
+pub struct Link {
+    address: Vec<u8>,
+    tx: mpsc::Sender<Command>,
+    wake: Arc<OwnedFd>,
+    sleeps: Arc<AtomicU64>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Link {
+    /// Creates a context and worker on `ucx` and starts the progress thread.
+    pub fn start(ucx: &Arc<Ucx>, opts: LinkOptions, events: impl Events) -> Result<Link> {
+        let ctx = Context::new(ucx)?;
+        let worker = ctx.worker()?;
+        let address = worker.address()?;
+        // SAFETY: a plain system call; the descriptor is owned from here on.
+        let raw = unsafe { libc::eventfd(0, libc::EFD_NONBLOCK | libc::EFD_CLOEXEC) };
+        if raw < 0 {
+            return Err(UcxError::Invalid(format!(
+                "cannot create the progress thread's eventfd: {}",
+                std::io::Error::last_os_error()
+            )));
+        }
+        // SAFETY: `raw` is a new descriptor nobody else owns.
+        let wake = Arc::new(unsafe { OwnedFd::from_raw_fd(raw) });
+        let (tx, rx) = mpsc::channel();
+        let sleeps = Arc::new(AtomicU64::new(0));
+        let thread = {
+            let (wake, sleeps) = (Arc::clone(&wake), Arc::clone(&sleeps));
+            std::thread::Builder::new()
+                .name("cellar-ucx-progress".into())
+                .spawn(move || {
+                    let _ctx = ctx;
+                    Progress {
+                        worker: &worker,
+                        rx,
+                        wake,
+                        sleeps,
+                        opts,
+                    }
+                    .run(events);
+                })
+                .map_err(|e| UcxError::Invalid(format!("cannot start the progress thread: {e}")))?
+        };
+        Ok(Link {
+            address,
+            tx,
+            wake,
+            sleeps,
+            thread: Some(thread),
+        })
+    }
+
+    /// This worker's address, for peers to connect to.
+    pub fn address(&self) -> &[u8] {
+        &self.address
+    }
+
+    /// Connects to the worker at `address` as `peer`; `id_at_peer` is the id that worker
+    /// gave this side (every frame sent carries it).
+    pub fn connect(&self, peer: PeerId, address: Vec<u8>, id_at_peer: u32) -> Result<()> {
+        self.command(Command::Connect {
+            peer,
+            address,
+            id_at_peer,
+        })
+    }
+
+    /// Queues `frame` for `peer`.
+    pub fn send(&self, peer: PeerId, frame: Bytes) -> Result<()> {
+        self.command(Command::Send { peer, frame })
+    }
+
+    /// Drops `peer` (its endpoint closes after what was sent to it).
+    pub fn close(&self, peer: PeerId) -> Result<()> {
+        self.command(Command::Close { peer })
+    }
+
+    /// How many times the progress thread has slept on the event fd.
+    pub fn sleeps(&self) -> u64 {
+        self.sleeps.load(Ordering::Relaxed)
+    }
+
+    fn command(&self, c: Command) -> Result<()> {
+        self.tx
+            .send(c)
+            .map_err(|_| UcxError::Invalid("the UCX progress thread has stopped".into()))?;
+        ring(&self.wake);
+        Ok(())
+    }
+}
+
+impl Drop for Link {
+    fn drop(&mut self) {
+        let _ = self.tx.send(Command::Stop);
+        ring(&self.wake);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Wakes a progress thread sleeping in `poll`.
+fn ring(fd: &OwnedFd) {
+    let one: u64 = 1;
+    // SAFETY: writes 8 bytes from a local to an eventfd; a full counter (EAGAIN) is a wake-up
+    // already pending.
+    let _ = unsafe { libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
+}
+
+struct Peer<'w> {
+    ep: Endpoint<'w>,
+    id_at_peer: u32,
+    last_heard: Instant,
+    last_beat: Instant,
+}
+
+struct Progress<'w> {
+    worker: &'w Worker,
+    rx: mpsc::Receiver<Command>,
+    wake: Arc<OwnedFd>,
+    sleeps: Arc<AtomicU64>,
+    opts: LinkOptions,
+}
+
+impl<'w> Progress<'w> {
+    fn run(self, mut events: impl Events) {
+        let worker = self.worker;
+        let mut peers: HashMap<PeerId, Peer<'w>> = HashMap::new();
+        let mut sends: Vec<(PeerId, Owned<'w, Bytes>)> = Vec::new();
+        // In arrival order: delivered from the front as they complete.
+        let mut recvs: VecDeque<(PeerId, u64, Owned<'w, Vec<u8>>)> = VecDeque::new();
+        let mut closing = Vec::new();
+        let mut lost: Vec<(PeerId, String)> = Vec::new();
+        let mut last_event = Instant::now();
+        let heartbeat = Bytes::from_static(b"\0");
+        'run: loop {
+            let mut busy = false;
+            while let Ok(cmd) = self.rx.try_recv() {
+                busy = true;
+                match cmd {
+                    Command::Connect {
+                        peer,
+                        address,
+                        id_at_peer,
+                    } => match worker.connect(&address) {
+                        Ok(ep) => {
+                            let now = Instant::now();
+                            if let Some(old) = peers.insert(
+                                peer,
+                                Peer {
+                                    ep,
+                                    id_at_peer,
+                                    last_heard: now,
+                                    last_beat: now - self.opts.heartbeat,
+                                },
+                            ) {
+                                closing.push(old.ep.close());
+                            }
+                        }
+                        Err(e) => events.lost(peer, format!("cannot connect: {e}")),
+                    },
+                    Command::Send { peer, frame } => match peers.get(&peer) {
+                        Some(p) => match p.ep.send_owned(tag(KIND_FRAME, p.id_at_peer), frame) {
+                            Ok(op) => sends.push((peer, op)),
+                            Err(e) => lost.push((peer, e.to_string())),
+                        },
+                        None => events.lost(peer, "not connected".into()),
+                    },
+                    Command::Close { peer } => {
+                        if let Some(p) = peers.remove(&peer) {
+                            closing.push(p.ep.close());
+                        }
+                    }
+                    Command::Stop => break 'run,
+                }
+            }
+            if worker.progress() > 0 {
+                busy = true;
+            }
+            while let Some(probed) = worker.probe(0, 0) {
+                busy = true;
+                let (kind, from) = (probed.tag >> KIND_SHIFT, probed.tag as u32);
+                match worker.recv_probed(probed, Vec::new()) {
+                    Ok(op) => recvs.push_back((from, kind, op)),
+                    Err(e) => lost.push((from, e.to_string())),
+                }
+            }
+            sends.retain_mut(|(peer, op)| match op.test() {
+                Ok(done) => !done,
+                Err(e) => {
+                    lost.push((*peer, e.to_string()));
+                    false
+                }
+            });
+            while let Some((from, kind, op)) = recvs.front_mut() {
+                match op.test() {
+                    Ok(false) => break,
+                    Ok(true) => {
+                        let (from, kind) = (*from, *kind);
+                        let got = op.take();
+                        recvs.pop_front();
+                        if let Some(p) = peers.get_mut(&from) {
+                            p.last_heard = Instant::now();
+                        }
+                        if let (KIND_FRAME, Some((frame, _))) = (kind, got) {
+                            events.frame(from, frame);
+                        }
+                    }
+                    Err(e) => {
+                        lost.push((*from, e.to_string()));
+                        recvs.pop_front();
+                    }
+                }
+            }
+            closing.retain_mut(|c: &mut crate::Closing<'w>| !c.test());
+            let now = Instant::now();
+            for (id, p) in peers.iter_mut() {
+                if now.duration_since(p.last_heard) >= self.opts.dead_after {
+                    lost.push((
+                        *id,
+                        format!(
+                            "no message or heartbeat for {} ms",
+                            now.duration_since(p.last_heard).as_millis()
+                        ),
+                    ));
+                } else if now.duration_since(p.last_beat) >= self.opts.heartbeat {
+                    p.last_beat = now;
+                    match p
+                        .ep
+                        .send_owned(tag(KIND_HEARTBEAT, p.id_at_peer), heartbeat.clone())
+                    {
+                        Ok(op) => sends.push((*id, op)),
+                        Err(e) => lost.push((*id, e.to_string())),
+                    }
+                }
+            }
+            for (id, why) in lost.drain(..) {
+                if let Some(p) = peers.remove(&id) {
+                    sends.retain(|(peer, _)| *peer != id);
+                    closing.push(p.ep.close());
+                    events.lost(id, why);
+                }
+            }
+            if busy {
+                last_event = now;
+                continue;
+            }
+            let pending = !sends.is_empty() || !recvs.is_empty() || !closing.is_empty();
+            if pending || now.duration_since(last_event) < self.opts.spin {
+                continue;
+            }
+            match worker.arm() {
+                Ok(true) => {}
+                Ok(false) => continue,
+                Err(_) => {
+                    std::thread::sleep(Duration::from_millis(1));
+                    continue;
+                }
+            }
+            let next = peers
+                .values()
+                .map(|p| {
+                    (p.last_beat + self.opts.heartbeat).min(p.last_heard + self.opts.dead_after)
+                })
+                .min()
+                .map(|t| t.saturating_duration_since(now))
+                .unwrap_or(self.opts.heartbeat);
+            self.sleep(next);
+            last_event = Instant::now();
+        }
+        // Stopping: close every endpoint, give the closes a moment, then let UCX finish them.
+        let deadline = Instant::now() + STOP_LIMIT;
+        closing.extend(peers.drain().map(|(_, p)| p.ep.close()));
+        while !closing.is_empty() && Instant::now() < deadline {
+            worker.progress();
+            closing.retain_mut(|c| !c.test());
+        }
+    }
+
+    /// Sleeps until the worker has events, a command rings, or `timeout` passes.
+    fn sleep(&self, timeout: Duration) {
+        let Ok(efd) = self.worker.event_fd() else {
+            std::thread::sleep(timeout.min(Duration::from_millis(1)));
+            return;
+        };
+        let mut fds = [
+            libc::pollfd {
+                fd: efd,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: self.wake.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        let ms = c_int_ms(timeout);
+        self.sleeps.fetch_add(1, Ordering::Relaxed);
+        // SAFETY: two valid pollfd entries.
+        unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        let mut counter: u64 = 0;
+        // SAFETY: reads 8 bytes into a local from a non-blocking eventfd (EAGAIN if not rung).
+        let _ = unsafe { libc::read(self.wake.as_raw_fd(), (&mut counter as *mut u64).cast(), 8) };
+    }
+}
+
+/// A poll timeout in whole milliseconds, at least 1.
+fn c_int_ms(d: Duration) -> libc::c_int {
+    libc::c_int::try_from(d.as_millis().max(1)).unwrap_or(libc::c_int::MAX)
+}
