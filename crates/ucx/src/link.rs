@@ -56,11 +56,24 @@ impl Default for LinkOptions {
 
 /// What the progress thread reports. Called on that thread: never block in it.
 pub trait Events: Send + 'static {
-    /// A frame arrived from `peer`.
-    fn frame(&mut self, peer: PeerId, frame: Vec<u8>);
+    /// A frame arrived from `peer`. What is pushed to `replies` is sent at once from the
+    /// progress thread, with no hand-off to another thread (a call answered where it
+    /// arrived, as the TCP reactor answers Gets from memory).
+    fn frame(&mut self, peer: PeerId, frame: Vec<u8>, replies: &mut Replies);
     /// `peer` is gone (silent past `dead_after`, or an operation to it failed); it has been
     /// dropped and frames to it are refused until it is connected again.
     fn lost(&mut self, peer: PeerId, why: String);
+}
+
+/// Frames to send from inside [`Events::frame`].
+#[derive(Default)]
+pub struct Replies(Vec<(PeerId, Bytes)>);
+
+impl Replies {
+    /// Queues `frame` for `peer`, sent as soon as the callback returns.
+    pub fn send(&mut self, peer: PeerId, frame: Bytes) {
+        self.0.push((peer, frame));
+    }
 }
 
 enum Command {
@@ -213,6 +226,7 @@ impl<'w> Progress<'w> {
         let mut recvs: VecDeque<(PeerId, u64, Owned<'w, Vec<u8>>)> = VecDeque::new();
         let mut closing = Vec::new();
         let mut lost: Vec<(PeerId, String)> = Vec::new();
+        let mut replies = Replies::default();
         let mut last_event = Instant::now();
         let heartbeat = Bytes::from_static(b"\0");
         'run: loop {
@@ -285,7 +299,19 @@ impl<'w> Progress<'w> {
                             p.last_heard = Instant::now();
                         }
                         if let (KIND_FRAME, Some((frame, _))) = (kind, got) {
-                            events.frame(from, frame);
+                            events.frame(from, frame, &mut replies);
+                            for (peer, frame) in replies.0.drain(..) {
+                                match peers.get(&peer) {
+                                    Some(p) => {
+                                        match p.ep.send_owned(tag(KIND_FRAME, p.id_at_peer), frame)
+                                        {
+                                            Ok(op) => sends.push((peer, op)),
+                                            Err(e) => lost.push((peer, e.to_string())),
+                                        }
+                                    }
+                                    None => events.lost(peer, "not connected".into()),
+                                }
+                            }
                         }
                     }
                     Err(e) => {

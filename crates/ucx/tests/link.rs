@@ -3,7 +3,7 @@
 //! that goes away is reported lost by its silence (heartbeats stop).
 
 use bytes::Bytes;
-use cellar_ucx::link::{Events, Link, LinkOptions, PeerId};
+use cellar_ucx::link::{Events, Link, LinkOptions, PeerId, Replies};
 use cellar_ucx::Ucx;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -13,10 +13,14 @@ enum Got {
     Lost(PeerId, String),
 }
 
-struct ToChannel(mpsc::Sender<Got>);
+/// Reports to a channel; with `echo`, also answers every frame from the progress thread.
+struct ToChannel(mpsc::Sender<Got>, bool);
 
 impl Events for ToChannel {
-    fn frame(&mut self, peer: PeerId, frame: Vec<u8>) {
+    fn frame(&mut self, peer: PeerId, frame: Vec<u8>, replies: &mut Replies) {
+        if self.1 {
+            replies.send(peer, Bytes::from(frame.clone()));
+        }
         let _ = self.0.send(Got::Frame(peer, frame));
     }
     fn lost(&mut self, peer: PeerId, why: String) {
@@ -57,13 +61,14 @@ fn frames_arrive_in_order_idle_links_sleep_and_silent_peers_are_lost() {
     };
     let (a_tx, a_rx) = mpsc::channel();
     let (b_tx, b_rx) = mpsc::channel();
-    let a = Link::start(&ucx, opts.clone(), ToChannel(a_tx)).expect("link a");
-    let b = Link::start(&ucx, opts, ToChannel(b_tx)).expect("link b");
+    let a = Link::start(&ucx, opts.clone(), ToChannel(a_tx, false)).expect("link a");
+    let b = Link::start(&ucx, opts, ToChannel(b_tx, true)).expect("link b");
     // a knows b as 1; b knows a as 7.
     a.connect(1, b.address().to_vec(), 7).expect("a -> b");
     b.connect(7, a.address().to_vec(), 1).expect("b -> a");
 
-    // b echoes every frame back; a checks each against what it sent, in order.
+    // b echoes every frame back from its progress thread; both sides check each frame
+    // against what was sent, in order.
     const N: usize = 400;
     for i in 0..N {
         a.send(1, Bytes::from(frame(i))).expect("send");
@@ -82,7 +87,6 @@ fn frames_arrive_in_order_idle_links_sleep_and_silent_peers_are_lost() {
                         "frame {echoed} arrived changed or out of order"
                     );
                     echoed += 1;
-                    b.send(7, Bytes::from(f)).expect("echo");
                 }
                 Got::Lost(p, why) => panic!("b lost {p}: {why}"),
             }

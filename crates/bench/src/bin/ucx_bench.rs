@@ -4,12 +4,13 @@
 //! - `ucx-inline`: two UCX workers progressed by one thread (UCX alone: no thread hand-off);
 //! - `ucx-link`: two `Link`s, each a worker on its own progress thread, a frame echoed by a
 //!   second thread of the echoing side (what a server's handler does: two hand-offs a side);
+//! - `ucx-link-answer`: the same, but the echoing side answers on its progress thread;
 //! - `tcp`: a blocking TCP ping-pong on 127.0.0.1 between two threads, the same sizes.
 //!
 //! Transports come from `UCX_TLS` (default here: `sm,self`, shared memory).
 
 use bytes::Bytes;
-use cellar_ucx::link::{Events, Link, LinkOptions, PeerId};
+use cellar_ucx::link::{Events, Link, LinkOptions, PeerId, Replies};
 use cellar_ucx::{Context, Ucx};
 use clap::Parser;
 use std::io::{Read, Write};
@@ -64,7 +65,7 @@ fn run(args: &Args) -> Result<(), String> {
     );
     println!("| variant | size | p50 µs | p99 µs | pass |");
     println!("| --- | ---: | ---: | ---: | ---: |");
-    let variants = ["ucx-inline", "ucx-link", "tcp"];
+    let variants = ["ucx-inline", "ucx-link-answer", "ucx-link", "tcp"];
     for pass in 0..args.passes {
         for &size in &args.sizes {
             for k in 0..variants.len() {
@@ -72,6 +73,7 @@ fn run(args: &Args) -> Result<(), String> {
                 let lat = match v {
                     "ucx-inline" => inline(&ucx, size, args.rounds)?,
                     "ucx-link" => link(&ucx, size, args.rounds)?,
+                    "ucx-link-answer" => link_inline(&ucx, size, args.rounds)?,
                     _ => tcp(size, args.rounds)?,
                 };
                 let (p50, p99) = pct(lat);
@@ -112,12 +114,44 @@ fn inline(ucx: &std::sync::Arc<Ucx>, size: usize, rounds: usize) -> Result<Vec<u
 struct ToChannel(mpsc::Sender<Vec<u8>>);
 
 impl Events for ToChannel {
-    fn frame(&mut self, _peer: PeerId, frame: Vec<u8>) {
+    fn frame(&mut self, _peer: PeerId, frame: Vec<u8>, _replies: &mut Replies) {
         let _ = self.0.send(frame);
     }
     fn lost(&mut self, peer: PeerId, why: String) {
         eprintln!("ucx_bench: peer {peer} lost: {why}");
     }
+}
+
+/// Echoes every frame from the progress thread itself.
+struct Echo;
+
+impl Events for Echo {
+    fn frame(&mut self, peer: PeerId, frame: Vec<u8>, replies: &mut Replies) {
+        replies.send(peer, Bytes::from(frame));
+    }
+    fn lost(&mut self, peer: PeerId, why: String) {
+        eprintln!("ucx_bench: peer {peer} lost: {why}");
+    }
+}
+
+/// The echoing side answers on its progress thread: one hand-off a side fewer.
+fn link_inline(ucx: &std::sync::Arc<Ucx>, size: usize, rounds: usize) -> Result<Vec<u64>, String> {
+    let e = |e: cellar_ucx::UcxError| e.to_string();
+    let (a_tx, a_rx) = mpsc::channel();
+    let a = Link::start(ucx, LinkOptions::default(), ToChannel(a_tx)).map_err(e)?;
+    let b = Link::start(ucx, LinkOptions::default(), Echo).map_err(e)?;
+    a.connect(1, b.address().to_vec(), 1).map_err(e)?;
+    b.connect(1, a.address().to_vec(), 1).map_err(e)?;
+    let frame = Bytes::from(vec![7u8; size]);
+    let mut lat = Vec::with_capacity(rounds);
+    for _ in 0..rounds {
+        let t = Instant::now();
+        a.send(1, frame.clone()).map_err(e)?;
+        a_rx.recv_timeout(Duration::from_secs(10))
+            .map_err(|_| "no echo within 10 s".to_string())?;
+        lat.push(t.elapsed().as_nanos() as u64);
+    }
+    Ok(lat)
 }
 
 fn link(ucx: &std::sync::Arc<Ucx>, size: usize, rounds: usize) -> Result<Vec<u64>, String> {
