@@ -54,14 +54,9 @@ if [[ " $clients " == *" java "* ]]; then
     -Dmdep.outputFile="$work/ycsb.classpath" >&2
   java_cp="$binding/target/cellar-ycsb-hbase-0.1.0.jar:$(cat "$work/ycsb.classpath")"
 fi
-java_flags=(
-  -Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true
-  --add-modules jdk.unsupported
-  --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
-  --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/java.util=ALL-UNNAMED
-  --add-opens java.base/java.util.concurrent=ALL-UNNAMED --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
-  --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
-)
+# shellcheck source=lib/java-flags.sh
+. "$repo/scripts/lib/java-flags.sh"
+java_flags=("${hbase_client_java_flags[@]}")
 # The 12-region layout `cellar bench load -p presplit=12` creates, for the Java client's table.
 split_list="$(awk 'BEGIN { for (i = 1; i < 12; i++) printf "%s\x27user%d\x27", (i > 1 ? ", " : ""), 1000 + int(i * 8999 / 12) }')"
 

@@ -84,14 +84,9 @@ mvn -B -q -f "$binding/pom.xml" package -DskipTests >&2 || die "building $bindin
 mvn -B -q -f "$binding/pom.xml" dependency:build-classpath -DincludeScope=runtime \
   -Dmdep.outputFile="$work/ycsb.classpath" >&2 || die "resolving YCSB core + hbase-shaded-client failed"
 ycsb_cp="$binding/target/cellar-ycsb-hbase-0.1.0.jar:$(cat "$work/ycsb.classpath")"
-java_flags=(
-  -Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true
-  --add-modules jdk.unsupported
-  --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
-  --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/java.util=ALL-UNNAMED
-  --add-opens java.base/java.util.concurrent=ALL-UNNAMED --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
-  --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
-)
+# shellcheck source=lib/java-flags.sh
+. "$repo/scripts/lib/java-flags.sh"
+java_flags=("${hbase_client_java_flags[@]}")
 # hbase_props BOOTSTRAP: the binding's client settings for the server at BOOTSTRAP.
 hbase_props() {
   printf '%s\n' -p hbase.client.registry.impl=org.apache.hadoop.hbase.client.RpcConnectionRegistry \

@@ -219,14 +219,9 @@ ycsb_check() {
 if (( with_ycsb )); then
   ycsb=ok
   binding="$repo/java/ycsb-hbase-binding"
-  java_flags=(
-    -Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true
-    --add-modules jdk.unsupported
-    --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
-    --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/java.util=ALL-UNNAMED
-    --add-opens java.base/java.util.concurrent=ALL-UNNAMED --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
-    --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
-  )
+  # shellcheck source=lib/java-flags.sh
+  . "$repo/scripts/lib/java-flags.sh"
+  java_flags=("${hbase_client_java_flags[@]}")
   client_props=(
     hbase.client.registry.impl=org.apache.hadoop.hbase.client.RpcConnectionRegistry
     "hbase.client.bootstrap.servers=$addr"

@@ -41,14 +41,9 @@ mkdir -p "$work/data" "$work/logs"
 rm -f "$work/kills" "$work/stop"
 : > "$work/kills"
 table=kill_t
-java_flags=(
-  -Dorg.apache.hbase.thirdparty.io.netty.tryReflectionSetAccessible=true
-  --add-modules jdk.unsupported
-  --add-opens java.base/java.nio=ALL-UNNAMED --add-opens java.base/sun.nio.ch=ALL-UNNAMED
-  --add-opens java.base/java.lang=ALL-UNNAMED --add-opens java.base/java.util=ALL-UNNAMED
-  --add-opens java.base/java.util.concurrent=ALL-UNNAMED --add-opens java.base/jdk.internal.ref=ALL-UNNAMED
-  --add-exports java.base/jdk.internal.misc=ALL-UNNAMED
-)
+# shellcheck source=lib/java-flags.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/lib/java-flags.sh"
+java_flags=("${hbase_client_java_flags[@]}")
 # Small memstores and a small first split size: flushes and splits run while Cellar is killed.
 cat > "$work/cellar.toml" <<TOML
 [split]

@@ -458,44 +458,30 @@ pub struct Endpoint<'w> {
     h: Handle,
 }
 
-impl Endpoint<'_> {
+impl<'w> Endpoint<'w> {
+    /// `ucp_tag_send_nbx` of `len` bytes at `data`, which must stay put until the returned
+    /// operation completes.
+    fn start_send(&self, tag: u64, data: *const u8, len: usize) -> Result<Op<'w>> {
+        let param = ffi::RequestParam::none();
+        // SAFETY: the callers keep `data` valid and in place until the operation completes.
+        let p =
+            unsafe { (self.worker.ucx().f.tag_send_nbx)(self.h, data.cast(), len, tag, &param) };
+        Op::start(self.worker, p, None, "sending")
+    }
+
     /// Starts sending `data` with `tag`.
     pub fn send<'b>(&'b self, tag: u64, data: &'b [u8]) -> Result<Request<'b>> {
-        let param = ffi::RequestParam::none();
-        // SAFETY: `data` outlives the request (lifetime 'b).
-        let p = unsafe {
-            (self.worker.ucx().f.tag_send_nbx)(
-                self.h,
-                data.as_ptr().cast(),
-                data.len(),
-                tag,
-                &param,
-            )
-        };
         Ok(Request {
-            op: Op::start(self.worker, p, None, "sending")?,
+            op: self.start_send(tag, data.as_ptr(), data.len())?,
             _buf: PhantomData,
         })
     }
-}
 
-impl<'w> Endpoint<'w> {
-    /// Starts sending `data`, which the returned operation keeps until it completes.
+    /// Starts sending `data`, which the returned operation keeps until it completes (its
+    /// bytes stay where they are while it moves, or are leaked if it is dropped unfinished).
     pub fn send_owned(&self, tag: u64, data: bytes::Bytes) -> Result<Owned<'w, bytes::Bytes>> {
-        let param = ffi::RequestParam::none();
-        // SAFETY: `data`'s bytes stay where they are while the operation holds it (or leaks
-        // it, if dropped unfinished).
-        let p = unsafe {
-            (self.worker.ucx().f.tag_send_nbx)(
-                self.h,
-                data.as_ptr().cast(),
-                data.len(),
-                tag,
-                &param,
-            )
-        };
         Ok(Owned {
-            op: Op::start(self.worker, p, None, "sending")?,
+            op: self.start_send(tag, data.as_ptr(), data.len())?,
             buf: Some(data),
         })
     }

@@ -134,19 +134,28 @@ impl Events for Echo {
     }
 }
 
-/// The echoing side answers on its progress thread: one hand-off a side fewer.
-fn link_inline(ucx: &std::sync::Arc<Ucx>, size: usize, rounds: usize) -> Result<Vec<u64>, String> {
+/// Two links connected to each other (each knows the other as peer 1).
+fn pair(ucx: &std::sync::Arc<Ucx>, a: impl Events, b: impl Events) -> Result<(Link, Link), String> {
     let e = |e: cellar_ucx::UcxError| e.to_string();
-    let (a_tx, a_rx) = mpsc::channel();
-    let a = Link::start(ucx, LinkOptions::default(), ToChannel(a_tx)).map_err(e)?;
-    let b = Link::start(ucx, LinkOptions::default(), Echo).map_err(e)?;
+    let a = Link::start(ucx, LinkOptions::default(), a).map_err(e)?;
+    let b = Link::start(ucx, LinkOptions::default(), b).map_err(e)?;
     a.connect(1, b.address().to_vec(), 1).map_err(e)?;
     b.connect(1, a.address().to_vec(), 1).map_err(e)?;
+    Ok((a, b))
+}
+
+/// Round trips from `a` to its peer and back, answers arriving on `a_rx`.
+fn bounce(
+    a: &Link,
+    a_rx: &mpsc::Receiver<Vec<u8>>,
+    size: usize,
+    rounds: usize,
+) -> Result<Vec<u64>, String> {
     let frame = Bytes::from(vec![7u8; size]);
     let mut lat = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         let t = Instant::now();
-        a.send(1, frame.clone()).map_err(e)?;
+        a.send(1, frame.clone()).map_err(|e| e.to_string())?;
         a_rx.recv_timeout(Duration::from_secs(10))
             .map_err(|_| "no echo within 10 s".to_string())?;
         lat.push(t.elapsed().as_nanos() as u64);
@@ -154,14 +163,17 @@ fn link_inline(ucx: &std::sync::Arc<Ucx>, size: usize, rounds: usize) -> Result<
     Ok(lat)
 }
 
+/// The echoing side answers on its progress thread: one hand-off a side fewer.
+fn link_inline(ucx: &std::sync::Arc<Ucx>, size: usize, rounds: usize) -> Result<Vec<u64>, String> {
+    let (a_tx, a_rx) = mpsc::channel();
+    let (a, _b) = pair(ucx, ToChannel(a_tx), Echo)?;
+    bounce(&a, &a_rx, size, rounds)
+}
+
 fn link(ucx: &std::sync::Arc<Ucx>, size: usize, rounds: usize) -> Result<Vec<u64>, String> {
-    let e = |e: cellar_ucx::UcxError| e.to_string();
     let (a_tx, a_rx) = mpsc::channel();
     let (b_tx, b_rx) = mpsc::channel::<Vec<u8>>();
-    let a = Link::start(ucx, LinkOptions::default(), ToChannel(a_tx)).map_err(e)?;
-    let b = Link::start(ucx, LinkOptions::default(), ToChannel(b_tx)).map_err(e)?;
-    a.connect(1, b.address().to_vec(), 1).map_err(e)?;
-    b.connect(1, a.address().to_vec(), 1).map_err(e)?;
+    let (a, b) = pair(ucx, ToChannel(a_tx), ToChannel(b_tx))?;
     let echo = std::thread::spawn(move || {
         // An empty frame ends the echo (and drops `b`, whose thread holds the sender).
         while let Ok(f) = b_rx.recv() {
@@ -170,19 +182,10 @@ fn link(ucx: &std::sync::Arc<Ucx>, size: usize, rounds: usize) -> Result<Vec<u64
             }
         }
     });
-    let frame = Bytes::from(vec![7u8; size]);
-    let mut lat = Vec::with_capacity(rounds);
-    for _ in 0..rounds {
-        let t = Instant::now();
-        a.send(1, frame.clone()).map_err(e)?;
-        a_rx.recv_timeout(Duration::from_secs(10))
-            .map_err(|_| "no echo within 10 s".to_string())?;
-        lat.push(t.elapsed().as_nanos() as u64);
-    }
-    a.send(1, Bytes::new()).map_err(e)?;
+    let lat = bounce(&a, &a_rx, size, rounds);
+    a.send(1, Bytes::new()).map_err(|e| e.to_string())?;
     let _ = echo.join();
-    drop(a);
-    Ok(lat)
+    lat
 }
 
 fn tcp(size: usize, rounds: usize) -> Result<Vec<u64>, String> {
