@@ -51,6 +51,14 @@ log "cargo test"
 out=$(mktemp)
 cargo test --workspace 2>&1 | tee "$out"
 status=${PIPESTATUS[0]}
+# The native end-to-end suites again over UCX: shared memory, then UCX's own TCP transport
+# (the path an RDMA device takes: no shared memory). docs/transports.md.
+for tls in "sm,self" "tcp,self"; do
+    log "cargo test (e2e, scanners) over UCX, UCX_TLS=$tls"
+    CELLAR_TEST_TRANSPORT=ucx UCX_TLS="$tls" UCX_NET_DEVICES=lo \
+        cargo test -p cellar-cli --test e2e --test standalone_scanners 2>&1 | tee -a "$out"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+done
 # Only libtest's own "test result:" lines count (ignored tests, such as the child processes of
 # the crash tests, are not passed tests); a number a test or a server printed is not a count.
 passed=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$out" | awk '{s+=$4} END {print s+0}')

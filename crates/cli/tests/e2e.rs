@@ -63,8 +63,9 @@ async fn scan(t: &Table, s: Scan) -> Vec<Row> {
     t.scan(s).collect().await.expect("scan")
 }
 
+/// Over TCP, or the transport `CELLAR_TEST_TRANSPORT` names.
 async fn connect(server: &Server) -> Client {
-    Client::connect(&server.native).await.expect("connect")
+    support::connect_client(&server.native).await
 }
 
 /// Creates `name` with families `cf` (3 versions) and `meta` (1 version), split at `splits`.
@@ -873,9 +874,8 @@ async fn unknown_tables_and_families_are_named_in_errors() {
 
 #[test]
 fn the_blocking_client_does_the_same() {
-    use cellar_client::blocking;
     let server = Server::start();
-    let client = blocking::Client::connect(&server.native).expect("connect");
+    let client = support::connect_blocking(&server.native);
     client.ping().expect("ping");
     let admin = client.admin();
     admin

@@ -41,7 +41,7 @@ async fn table_with_rows(client: &Client, n: usize) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_scanner_idle_past_its_lease_fails() {
     let server = Server::start_with_config(&format!("[scanner]\nlease_ms = {LEASE_MS}\n"));
-    let client = Client::connect(&server.native).await.expect("connect");
+    let client = support::connect_client(&server.native).await;
     table_with_rows(&client, 20).await;
     let t = client.table("s");
     // A scanner used within its lease runs to the end.
@@ -89,7 +89,7 @@ fn helper_scan_and_hang() {
         );
         return;
     };
-    let client = cellar_client::blocking::Client::connect(&addr).expect("helper connect");
+    let client = support::connect_blocking(&addr);
     let mut s = client.table("s").scan(Scan::new().caching(1));
     s.next_row().expect("helper next").expect("helper row");
     println!("SCANNING");
@@ -99,7 +99,7 @@ fn helper_scan_and_hang() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_dies_mid_scan_leaves_no_scanner() {
     let server = Server::start();
-    let client = Client::connect(&server.native).await.expect("connect");
+    let client = support::connect_client(&server.native).await;
     table_with_rows(&client, 20).await;
     assert_eq!(
         open_scanners(&server),

@@ -64,6 +64,11 @@ impl Client {
         }
     }
 
+    /// Whether calls travel over UCX (see [`crate::Client::uses_ucx`]).
+    pub fn uses_ucx(&self) -> Result<bool> {
+        block_on(self.inner.uses_ucx())?
+    }
+
     pub fn ping(&self) -> Result<Duration> {
         block_on(self.inner.ping())?
     }

@@ -7,6 +7,7 @@ use crate::error::{Error, Handling, Result};
 use crate::location::{LocationCache, RegionLocation};
 use crate::retry::Retrier;
 use crate::table::Table;
+use crate::transport::Transport;
 use cellar_proto::pb::{self, ErrorCode, Method};
 use prost::Message;
 use std::sync::Arc;
@@ -27,6 +28,8 @@ pub struct ClientConfig {
     pub scanner_caching: u32,
     /// The largest response frame accepted.
     pub max_frame_bytes: u32,
+    /// How calls travel: TCP, UCX (shared memory, RDMA) or UCX where both sides have it.
+    pub transport: Transport,
 }
 
 impl Default for ClientConfig {
@@ -37,6 +40,7 @@ impl Default for ClientConfig {
             retry_backoff: Duration::from_millis(100),
             scanner_caching: 100,
             max_frame_bytes: cellar_proto::frame::DEFAULT_MAX_FRAME_BYTES,
+            transport: Transport::Tcp,
         }
     }
 }
@@ -115,6 +119,12 @@ impl Client {
         Ok(started.elapsed())
     }
 
+    /// Whether calls to the server given to `connect` travel over UCX (`transport = ucx`, or
+    /// `auto` where both sides have it).
+    pub async fn uses_ucx(&self) -> Result<bool> {
+        Ok(self.inner.connection(&self.inner.master()).await?.on_ucx())
+    }
+
     /// The configuration this client was made with.
     pub fn config(&self) -> &ClientConfig {
         &self.inner.config
@@ -157,7 +167,12 @@ impl Inner {
 
     pub async fn connection(&self, addr: &str) -> Result<Arc<Connection>> {
         self.pool
-            .get(addr, self.config.rpc_timeout, self.config.max_frame_bytes)
+            .get(
+                addr,
+                self.config.rpc_timeout,
+                self.config.max_frame_bytes,
+                self.config.transport,
+            )
             .await
     }
 

@@ -1,4 +1,5 @@
-//! One TCP connection to a server: the preamble exchange, then many calls in flight at once.
+//! One connection to a server: the preamble exchange over TCP, then many calls in flight at
+//! once, over TCP or (asked for with `TRANSPORT_HELLO`) over UCX (`transport.rs`).
 //!
 //! A writer task sends queued request frames (coalescing those that queue up while it writes);
 //! a reader task matches response frames to their callers by call id. When either side fails,
@@ -7,6 +8,7 @@
 //! the next call.
 
 use crate::error::{Error, Result};
+use crate::transport::{LinkSlot, Peer, Route, Transport};
 use bytes::{Buf, Bytes, BytesMut};
 use cellar_proto::frame::{self, PREAMBLE};
 use cellar_proto::pb::{self, Method, RequestHeader};
@@ -64,6 +66,19 @@ struct Shared {
     pending: Mutex<Pending>,
 }
 
+impl Peer for Shared {
+    fn frame(&self, body: Bytes) {
+        if let Err(e) = deliver(self, body) {
+            self.fail(e);
+        }
+    }
+
+    fn lost(&self, err: Error) {
+        tracing::debug!(error = %err, "UCX side of a connection lost");
+        self.fail(err);
+    }
+}
+
 impl Shared {
     /// Ends the connection: every waiting call gets `err`, both tasks stop.
     fn fail(&self, err: Error) {
@@ -89,11 +104,20 @@ pub(crate) struct Connection {
     shared: Arc<Shared>,
     next_call_id: AtomicU64,
     timeout: Duration,
+    /// Set when calls travel over UCX; the TCP connection stays the control channel.
+    ucx: Option<Route>,
 }
 
 impl Connection {
-    /// Connects, exchanges preambles and starts the reader and writer tasks.
-    pub async fn open(addr: &str, timeout: Duration, max_frame_bytes: u32) -> Result<Connection> {
+    /// Connects, exchanges preambles, starts the reader and writer tasks and, for `ucx` or
+    /// `auto`, moves the calls to UCX.
+    pub async fn open(
+        addr: &str,
+        timeout: Duration,
+        max_frame_bytes: u32,
+        transport: Transport,
+        links: &LinkSlot,
+    ) -> Result<Connection> {
         let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
             .await
             .map_err(|_| Error::Timeout(timeout))?
@@ -110,13 +134,68 @@ impl Connection {
         let writer = tokio::spawn(write_frames(wr, rx, shared.clone()));
         let reader = tokio::spawn(read_frames(rd, max_frame_bytes, shared.clone()));
         shared.pending.lock().tasks = vec![writer.abort_handle(), reader.abort_handle()];
-        tracing::debug!(addr, "connected");
-        Ok(Connection {
+        let mut conn = Connection {
             outgoing: tx,
             shared,
             next_call_id: AtomicU64::new(1),
             timeout,
-        })
+            ucx: None,
+        };
+        if transport != Transport::Tcp {
+            conn.hello(addr, transport, links).await?;
+        }
+        tracing::debug!(addr, ucx = conn.ucx.is_some(), "connected");
+        Ok(conn)
+    }
+
+    /// Asks the server to carry this connection's calls over UCX. Under `auto`, a machine or a
+    /// server without UCX leaves the connection on TCP; under `ucx` it is an error saying why.
+    async fn hello(&mut self, addr: &str, transport: Transport, links: &LinkSlot) -> Result<()> {
+        let auto = transport == Transport::Auto;
+        let link = match links.get() {
+            Ok(link) => link,
+            Err(e) if auto => {
+                tracing::debug!(addr, error = %e, "staying on TCP");
+                return Ok(());
+            }
+            Err(e) => return Err(e),
+        };
+        let peer: std::sync::Weak<dyn Peer> = Arc::downgrade(&self.shared) as _;
+        let route = link.register(peer);
+        let req = pb::TransportHelloRequest {
+            transport: "ucx".into(),
+            worker_address: Bytes::copy_from_slice(link.address()),
+            client_peer_id: route.id(),
+        };
+        let answer = match self.call(Method::TransportHello, &req, &[]).await {
+            Ok(answer) => answer,
+            Err(e)
+                if auto
+                    && matches!(
+                        e.code(),
+                        Some(pb::ErrorCode::TransportUnavailable | pb::ErrorCode::UnknownMethod)
+                    ) =>
+            {
+                tracing::debug!(addr, error = %e, "the server does not offer UCX; staying on TCP");
+                return Ok(());
+            }
+            Err(Error::Rpc { code, message }) => {
+                return Err(Error::Transport(format!(
+                    "{addr} does not carry calls over UCX: {message} ({})",
+                    code.as_str_name()
+                )))
+            }
+            Err(e) => return Err(e),
+        };
+        let hello: pb::TransportHelloResponse = answer.decode("TransportHelloResponse")?;
+        link.connect(&route, hello.worker_address.to_vec(), hello.server_peer_id)?;
+        self.ucx = Some(route);
+        Ok(())
+    }
+
+    /// Whether calls travel over UCX.
+    pub fn on_ucx(&self) -> bool {
+        self.ucx.is_some()
     }
 
     /// Whether the connection has ended; the pool replaces it.
@@ -186,8 +265,13 @@ impl Connection {
         if let Some(s) = stamps {
             s.queued = Some(Instant::now());
         }
-        if self.outgoing.send(buf.freeze()).await.is_err() {
-            return Err(self.closed_error());
+        match &self.ucx {
+            Some(route) => route.send(buf.freeze())?,
+            None => {
+                if self.outgoing.send(buf.freeze()).await.is_err() {
+                    return Err(self.closed_error());
+                }
+            }
         }
         match tokio::time::timeout(self.timeout, rx).await {
             Ok(Ok(answer)) => answer,
@@ -349,6 +433,8 @@ type Slot = tokio::sync::Mutex<Option<Arc<Connection>>>;
 #[derive(Default)]
 pub(crate) struct Pool {
     slots: Mutex<HashMap<String, Arc<Slot>>>,
+    /// The client's UCX worker, shared by its UCX connections.
+    links: LinkSlot,
 }
 
 impl Pool {
@@ -358,6 +444,7 @@ impl Pool {
         addr: &str,
         timeout: Duration,
         max_frame_bytes: u32,
+        transport: Transport,
     ) -> Result<Arc<Connection>> {
         let slot = self
             .slots
@@ -371,7 +458,8 @@ impl Pool {
                 return Ok(c.clone());
             }
         }
-        let c = Arc::new(Connection::open(addr, timeout, max_frame_bytes).await?);
+        let c = Connection::open(addr, timeout, max_frame_bytes, transport, &self.links).await?;
+        let c = Arc::new(c);
         *conn = Some(c.clone());
         Ok(c)
     }

@@ -24,6 +24,10 @@ pub enum Error {
     /// The connection went away before the call was answered.
     #[error("connection closed")]
     Closed,
+    /// The transport asked for cannot be used (no UCX library, or the server does not offer
+    /// it); retrying cannot help.
+    #[error("transport unavailable: {0}")]
+    Transport(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -65,9 +69,10 @@ impl Error {
                 ErrorCode::ServerBusy => Handling::Pause,
                 _ => Handling::Fail,
             },
-            Error::Protocol(_) | Error::Timeout(_) | Error::RetriesExhausted { .. } => {
-                Handling::Fail
-            }
+            Error::Protocol(_)
+            | Error::Timeout(_)
+            | Error::RetriesExhausted { .. }
+            | Error::Transport(_) => Handling::Fail,
         }
     }
 
@@ -106,6 +111,7 @@ impl Clone for Error {
                 last: last.clone(),
             },
             Error::Closed => Error::Closed,
+            Error::Transport(m) => Error::Transport(m.clone()),
         }
     }
 }

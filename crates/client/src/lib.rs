@@ -35,6 +35,7 @@ mod row;
 mod scanner;
 mod table;
 mod timing;
+mod transport;
 
 pub use admin::{Admin, ServerLoad, Status, TableInfo};
 pub use client::{Client, ClientConfig};
@@ -44,6 +45,7 @@ pub use row::Row;
 pub use scanner::Scanner;
 pub use table::{BatchOp, BatchOutcome, Table};
 pub use timing::CallTiming;
+pub use transport::{parse_url, Transport};
 
 pub use cellar_model::{
     BloomType, Cell, CellType, Column, Comparator, CompareOp, Compression, Condition, Durability,

@@ -155,6 +155,10 @@ pub struct RpcConfig {
     /// no back-pressure, the row not locked): the WAL record is written to the OS there, as a
     /// group-commit leader would. Off: every write is queued for the handlers.
     pub inline_puts: bool,
+    /// Offer UCX (shared memory, RDMA) to native clients that ask for it over their TCP
+    /// connection (`TRANSPORT_HELLO`). The UCX library is loaded on the first such request;
+    /// off, or without the library, such clients are told so and stay on TCP.
+    pub ucx: bool,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -244,6 +248,7 @@ impl Default for RpcConfig {
             io_threads: 2,
             inline_gets: true,
             inline_puts: true,
+            ucx: true,
         }
     }
 }

@@ -15,6 +15,8 @@ pub(crate) mod connection;
 mod pool;
 pub(crate) mod queue;
 mod respond;
+mod route;
+mod ucx;
 
 use crate::config::RpcConfig;
 use crate::metrics::RpcMetrics;
@@ -105,6 +107,7 @@ struct Running {
     stop: watch::Sender<bool>,
     acceptor: tokio::task::JoinHandle<()>,
     pool: HandlerPool,
+    shared: Arc<Shared>,
 }
 
 impl RpcServer {
@@ -155,12 +158,16 @@ impl RpcServer {
             metrics: metrics.clone(),
             budget: budget::ServerBudget::new(config.max_in_flight_bytes, metrics.clone()),
             limits: connection::Limits::from_config(config),
+            ucx: std::sync::OnceLock::new(),
         });
         let (stop, stopped) = watch::channel(false);
+        let serving = shared.clone();
         let acceptor = runtime.spawn(accept_loop(
             listener,
             stopped,
-            move |stream, id, peer, stop| connection::serve(stream, id, peer, shared.clone(), stop),
+            move |stream, id, peer, stop| {
+                connection::serve(stream, id, peer, serving.clone(), stop)
+            },
         ));
         tracing::info!(addr = %local_addr, handlers = config.handler_count, io_threads = config.io_threads, "native RPC listening");
         Ok(RpcServer {
@@ -171,6 +178,7 @@ impl RpcServer {
                 stop,
                 acceptor,
                 pool,
+                shared,
             }),
         })
     }
@@ -234,10 +242,12 @@ fn stop_running(running: Running) {
         stop,
         acceptor,
         mut pool,
+        shared,
     } = running;
     let deadline = Instant::now() + SHUTDOWN_GRACE;
     drain_connections(&runtime, &stop, acceptor, deadline);
     pool.stop(deadline);
+    shared.stop_ucx();
     runtime.shutdown_timeout(Duration::from_secs(1));
 }
 

@@ -54,7 +54,9 @@ impl RegionServer {
         self.requests.fetch_add(1, Ordering::Relaxed);
         let empty = || Ok(reply(&pb::Empty {}, BytesMut::new()));
         match method {
-            Method::Unspecified | Method::Ping => Err(ServerError::UnknownMethod(method as i32)),
+            Method::Unspecified | Method::Ping | Method::TransportHello => {
+                Err(ServerError::UnknownMethod(method as i32))
+            }
             Method::LocateRegion => {
                 let req: pb::LocateRegionRequest = decode(param, "LocateRegionRequest")?;
                 let location = self.locate_region(&req.table, &req.row)?;

@@ -95,8 +95,7 @@ enum Command {
 /// A worker on its own progress thread. Dropping it stops the thread.
 pub struct Link {
     address: Vec<u8>,
-    tx: mpsc::Sender<Command>,
-    wake: Arc<OwnedFd>,
+    sender: Sender,
     sleeps: Arc<AtomicU64>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
@@ -138,8 +137,7 @@ impl Link {
         };
         Ok(Link {
             address,
-            tx,
-            wake,
+            sender: Sender { tx, wake },
             sleeps,
             thread: Some(thread),
         })
@@ -162,17 +160,52 @@ impl Link {
 
     /// Queues `frame` for `peer`.
     pub fn send(&self, peer: PeerId, frame: Bytes) -> Result<()> {
+        self.sender.send(peer, frame)
+    }
+
+    /// Drops `peer` (its endpoint closes after what was sent to it).
+    pub fn close(&self, peer: PeerId) -> Result<()> {
+        self.sender.close(peer)
+    }
+
+    /// A handle other threads send through (answers from a handler pool); it does not keep
+    /// the progress thread alive.
+    pub fn sender(&self) -> Sender {
+        self.sender.clone()
+    }
+
+    /// How many times the progress thread has slept on the event fd.
+    pub fn sleeps(&self) -> u64 {
+        self.sleeps.load(Ordering::Relaxed)
+    }
+
+    fn command(&self, c: Command) -> Result<()> {
+        self.sender.command(c)
+    }
+}
+
+/// Sends frames and closes peers of a [`Link`] from any thread.
+#[derive(Clone)]
+pub struct Sender {
+    tx: mpsc::Sender<Command>,
+    wake: Arc<OwnedFd>,
+}
+
+impl std::fmt::Debug for Sender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("link::Sender")
+    }
+}
+
+impl Sender {
+    /// Queues `frame` for `peer`; an error once the link has stopped.
+    pub fn send(&self, peer: PeerId, frame: Bytes) -> Result<()> {
         self.command(Command::Send { peer, frame })
     }
 
     /// Drops `peer` (its endpoint closes after what was sent to it).
     pub fn close(&self, peer: PeerId) -> Result<()> {
         self.command(Command::Close { peer })
-    }
-
-    /// How many times the progress thread has slept on the event fd.
-    pub fn sleeps(&self) -> u64 {
-        self.sleeps.load(Ordering::Relaxed)
     }
 
     fn command(&self, c: Command) -> Result<()> {
@@ -186,8 +219,7 @@ impl Link {
 
 impl Drop for Link {
     fn drop(&mut self) {
-        let _ = self.tx.send(Command::Stop);
-        ring(&self.wake);
+        let _ = self.command(Command::Stop);
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

@@ -280,6 +280,9 @@ pub fn native_request(data: &[u8]) {
         M::AssignRegion | M::UnassignRegion => {
             decode::<pb::RegionNameRequest>(&param, "RegionNameRequest");
         }
+        M::TransportHello => {
+            decode::<pb::TransportHelloRequest>(&param, "TransportHelloRequest");
+        }
         M::OpenRegion => {
             if let Some(s) =
                 decode::<pb::OpenRegionRequest>(&param, "OpenRegionRequest").and_then(|r| r.schema)
@@ -364,6 +367,9 @@ fn native_response(method: pb::Method, param: &Bytes, cells: Bytes) {
         }
         M::PrepareSplit => {
             decode::<pb::PrepareSplitResponse>(param, "PrepareSplitResponse");
+        }
+        M::TransportHello => {
+            decode::<pb::TransportHelloResponse>(param, "TransportHelloResponse");
         }
         _ => {
             decode::<pb::Empty>(param, "Empty");

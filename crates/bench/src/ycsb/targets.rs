@@ -49,14 +49,15 @@ pub trait Target: Db {
     fn finish(self: Box<Self>) -> Result<(), String>;
 }
 
-/// Opens the target `url` names: `cellar://HOST:PORT` or `embedded:DIR`.
+/// Opens the target `url` names: `cellar://HOST:PORT` (TCP), `cellar+ucx://HOST:PORT` (UCX)
+/// or `embedded:DIR`.
 pub fn open(url: &str, opts: &TargetOptions) -> Result<Box<dyn Target>, String> {
-    if let Some(addr) = url.strip_prefix("cellar://") {
-        let addr = addr.trim_end_matches('/');
-        if addr.is_empty() {
-            return Err(format!("--db {url}: expected cellar://HOST:PORT"));
-        }
-        Ok(Box::new(CellarDb::connect(addr, opts)?))
+    if let Some((addr, transport)) = cellar_client::parse_url(url) {
+        Ok(Box::new(CellarDb::connect(&addr, transport, opts)?))
+    } else if url.starts_with("cellar://") || url.starts_with("cellar+ucx://") {
+        Err(format!(
+            "--db {url}: expected cellar://HOST:PORT or cellar+ucx://HOST:PORT"
+        ))
     } else if let Some(dir) = url.strip_prefix("embedded:") {
         if dir.is_empty() {
             return Err(format!("--db {url}: expected embedded:DIR"));
@@ -64,7 +65,7 @@ pub fn open(url: &str, opts: &TargetOptions) -> Result<Box<dyn Target>, String> 
         Ok(Box::new(EmbeddedDb::open(PathBuf::from(dir), opts)?))
     } else {
         Err(format!(
-            "--db {url}: unknown target; use cellar://HOST:PORT or embedded:DIR"
+            "--db {url}: unknown target; use cellar://HOST:PORT, cellar+ucx://HOST:PORT or embedded:DIR"
         ))
     }
 }
@@ -143,9 +144,24 @@ pub struct CellarDb {
 
 impl CellarDb {
     /// Connects, and makes sure the table exists with the family (creating it if allowed).
-    pub fn connect(addr: &str, opts: &TargetOptions) -> Result<CellarDb, String> {
-        let client = blocking::Client::connect(addr)
+    pub fn connect(
+        addr: &str,
+        transport: cellar_client::Transport,
+        opts: &TargetOptions,
+    ) -> Result<CellarDb, String> {
+        let config = cellar_client::ClientConfig {
+            transport,
+            ..cellar_client::ClientConfig::default()
+        };
+        let client = blocking::Client::connect_with(addr, config)
             .map_err(|e| format!("cannot connect to cellar://{addr}: {e}"))?;
+        let ucx = client
+            .uses_ucx()
+            .map_err(|e| format!("cannot connect to cellar://{addr}: {e}"))?;
+        eprintln!(
+            "cellar bench: {addr} transport={}",
+            if ucx { "ucx" } else { "tcp" }
+        );
         let admin = client.admin();
         let exists = admin
             .table_exists(&opts.table)

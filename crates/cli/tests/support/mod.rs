@@ -13,6 +13,46 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// The client configuration of the end-to-end suites: `CELLAR_TEST_TRANSPORT=tcp|ucx|auto`
+/// runs them over that transport (`scripts/test.sh` runs some over UCX too).
+pub fn client_config() -> cellar_client::ClientConfig {
+    let transport = std::env::var("CELLAR_TEST_TRANSPORT")
+        .ok()
+        .map(|t| {
+            t.parse()
+                .expect("CELLAR_TEST_TRANSPORT is tcp, ucx or auto")
+        })
+        .unwrap_or_default();
+    cellar_client::ClientConfig {
+        transport,
+        ..cellar_client::ClientConfig::default()
+    }
+}
+
+/// A client of `addr` with [`client_config`]; under `ucx`, checked to be on UCX.
+pub async fn connect_client(addr: &str) -> cellar_client::Client {
+    let config = client_config();
+    let ucx = config.transport == cellar_client::Transport::Ucx;
+    let client = cellar_client::Client::connect_with(addr, config)
+        .await
+        .expect("connect");
+    if ucx {
+        assert!(client.uses_ucx().await.expect("uses_ucx"), "asked for UCX");
+    }
+    client
+}
+
+/// [`connect_client`] for the blocking client.
+pub fn connect_blocking(addr: &str) -> cellar_client::blocking::Client {
+    let config = client_config();
+    let ucx = config.transport == cellar_client::Transport::Ucx;
+    let client = cellar_client::blocking::Client::connect_with(addr, config).expect("connect");
+    if ucx {
+        assert!(client.uses_ucx().expect("uses_ucx"), "asked for UCX");
+    }
+    client
+}
+
 /// How long a server may take to start on a loaded machine.
 const START_TIMEOUT: Duration = Duration::from_secs(120);
 

@@ -22,19 +22,21 @@
 //! Handler threads never wait on a connection: they queue answers to the writer and move on.
 
 use super::budget::{Charge, ConnBudget, ServerBudget};
-use super::pool::{outcome_frame, Call};
-use super::queue::{CallQueue, Refused};
-use super::respond::{error_frame, reply_frame, rpc_error, timed_reply_frame, Outgoing, Responder};
-use super::{CallContext, Handler, Inline, Reply};
+use super::pool::Call;
+use super::queue::CallQueue;
+use super::respond::{error_frame, reply_frame, rpc_error, Outgoing, Responder, Sink};
+use super::route::{self, busy_in_flight};
+use super::ucx::{Attached, UcxFront};
+use super::{Handler, Reply};
 use crate::metrics::{Overload, RpcMetrics};
 use bytes::{Buf, Bytes, BytesMut};
-use cellar_proto::frame::{check_preamble, decode_request, peek_request_header, PREAMBLE};
+use cellar_proto::frame::{check_preamble, decode_param, peek_request_header, PREAMBLE};
 use cellar_proto::pb;
+use prost::Message;
 use std::future::Future;
 use std::io::IoSlice;
 use std::net::SocketAddr;
-use std::panic::{catch_unwind, AssertUnwindSafe};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
@@ -75,6 +77,8 @@ pub(crate) struct Limits {
     pub handshake_timeout: Duration,
     pub frame_timeout: Duration,
     pub write_timeout: Duration,
+    /// Offer UCX to clients that ask (`rpc.ucx`).
+    pub offer_ucx: bool,
 }
 
 impl Limits {
@@ -85,6 +89,7 @@ impl Limits {
             handshake_timeout: Duration::from_millis(c.handshake_timeout_ms),
             frame_timeout: Duration::from_millis(c.frame_timeout_ms),
             write_timeout: Duration::from_millis(c.write_timeout_ms),
+            offer_ucx: c.ucx,
         }
     }
 }
@@ -96,6 +101,31 @@ pub(crate) struct Shared {
     pub metrics: Arc<RpcMetrics>,
     pub budget: Arc<ServerBudget>,
     pub limits: Limits,
+    /// The UCX worker, started by the first client that asks for it (or why it cannot be).
+    pub ucx: OnceLock<Result<Arc<UcxFront>, String>>,
+}
+
+impl Shared {
+    /// The server's UCX worker, started on first use.
+    pub fn ucx(self: &Arc<Self>) -> Result<Arc<UcxFront>, String> {
+        if !self.limits.offer_ucx {
+            return Err("this server does not offer UCX (rpc.ucx = false)".into());
+        }
+        self.ucx
+            .get_or_init(|| {
+                UcxFront::start(Arc::downgrade(self), tokio::runtime::Handle::current())
+                    .map(Arc::new)
+                    .inspect_err(|why| tracing::warn!(reason = %why, "cannot offer UCX"))
+            })
+            .clone()
+    }
+
+    /// Stops the UCX worker, if one was started (server shutdown).
+    pub fn stop_ucx(&self) {
+        if let Some(Ok(front)) = self.ucx.get() {
+            front.stop();
+        }
+    }
 }
 
 /// Why a connection's reader stopped.
@@ -145,9 +175,12 @@ pub(crate) async fn serve(
         shutdown,
         discard: 0,
         frame_deadline: None,
+        ucx: None,
     };
     let end = reader.run().await;
-    let Reader { rd, tx, .. } = reader;
+    let Reader { rd, tx, ucx, .. } = reader;
+    // The UCX peer goes with its control connection.
+    drop(ucx);
     // The writer ends once the reader and every in-flight call have let go of their senders,
     // so after this no call of this connection is still running.
     drop(tx);
@@ -316,6 +349,8 @@ struct Reader {
     discard: u64,
     /// When the frame being read must be complete; set by its first byte.
     frame_deadline: Option<Instant>,
+    /// Set once the client moved its calls to UCX (TRANSPORT_HELLO).
+    ucx: Option<Attached>,
 }
 
 impl Reader {
@@ -446,7 +481,7 @@ impl Reader {
             }
         };
         Ok(Responder {
-            tx: self.tx.clone(),
+            sink: Sink::Tcp(self.tx.clone()),
             permit,
             charge,
         })
@@ -567,158 +602,102 @@ impl Reader {
 
     async fn dispatch(&mut self, body: Bytes, charge: Charge) -> Result<(), End> {
         let received = Instant::now();
-        let (header, parts) = match decode_request(body.clone()) {
-            Ok(d) => d,
-            Err(e) => {
-                let call_id = peek_request_header(&body).map(|h| h.call_id).unwrap_or(0);
-                return self.malformed(call_id, e.to_string()).await;
+        let req = match route::decode(body, received) {
+            Ok(req) => req,
+            Err(refusal) => {
+                let (call_id, fatal) = (refusal.call_id, refusal.fatal.clone());
+                drop(charge);
+                return match fatal {
+                    Some(why) => self.malformed(call_id, why).await,
+                    None => {
+                        self.refuse(call_id, refusal.method, received, refusal.error)
+                            .await
+                    }
+                };
             }
-        };
-        drop(body);
-        let method = match pb::Method::try_from(header.method) {
-            Ok(pb::Method::Unspecified) | Err(_) => {
-                return self
-                    .refuse(
-                        header.call_id,
-                        None,
-                        received,
-                        rpc_error(
-                            pb::ErrorCode::UnknownMethod,
-                            format!("unknown method number {}", header.method),
-                        ),
-                    )
-                    .await;
-            }
-            Ok(m) => m,
         };
         let respond = self.responder(charge).await?;
-        if method == pb::Method::Ping {
-            // Answered here: no disk, no queue hop. It is the floor of a call's cost.
-            self.shared.metrics.record_call(method, received.elapsed());
-            return if respond.send(reply_frame(header.call_id, Reply::default())) {
-                Ok(())
-            } else {
-                Err(End::WriterGone)
-            };
-        }
-        if self.budget.server_full() {
-            // The front end holds as much for its clients as it may: refuse (the client backs
-            // off and retries) rather than stop reading, which would stall this client behind
-            // others' answers without telling it why.
-            let (code, message) = busy_in_flight();
-            self.shared.metrics.record_overload(Overload::InFlightBytes);
-            self.shared.metrics.record_error(code);
-            self.shared.metrics.record_call(method, received.elapsed());
-            let error = rpc_error(code, format!("{} {message}", method.as_str_name()));
-            return if respond.send(error_frame(header.call_id, error)) {
-                Ok(())
-            } else {
-                Err(End::WriterGone)
-            };
-        }
-        let ctx = CallContext {
-            conn_id: self.conn_id,
-        };
-        // Read from the clock only for calls that asked for their stage times.
-        let inline_started = header.want_timing.then(Instant::now);
-        let inline = catch_unwind(AssertUnwindSafe(|| {
+        if req.method == pb::Method::TransportHello {
+            let frame = self.hello(&req);
             self.shared
-                .handler
-                .call_inline(&ctx, method, &parts.param, &parts.cellblock)
-        }));
-        let inline = match inline {
-            Ok(None) => None,
-            Ok(Some(Inline::Done(result))) => Some(Ok(result)),
-            Ok(Some(Inline::Await(rest))) => {
-                let rest = std::panic::AssertUnwindSafe(rest);
-                Some(futures_catch_unwind(rest).await)
-            }
-            Err(panic) => Some(Err(panic)),
-        };
-        if let Some(outcome) = inline {
-            let frame = match (outcome, inline_started) {
-                // Answered on the reactor: the queue wait is the request's decoding alone.
-                (Ok(Ok(reply)), Some(started)) => timed_reply_frame(
-                    header.call_id,
-                    reply,
-                    started.saturating_duration_since(received),
-                    started.elapsed(),
-                ),
-                (outcome, _) => {
-                    outcome_frame(&self.shared.metrics, &ctx, header.call_id, method, outcome)
-                }
-            };
-            self.shared.metrics.record_call(method, received.elapsed());
+                .metrics
+                .record_call(req.method, received.elapsed());
+            return send(respond, frame);
+        }
+        match route::serve(&self.shared, self.conn_id, req, respond) {
+            route::Served::Queued => Ok(()),
+            route::Served::Answer(frame, respond) => send(respond, frame),
             // Not refused for its size, unlike a handler's answer (`Responder::send_read`):
             // the reader checks the connection's room before each frame, so an answer given
             // here overshoots the bound by itself at most.
-            return if respond.send(frame) {
-                Ok(())
-            } else {
-                Err(End::WriterGone)
-            };
+            route::Served::Await(rest, respond) => send(respond, rest.await),
         }
-        let call = Call {
-            ctx,
-            call_id: header.call_id,
-            method,
-            param: parts.param,
-            cellblock: parts.cellblock,
-            received,
-            deadline: (header.timeout_ms > 0)
-                .then(|| received + Duration::from_millis(u64::from(header.timeout_ms))),
-            want_timing: header.want_timing,
-            respond,
+    }
+
+    /// Answers TRANSPORT_HELLO: carries this connection's calls over UCX from now on, this
+    /// TCP connection staying open as the control channel.
+    fn hello(&mut self, req: &route::Request) -> route::Frame {
+        let call_id = req.header.call_id;
+        let refuse = |code, message: String| {
+            self.shared.metrics.record_error(code);
+            error_frame(call_id, rpc_error(code, message))
         };
-        let (call, error) = match self.shared.queue.try_push(call) {
-            Ok(()) => return Ok(()),
-            Err(Refused::Full(call)) => {
-                self.shared.metrics.record_overload(Overload::CallQueue);
-                (
-                    call,
-                    rpc_error(
-                        pb::ErrorCode::ServerBusy,
-                        "the server's call queue is full (rpc.max_queued_calls); retry after a backoff",
-                    ),
+        let hello: pb::TransportHelloRequest =
+            match decode_param(req.parts.param.clone(), "TransportHelloRequest") {
+                Ok(h) => h,
+                Err(e) => return refuse(pb::ErrorCode::MalformedRequest, e.to_string()),
+            };
+        if hello.transport != "ucx" {
+            return refuse(
+                pb::ErrorCode::TransportUnavailable,
+                format!(
+                    "transport {:?} is not one this server offers (it offers \"ucx\")",
+                    hello.transport
+                ),
+            );
+        }
+        if self.ucx.is_some() {
+            return refuse(
+                pb::ErrorCode::InvalidArgument,
+                "this connection already carries its calls over UCX".into(),
+            );
+        }
+        let front = match self.shared.ucx() {
+            Ok(front) => front,
+            Err(why) => return refuse(pb::ErrorCode::TransportUnavailable, why),
+        };
+        match front.attach(
+            self.conn_id,
+            self.budget.clone(),
+            hello.worker_address.to_vec(),
+            hello.client_peer_id,
+        ) {
+            Ok((peer, response)) => {
+                self.ucx = Some(peer);
+                let mut param = bytes::BytesMut::new();
+                if let Err(e) = response.encode(&mut param) {
+                    return refuse(pb::ErrorCode::Internal, e.to_string());
+                }
+                reply_frame(
+                    call_id,
+                    Reply {
+                        param: param.freeze(),
+                        cellblock: Bytes::new(),
+                    },
                 )
             }
-            Err(Refused::Closed(call)) => (
-                call,
-                rpc_error(pb::ErrorCode::ServerStopping, "the server is shutting down"),
-            ),
-        };
-        let code = pb::ErrorCode::try_from(error.code).unwrap_or(pb::ErrorCode::Internal);
-        self.shared.metrics.record_error(code);
-        self.shared.metrics.record_call(method, received.elapsed());
-        if call.respond.send(error_frame(call.call_id, error)) {
-            Ok(())
-        } else {
-            Err(End::WriterGone)
+            Err(why) => refuse(pb::ErrorCode::TransportUnavailable, why),
         }
     }
 }
 
-/// The refusal of a call while the front end's in-flight bytes are past their bound.
-fn busy_in_flight() -> (pb::ErrorCode, String) {
-    (
-        pb::ErrorCode::ServerBusy,
-        "refused: the server holds as many request and response bytes as it may (rpc.max_in_flight_bytes); retry after a backoff".into(),
-    )
-}
-
-/// Awaits `f`, turning a panic into an error as `catch_unwind` does for a synchronous call.
-async fn futures_catch_unwind<F: std::future::Future>(
-    f: std::panic::AssertUnwindSafe<F>,
-) -> std::thread::Result<F::Output> {
-    let mut f = std::pin::pin!(f.0);
-    std::future::poll_fn(
-        |cx| match catch_unwind(AssertUnwindSafe(|| f.as_mut().poll(cx))) {
-            Ok(std::task::Poll::Ready(v)) => std::task::Poll::Ready(Ok(v)),
-            Ok(std::task::Poll::Pending) => std::task::Poll::Pending,
-            Err(panic) => std::task::Poll::Ready(Err(panic)),
-        },
-    )
-    .await
+/// Queues `frame` through `respond`; the reader ends if the writer is gone.
+fn send(respond: Responder, frame: route::Frame) -> Result<(), End> {
+    if respond.send(frame) {
+        Ok(())
+    } else {
+        Err(End::WriterGone)
+    }
 }
 
 /// Writes responses as they come, several per write when several are waiting.

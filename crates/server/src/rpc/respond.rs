@@ -33,10 +33,23 @@ impl Outgoing {
     }
 }
 
-/// A call's way back to its connection: the writer's queue, the call's in-flight slot and
-/// its in-flight bytes (its request's until answered, then its answer's until written).
+/// Where a connection's answers go.
+pub(crate) enum Sink {
+    /// The TCP connection's writer task.
+    Tcp(UnboundedSender<Outgoing>),
+    /// A UCX peer, through the progress thread of the server's UCX worker (`ucx.rs`).
+    Ucx {
+        sender: cellar_ucx::link::Sender,
+        peer: cellar_ucx::link::PeerId,
+        metrics: std::sync::Arc<RpcMetrics>,
+    },
+}
+
+/// A call's way back to its connection: the connection's sink, the call's in-flight slot and
+/// its in-flight bytes (its request's until answered, then its answer's until written, or,
+/// over UCX, until handed to the progress thread).
 pub(crate) struct Responder {
-    pub tx: UnboundedSender<Outgoing>,
+    pub sink: Sink,
     pub permit: OwnedSemaphorePermit,
     pub charge: Charge,
 }
@@ -46,14 +59,25 @@ impl Responder {
     /// handler threads answer through it.
     pub fn send(mut self, (head, tail): (Bytes, Bytes)) -> bool {
         self.charge.set((head.len() + tail.len()) as u64);
-        self.tx
-            .send(Outgoing {
-                head,
-                tail,
-                _slot: Some(self.permit),
-                _charge: Some(self.charge),
-            })
-            .is_ok()
+        match self.sink {
+            Sink::Tcp(tx) => tx
+                .send(Outgoing {
+                    head,
+                    tail,
+                    _slot: Some(self.permit),
+                    _charge: Some(self.charge),
+                })
+                .is_ok(),
+            Sink::Ucx {
+                sender,
+                peer,
+                metrics,
+            } => {
+                let frame = one_buffer(head, tail);
+                metrics.add_bytes_out(frame.len());
+                sender.send(peer, frame).is_ok()
+            }
+        }
     }
 
     /// [`Responder::send`] for a handler's answer to a call that only reads (GET): an answer
@@ -83,6 +107,18 @@ impl Responder {
         }
         self.send(frame)
     }
+}
+
+/// A frame as one buffer (a UCX message): the head alone when there is no tail, else both
+/// copied together.
+pub(crate) fn one_buffer(head: Bytes, tail: Bytes) -> Bytes {
+    if tail.is_empty() {
+        return head;
+    }
+    let mut out = BytesMut::with_capacity(head.len() + tail.len());
+    out.extend_from_slice(&head);
+    out.extend_from_slice(&tail);
+    out.freeze()
 }
 
 pub(crate) fn rpc_error(code: pb::ErrorCode, message: impl Into<String>) -> pb::RpcError {

@@ -1,0 +1,299 @@
+//! The native protocol over UCX against a real `cellar standalone` process: calls of every
+//! size over shared memory and over UCX's own TCP transport, a server that does not offer UCX
+//! refusing clearly (and `auto` staying on TCP), a stopped server detected by heartbeat, a
+//! client killed mid-load while the server keeps serving others, and no CPU burned while idle.
+//!
+//! Skipped, saying so, where the UCX library is not installed (`scripts/test.sh` installs it).
+
+mod support;
+
+use bytes::Bytes;
+use cellar_client::{
+    BatchOp, Client, ClientConfig, FamilySchema, Get, RowMutation, Scan, TableSchema, Transport,
+};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use support::Server;
+
+fn ucx_installed() -> bool {
+    if cellar_ucx::Ucx::load().is_ok() {
+        return true;
+    }
+    eprintln!("skipped: the UCX library (libucp.so.0, Debian libucx0) is not installed");
+    false
+}
+
+fn config(transport: Transport) -> ClientConfig {
+    ClientConfig {
+        transport,
+        rpc_timeout: Duration::from_secs(20),
+        ..ClientConfig::default()
+    }
+}
+
+async fn connect(server: &Server, transport: Transport) -> Client {
+    Client::connect_with(&server.native, config(transport))
+        .await
+        .expect("connect")
+}
+
+async fn create(client: &Client, name: &str) {
+    let schema = TableSchema::new(name, vec![FamilySchema::new("f")]);
+    client
+        .admin()
+        .create_table(schema, vec![Bytes::from_static(b"m")])
+        .await
+        .expect("create table");
+}
+
+/// Puts, gets, a batch and a scan over two regions with values of 1 KiB, 16 KiB and 256 KiB
+/// (eager and rendezvous UCX messages): everything read back is what was written.
+async fn every_size_round_trips(client: &Client, table: &str) {
+    let t = client.table(table);
+    let sizes = [1usize << 10, 16 << 10, 256 << 10];
+    for (i, size) in sizes.iter().enumerate() {
+        for row in ["a", "z"] {
+            let key = format!("{row}{i}");
+            let value = Bytes::from(vec![b'a' + i as u8; *size]);
+            t.put(RowMutation::new(key.clone()).put(b"f", b"q", 0, value.clone()))
+                .await
+                .expect("put");
+            let got = t.get(Get::new(key.clone())).await.expect("get");
+            assert_eq!(got.value(b"f", b"q"), Some(&value), "{key}");
+        }
+    }
+    let ops = (0..20)
+        .map(|i| {
+            BatchOp::Mutate(RowMutation::new(format!("b{i:02}")).put(
+                b"f",
+                b"q",
+                0,
+                vec![b'x'; 100],
+            ))
+        })
+        .collect();
+    for outcome in t.batch(ops).await.expect("batch") {
+        outcome.expect("batch op");
+    }
+    let rows = t.scan(Scan::new()).collect().await.expect("scan");
+    assert_eq!(rows.len(), 26, "3 sizes × 2 rows + 20 batch rows");
+    let big = rows.iter().find(|r| &r.row[..] == b"z2").expect("row z2");
+    assert_eq!(big.value(b"f", b"q").map(Bytes::len), Some(256 << 10));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_of_every_size_travel_over_shared_memory_and_ucx_tcp() {
+    if !ucx_installed() {
+        return;
+    }
+    let server = Server::start();
+    let client = connect(&server, Transport::Ucx).await;
+    assert!(
+        client.uses_ucx().await.expect("uses_ucx"),
+        "the client asked for UCX"
+    );
+    create(&client, "t").await;
+    every_size_round_trips(&client, "t").await;
+    drop(client);
+
+    // A client process whose UCX may use only its TCP transport (the path RDMA devices take:
+    // no shared memory) against the same server.
+    let out = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .args(["bench", "load", "--db"])
+        .arg(format!("cellar+ucx://{}", server.native))
+        .args([
+            "-p",
+            "recordcount=200",
+            "-p",
+            "table=usertable",
+            "-threads",
+            "2",
+        ])
+        .env("UCX_TLS", "tcp,self")
+        .env("UCX_NET_DEVICES", "lo")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .expect("run cellar bench");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "ycsb load over UCX-over-TCP failed:\n{stdout}\n{stderr}"
+    );
+    assert!(
+        stdout.contains("[INSERT], Operations, 200"),
+        "{stdout}\n{stderr}"
+    );
+    assert!(
+        stderr.contains("transport=ucx"),
+        "the run names its transport: {stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_without_ucx_refuses_clearly_and_auto_stays_on_tcp() {
+    if !ucx_installed() {
+        return;
+    }
+    let server = Server::start_with_config("[rpc]\nucx = false\n");
+    let err = Client::connect_with(&server.native, config(Transport::Ucx))
+        .await
+        .expect_err("UCX was asked of a server that does not offer it");
+    let text = err.to_string();
+    assert!(text.contains("does not carry calls over UCX"), "{text}");
+    assert!(text.contains("rpc.ucx = false"), "{text}");
+    assert!(!err.is_retryable(), "retrying cannot help: {text}");
+
+    let client = connect(&server, Transport::Auto).await;
+    assert!(!client.uses_ucx().await.expect("uses_ucx"));
+    create(&client, "t").await;
+    every_size_round_trips(&client, "t").await;
+}
+
+/// Reads a process's CPU time (user + system) in clock ticks from `/proc`.
+fn cpu_ticks(pid: u32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).expect("read /proc stat");
+    // The command name (field 2) may hold spaces; fields after its ')' are fixed.
+    let after = stat.rsplit_once(')').expect("stat format").1;
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let utime: u64 = fields[11].parse().expect("utime");
+    let stime: u64 = fields[12].parse().expect("stime");
+    utime + stime
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_ucx_connections_burn_no_cpu() {
+    if !ucx_installed() {
+        return;
+    }
+    let server = Server::start();
+    let client = connect(&server, Transport::Ucx).await;
+    create(&client, "t").await;
+    every_size_round_trips(&client, "t").await;
+    // Let the progress threads go back to sleep, then watch both sides for three seconds.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let me = std::process::id();
+    let (server_before, client_before) = (cpu_ticks(server.pid()), cpu_ticks(me));
+    let started = Instant::now();
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let elapsed = started.elapsed().as_secs_f64();
+    // SAFETY: a plain query of a system constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    let server_share = (cpu_ticks(server.pid()) - server_before) as f64 / hz / elapsed;
+    let client_share = (cpu_ticks(me) - client_before) as f64 / hz / elapsed;
+    // A busy-polling progress thread would show a whole core (1.0); heartbeats and the
+    // server's own housekeeping cost a few per cent at most.
+    assert!(
+        server_share < 0.10,
+        "idle server used {:.0} % of a core",
+        server_share * 100.0
+    );
+    assert!(
+        client_share < 0.10,
+        "idle client used {:.0} % of a core",
+        client_share * 100.0
+    );
+    assert!(client.uses_ucx().await.expect("still connected"));
+    client.ping().await.expect("a ping after the idle spell");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stopped_server_is_detected_by_heartbeat() {
+    if !ucx_installed() {
+        return;
+    }
+    let server = Server::start();
+    let client = Client::connect_with(
+        &server.native,
+        ClientConfig {
+            transport: Transport::Ucx,
+            rpc_timeout: Duration::from_secs(30),
+            retries: 0,
+            ..ClientConfig::default()
+        },
+    )
+    .await
+    .expect("connect");
+    create(&client, "t").await;
+    // SIGSTOP: the TCP connection stays open; only the UCX heartbeats can tell.
+    let pid = server.pid() as libc::pid_t;
+    // SAFETY: signals a child process this test started.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    let started = Instant::now();
+    let err = client
+        .table("t")
+        .get(Get::new("a"))
+        .await
+        .expect_err("the stopped server cannot answer");
+    let waited = started.elapsed();
+    // SAFETY: as above.
+    assert_eq!(unsafe { libc::kill(pid, libc::SIGCONT) }, 0);
+    let text = err.to_string();
+    assert!(
+        text.contains("UCX endpoint is gone") && text.contains("heartbeat"),
+        "the error names the transport and why: {text}"
+    );
+    assert!(
+        waited < Duration::from_secs(15),
+        "detected after {waited:?}, well before the 30 s call timeout"
+    );
+    // The server, running again, serves a new connection.
+    let again = connect(&server, Transport::Ucx).await;
+    again.ping().await.expect("ping after SIGCONT");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_killed_mid_load_leaves_the_server_serving_others() {
+    if !ucx_installed() {
+        return;
+    }
+    let server = Server::start();
+    let client = connect(&server, Transport::Ucx).await;
+    let mut loader = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .args(["bench", "load", "--db"])
+        .arg(format!("cellar+ucx://{}", server.native))
+        .args([
+            "-p",
+            "recordcount=10000000",
+            "-p",
+            "fieldlength=1000",
+            "-threads",
+            "4",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start a loader");
+    // Kill it while its calls are in flight.
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let t = client.table("usertable");
+    loop {
+        // The loader creates the table; until then the scan fails.
+        let rows = t
+            .scan(Scan::new().limit(5))
+            .collect()
+            .await
+            .unwrap_or_default();
+        if rows.len() >= 5 || Instant::now() > deadline {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    // SAFETY: signals the child this test started.
+    unsafe { libc::kill(loader.id() as libc::pid_t, libc::SIGKILL) };
+    let _ = loader.wait();
+    // Others go on: this client's calls, and a new client's.
+    for i in 0..50 {
+        t.put(RowMutation::new(format!("after{i}")).put(b"family", b"q", 0, vec![b'v'; 64]))
+            .await
+            .expect("put after the kill");
+    }
+    let other = connect(&server, Transport::Ucx).await;
+    let got = other
+        .table("usertable")
+        .get(Get::new("after49"))
+        .await
+        .expect("get");
+    assert_eq!(got.value(b"family", b"q").map(Bytes::len), Some(64));
+}
