@@ -3,7 +3,9 @@
 # same machine, interleaved: for every pass, thread count and workload, the systems in turn:
 #   hbase          the real YCSB 0.17 core + Cellar's binding (java/ycsb-hbase-binding) -> HBase
 #   cellar         the same YCSB core + binding -> Cellar's HBase-compatible front end
-#   cellar-native  `cellar bench load|run` (Cellar's native protocol) -> Cellar
+#   cellar-native  `cellar bench load|run` (Cellar's native protocol over TCP) -> Cellar
+#   cellar-ucx     the same over UCX shared memory (`cellar+ucx://`), where libucp is installed
+# The order of the systems rotates from pass to pass.
 # Reports throughput, p50/p99/p99.9 per operation (over the whole phase, and the steady-state
 # p99 without each Java client's JIT warm-up: see scripts/hbase/summarize.py) and the SERVER's
 # CPU time per operation (from /proc/PID/stat), medians over passes, as a table and JSON.
@@ -14,7 +16,7 @@
 #
 # Usage: scripts/bench-vs-hbase.sh [--records N] [--ops N] [--threads "1 8"] [--passes N]
 #          [--workloads "load a c"] [--out FILE.json] [--cellar BIN] [--work DIR] [--no-cellar]
-#          [--no-native]
+#          [--no-native] [--no-ucx]
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,6 +30,7 @@ cellar_bin="${CARGO_TARGET_DIR:-$repo/target}/release/cellar"
 work=""
 with_cellar=1
 with_native=1
+with_ucx=1
 
 die() { echo "bench-vs-hbase: $*" >&2; exit 1; }
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
@@ -43,7 +46,8 @@ while [[ $# -gt 0 ]]; do
     --work) need_value "$@"; work="$2"; shift 2 ;;
     --no-cellar) with_cellar=0; shift ;;
     --no-native) with_native=0; shift ;;
-    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    --no-ucx) with_ucx=0; shift ;;
+    -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -200,13 +204,16 @@ recreate_tables() {
   create_hbase_table "$hbase_addr"
   if (( with_cellar )); then
     create_hbase_table "$cellar_hbase_addr"
-    if (( with_native )); then
-      "$cellar_bin" shell --connect "$cellar_addr" -e "disable 'usertable_native'; drop 'usertable_native'" >/dev/null 2>&1 || true
+    local native
+    for native in usertable_native usertable_ucx; do
+      [[ "$native" == usertable_native ]] && (( ! with_native )) && continue
+      [[ "$native" == usertable_ucx ]] && (( ! with_ucx )) && continue
+      "$cellar_bin" shell --connect "$cellar_addr" -e "disable '$native'; drop '$native'" >/dev/null 2>&1 || true
       local quoted="'${splits//,/\', \'}'"
       "$cellar_bin" shell --connect "$cellar_addr" \
-        -e "create 'usertable_native', 'family', {SPLITS => [$quoted]}" >&2 \
-        || die "creating the Cellar table failed"
-    fi
+        -e "create '$native', 'family', {SPLITS => [$quoted]}" >&2 \
+        || die "creating the Cellar table $native failed"
+    done
   fi
 }
 
@@ -230,10 +237,14 @@ run_phase() {
     java "${java_flags[@]}" -cp "$ycsb_cp" site.ycsb.Client "$flag" -db org.cellar.ycsb.HBaseClient \
       "${common[@]}" "${props[@]}" >"$file" 2>"$file.err" \
       || { tail -n 20 "$file.err" >&2; die "YCSB $phase of workload $w against $sys failed"; }
-  else
+  elif [[ "$sys" == cellar-native ]]; then
     "$cellar_bin" bench "$phase" "${common[@]}" -p columnfamily=family -p table=usertable_native \
       --db "cellar://$cellar_addr" >"$file" 2>"$file.err" \
       || { tail -n 20 "$file.err" >&2; die "cellar bench $phase of workload $w failed"; }
+  else
+    "$cellar_bin" bench "$phase" "${common[@]}" -p columnfamily=family -p table=usertable_ucx \
+      --db "cellar+ucx://$cellar_addr" >"$file" 2>"$file.err" \
+      || { tail -n 20 "$file.err" >&2; die "cellar bench $phase of workload $w over UCX failed"; }
   fi
   after="$(cpu_ticks "$pid")"
   printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$sys" "$w" "$t" "$pass" "$((after - before))" "$file" >> "$work/phases.tsv"
@@ -241,7 +252,18 @@ run_phase() {
 }
 
 : > "$work/phases.tsv"
+if (( with_ucx )) && ! ldconfig -p 2>/dev/null | grep -q 'libucp\.so\.0'; then
+  echo "no UCX library (libucp.so.0, Debian libucx0): cellar-ucx is left out" >&2
+  with_ucx=0
+fi
 systems=(hbase); (( with_cellar )) && systems+=(cellar); (( with_cellar && with_native )) && systems+=(cellar-native)
+(( with_cellar && with_ucx )) && systems+=(cellar-ucx)
+# rotated SHIFT: the systems in turn, starting with the SHIFT-th (the order changes each pass,
+# so no system always runs first on a cold machine or last on a warm one).
+rotated() {
+  local n=${#systems[@]} i
+  for ((i = 0; i < n; i++)); do echo "${systems[$(( (i + $1) % n ))]}"; done
+}
 
 # Idle baseline: each server's own CPU use over 5 s with no client, so a reader can see how
 # much of the per-operation figure is background work (JIT, chores, GC) at small counts.
@@ -264,10 +286,11 @@ for pass in $(seq 1 "$passes"); do
     echo "pass $pass, threads $t" >&2
     recreate_tables
     # The load always runs (the other workloads read what it wrote); it is reported if asked.
-    for sys in "${systems[@]}"; do run_phase "$sys" load "$t" "$pass"; done
+    mapfile -t order < <(rotated $((pass - 1)))
+    for sys in "${order[@]}"; do run_phase "$sys" load "$t" "$pass"; done
     for w in $workloads; do
       [[ "$w" == load ]] && continue
-      for sys in "${systems[@]}"; do run_phase "$sys" "$w" "$t" "$pass"; done
+      for sys in "${order[@]}"; do run_phase "$sys" "$w" "$t" "$pass"; done
     done
   done
 done

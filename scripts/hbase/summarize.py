@@ -128,9 +128,10 @@ def median(values):
 
 
 # Systems in report order: HBase through YCSB's Java client, Cellar through the same client
-# (its HBase-compatible front end), Cellar through `cellar bench` (native protocol).
-SYSTEMS = ("hbase", "cellar", "cellar-native")
-RATIO_LABEL = {"cellar": "C/H", "cellar-native": "Cn/H"}
+# (its HBase-compatible front end), Cellar through `cellar bench` (native protocol over TCP),
+# and the same over UCX (shared memory).
+SYSTEMS = ("hbase", "cellar", "cellar-native", "cellar-ucx")
+RATIO_LABEL = {"cellar": "C/H", "cellar-native": "Cn/H", "cellar-ucx": "Cu/H"}
 
 
 def ratio(cellar, hbase):

@@ -18,7 +18,8 @@ const FAMILY: &str = "f";
 /// Command-line options of `cellar bench breakdown`.
 #[derive(Debug, clap::Args)]
 pub struct Args {
-    /// The server: cellar://HOST:PORT.
+    /// The server: cellar://HOST:PORT (TCP) or cellar+ucx://HOST:PORT (UCX: shared memory,
+    /// RDMA, or UCX's TCP, as UCX_TLS allows).
     #[arg(long, default_value = "cellar://127.0.0.1:16200")]
     pub db: String,
     /// Timed calls of each kind (Get and Put).
@@ -36,7 +37,7 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), String> {
-    let addr = server_address(&args.db)?;
+    let (addr, transport) = server_address(&args.db)?;
     if args.ops == 0 {
         return Err("--ops must be at least 1".into());
     }
@@ -45,7 +46,7 @@ pub fn run(args: Args) -> Result<(), String> {
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-    let (get, put) = runtime.block_on(measure(&addr, &args))?;
+    let (get, put) = runtime.block_on(measure(&addr, transport, &args))?;
     print!("{}", stages::table(args.ops, args.value_size, &get, &put));
     if let Some(path) = &args.json {
         let doc = serde_json::json!({
@@ -64,14 +65,14 @@ pub fn run(args: Args) -> Result<(), String> {
     Ok(())
 }
 
-/// HOST:PORT of a `cellar://HOST:PORT` address; the breakdown needs a server.
-fn server_address(db: &str) -> Result<String, String> {
-    match db.strip_prefix("cellar://") {
-        Some(a) if !a.is_empty() => Ok(a.to_string()),
-        _ => Err(format!(
-            "--db {db:?}: the breakdown measures a server's RPC path and needs cellar://HOST:PORT"
-        )),
-    }
+/// HOST:PORT and transport of a `cellar://` or `cellar+ucx://` address; the breakdown needs
+/// a server.
+fn server_address(db: &str) -> Result<(String, cellar_client::Transport), String> {
+    cellar_client::parse_url(db).ok_or_else(|| {
+        format!(
+            "--db {db:?}: the breakdown measures a server's RPC path and needs cellar://HOST:PORT or cellar+ucx://HOST:PORT"
+        )
+    })
 }
 
 fn row_key(i: u64) -> String {
@@ -80,8 +81,16 @@ fn row_key(i: u64) -> String {
 
 /// Warms up (untimed puts of every row, which also opens the connection and caches the
 /// region), then times `ops` puts and `ops` gets of those rows.
-async fn measure(addr: &str, args: &Args) -> Result<(StageMeans, StageMeans), String> {
-    let client = Client::connect(addr)
+async fn measure(
+    addr: &str,
+    transport: cellar_client::Transport,
+    args: &Args,
+) -> Result<(StageMeans, StageMeans), String> {
+    let config = cellar_client::ClientConfig {
+        transport,
+        ..cellar_client::ClientConfig::default()
+    };
+    let client = Client::connect_with(addr, config)
         .await
         .map_err(|e| format!("cannot connect to {addr}: {e}"))?;
     let admin = client.admin();

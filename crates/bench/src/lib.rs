@@ -13,4 +13,5 @@ pub mod linearizability;
 pub mod linkedlist;
 pub mod report;
 pub mod rpc_bench;
+pub mod transport_bench;
 pub mod ycsb;

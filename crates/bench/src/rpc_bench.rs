@@ -497,7 +497,7 @@ fn floor_run(self_exe: &Path, ops: u64, value_size: usize) -> Result<FloorRun> {
 }
 
 /// utime + stime of process `pid`, in clock ticks.
-fn cpu_ticks(pid: u32) -> Result<u64> {
+pub(crate) fn cpu_ticks(pid: u32) -> Result<u64> {
     let path = format!("/proc/{pid}/stat");
     let stat = std::fs::read_to_string(&path).map_err(|e| format!("reading {path}: {e}"))?;
     // Fields after the command name, which is parenthesised and may contain spaces.

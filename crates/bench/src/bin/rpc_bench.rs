@@ -2,6 +2,7 @@
 //! See `cellar_bench::rpc_bench` and `docs/benchmarks.md`.
 
 use cellar_bench::rpc_bench::{self, Options, Placement};
+use cellar_bench::transport_bench;
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -40,6 +41,26 @@ struct Args {
 enum Mode {
     /// Internal: the ping-pong echo server (prints `listening echo=ADDR`).
     EchoServer,
+    /// Internal: the sized echo behind `transports`' floors (prints `listening echo=ADDR`).
+    SizedEcho {
+        /// Echo over UCX (addresses swapped on the TCP connection) instead of TCP.
+        #[arg(long)]
+        ucx: bool,
+    },
+    /// Get and Put over TCP, UCX shared memory and UCX over TCP, each beside a floor on the
+    /// same transport (a sized echo: the same request and answer sizes, one shared connection,
+    /// rounds interleaved, the order of transports rotated from pass to pass).
+    Transports {
+        /// Transports to measure: tcp, ucx-sm, ucx-tcp.
+        #[arg(long, value_delimiter = ',', default_value = "tcp,ucx-sm,ucx-tcp")]
+        transports: Vec<String>,
+        /// Value sizes in bytes.
+        #[arg(long, value_delimiter = ',', default_value = "1024,16384,262144")]
+        sizes: Vec<usize>,
+        /// Passes over every transport.
+        #[arg(long, default_value_t = 3)]
+        passes: usize,
+    },
     /// The kernel's floor for one call on this machine: the server CPU a bare echo server
     /// spends per sequential ping-pong of --value-size bytes (--ops calls, one connection),
     /// and the round trips' p50/p99/p99.9; first on any CPU, then with both on CPU 0.
@@ -54,7 +75,44 @@ fn run(args: Args) -> Result<(), String> {
             .map_err(|e| e.to_string())?;
         return rt.block_on(rpc_bench::echo_server());
     }
+    if let Some(Mode::SizedEcho { ucx }) = args.mode {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .map_err(|e| e.to_string())?;
+        return rt.block_on(transport_bench::sized_echo(ucx));
+    }
     let self_exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    if let Some(Mode::Transports {
+        transports,
+        sizes,
+        passes,
+    }) = &args.mode
+    {
+        let ways = transports
+            .iter()
+            .map(|t| transport_bench::Way::parse(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        if sizes.is_empty() || sizes.contains(&0) || *passes == 0 || args.concurrency == 0 {
+            return Err("--sizes, --passes and --concurrency must be positive".into());
+        }
+        let opts = transport_bench::Options {
+            cellar_bin: cellar_bin(args.cellar_bin.clone(), &self_exe)?,
+            self_exe: self_exe.clone(),
+            ways,
+            sizes: sizes.clone(),
+            ops: args.ops,
+            passes: *passes,
+            concurrency: args.concurrency,
+        };
+        let rows = transport_bench::run(&opts)?;
+        transport_bench::print(&rows, args.concurrency);
+        if let Some(path) = args.json {
+            let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
+            std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        }
+        return Ok(());
+    }
     if let Some(Mode::FloorCpu) = args.mode {
         let floor = rpc_bench::floor_cpu(&self_exe, args.ops, args.value_size)?;
         println!(
@@ -76,16 +134,7 @@ fn run(args: Args) -> Result<(), String> {
         }
         return Ok(());
     }
-    let cellar_bin = match args.cellar_bin {
-        Some(p) => p,
-        None => self_exe.with_file_name("cellar"),
-    };
-    if !cellar_bin.exists() {
-        return Err(format!(
-            "{} not found: build it with `cargo build --release -p cellar-cli` or pass --cellar-bin",
-            cellar_bin.display()
-        ));
-    }
+    let cellar_bin = cellar_bin(args.cellar_bin, &self_exe)?;
     let placements = match args.placement.as_str() {
         "same" => vec![Placement::Same],
         "split" => vec![Placement::Split],
@@ -114,6 +163,18 @@ fn run(args: Args) -> Result<(), String> {
         std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
     }
     Ok(())
+}
+
+/// The `cellar` binary to start: `--cellar-bin`, else the one next to this binary.
+fn cellar_bin(given: Option<PathBuf>, self_exe: &std::path::Path) -> Result<PathBuf, String> {
+    let bin = given.unwrap_or_else(|| self_exe.with_file_name("cellar"));
+    if !bin.exists() {
+        return Err(format!(
+            "{} not found: build it with `cargo build --release -p cellar-cli` or pass --cellar-bin",
+            bin.display()
+        ));
+    }
+    Ok(bin)
 }
 
 fn main() -> ExitCode {
