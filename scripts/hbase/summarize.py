@@ -248,10 +248,12 @@ def main():
                             "their whole-phase percentiles")
     if "floor_cpu_us_per_call" in meta:
         print(f"floor: a bare echo server spends {meta['floor_cpu_us_per_call']} us of CPU per "
-              "1 KiB call on this machine (rpc_bench floor-cpu); no server's cpu us/op can be lower")
+              "1 KiB call over TCP on this machine (rpc_bench floor-cpu); no server's cpu us/op "
+              "over TCP can be lower (cellar-ucx bypasses the kernel's sockets)")
     if "floor_p99_us" in meta:
         print(f"floor: its round trips take p50 {meta['floor_p50_us']} / p99 {meta['floor_p99_us']}"
-              f" / p99.9 {meta['floor_p999_us']} us; no server's p99 at one thread can be lower")
+              f" / p99.9 {meta['floor_p999_us']} us; no server's p99 over TCP at one thread can be "
+              "lower")
     if "floor_one_cpu_cpu_us_per_call" in meta:
         print(f"floor with the echo server and its client on one CPU: "
               f"{meta['floor_one_cpu_cpu_us_per_call']} us of CPU per call, p99 "

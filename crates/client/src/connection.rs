@@ -152,8 +152,8 @@ impl Connection {
     /// server without UCX leaves the connection on TCP; under `ucx` it is an error saying why.
     async fn hello(&mut self, addr: &str, transport: Transport, links: &LinkSlot) -> Result<()> {
         let auto = transport == Transport::Auto;
-        let link = match links.get() {
-            Ok(link) => link,
+        let ctx = match links.context() {
+            Ok(ctx) => ctx,
             Err(e) if auto => {
                 tracing::debug!(addr, error = %e, "staying on TCP");
                 return Ok(());
@@ -161,11 +161,12 @@ impl Connection {
             Err(e) => return Err(e),
         };
         let peer: std::sync::Weak<dyn Peer> = Arc::downgrade(&self.shared) as _;
-        let route = link.register(peer);
+        let route = Route::start(&ctx, peer)?;
+        let (address, id) = route.address();
         let req = pb::TransportHelloRequest {
             transport: "ucx".into(),
-            worker_address: Bytes::copy_from_slice(link.address()),
-            client_peer_id: route.id(),
+            worker_address: Bytes::copy_from_slice(address),
+            client_peer_id: id,
         };
         let answer = match self.call(Method::TransportHello, &req, &[]).await {
             Ok(answer) => answer,
@@ -188,7 +189,7 @@ impl Connection {
             Err(e) => return Err(e),
         };
         let hello: pb::TransportHelloResponse = answer.decode("TransportHelloResponse")?;
-        link.connect(&route, hello.worker_address.to_vec(), hello.server_peer_id)?;
+        route.connect(hello.worker_address.to_vec(), hello.server_peer_id)?;
         self.ucx = Some(route);
         Ok(())
     }

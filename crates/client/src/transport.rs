@@ -3,17 +3,14 @@
 //! Every connection starts on TCP (the preamble exchange, and the control channel for as long
 //! as the connection lives). With `ucx` or `auto` the client then sends its UCX worker address
 //! in `TRANSPORT_HELLO`; once the server answers with its own, calls go as UCX messages
-//! through one worker per client, progressed by its own thread (`cellar_ucx::link`), and
-//! answers come back through it to the waiting callers. `docs/design/0005-transport.md` §4.
+//! through a worker of the connection's own, progressed by its own thread
+//! (`cellar_ucx::link`), and answers come back through it to the waiting callers. `docs/design/0005-transport.md` §4.
 
 use crate::error::{Error, Result};
 use bytes::{Buf, Bytes};
-use cellar_ucx::link::{Events, Link, LinkOptions, PeerId, Replies, Sender};
-use cellar_ucx::Ucx;
-use parking_lot::Mutex;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, OnceLock, Weak};
+use cellar_ucx::link::{Events, Link, LinkOptions, PeerId, Replies};
+use cellar_ucx::{Context, Ucx};
+use std::sync::{OnceLock, Weak};
 
 /// How a client reaches servers (`transport = tcp | ucx | auto`; `cellar+ucx://` asks for UCX).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -74,112 +71,87 @@ pub(crate) trait Peer: Send + Sync {
     fn lost(&self, err: Error);
 }
 
-type Peers = Arc<Mutex<HashMap<PeerId, Weak<dyn Peer>>>>;
+/// The id both sides give each other on a connection's own link (one peer per link).
+const PEER: PeerId = 1;
 
-/// One client's UCX worker.
-pub(crate) struct ClientLink {
-    link: Link,
-    peers: Peers,
-    next_peer: AtomicU32,
-}
-
-/// The client's UCX worker, started on first use (or why it cannot be).
+/// The client's UCX context, created on first use (or why it cannot be). Each connection
+/// that moves to UCX gets a worker and progress thread of its own in it: a server killed in
+/// the middle of a shared-memory write can then stall only that connection's worker
+/// (`cellar_ucx::link::Link::start_in`).
 #[derive(Default)]
-pub(crate) struct LinkSlot(OnceLock<std::result::Result<Arc<ClientLink>, String>>);
+pub(crate) struct LinkSlot(OnceLock<std::result::Result<Context, String>>);
 
 impl LinkSlot {
-    pub fn get(&self) -> Result<Arc<ClientLink>> {
+    pub fn context(&self) -> Result<Context> {
         self.0
-            .get_or_init(|| ClientLink::start().map(Arc::new))
+            .get_or_init(|| {
+                let ucx = Ucx::load().map_err(|e| e.to_string())?;
+                Context::new(&ucx).map_err(|e| format!("cannot start UCX: {e}"))
+            })
             .clone()
             .map_err(Error::Transport)
     }
 }
 
-impl ClientLink {
-    fn start() -> std::result::Result<ClientLink, String> {
-        let ucx = Ucx::load().map_err(|e| e.to_string())?;
-        let peers: Peers = Arc::default();
-        let link = Link::start(
-            &ucx,
-            LinkOptions::default(),
-            Deliver {
-                peers: peers.clone(),
-            },
-        )
-        .map_err(|e| format!("cannot start the client's UCX worker: {e}"))?;
-        Ok(ClientLink {
-            link,
-            peers,
-            next_peer: AtomicU32::new(1),
-        })
-    }
-
-    /// This worker's address, for the server.
-    pub fn address(&self) -> &[u8] {
-        self.link.address()
-    }
-
-    /// Registers a connection; its frames reach `peer` once [`Route::connect`] is called.
-    pub fn register(&self, peer: Weak<dyn Peer>) -> Route {
-        let id = self.next_peer.fetch_add(1, Ordering::Relaxed);
-        self.peers.lock().insert(id, peer);
-        Route {
-            id,
-            sender: self.link.sender(),
-            peers: self.peers.clone(),
-        }
-    }
-
-    /// Connects `route` to the server worker at `address`, which knows it as `id_at_server`.
-    pub fn connect(&self, route: &Route, address: Vec<u8>, id_at_server: u32) -> Result<()> {
-        self.link
-            .connect(route.id, address, id_at_server)
-            .map_err(|e| Error::Transport(e.to_string()))
-    }
-}
-
-/// A connection's way out over UCX; dropping it closes the UCX peer.
+/// A connection's way out over UCX: its own worker and progress thread, stopped when dropped.
 pub(crate) struct Route {
-    id: PeerId,
-    sender: Sender,
-    peers: Peers,
+    link: Option<Link>,
 }
 
 impl Route {
-    pub fn id(&self) -> PeerId {
-        self.id
+    /// Starts a worker for a connection whose answers go to `peer`.
+    pub fn start(ctx: &Context, peer: Weak<dyn Peer>) -> Result<Route> {
+        let link = Link::start_in(ctx, LinkOptions::default(), Deliver { peer })
+            .map_err(|e| Error::Transport(format!("cannot start a UCX worker: {e}")))?;
+        Ok(Route { link: Some(link) })
+    }
+
+    /// This connection's worker address and id, for the server.
+    pub fn address(&self) -> (&[u8], PeerId) {
+        (self.link.as_ref().map_or(&[][..], Link::address), PEER)
+    }
+
+    /// Connects to the server's worker at `address`, which knows this side as `id_at_server`.
+    pub fn connect(&self, address: Vec<u8>, id_at_server: u32) -> Result<()> {
+        match &self.link {
+            Some(link) => link
+                .connect(PEER, address, id_at_server)
+                .map_err(|e| Error::Transport(e.to_string())),
+            None => Err(Error::Closed),
+        }
     }
 
     /// Sends one request frame (length prefix included).
     pub fn send(&self, frame: Bytes) -> Result<()> {
-        self.sender
-            .send(self.id, frame)
-            .map_err(|e| Error::Transport(e.to_string()))
+        match &self.link {
+            Some(link) => link
+                .send(PEER, frame)
+                .map_err(|e| Error::Transport(e.to_string())),
+            None => Err(Error::Closed),
+        }
     }
 }
 
 impl Drop for Route {
     fn drop(&mut self) {
-        self.peers.lock().remove(&self.id);
-        let _ = self.sender.close(self.id);
+        // Stopping a link waits for its endpoint to close (up to two seconds when the server
+        // is gone): never on the caller's (possibly async) thread.
+        if let Some(link) = self.link.take() {
+            let _ = std::thread::Builder::new()
+                .name("cellar-ucx-stop".into())
+                .spawn(move || drop(link));
+        }
     }
 }
 
-/// The progress thread's side: hands answers to their connections.
+/// The progress thread's side: hands answers to the connection.
 struct Deliver {
-    peers: Peers,
-}
-
-impl Deliver {
-    fn peer(&self, id: PeerId) -> Option<Arc<dyn Peer>> {
-        self.peers.lock().get(&id).and_then(Weak::upgrade)
-    }
+    peer: Weak<dyn Peer>,
 }
 
 impl Events for Deliver {
-    fn frame(&mut self, id: PeerId, frame: Vec<u8>, _replies: &mut Replies) {
-        let Some(peer) = self.peer(id) else {
+    fn frame(&mut self, _id: PeerId, frame: Vec<u8>, _replies: &mut Replies) {
+        let Some(peer) = self.peer.upgrade() else {
             return;
         };
         let mut body = Bytes::from(frame);
@@ -192,8 +164,8 @@ impl Events for Deliver {
         peer.frame(body);
     }
 
-    fn lost(&mut self, id: PeerId, why: String) {
-        if let Some(peer) = self.peer(id) {
+    fn lost(&mut self, _id: PeerId, why: String) {
+        if let Some(peer) = self.peer.upgrade() {
             peer.lost(Error::Io(std::io::Error::new(
                 std::io::ErrorKind::ConnectionAborted,
                 format!("the server's UCX endpoint is gone: {why}"),

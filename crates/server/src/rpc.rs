@@ -55,6 +55,21 @@ pub enum Inline {
     /// progress must bring to the OS first): the connection's task awaits it, so the reactor
     /// thread serves other connections meanwhile and never blocks.
     Await(std::pin::Pin<Box<dyn std::future::Future<Output = Result<Reply, pb::RpcError>> + Send>>),
+    /// Applied, its WAL record not yet in the OS (a put in the memstore, its row held): the
+    /// front end finishes it, with the others of the same read (one WAL write for them all),
+    /// before the reply is sent, and never waits for anything but the WAL meanwhile.
+    AfterWal(Box<dyn PendingWrite>, Reply),
+}
+
+/// A write applied on the reactor whose WAL record is not yet in the OS ([`Inline::AfterWal`]).
+pub trait PendingWrite: Send {
+    /// Finishes without waiting (one WAL write covers every record buffered before it), or
+    /// hands the write back when finishing would wait for another writer's WAL round.
+    fn try_finish(self: Box<Self>) -> Result<Result<(), pb::RpcError>, Box<dyn PendingWrite>>;
+    /// Finishes, awaiting another writer's WAL round if need be; never blocks a thread.
+    fn finish(
+        self: Box<Self>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), pb::RpcError>> + Send>>;
 }
 
 /// What the RPC front end calls. `call` may block on disk: the front end runs it on its

@@ -5,7 +5,7 @@
 
 use crate::catalog::{ServerStatus, TableInfo};
 use crate::metrics::Gauges;
-use crate::region_server::{RegionServer, ServerError};
+use crate::region_server::{DeferredPut, RegionServer, ServerError};
 use crate::router::{RegionLocation, RegionState, TableState};
 use crate::rpc::{CallContext, Handler, Inline, Reply};
 use crate::scanners::ScanBatch;
@@ -509,15 +509,24 @@ impl RegionServer {
             },
             BytesMut::new(),
         );
-        Some(match put.try_finish() {
-            Ok(done) => Inline::Done(done.map(|()| answer).map_err(|e| e.to_rpc())),
-            Err(put) => Inline::Await(Box::pin(async move {
-                put.finish_async()
-                    .await
-                    .map(|()| answer)
-                    .map_err(|e| e.to_rpc())
-            })),
-        })
+        Some(Inline::AfterWal(Box::new(put), answer))
+    }
+}
+
+impl crate::rpc::PendingWrite for DeferredPut {
+    fn try_finish(
+        self: Box<Self>,
+    ) -> Result<Result<(), pb::RpcError>, Box<dyn crate::rpc::PendingWrite>> {
+        match DeferredPut::try_finish(*self) {
+            Ok(done) => Ok(done.map_err(|e| e.to_rpc())),
+            Err(put) => Err(Box::new(put)),
+        }
+    }
+
+    fn finish(
+        self: Box<Self>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), pb::RpcError>> + Send>> {
+        Box::pin(async move { (*self).finish_async().await.map_err(|e| e.to_rpc()) })
     }
 }
 

@@ -650,6 +650,11 @@ fn inline_puts_apply_plain_puts_and_decline_the_rest() {
                         .build()
                         .expect("runtime")
                         .block_on(rest),
+                    Inline::AfterWal(write, reply) => tokio::runtime::Builder::new_current_thread()
+                        .build()
+                        .expect("runtime")
+                        .block_on(write.finish())
+                        .map(|()| reply),
                 };
                 pb::MutateResponse::decode(reply.expect("inline put").param).expect("response")
             })

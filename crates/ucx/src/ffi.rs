@@ -129,6 +129,7 @@ impl RequestParam {
 
 pub type ConfigRead = unsafe extern "C" fn(*const c_char, *const c_char, *mut Handle) -> Status;
 pub type ConfigRelease = unsafe extern "C" fn(Handle);
+pub type ConfigModify = unsafe extern "C" fn(Handle, *const c_char, *const c_char) -> Status;
 pub type InitVersion =
     unsafe extern "C" fn(c_uint, c_uint, *const UcpParams, Handle, *mut Handle) -> Status;
 pub type Cleanup = unsafe extern "C" fn(Handle);

@@ -56,6 +56,7 @@ pub struct Ucx {
 struct Fns {
     config_read: ffi::ConfigRead,
     config_release: ffi::ConfigRelease,
+    config_modify: ffi::ConfigModify,
     init_version: ffi::InitVersion,
     cleanup: ffi::Cleanup,
     worker_create: ffi::WorkerCreate,
@@ -126,6 +127,7 @@ impl Ucx {
         let f = Fns {
             config_read: sym(&lib, name, "ucp_config_read")?,
             config_release: sym(&lib, name, "ucp_config_release")?,
+            config_modify: sym(&lib, name, "ucp_config_modify")?,
             init_version: sym(&lib, name, "ucp_init_version")?,
             cleanup: sym(&lib, name, "ucp_cleanup")?,
             worker_create: sym(&lib, name, "ucp_worker_create")?,
@@ -207,6 +209,47 @@ impl Drop for ContextInner {
     }
 }
 
+/// UCX's transport list (`UCX_TLS`) without the transports that copy straight from another
+/// process's memory (`cma`, `knem`, `xpmem`). Endpoints use error-handling mode NONE, the only
+/// one UCX's shared-memory transports support, and in that mode a peer that dies in the middle
+/// of such a copy aborts this whole process (UCX 1.13: `process_vm_readv(...) returned -1: No
+/// such process`, then a fatal error), where a server must go on serving everyone else. Large
+/// messages between processes of one host then travel through the shared-memory segments
+/// (`posix`, `sysv`), which a dead peer cannot make fail. `sm`/`shm` stand for those two.
+pub fn transports_without_peer_copy(user: Option<&str>) -> String {
+    const PEER_COPY: [&str; 3] = ["cma", "knem", "xpmem"];
+    let list = user.map(str::trim).filter(|l| !l.is_empty());
+    // Unset: every transport but CMA (Debian's UCX has no KNEM or XPMEM, and UCX warns about
+    // excluding a transport it does not have).
+    let Some(list) = list else {
+        return "^cma".into();
+    };
+    if let Some(excluded) = list.strip_prefix('^') {
+        let mut names: Vec<&str> = excluded.split(',').map(str::trim).collect();
+        for t in PEER_COPY {
+            if !names.contains(&t) {
+                names.push(t);
+            }
+        }
+        return format!("^{}", names.join(","));
+    }
+    let mut names: Vec<&str> = Vec::new();
+    for name in list.split(',').map(str::trim) {
+        let expanded: &[&str] = match name {
+            "all" => return "^cma".into(),
+            "sm" | "shm" => &["posix", "sysv"],
+            n if PEER_COPY.contains(&n) => &[],
+            n => &[n][..],
+        };
+        for n in expanded {
+            if !names.contains(n) {
+                names.push(n);
+            }
+        }
+    }
+    names.join(",")
+}
+
 impl Context {
     /// Reads UCX's configuration from the environment (`UCX_*`) and creates a context.
     pub fn new(ucx: &Arc<Ucx>) -> Result<Context> {
@@ -216,6 +259,18 @@ impl Context {
         ucx.check("reading its configuration", unsafe {
             (f.config_read)(std::ptr::null(), std::ptr::null(), &mut config)
         })?;
+        let tls = transports_without_peer_copy(std::env::var("UCX_TLS").ok().as_deref());
+        let (name, value) = (
+            c"TLS",
+            std::ffi::CString::new(tls.clone()).unwrap_or_default(),
+        );
+        // SAFETY: `config` was read above; both strings are NUL-terminated and UCX copies them.
+        let modified = unsafe { (f.config_modify)(config, name.as_ptr(), value.as_ptr()) };
+        if let Err(e) = ucx.check("choosing its transports", modified) {
+            // SAFETY: read above; released once.
+            unsafe { (f.config_release)(config) };
+            return Err(UcxError::Invalid(format!("UCX_TLS={tls}: {e}")));
+        }
         let params = ffi::UcpParams {
             field_mask: ffi::UCP_PARAM_FIELD_FEATURES,
             features: ffi::UCP_FEATURE_TAG | ffi::UCP_FEATURE_WAKEUP,
@@ -734,6 +789,18 @@ impl Drop for Closing<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transports_that_copy_from_a_peer_are_left_out() {
+        let t = |u: Option<&str>| transports_without_peer_copy(u);
+        assert_eq!(t(None), "^cma");
+        assert_eq!(t(Some("")), "^cma");
+        assert_eq!(t(Some("all")), "^cma");
+        assert_eq!(t(Some("sm,self")), "posix,sysv,self");
+        assert_eq!(t(Some("tcp,self")), "tcp,self");
+        assert_eq!(t(Some("rc,sm,cma,self")), "rc,posix,sysv,self");
+        assert_eq!(t(Some("^ud")), "^ud,cma,knem,xpmem");
+    }
 
     #[test]
     fn a_missing_library_is_a_clear_error() {

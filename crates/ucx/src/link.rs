@@ -60,6 +60,9 @@ pub trait Events: Send + 'static {
     /// progress thread, with no hand-off to another thread (a call answered where it
     /// arrived, as the TCP reactor answers Gets from memory).
     fn frame(&mut self, peer: PeerId, frame: Vec<u8>, replies: &mut Replies);
+    /// Every frame that had arrived by now has been handed to [`Events::frame`]: a moment to
+    /// finish work batched over them (puts sharing one WAL write) and answer it.
+    fn frames_done(&mut self, _replies: &mut Replies) {}
     /// `peer` is gone (silent past `dead_after`, or an operation to it failed); it has been
     /// dropped and frames to it are refused until it is connected again.
     fn lost(&mut self, peer: PeerId, why: String);
@@ -103,7 +106,15 @@ pub struct Link {
 impl Link {
     /// Creates a context and worker on `ucx` and starts the progress thread.
     pub fn start(ucx: &Arc<Ucx>, opts: LinkOptions, events: impl Events) -> Result<Link> {
-        let ctx = Context::new(ucx)?;
+        Link::start_in(&Context::new(ucx)?, opts, events)
+    }
+
+    /// Creates a worker in `ctx` and starts the progress thread. A link per connection keeps
+    /// connections apart: shared-memory transports deliver every sender's messages through
+    /// one FIFO per worker, and a sender killed in the middle of a write can stall that FIFO
+    /// for good, so a worker shared by several peers would lose them all with one.
+    pub fn start_in(ctx: &Context, opts: LinkOptions, events: impl Events) -> Result<Link> {
+        let ctx = ctx.clone();
         let worker = ctx.worker()?;
         let address = worker.address()?;
         // SAFETY: a plain system call; the descriptor is owned from here on.
@@ -320,6 +331,7 @@ impl<'w> Progress<'w> {
                     false
                 }
             });
+            let mut delivered = false;
             while let Some((from, kind, op)) = recvs.front_mut() {
                 match op.test() {
                     Ok(false) => break,
@@ -332,18 +344,8 @@ impl<'w> Progress<'w> {
                         }
                         if let (KIND_FRAME, Some((frame, _))) = (kind, got) {
                             events.frame(from, frame, &mut replies);
-                            for (peer, frame) in replies.0.drain(..) {
-                                match peers.get(&peer) {
-                                    Some(p) => {
-                                        match p.ep.send_owned(tag(KIND_FRAME, p.id_at_peer), frame)
-                                        {
-                                            Ok(op) => sends.push((peer, op)),
-                                            Err(e) => lost.push((peer, e.to_string())),
-                                        }
-                                    }
-                                    None => events.lost(peer, "not connected".into()),
-                                }
-                            }
+                            delivered = true;
+                            send_replies(&mut replies, &peers, &mut sends, &mut lost, &mut events);
                         }
                     }
                     Err(e) => {
@@ -351,6 +353,10 @@ impl<'w> Progress<'w> {
                         recvs.pop_front();
                     }
                 }
+            }
+            if delivered {
+                events.frames_done(&mut replies);
+                send_replies(&mut replies, &peers, &mut sends, &mut lost, &mut events);
             }
             closing.retain_mut(|c: &mut crate::Closing<'w>| !c.test());
             let now = Instant::now();
@@ -442,6 +448,25 @@ impl<'w> Progress<'w> {
         let mut counter: u64 = 0;
         // SAFETY: reads 8 bytes into a local from a non-blocking eventfd (EAGAIN if not rung).
         let _ = unsafe { libc::read(self.wake.as_raw_fd(), (&mut counter as *mut u64).cast(), 8) };
+    }
+}
+
+/// Sends what [`Events`] queued in `replies`, from the progress thread.
+fn send_replies<'w>(
+    replies: &mut Replies,
+    peers: &HashMap<PeerId, Peer<'w>>,
+    sends: &mut Vec<(PeerId, Owned<'w, Bytes>)>,
+    lost: &mut Vec<(PeerId, String)>,
+    events: &mut impl Events,
+) {
+    for (peer, frame) in replies.0.drain(..) {
+        match peers.get(&peer) {
+            Some(p) => match p.ep.send_owned(tag(KIND_FRAME, p.id_at_peer), frame) {
+                Ok(op) => sends.push((peer, op)),
+                Err(e) => lost.push((peer, e.to_string())),
+            },
+            None => events.lost(peer, "not connected".into()),
+        }
     }
 }
 

@@ -64,6 +64,8 @@ const MAX_IOV: usize = 2 * WRITE_BATCH_FRAMES;
 /// Answers from this size on may be refused as busy when the connection or the server is past
 /// its in-flight bound (smaller ones cost no more than the refusal).
 pub(crate) const REFUSABLE_ANSWER_BYTES: usize = 1024;
+/// Puts applied on the reactor that may wait for their WAL write before they are finished.
+const MAX_DEFERRED_WRITES: usize = 64;
 /// After a protocol error, input still arriving is read and dropped for this long so the
 /// error frame reaches the client before the close (closing on unread input resets the
 /// connection, and the reset can discard the frame).
@@ -176,6 +178,7 @@ pub(crate) async fn serve(
         discard: 0,
         frame_deadline: None,
         ucx: None,
+        deferred: Vec::new(),
     };
     let end = reader.run().await;
     let Reader { rd, tx, ucx, .. } = reader;
@@ -351,6 +354,11 @@ struct Reader {
     frame_deadline: Option<Instant>,
     /// Set once the client moved its calls to UCX (TRANSPORT_HELLO).
     ucx: Option<Attached>,
+    /// Puts applied on the reactor since the last read whose WAL records are not yet in the
+    /// OS, with their responders: finished (one WAL write for all) before the reader waits
+    /// for anything (`fill`, a slot, room), so they hold their rows for microseconds and are
+    /// never held across a wait for the socket (the rule `DeferredPut` rests on).
+    deferred: Vec<(route::Deferred, Responder)>,
 }
 
 impl Reader {
@@ -360,16 +368,39 @@ impl Reader {
             Ok(Err(end)) => return end,
             Err(_) => return End::TimedOut("the preamble"),
         }
-        loop {
+        let end = loop {
             if let Err(end) = self.next_frame().await {
-                return end;
+                break end;
             }
+        };
+        // Puts applied and not yet finished are finished (their answers may not be sent).
+        let _ = self.flush_deferred().await;
+        end
+    }
+
+    /// Finishes the puts applied on the reactor and sends their answers: the first finish
+    /// writes every buffered WAL record, the rest find theirs written. One whose record another
+    /// writer's round is writing is awaited: the task yields, the thread never blocks.
+    async fn flush_deferred(&mut self) -> Result<(), End> {
+        let mut gone = false;
+        for (d, respond) in std::mem::take(&mut self.deferred) {
+            let frame = match d.try_finish() {
+                route::Finish::Done(frame) => frame,
+                route::Finish::Wait(d) => d.finish().await,
+            };
+            gone |= !respond.send(frame);
+        }
+        if gone {
+            Err(End::WriterGone)
+        } else {
+            Ok(())
         }
     }
 
     /// Reads more input into the buffer, first waiting for room if the connection is past its
     /// in-flight bound.
     async fn fill(&mut self) -> Result<(), End> {
+        self.flush_deferred().await?;
         self.wait_for_room().await?;
         let deadline = if self.buf.is_empty() && self.discard == 0 {
             None
@@ -407,6 +438,7 @@ impl Reader {
         if self.budget.room(own) {
             return Ok(());
         }
+        self.flush_deferred().await?;
         let metrics = &self.shared.metrics;
         metrics.connection_stalled();
         let started = Instant::now();
@@ -469,6 +501,7 @@ impl Reader {
         let permit = match self.slots.clone().try_acquire_owned() {
             Ok(p) => p,
             Err(_) => {
+                self.flush_deferred().await?;
                 let metrics = &self.shared.metrics;
                 metrics.connection_stalled();
                 let acquired = tokio::select! {
@@ -631,6 +664,13 @@ impl Reader {
             // the reader checks the connection's room before each frame, so an answer given
             // here overshoots the bound by itself at most.
             route::Served::Await(rest, respond) => send(respond, rest.await),
+            route::Served::AfterWal(d, respond) => {
+                self.deferred.push((d, respond));
+                if self.deferred.len() >= MAX_DEFERRED_WRITES {
+                    self.flush_deferred().await?;
+                }
+                Ok(())
+            }
         }
     }
 

@@ -7,7 +7,7 @@ use super::connection::Shared;
 use super::pool::{outcome_frame, Call};
 use super::queue::Refused;
 use super::respond::{error_frame, reply_frame, rpc_error, timed_reply_frame, Responder};
-use super::{CallContext, Inline, Reply};
+use super::{CallContext, Inline, PendingWrite, Reply};
 use crate::metrics::Overload;
 use bytes::Bytes;
 use cellar_proto::frame::{decode_request, peek_request_header, Parts};
@@ -94,6 +94,87 @@ pub(crate) enum Served {
     Queued,
     /// Begun: await the rest, then send its frame through the responder.
     Await(Rest, Responder),
+    /// Applied, its WAL record not yet in the OS: the transport finishes it with the others
+    /// of the same read (one WAL write) before sending its answer, and waits meanwhile for
+    /// nothing but the WAL ([`Deferred`]).
+    AfterWal(Deferred, Responder),
+}
+
+/// A put applied where it arrived, waiting for its WAL write.
+pub(crate) struct Deferred {
+    write: Box<dyn PendingWrite>,
+    reply: Reply,
+    ctx: CallContext,
+    call_id: u64,
+    method: pb::Method,
+    received: Instant,
+    timed: Option<Instant>,
+    metrics: std::sync::Arc<crate::metrics::RpcMetrics>,
+}
+
+impl Deferred {
+    /// The answer once the write finished (or failed: then it is not acknowledged).
+    fn answer(self, done: Result<(), pb::RpcError>) -> Frame {
+        let frame = match (done, self.timed) {
+            (Ok(()), Some(started)) => timed_reply_frame(
+                self.call_id,
+                self.reply,
+                started.saturating_duration_since(self.received),
+                started.elapsed(),
+            ),
+            (done, _) => outcome_frame(
+                &self.metrics,
+                &self.ctx,
+                self.call_id,
+                self.method,
+                Ok(done.map(|()| self.reply)),
+            ),
+        };
+        self.metrics
+            .record_call(self.method, self.received.elapsed());
+        frame
+    }
+
+    /// Finishes the write without waiting: its answer, or the write handed back when
+    /// finishing would wait for another writer's WAL round.
+    pub fn try_finish(mut self) -> Finish {
+        let write = std::mem::replace(&mut self.write, Box::new(Finished));
+        match write.try_finish() {
+            Ok(done) => Finish::Done(self.answer(done)),
+            Err(write) => {
+                self.write = write;
+                Finish::Wait(self)
+            }
+        }
+    }
+
+    /// Finishes the write, awaiting the WAL round in progress if need be.
+    pub async fn finish(mut self) -> Frame {
+        let write = std::mem::replace(&mut self.write, Box::new(Finished));
+        let done = write.finish().await;
+        self.answer(done)
+    }
+}
+
+/// What [`Deferred::try_finish`] did.
+pub(crate) enum Finish {
+    /// Finished: the answer to send.
+    Done(Frame),
+    /// Finishing would wait for the WAL round in progress: await [`Deferred::finish`].
+    Wait(Deferred),
+}
+
+/// The placeholder of a write taken out of its [`Deferred`].
+struct Finished;
+
+impl PendingWrite for Finished {
+    fn try_finish(self: Box<Self>) -> Result<Result<(), pb::RpcError>, Box<dyn PendingWrite>> {
+        Ok(Ok(()))
+    }
+
+    fn finish(self: Box<Self>) -> Pin<Box<dyn Future<Output = Result<(), pb::RpcError>> + Send>> {
+        Box::pin(async { Ok(()) })
+    }
 }
 
 /// Serves one decoded call of connection `conn_id`: PING and refusals at once, the handler's
@@ -147,6 +228,19 @@ pub(crate) fn serve(shared: &Shared, conn_id: u64, req: Request, respond: Respon
     match inline {
         Ok(None) => {}
         Ok(Some(Inline::Done(result))) => return Served::Answer(answered(Ok(result)), respond),
+        Ok(Some(Inline::AfterWal(write, reply))) => {
+            let deferred = Deferred {
+                write,
+                reply,
+                ctx,
+                call_id: header.call_id,
+                method,
+                received,
+                timed: inline_started,
+                metrics: shared.metrics.clone(),
+            };
+            return Served::AfterWal(deferred, respond);
+        }
         Err(panic) => return Served::Answer(answered(Err(panic)), respond),
         Ok(Some(Inline::Await(rest))) => {
             let metrics = shared.metrics.clone();

@@ -2,9 +2,10 @@
 //! listener: seed 000's hybrid design (`docs/design/0005-transport.md` §4).
 //!
 //! A client asks on its TCP connection (`TRANSPORT_HELLO`, carrying its UCX worker address);
-//! the server answers with its own, and from then on the client's calls arrive as UCX messages
-//! (one frame each, length prefix included) at the server's one worker, progressed by its own
-//! thread (`cellar_ucx::link`). That thread serves each frame as the TCP reactor does
+//! the server answers with the address of a worker of the connection's own, and from then on
+//! the client's calls arrive as UCX messages (one frame each, length prefix included) at that
+//! worker, progressed by its own thread (`cellar_ucx::link`; one worker per connection, so a
+//! client killed in the middle of a shared-memory write can stall only its own). That thread serves each frame as the TCP reactor does
 //! ([`super::route`]: decoded once, PING and refusals answered, Gets from memory answered
 //! right there with no hand-off to another thread), queues the rest for the same handler pool
 //! and runs puts that wait for a WAL round on the front end's runtime. The TCP connection stays
@@ -19,73 +20,63 @@
 use super::budget::ConnBudget;
 use super::connection::{Shared, MAX_IN_FLIGHT_PER_CONNECTION};
 use super::respond::{error_frame, one_buffer, rpc_error, Responder, Sink};
+
+/// Puts applied on the progress thread that may wait for their WAL write before they are
+/// finished.
+const MAX_DEFERRED_WRITES: usize = 64;
 use super::route;
 use crate::metrics::Overload;
 use bytes::{Buf, Bytes};
 use cellar_proto::frame::peek_request_header;
 use cellar_proto::pb;
 use cellar_ucx::link::{Events, Link, LinkOptions, PeerId, Replies, Sender};
-use cellar_ucx::Ucx;
-use parking_lot::Mutex;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Weak};
+use cellar_ucx::{Context, Ucx};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 use tokio::sync::Semaphore;
 
-/// One connection's UCX side, as the progress thread sees it.
-#[derive(Clone)]
+/// One connection's UCX side, as its progress thread sees it.
 struct Peer {
     conn_id: u64,
     slots: Arc<Semaphore>,
     budget: Arc<ConnBudget>,
 }
 
-type Peers = Arc<Mutex<HashMap<PeerId, Peer>>>;
+/// The id both sides give each other on a connection's own link (one peer per link).
+const PEER: PeerId = 1;
 
-/// The server's UCX worker and the connections attached to it.
+/// The server's UCX context; each connection that asks gets its own worker and progress
+/// thread in it ([`Link::start_in`] says why).
 pub(crate) struct UcxFront {
-    link: Mutex<Option<Link>>,
-    sender: Sender,
-    address: Vec<u8>,
-    peers: Peers,
-    next_peer: AtomicU32,
+    ctx: Context,
+    shared: Weak<Shared>,
+    runtime: tokio::runtime::Handle,
+    stopping: AtomicBool,
 }
 
 impl UcxFront {
-    /// Loads UCX and starts the worker's progress thread. Calls that wait for a WAL round
-    /// continue on `runtime`.
+    /// Loads UCX and creates the context. Calls that wait for a WAL round continue on
+    /// `runtime`.
     pub fn start(
         shared: Weak<Shared>,
         runtime: tokio::runtime::Handle,
     ) -> Result<UcxFront, String> {
         let ucx = Ucx::load().map_err(|e| e.to_string())?;
-        let peers: Peers = Arc::default();
-        let sender_slot = Arc::new(std::sync::OnceLock::new());
-        let events = Serve {
-            shared,
-            runtime,
-            peers: peers.clone(),
-            sender: sender_slot.clone(),
-        };
-        let link = Link::start(&ucx, LinkOptions::default(), events)
-            .map_err(|e| format!("cannot start the server's UCX worker: {e}"))?;
-        let sender = link.sender();
-        // Set before any peer is attached, so before any frame can arrive.
-        let _ = sender_slot.set(sender.clone());
+        let ctx = Context::new(&ucx).map_err(|e| format!("cannot start UCX: {e}"))?;
         let (major, minor, patch) = ucx.version();
         tracing::info!(ucx = %format!("{major}.{minor}.{patch}"), "UCX transport started");
         Ok(UcxFront {
-            address: link.address().to_vec(),
-            link: Mutex::new(Some(link)),
-            sender,
-            peers,
-            next_peer: AtomicU32::new(1),
+            ctx,
+            shared,
+            runtime,
+            stopping: AtomicBool::new(false),
         })
     }
 
     /// Attaches TCP connection `conn_id` to the client worker at `address`, which knows this
-    /// connection as `client_peer_id`. The returned guard detaches it when dropped.
+    /// connection as `client_peer_id`: a worker and progress thread of its own. The returned
+    /// guard detaches it when dropped.
     pub fn attach(
         &self,
         conn_id: u64,
@@ -96,52 +87,62 @@ impl UcxFront {
         if address.is_empty() {
             return Err("TRANSPORT_HELLO carries no UCX worker address".into());
         }
-        let peer = self.next_peer.fetch_add(1, Ordering::Relaxed);
-        self.peers.lock().insert(
-            peer,
-            Peer {
+        if self.stopping.load(Ordering::Relaxed) {
+            return Err("the server is shutting down".into());
+        }
+        let sender_slot = Arc::new(OnceLock::new());
+        let events = Serve {
+            shared: self.shared.clone(),
+            runtime: self.runtime.clone(),
+            peer: Peer {
                 conn_id,
                 slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONNECTION)),
                 budget,
             },
-        );
-        let attached = Attached {
-            peer,
-            sender: self.sender.clone(),
-            peers: self.peers.clone(),
+            open: true,
+            sender: sender_slot.clone(),
+            deferred: Vec::new(),
         };
-        let connected = match self.link.lock().as_ref() {
-            Some(link) => link.connect(peer, address, client_peer_id),
-            None => return Err("the server is shutting down".into()),
+        let link = Link::start_in(&self.ctx, LinkOptions::default(), events)
+            .map_err(|e| format!("cannot start a UCX worker for the connection: {e}"))?;
+        // Set before the peer is connected, so before any frame can arrive.
+        let _ = sender_slot.set(link.sender());
+        let response = pb::TransportHelloResponse {
+            worker_address: Bytes::copy_from_slice(link.address()),
+            server_peer_id: PEER,
         };
-        connected.map_err(|e| format!("cannot reach the client's UCX worker: {e}"))?;
-        Ok((
-            attached,
-            pb::TransportHelloResponse {
-                worker_address: Bytes::copy_from_slice(&self.address),
-                server_peer_id: peer,
-            },
-        ))
+        let attached = Attached { link: Some(link) };
+        if let Some(link) = &attached.link {
+            link.connect(PEER, address, client_peer_id)
+                .map_err(|e| format!("cannot reach the client's UCX worker: {e}"))?;
+        }
+        Ok((attached, response))
     }
 
-    /// Stops the progress thread (server shutdown): frames still queued are dropped.
+    /// Refuses new UCX connections (server shutdown); those attached close with their TCP
+    /// connections.
     pub fn stop(&self) {
-        let link = self.link.lock().take();
-        drop(link);
+        self.stopping.store(true, Ordering::Relaxed);
     }
 }
 
-/// A TCP connection's UCX peer; dropping it (the TCP connection ended) closes the peer.
+/// A TCP connection's UCX side; dropping it (the TCP connection ended) stops its worker.
 pub(crate) struct Attached {
-    peer: PeerId,
-    sender: Sender,
-    peers: Peers,
+    link: Option<Link>,
 }
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        self.peers.lock().remove(&self.peer);
-        let _ = self.sender.close(self.peer);
+        // Stopping a link waits for its endpoint to close (up to two seconds when the peer is
+        // gone): never on a reactor thread.
+        if let Some(link) = self.link.take() {
+            let stopped = std::thread::Builder::new()
+                .name("cellar-ucx-stop".into())
+                .spawn(move || drop(link));
+            if let Err(e) = stopped {
+                tracing::warn!(error = %e, "cannot start a thread to stop a UCX link");
+            }
+        }
     }
 }
 
@@ -149,8 +150,13 @@ impl Drop for Attached {
 struct Serve {
     shared: Weak<Shared>,
     runtime: tokio::runtime::Handle,
-    peers: Peers,
-    sender: Arc<std::sync::OnceLock<Sender>>,
+    peer: Peer,
+    /// Cleared once the peer is lost or broke the protocol: its frames are dropped.
+    open: bool,
+    sender: Arc<OnceLock<Sender>>,
+    /// Puts applied since the progress thread last ran out of arrived frames, waiting for
+    /// their WAL write: finished together (one write) in [`Events::frames_done`].
+    deferred: Vec<(PeerId, route::Deferred, Responder)>,
 }
 
 impl Serve {
@@ -164,7 +170,7 @@ impl Serve {
     /// A frame that breaks the protocol: the client is told, the UCX peer closed (its TCP
     /// connection remains, and its next calls fail over to it or reconnect).
     fn malformed(
-        &self,
+        &mut self,
         shared: &Shared,
         replies: &mut Replies,
         peer: PeerId,
@@ -179,7 +185,7 @@ impl Serve {
             peer,
             error_frame(call_id, rpc_error(pb::ErrorCode::MalformedRequest, why)),
         );
-        self.peers.lock().remove(&peer);
+        self.open = false;
         if let Some(sender) = self.sender.get() {
             let _ = sender.close(peer);
         }
@@ -194,10 +200,9 @@ impl Events for Serve {
         let Some(sender) = self.sender.get().cloned() else {
             return;
         };
-        // A peer detached meanwhile (its TCP connection closed): its frames are dropped.
-        let Some(p) = self.peers.lock().get(&peer).cloned() else {
+        if !self.open {
             return;
-        };
+        }
         let received = Instant::now();
         shared.metrics.add_bytes_in(frame.len());
         let mut body = Bytes::from(frame);
@@ -245,7 +250,7 @@ impl Events for Serve {
             let frame = route::refusal_frame(&shared, refusal, received);
             return Serve::reply(&shared, replies, peer, frame);
         }
-        let charge = p.budget.charge(4 + len as u64);
+        let charge = self.peer.budget.charge(4 + len as u64);
         let req = match route::decode(body, received) {
             Ok(req) => req,
             Err(refusal) => {
@@ -269,7 +274,7 @@ impl Events for Serve {
             let frame = route::refusal_frame(&shared, refusal, received);
             return Serve::reply(&shared, replies, peer, frame);
         }
-        let Ok(permit) = p.slots.clone().try_acquire_owned() else {
+        let Ok(permit) = self.peer.slots.clone().try_acquire_owned() else {
             // The progress thread cannot wait for a slot as the TCP reader does.
             shared.metrics.record_overload(Overload::InFlightBytes);
             let refusal = route::Refusal {
@@ -293,7 +298,8 @@ impl Events for Serve {
             permit,
             charge,
         };
-        match route::serve(&shared, p.conn_id, req, respond) {
+        let conn_id = self.peer.conn_id;
+        match route::serve(&shared, conn_id, req, respond) {
             route::Served::Queued => {}
             route::Served::Answer(frame, respond) => {
                 drop(respond);
@@ -304,12 +310,43 @@ impl Events for Serve {
                     respond.send(rest.await);
                 });
             }
+            route::Served::AfterWal(d, respond) => {
+                self.deferred.push((peer, d, respond));
+                if self.deferred.len() >= MAX_DEFERRED_WRITES {
+                    self.frames_done(replies);
+                }
+            }
         }
     }
 
-    fn lost(&mut self, peer: PeerId, why: String) {
-        if let Some(p) = self.peers.lock().remove(&peer) {
-            tracing::info!(peer, conn = p.conn_id, reason = %why, "UCX peer lost");
+    /// Finishes the puts applied since the last call: the first finish writes every buffered
+    /// WAL record and the rest find theirs written; their answers go from here. One whose
+    /// record another writer's round is writing is finished on the runtime instead (the
+    /// progress thread never waits).
+    fn frames_done(&mut self, replies: &mut Replies) {
+        let Some(shared) = self.shared.upgrade() else {
+            self.deferred.clear();
+            return;
+        };
+        for (peer, d, respond) in std::mem::take(&mut self.deferred) {
+            match d.try_finish() {
+                route::Finish::Done(frame) => {
+                    drop(respond);
+                    Serve::reply(&shared, replies, peer, frame);
+                }
+                route::Finish::Wait(d) => {
+                    self.runtime.spawn(async move {
+                        respond.send(d.finish().await);
+                    });
+                }
+            }
+        }
+    }
+
+    fn lost(&mut self, _peer: PeerId, why: String) {
+        if self.open {
+            self.open = false;
+            tracing::info!(conn = self.peer.conn_id, reason = %why, "UCX peer lost");
         }
     }
 }
