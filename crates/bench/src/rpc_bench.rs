@@ -95,7 +95,7 @@ fn pin_to(cpu: usize) -> Result<()> {
 }
 
 /// A child process killed (by PID) when dropped.
-struct ChildGuard(Child);
+pub(crate) struct ChildGuard(pub(crate) Child);
 
 impl Drop for ChildGuard {
     fn drop(&mut self) {
@@ -105,7 +105,7 @@ impl Drop for ChildGuard {
 }
 
 /// Spawns `cmd` and waits for the stdout line `listening <name>=ADDR`.
-fn spawn_listening(mut cmd: Command, name: &str) -> Result<(ChildGuard, String)> {
+pub(crate) fn spawn_listening(mut cmd: Command, name: &str) -> Result<(ChildGuard, String)> {
     cmd.stdout(Stdio::piped()).stderr(Stdio::null());
     let mut child = ChildGuard(cmd.spawn().map_err(|e| format!("spawning {cmd:?}: {e}"))?);
     let stdout = child.0.stdout.take().ok_or("child has no stdout")?;

@@ -11,6 +11,7 @@
 //! server's work alone. Rounds interleave floor and Cellar calls; passes rotate the order of
 //! the transports.
 
+use crate::rpc_bench::spawn_listening;
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use cellar_client::{Client, ClientConfig, Transport};
 use cellar_model::{FamilySchema, Get, RowMutation, TableSchema, LATEST_TIMESTAMP};
@@ -19,7 +20,7 @@ use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::sync::Mutex as StdMutex;
@@ -166,38 +167,6 @@ pub fn run(opts: &Options) -> Result<Vec<Row>> {
             }
         })
         .collect())
-}
-
-struct ChildGuard(Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn spawn_listening(mut cmd: Command, name: &str) -> Result<(ChildGuard, String)> {
-    use std::io::BufRead;
-    cmd.stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = ChildGuard(cmd.spawn().map_err(|e| format!("spawning {cmd:?}: {e}"))?);
-    let stdout = child.0.stdout.take().ok_or("child has no stdout")?;
-    let prefix = format!("listening {name}=");
-    let mut lines = std::io::BufReader::new(stdout).lines();
-    for _ in 0..100 {
-        match lines.next() {
-            Some(Ok(line)) => {
-                if let Some(addr) = line.trim().strip_prefix(&prefix) {
-                    let addr = addr.to_string();
-                    std::thread::spawn(move || for _ in lines {});
-                    return Ok((child, addr));
-                }
-            }
-            Some(Err(e)) => return Err(format!("reading child output: {e}")),
-            None => break,
-        }
-    }
-    Err(format!("{cmd:?} never printed '{prefix}HOST:PORT'"))
 }
 
 fn ops_for(opts: &Options, size: usize) -> u64 {

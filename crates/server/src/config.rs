@@ -152,8 +152,8 @@ pub struct RpcConfig {
     /// skipping the handler pool (two thread hand-offs); off: every call is queued.
     pub inline_gets: bool,
     /// Plain puts are applied on the reactor when nothing would make them wait (no fdatasync,
-    /// no back-pressure, the row not locked): the WAL record is written to the OS there, as a
-    /// group-commit leader would. Off: every write is queued for the handlers.
+    /// no back-pressure, the row not locked); the puts of one read share one WAL write there,
+    /// made before their answers are sent. Off: every write is queued for the handlers.
     pub inline_puts: bool,
     /// Offer UCX (shared memory, RDMA) to native clients that ask for it over their TCP
     /// connection (`TRANSPORT_HELLO`). The UCX library is loaded on the first such request;
