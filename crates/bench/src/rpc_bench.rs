@@ -339,15 +339,9 @@ async fn connect_and_create(addr: &str) -> Result<cellar_client::Table> {
     Ok(client.table("bench"))
 }
 
-/// One placement: the floor and Cellar, one after the other, with the same pinning.
-pub fn run_placement(p: Placement, opts: &Options, self_exe: &Path) -> Result<PlacementResult> {
-    let (server_cpu, client_cpu) = p.cpus();
-    let data = tempfile::tempdir().map_err(|e| e.to_string())?;
-    pin_to(server_cpu)?;
-    let mut echo = Command::new(self_exe);
-    echo.arg("echo-server");
-    let (_echo, echo_addr) = spawn_listening(echo, "echo")?;
-    let mut cellar = Command::new(&opts.cellar_bin);
+/// `cellar standalone` on free loopback ports, without the HBase port, on `data_dir`.
+pub(crate) fn standalone_command(cellar_bin: &Path, data_dir: &Path) -> Command {
+    let mut cellar = Command::new(cellar_bin);
     cellar.args([
         "standalone",
         "--listen",
@@ -357,7 +351,19 @@ pub fn run_placement(p: Placement, opts: &Options, self_exe: &Path) -> Result<Pl
         "--hbase-listen",
         "off",
     ]);
-    cellar.arg("--data-dir").arg(data.path());
+    cellar.arg("--data-dir").arg(data_dir);
+    cellar
+}
+
+/// One placement: the floor and Cellar, one after the other, with the same pinning.
+pub fn run_placement(p: Placement, opts: &Options, self_exe: &Path) -> Result<PlacementResult> {
+    let (server_cpu, client_cpu) = p.cpus();
+    let data = tempfile::tempdir().map_err(|e| e.to_string())?;
+    pin_to(server_cpu)?;
+    let mut echo = Command::new(self_exe);
+    echo.arg("echo-server");
+    let (_echo, echo_addr) = spawn_listening(echo, "echo")?;
+    let mut cellar = standalone_command(&opts.cellar_bin, data.path());
     if let Some(c) = &opts.server_config {
         cellar.arg("--config").arg(c);
     }

@@ -11,7 +11,7 @@
 //! server's work alone. Rounds interleave floor and Cellar calls; passes rotate the order of
 //! the transports.
 
-use crate::rpc_bench::spawn_listening;
+use crate::rpc_bench::{spawn_listening, standalone_command};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use cellar_client::{Client, ClientConfig, Transport};
 use cellar_model::{FamilySchema, Get, RowMutation, TableSchema, LATEST_TIMESTAMP};
@@ -187,17 +187,7 @@ fn run_way(
 ) -> Result<()> {
     let data = tempfile::tempdir().map_err(|e| e.to_string())?;
     let env = way.env();
-    let mut cellar = Command::new(&opts.cellar_bin);
-    cellar.args([
-        "standalone",
-        "--listen",
-        "127.0.0.1:0",
-        "--http-listen",
-        "127.0.0.1:0",
-        "--hbase-listen",
-        "off",
-    ]);
-    cellar.arg("--data-dir").arg(data.path());
+    let mut cellar = standalone_command(&opts.cellar_bin, data.path());
     cellar.envs(env.iter().copied());
     let (cellar_child, cellar_addr) = spawn_listening(cellar, "native")?;
     let server_pid = cellar_child.0.id();
