@@ -134,12 +134,8 @@ impl Route {
 
 impl Drop for Route {
     fn drop(&mut self) {
-        // Stopping a link waits for its endpoint to close (up to two seconds when the server
-        // is gone): never on the caller's (possibly async) thread.
         if let Some(link) = self.link.take() {
-            let _ = std::thread::Builder::new()
-                .name("cellar-ucx-stop".into())
-                .spawn(move || drop(link));
+            link.stop_in_background();
         }
     }
 }

@@ -185,6 +185,18 @@ impl Link {
         self.sender.clone()
     }
 
+    /// Stops the link on a thread of its own: stopping waits for the endpoints to close (up
+    /// to two seconds when a peer is gone), which a reactor or a caller's thread must not.
+    pub fn stop_in_background(self) {
+        let stopping = std::thread::Builder::new()
+            .name("cellar-ucx-stop".into())
+            .spawn(move || drop(self));
+        if let Err(e) = stopping {
+            // Without a thread the link stops here, waiting as it must.
+            eprintln!("cellar-ucx: cannot start a thread to stop a link ({e}); stopping it here");
+        }
+    }
+
     /// How many times the progress thread has slept on the event fd.
     pub fn sleeps(&self) -> u64 {
         self.sleeps.load(Ordering::Relaxed)

@@ -133,15 +133,8 @@ pub(crate) struct Attached {
 
 impl Drop for Attached {
     fn drop(&mut self) {
-        // Stopping a link waits for its endpoint to close (up to two seconds when the peer is
-        // gone): never on a reactor thread.
         if let Some(link) = self.link.take() {
-            let stopped = std::thread::Builder::new()
-                .name("cellar-ucx-stop".into())
-                .spawn(move || drop(link));
-            if let Err(e) = stopped {
-                tracing::warn!(error = %e, "cannot start a thread to stop a UCX link");
-            }
+            link.stop_in_background();
         }
     }
 }
