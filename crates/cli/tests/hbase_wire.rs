@@ -618,3 +618,59 @@ fn a_retried_increment_is_applied_once_even_across_kill9() {
     );
     assert_eq!(increment(&mut client, 3, &r, 1003), 15);
 }
+
+/// The names of a process's threads (`/proc/PID/task/*/comm`, at most 15 bytes each).
+fn thread_names(pid: u32) -> Vec<String> {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("the server's threads");
+    tasks
+        .filter_map(|t| std::fs::read_to_string(t.ok()?.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect()
+}
+
+/// Both ports run on one set of threads: the handler pool of `rpc.handler_count` and the
+/// reactor, not a pool and a runtime per protocol; calls through both ports, some of them
+/// disk-bound (table creation), are served by them.
+#[test]
+fn both_ports_share_one_handler_pool_and_one_reactor() {
+    let mut server = Server::start_with_config("[rpc]\nhandler_count = 3\nio_threads = 2\n");
+    let mut master = open(&server.hbase, "MasterService");
+    create_table(&mut master, "shared", &[]);
+    let mut client = open(&server.hbase, "ClientService");
+    assert!(
+        !locate(&mut client, 1, "shared", "r").is_empty(),
+        "the HBase port serves reads of meta"
+    );
+    let native = support::connect_blocking(&server.native);
+    assert!(
+        native
+            .admin()
+            .list_tables()
+            .expect("native list")
+            .iter()
+            .any(|t| t.schema.name == "shared"),
+        "the native port sees the table the HBase port created"
+    );
+    let names = thread_names(server.pid());
+    let handlers = names
+        .iter()
+        .filter(|n| n.starts_with("cellar-handler"))
+        .count();
+    assert_eq!(
+        handlers, 3,
+        "one pool of rpc.handler_count threads: {names:?}"
+    );
+    assert!(
+        !names.iter().any(|n| n.starts_with("cellar-hbase")),
+        "no threads of the HBase port's own: {names:?}"
+    );
+    assert!(
+        names
+            .iter()
+            .filter(|n| n.starts_with("cellar-rpc-io"))
+            .count()
+            >= 2,
+        "the reactor's workers: {names:?}"
+    );
+    server.terminate();
+}

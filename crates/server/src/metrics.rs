@@ -235,9 +235,17 @@ impl RpcMetrics {
             .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
     }
 
-    /// Queue depth changes; called under the queue's lock so the gauge never goes below zero.
-    pub(crate) fn set_queue_depth(&self, depth: usize) {
-        self.queue_depth.store(depth, Relaxed);
+    /// A call of this front end joined the handler queue (which both front ends share).
+    pub(crate) fn queued(&self) {
+        self.queue_depth.fetch_add(1, Relaxed);
+    }
+
+    /// A call of this front end left the handler queue; called under the queue's lock, after
+    /// its [`RpcMetrics::queued`], so the gauge never goes below zero.
+    pub(crate) fn dequeued(&self) {
+        let _ = self
+            .queue_depth
+            .fetch_update(Relaxed, Relaxed, |n| Some(n.saturating_sub(1)));
     }
 
     pub(crate) fn handler_started(&self) {

@@ -18,7 +18,7 @@ use crate::hbase::{HbaseServer, HbaseService};
 use crate::http::{HttpServer, Sources, StatusInfo};
 use crate::master::Assignment;
 use crate::region_server::{Opening, RegionServer, Role};
-use crate::rpc::{Handler, RpcServer};
+use crate::rpc::{Handler, RpcCore, RpcServer};
 use crate::ServerConfig;
 use cellar_storage::fs::{FileSystem, FsRef, HdfsFs};
 use std::net::{SocketAddr, TcpListener};
@@ -184,7 +184,15 @@ impl Node {
                 )
             })?;
         let handler: Arc<dyn Handler> = region_server.clone();
-        let rpc = match RpcServer::start_on(listener, &config.rpc, handler.clone()) {
+        // One runtime and one handler pool for both front ends.
+        let core = match RpcCore::start(&config.rpc) {
+            Ok(core) => core,
+            Err(e) => {
+                close_region_server(&region_server);
+                return Err(format!("cannot start the RPC threads: {e}"));
+            }
+        };
+        let rpc = match RpcServer::start_in(listener, &config.rpc, handler.clone(), core.clone()) {
             Ok(rpc) => rpc,
             Err(e) => {
                 close_region_server(&region_server);
@@ -195,7 +203,7 @@ impl Node {
         };
         let hbase = match hbase_listener {
             None => None,
-            Some(listener) => match start_hbase(listener, &config, &region_server, &fs) {
+            Some(listener) => match start_hbase(listener, &config, &region_server, &fs, core) {
                 Ok(h) => Some(h),
                 Err(e) => {
                     rpc.shutdown();
@@ -430,6 +438,7 @@ fn start_hbase(
     config: &ServerConfig,
     rs: &Arc<RegionServer>,
     fs: &FsRef,
+    core: Arc<RpcCore>,
 ) -> Result<HbaseServer, String> {
     let bound = listener.local_addr().map_err(|e| {
         format!(
@@ -444,7 +453,7 @@ fn start_hbase(
         .unwrap_or(advertised.clone());
     let cluster_id = cluster_id(&**fs, &config.data_dir)?;
     let service = HbaseService::new(rs.clone(), host, bound.port(), cluster_id);
-    HbaseServer::start_on(listener, &config.rpc, Arc::new(service))
+    HbaseServer::start_in(listener, &config.rpc, Arc::new(service), core)
         .map_err(|e| format!("cannot start the HBase RPC server on {bound}: {e}"))
 }
 

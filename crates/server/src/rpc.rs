@@ -3,16 +3,18 @@
 //! handler threads. Protocol: `docs/native-protocol.md`.
 //!
 //! Shape (HBase's listener / readers / handlers / responder, without its per-stage thread
-//! hops): a tokio runtime of `rpc.io_threads` workers accepts connections and reads frames;
+//! hops): the node's tokio runtime of `rpc.io_threads` workers ([`RpcCore`], shared with the
+//! HBase front end) accepts connections and reads frames;
 //! PING and every refusal (oversized, malformed, unknown method, queue full, in-flight bytes
 //! past their bound) are answered on the reactor; other calls go through a bounded queue to
-//! `rpc.handler_count` threads, which may block on disk; responses go back through the
+//! the node's `rpc.handler_count` threads, which may block on disk; responses go back through the
 //! connection's writer in completion order. What slow or greedy clients can make the server
 //! hold is bounded per connection and per front end (`connection.rs`, `budget.rs`).
 
 pub(crate) mod budget;
 pub(crate) mod connection;
-mod pool;
+mod core;
+pub(crate) mod pool;
 pub(crate) mod queue;
 mod respond;
 mod route;
@@ -23,8 +25,6 @@ use crate::metrics::RpcMetrics;
 use bytes::Bytes;
 use cellar_proto::pb;
 use connection::Shared;
-use pool::{Call, HandlerPool};
-use queue::CallQueue;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,6 +32,7 @@ use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
 
+pub use self::core::RpcCore;
 pub use connection::MAX_IN_FLIGHT_PER_CONNECTION;
 
 /// Who is calling: lets the handler tie state (open scanners) to a connection.
@@ -118,10 +119,9 @@ pub struct RpcServer {
 }
 
 struct Running {
-    runtime: tokio::runtime::Runtime,
+    core: Arc<RpcCore>,
     stop: watch::Sender<bool>,
     acceptor: tokio::task::JoinHandle<()>,
-    pool: HandlerPool,
     shared: Arc<Shared>,
 }
 
@@ -139,37 +139,33 @@ impl RpcServer {
     }
 
     /// Serves on an already bound listener (lets a caller learn the port before the handler
-    /// exists, e.g. to advertise it).
+    /// exists, e.g. to advertise it), with a runtime and handler pool of its own.
     pub fn start_on(
         listener: std::net::TcpListener,
         config: &RpcConfig,
         handler: Arc<dyn Handler>,
     ) -> std::io::Result<RpcServer> {
+        RpcServer::start_in(listener, config, handler, RpcCore::start(config)?)
+    }
+
+    /// Serves on an already bound listener with the node's runtime and handler pool (`core`,
+    /// shared with its other front ends).
+    pub fn start_in(
+        listener: std::net::TcpListener,
+        config: &RpcConfig,
+        handler: Arc<dyn Handler>,
+        core: Arc<RpcCore>,
+    ) -> std::io::Result<RpcServer> {
         listener.set_nonblocking(true)?;
         let local_addr = listener.local_addr()?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.io_threads.max(1))
-            .thread_name("cellar-rpc-io")
-            .enable_all()
-            .build()?;
         let listener = {
-            let _entered = runtime.enter();
+            let _entered = core.runtime().enter();
             TcpListener::from_std(listener)?
         };
         let metrics = Arc::new(RpcMetrics::default());
-        let queue: Arc<CallQueue<Call>> = Arc::new(CallQueue::new(
-            config.max_queued_calls.max(1),
-            metrics.clone(),
-        ));
-        let pool = HandlerPool::start(
-            config.handler_count.max(1),
-            queue.clone(),
-            handler.clone(),
-            metrics.clone(),
-        )?;
         let shared = Arc::new(Shared {
             handler,
-            queue,
+            queue: core.queue().clone(),
             metrics: metrics.clone(),
             budget: budget::ServerBudget::new(config.max_in_flight_bytes, metrics.clone()),
             limits: connection::Limits::from_config(config),
@@ -177,7 +173,7 @@ impl RpcServer {
         });
         let (stop, stopped) = watch::channel(false);
         let serving = shared.clone();
-        let acceptor = runtime.spawn(accept_loop(
+        let acceptor = core.runtime().spawn(accept_loop(
             listener,
             stopped,
             move |stream, id, peer, stop| {
@@ -189,10 +185,9 @@ impl RpcServer {
             local_addr,
             metrics,
             running: Some(Running {
-                runtime,
+                core,
                 stop,
                 acceptor,
-                pool,
                 shared,
             }),
         })
@@ -253,17 +248,22 @@ pub(crate) fn drain_connections(
 
 fn stop_running(running: Running) {
     let Running {
-        runtime,
+        core,
         stop,
         acceptor,
-        mut pool,
         shared,
     } = running;
-    let deadline = Instant::now() + SHUTDOWN_GRACE;
-    drain_connections(&runtime, &stop, acceptor, deadline);
-    pool.stop(deadline);
+    // Every call a connection queued is answered before the connection ends, so once they
+    // have drained nothing of this front end is left on the shared handlers.
+    drain_connections(
+        core.runtime(),
+        &stop,
+        acceptor,
+        Instant::now() + SHUTDOWN_GRACE,
+    );
     shared.stop_ucx();
-    runtime.shutdown_timeout(Duration::from_secs(1));
+    // The last front end to let go of the core stops its handlers and runtime.
+    drop(core);
 }
 
 impl Drop for RpcServer {

@@ -53,7 +53,7 @@ const KEYVALUE_CODEC: &str = "org.apache.hadoop.hbase.codec.KeyValueCodec";
 /// What every connection shares.
 pub(crate) struct Shared {
     pub service: Arc<HbaseService>,
-    pub queue: Arc<CallQueue<HCall>>,
+    pub queue: Arc<CallQueue>,
     pub metrics: Arc<RpcMetrics>,
     pub budget: Arc<ServerBudget>,
     pub limits: Limits,
@@ -70,6 +70,7 @@ struct Outgoing {
 
 /// A call waiting for a handler thread.
 pub(crate) struct HCall {
+    pub hbase: Arc<HbaseService>,
     pub ctx: CallCtx,
     pub call_id: u32,
     pub service: Arc<str>,
@@ -727,6 +728,7 @@ impl Reader {
             .filter(|t| *t > 0)
             .map(|t| received + Duration::from_millis(u64::from(t)));
         let call = HCall {
+            hbase: self.shared.service.clone(),
             ctx: self.ctx,
             call_id,
             service: self.service_name.clone(),

@@ -1,21 +1,20 @@
-//! The HBase RPC listener: a tokio reactor accepting connections and reading frames
-//! ([`super::connection`]), and a pool of handler threads running the calls that may touch
-//! disk. Same shape as the native front end (`crate::rpc`): a bounded queue between the two
-//! refuses calls at once when full (`CallQueueTooBigException`, which the client retries
-//! after a pause), as does a front end past its bound on in-flight bytes
-//! (`rpc.max_in_flight_bytes`, its own, apart from the native front end's), and Gets that
-//! memory can answer are served on the reactor.
+//! The HBase RPC listener: connections read on the node's runtime ([`super::connection`]),
+//! calls that may touch disk run by the node's handler pool, both shared with the native front
+//! end ([`RpcCore`]). A full call queue refuses calls at once (`CallQueueTooBigException`,
+//! which the client retries after a pause), as does this front end past its bound on in-flight
+//! bytes (`rpc.max_in_flight_bytes`, its own, apart from the native front end's), and Gets
+//! that memory can answer are served on the reactor.
 
 use super::connection::{self, HCall, Shared};
 use super::HbaseService;
 use crate::config::RpcConfig;
 use crate::metrics::RpcMetrics;
-use crate::rpc::queue::CallQueue;
+use crate::rpc::queue::Job;
+use crate::rpc::RpcCore;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
@@ -27,58 +26,30 @@ pub struct HbaseServer {
 }
 
 struct Running {
-    runtime: tokio::runtime::Runtime,
+    core: Arc<RpcCore>,
     stop: watch::Sender<bool>,
     acceptor: tokio::task::JoinHandle<()>,
-    queue: Arc<CallQueue<HCall>>,
-    handlers: Vec<JoinHandle<()>>,
 }
 
 impl HbaseServer {
-    /// Serves `service` on an already bound listener.
-    pub fn start_on(
+    /// Serves `service` on an already bound listener with the node's runtime and handler
+    /// pool.
+    pub fn start_in(
         listener: std::net::TcpListener,
         config: &RpcConfig,
         service: Arc<HbaseService>,
+        core: Arc<RpcCore>,
     ) -> std::io::Result<HbaseServer> {
         listener.set_nonblocking(true)?;
         let local_addr = listener.local_addr()?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(config.io_threads.max(1))
-            .thread_name("cellar-hbase-io")
-            .enable_all()
-            .build()?;
         let listener = {
-            let _entered = runtime.enter();
+            let _entered = core.runtime().enter();
             TcpListener::from_std(listener)?
         };
         let metrics = Arc::new(RpcMetrics::default());
-        let queue: Arc<CallQueue<HCall>> = Arc::new(CallQueue::new(
-            config.max_queued_calls.max(1),
-            metrics.clone(),
-        ));
-        let mut handlers = Vec::new();
-        for i in 0..config.handler_count.max(1) {
-            let worker_queue = queue.clone();
-            let service = service.clone();
-            let spawned = std::thread::Builder::new()
-                .name(format!("cellar-hbase-handler-{i}"))
-                .spawn(move || {
-                    while let Some(call) = worker_queue.pop() {
-                        run(&service, call);
-                    }
-                });
-            match spawned {
-                Ok(t) => handlers.push(t),
-                Err(e) => {
-                    queue.close();
-                    return Err(e);
-                }
-            }
-        }
         let shared = Arc::new(Shared {
             service,
-            queue: queue.clone(),
+            queue: core.queue().clone(),
             metrics: metrics.clone(),
             budget: crate::rpc::budget::ServerBudget::new(
                 config.max_in_flight_bytes,
@@ -90,7 +61,7 @@ impl HbaseServer {
         let (stop, stopped) = watch::channel(false);
         // Connection ids of this front end live in their own range, so scanners of the two
         // front ends never share an owner.
-        let acceptor = runtime.spawn(crate::rpc::accept_loop(
+        let acceptor = core.runtime().spawn(crate::rpc::accept_loop(
             listener,
             stopped,
             move |stream, id, peer, stop| {
@@ -102,11 +73,9 @@ impl HbaseServer {
             local_addr,
             metrics,
             running: Some(Running {
-                runtime,
+                core,
                 stop,
                 acceptor,
-                queue,
-                handlers,
             }),
         })
     }
@@ -143,28 +112,30 @@ impl Drop for HbaseServer {
 
 fn stop_running(running: Running) {
     let Running {
-        runtime,
+        core,
         stop,
         acceptor,
-        queue,
-        handlers,
     } = running;
+    // Every call a connection queued is answered before the connection ends.
     let deadline = Instant::now() + crate::rpc::SHUTDOWN_GRACE;
-    crate::rpc::drain_connections(&runtime, &stop, acceptor, deadline);
-    queue.close();
-    for t in handlers {
-        while !t.is_finished() && Instant::now() < deadline {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        if t.is_finished() {
-            let _ = t.join();
-        }
+    crate::rpc::drain_connections(core.runtime(), &stop, acceptor, deadline);
+    // The last front end to let go of the core stops its handlers and runtime.
+    drop(core);
+}
+
+impl Job for HCall {
+    fn run(self: Box<Self>) {
+        run(*self)
     }
-    runtime.shutdown_timeout(Duration::from_secs(1));
+
+    fn metrics(&self) -> &RpcMetrics {
+        &self.metrics
+    }
 }
 
 /// Runs one queued call on a handler thread and sends its answer.
-fn run(service: &HbaseService, call: HCall) {
+fn run(call: HCall) {
+    let service = call.hbase.clone();
     let started = Instant::now();
     call.metrics
         .record_queue_wait(started.saturating_duration_since(call.received));

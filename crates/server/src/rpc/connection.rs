@@ -22,7 +22,6 @@
 //! Handler threads never wait on a connection: they queue answers to the writer and move on.
 
 use super::budget::{Charge, ConnBudget, ServerBudget};
-use super::pool::Call;
 use super::queue::CallQueue;
 use super::respond::{error_frame, reply_frame, rpc_error, Outgoing, Responder, Sink};
 use super::route::{self, busy_in_flight};
@@ -99,7 +98,7 @@ impl Limits {
 /// What every connection of a server shares.
 pub(crate) struct Shared {
     pub handler: Arc<dyn Handler>,
-    pub queue: Arc<CallQueue<Call>>,
+    pub queue: Arc<CallQueue>,
     pub metrics: Arc<RpcMetrics>,
     pub budget: Arc<ServerBudget>,
     pub limits: Limits,

@@ -1,10 +1,12 @@
 //! The handler pool: `handler_count` OS threads that run calls which may block on disk, fed by
-//! the bounded [`CallQueue`]. Dedicated threads rather than tokio's blocking pool: the number
-//! is fixed by configuration (HBase's handler count, seed 004), the queue bound gives an
-//! immediate SERVER_BUSY instead of an ever-growing backlog, and a slow disk cannot grow the
-//! thread count. `docs/native-protocol.md` has the measurement behind the choice.
+//! the bounded [`CallQueue`]. One pool per node, shared by the native and the HBase front end
+//! (HBase's region server has one set of handlers for every client too): a call of either is
+//! a [`Job`]. Dedicated threads rather than tokio's blocking pool: the number is fixed by
+//! configuration (HBase's handler count, seed 004), the queue bound gives an immediate
+//! SERVER_BUSY instead of an ever-growing backlog, and a slow disk cannot grow the thread
+//! count. `docs/native-protocol.md` has the measurement behind the choice.
 
-use super::queue::CallQueue;
+use super::queue::{CallQueue, Job};
 use super::respond::{error_frame, reply_frame, rpc_error, timed_reply_frame, Responder};
 use super::{CallContext, Handler, Reply};
 use crate::metrics::RpcMetrics;
@@ -15,7 +17,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-/// A decoded request waiting for a handler.
+/// A decoded native request waiting for a handler.
 pub(crate) struct Call {
     pub ctx: CallContext,
     pub call_id: u64,
@@ -29,33 +31,42 @@ pub(crate) struct Call {
     /// The client asked for the server's stage times (`RequestHeader.want_timing`).
     pub want_timing: bool,
     pub respond: Responder,
+    pub handler: Arc<dyn Handler>,
+    pub metrics: Arc<RpcMetrics>,
+}
+
+impl Job for Call {
+    fn run(self: Box<Self>) {
+        run(*self)
+    }
+
+    fn metrics(&self) -> &RpcMetrics {
+        &self.metrics
+    }
 }
 
 pub(crate) struct HandlerPool {
-    queue: Arc<CallQueue<Call>>,
+    queue: Arc<CallQueue>,
     threads: Vec<JoinHandle<()>>,
 }
 
 impl HandlerPool {
-    pub fn start(
-        threads: usize,
-        queue: Arc<CallQueue<Call>>,
-        handler: Arc<dyn Handler>,
-        metrics: Arc<RpcMetrics>,
-    ) -> std::io::Result<HandlerPool> {
+    pub fn start(threads: usize, queue: Arc<CallQueue>) -> std::io::Result<HandlerPool> {
         let mut pool = HandlerPool {
             queue,
             threads: Vec::with_capacity(threads),
         };
         for i in 0..threads {
             let queue = pool.queue.clone();
-            let handler = handler.clone();
-            let metrics = metrics.clone();
             let spawned = std::thread::Builder::new()
                 .name(format!("cellar-handler-{i}"))
                 .spawn(move || {
-                    while let Some(call) = queue.pop() {
-                        run(&*handler, &metrics, call);
+                    while let Some(job) = queue.pop() {
+                        // Each job answers its own panics; this keeps the thread whatever
+                        // slips through.
+                        if catch_unwind(AssertUnwindSafe(|| job.run())).is_err() {
+                            tracing::error!("a queued call panicked outside its handler");
+                        }
                     }
                 });
             match spawned {
@@ -90,7 +101,8 @@ impl HandlerPool {
 }
 
 /// Runs one call and queues its response.
-fn run(handler: &dyn Handler, metrics: &RpcMetrics, call: Call) {
+fn run(call: Call) {
+    let (handler, metrics) = (&*call.handler, &*call.metrics);
     let started = Instant::now();
     metrics.record_queue_wait(started.saturating_duration_since(call.received));
     let frame = match call.deadline {

@@ -1,12 +1,19 @@
 //! The bounded call queue between the connection readers (on the reactor) and the handler
-//! threads. A reader never waits on it: a full queue is an immediate refusal, which the
-//! reader answers with SERVER_BUSY, so back-pressure reaches clients instead of piling up
-//! memory in the server.
+//! threads, one per node, shared by both front ends. A reader never waits on it: a full queue
+//! is an immediate refusal, which the reader answers as busy, so back-pressure reaches clients
+//! instead of piling up memory in the server.
 
 use crate::metrics::RpcMetrics;
 use parking_lot::{Condvar, Mutex};
 use std::collections::VecDeque;
-use std::sync::Arc;
+
+/// A call waiting for a handler thread, of either front end.
+pub(crate) trait Job: Send + 'static {
+    /// Runs the call on a handler thread and queues its answer; never waits on a connection.
+    fn run(self: Box<Self>);
+    /// The counters of the call's front end (its share of the queue's depth).
+    fn metrics(&self) -> &RpcMetrics;
+}
 
 /// Why a call was not queued; the call is handed back.
 pub(crate) enum Refused<T> {
@@ -14,20 +21,19 @@ pub(crate) enum Refused<T> {
     Closed(T),
 }
 
-struct State<T> {
-    items: VecDeque<T>,
+struct State {
+    items: VecDeque<Box<dyn Job>>,
     closed: bool,
 }
 
-pub(crate) struct CallQueue<T> {
-    state: Mutex<State<T>>,
+pub(crate) struct CallQueue {
+    state: Mutex<State>,
     ready: Condvar,
     capacity: usize,
-    metrics: Arc<RpcMetrics>,
 }
 
-impl<T> CallQueue<T> {
-    pub(crate) fn new(capacity: usize, metrics: Arc<RpcMetrics>) -> CallQueue<T> {
+impl CallQueue {
+    pub(crate) fn new(capacity: usize) -> CallQueue {
         CallQueue {
             state: Mutex::new(State {
                 items: VecDeque::with_capacity(capacity.min(4096)),
@@ -35,33 +41,32 @@ impl<T> CallQueue<T> {
             }),
             ready: Condvar::new(),
             capacity,
-            metrics,
         }
     }
 
     /// Queues a call unless the queue is full or closed. Never blocks beyond the lock.
-    pub(crate) fn try_push(&self, item: T) -> Result<(), Refused<T>> {
+    pub(crate) fn try_push<J: Job>(&self, job: J) -> Result<(), Refused<J>> {
         let mut s = self.state.lock();
         if s.closed {
-            return Err(Refused::Closed(item));
+            return Err(Refused::Closed(job));
         }
         if s.items.len() >= self.capacity {
-            return Err(Refused::Full(item));
+            return Err(Refused::Full(job));
         }
-        s.items.push_back(item);
-        self.metrics.set_queue_depth(s.items.len());
+        job.metrics().queued();
+        s.items.push_back(Box::new(job));
         drop(s);
         self.ready.notify_one();
         Ok(())
     }
 
     /// The next call; waits for one. `None` once the queue is closed and drained.
-    pub(crate) fn pop(&self) -> Option<T> {
+    pub(crate) fn pop(&self) -> Option<Box<dyn Job>> {
         let mut s = self.state.lock();
         loop {
-            if let Some(item) = s.items.pop_front() {
-                self.metrics.set_queue_depth(s.items.len());
-                return Some(item);
+            if let Some(job) = s.items.pop_front() {
+                job.metrics().dequeued();
+                return Some(job);
             }
             if s.closed {
                 return None;
@@ -81,19 +86,48 @@ impl<T> CallQueue<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+
+    struct Numbered {
+        n: u32,
+        ran: Arc<AtomicU32>,
+        metrics: Arc<RpcMetrics>,
+    }
+
+    impl Job for Numbered {
+        fn run(self: Box<Self>) {
+            self.ran.store(self.n, Ordering::Relaxed);
+        }
+        fn metrics(&self) -> &RpcMetrics {
+            &self.metrics
+        }
+    }
 
     #[test]
-    fn full_and_closed_queues_refuse_and_drain() {
-        let q = CallQueue::new(2, Arc::new(RpcMetrics::default()));
-        assert!(q.try_push(1).is_ok());
-        assert!(q.try_push(2).is_ok());
-        assert!(matches!(q.try_push(3), Err(Refused::Full(3))));
-        assert_eq!(q.metrics.queue_depth(), 2);
+    fn full_and_closed_queues_refuse_and_drain_counting_each_front_end() {
+        let q = CallQueue::new(2);
+        let (native, hbase) = (
+            Arc::new(RpcMetrics::default()),
+            Arc::new(RpcMetrics::default()),
+        );
+        let ran = Arc::new(AtomicU32::new(0));
+        let job = |n, m: &Arc<RpcMetrics>| Numbered {
+            n,
+            ran: ran.clone(),
+            metrics: m.clone(),
+        };
+        assert!(q.try_push(job(1, &native)).is_ok());
+        assert!(q.try_push(job(2, &hbase)).is_ok());
+        assert!(matches!(q.try_push(job(3, &native)), Err(Refused::Full(j)) if j.n == 3));
+        assert_eq!((native.queue_depth(), hbase.queue_depth()), (1, 1));
         q.close();
-        assert!(matches!(q.try_push(4), Err(Refused::Closed(4))));
-        assert_eq!(q.pop(), Some(1));
-        assert_eq!(q.pop(), Some(2));
-        assert_eq!(q.pop(), None);
-        assert_eq!(q.metrics.queue_depth(), 0);
+        assert!(matches!(q.try_push(job(4, &hbase)), Err(Refused::Closed(j)) if j.n == 4));
+        for want in [1, 2] {
+            q.pop().expect("a queued call").run();
+            assert_eq!(ran.load(Ordering::Relaxed), want);
+        }
+        assert!(q.pop().is_none());
+        assert_eq!((native.queue_depth(), hbase.queue_depth()), (0, 0));
     }
 }

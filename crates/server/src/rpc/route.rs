@@ -273,6 +273,8 @@ pub(crate) fn serve(shared: &Shared, conn_id: u64, req: Request, respond: Respon
             .then(|| received + Duration::from_millis(u64::from(header.timeout_ms))),
         want_timing: header.want_timing,
         respond,
+        handler: shared.handler.clone(),
+        metrics: shared.metrics.clone(),
     };
     let (call, error) = match shared.queue.try_push(call) {
         Ok(()) => return Served::Queued,
