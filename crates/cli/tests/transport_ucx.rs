@@ -222,6 +222,21 @@ async fn a_stopped_server_is_detected_by_heartbeat() {
     let pid = server.pid() as libc::pid_t;
     // SAFETY: signals a child process this test started.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGSTOP) }, 0);
+    // The signal lands asynchronously: a Get sent at once could still be answered.
+    let stopped = support::wait_for(Duration::from_secs(5), || {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
+        let all_stopped = tasks.filter_map(|t| t.ok()).all(|t| {
+            std::fs::read_to_string(t.path().join("stat"))
+                .ok()
+                .and_then(|stat| stat.rsplit_once(") ")?.1.chars().next())
+                == Some('T')
+        });
+        all_stopped.then_some(())
+    });
+    assert!(
+        stopped.is_some(),
+        "every thread of the server stops on SIGSTOP"
+    );
     let started = Instant::now();
     let err = client
         .table("t")

@@ -16,8 +16,9 @@ pub(crate) mod connection;
 mod core;
 pub(crate) mod pool;
 pub(crate) mod queue;
-mod respond;
+pub(crate) mod respond;
 mod route;
+pub(crate) mod stream;
 mod ucx;
 
 use crate::config::RpcConfig;

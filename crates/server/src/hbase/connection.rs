@@ -6,9 +6,9 @@
 //! security preamble `SecurityNotEnabledException`, anything else a fatal exception naming
 //! what arrived. Bytes: `docs/hbase-protocol.md`.
 //!
-//! Slow, silent and greedy clients are bounded as on the native port (`crate::rpc::connection`
-//! says how): in-flight bytes per connection (past them the reader stops reading until
-//! answers drain) and per front end (past them calls are answered
+//! Slow, silent and greedy clients are bounded as on the native port, by the same stream
+//! (`crate::rpc::stream`): in-flight bytes per connection (past them the reader stops reading
+//! until answers drain) and per front end (past them calls are answered
 //! `CallQueueTooBigException`, which the Java client backs off from and retries, as HBase
 //! does past `hbase.ipc.server.max.callqueue.size`); the preamble and connection header
 //! within `rpc.handshake_timeout_ms`, each frame within `rpc.frame_timeout_ms`, each write's
@@ -17,33 +17,23 @@
 use super::exceptions::{self as ex, HbaseError};
 use super::{CallCtx, HReply, HbaseService, Inline};
 use crate::metrics::{Overload, RpcMetrics};
-use crate::rpc::budget::{Charge, ConnBudget, ServerBudget};
-use crate::rpc::connection::{
-    read_more, write_all_timed, Limits, Read, ReadWait, PEEK_BYTES, REFUSABLE_ANSWER_BYTES,
-};
+use crate::rpc::budget::{Charge, ServerBudget};
+use crate::rpc::connection::{Limits, MAX_DEFERRED_WRITES, PEEK_BYTES, REFUSABLE_ANSWER_BYTES};
 use crate::rpc::queue::{CallQueue, Refused};
-use bytes::{Buf, Bytes, BytesMut};
+use crate::rpc::respond::Outgoing;
+use crate::rpc::stream::{self, End, Inbound, WRITE_BATCH_BYTES};
+use bytes::{Bytes, BytesMut};
 use cellar_proto::hbase;
 use cellar_proto::hbase_wire::{self, Preamble};
 use prost::Message;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::AsyncWriteExt;
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{watch, OwnedSemaphorePermit};
 
-/// Calls of one connection queued, running or waiting to be written at once; past it the
-/// reader stops reading until answers drain.
-const MAX_IN_FLIGHT_PER_CONNECTION: usize = 1024;
 /// The largest connection header accepted.
 const MAX_CONNECTION_HEADER: u32 = 64 * 1024;
-const WRITE_BATCH_BYTES: usize = 64 * 1024;
-/// Frames written with one `writev`, at most.
-const WRITE_BATCH_FRAMES: usize = 64;
-/// Puts applied on the reactor that may wait for their WAL write before they are finished.
-const MAX_DEFERRED_WRITES: usize = 64;
 /// The call id HBase uses for answers that belong to no call (preamble answers).
 const NO_CALL: u32 = u32::MAX;
 
@@ -61,13 +51,6 @@ pub(crate) struct Shared {
     pub inline: bool,
 }
 
-/// A frame for the writer, holding its calls' in-flight slots and bytes until written.
-struct Outgoing {
-    frame: Bytes,
-    _slot: Option<OwnedSemaphorePermit>,
-    _charge: Option<Charge>,
-}
-
 /// A call waiting for a handler thread.
 pub(crate) struct HCall {
     pub hbase: Arc<HbaseService>,
@@ -80,7 +63,7 @@ pub(crate) struct HCall {
     pub received: Instant,
     pub deadline: Option<Instant>,
     pub metrics: Arc<RpcMetrics>,
-    tx: mpsc::UnboundedSender<Outgoing>,
+    tx: tokio::sync::mpsc::UnboundedSender<Outgoing>,
     slot: OwnedSemaphorePermit,
     /// The request's bytes until answered, then the answer's until written.
     charge: Charge,
@@ -99,7 +82,8 @@ impl HCall {
         }
         self.charge.set(frame.len() as u64);
         let _ = self.tx.send(Outgoing {
-            frame,
+            head: frame,
+            tail: Bytes::new(),
             _slot: Some(self.slot),
             _charge: Some(self.charge),
         });
@@ -152,21 +136,6 @@ fn exception_frame(call_id: u32, class: &str, message: &str) -> Bytes {
     out.freeze()
 }
 
-/// Why a connection's reader stopped.
-#[derive(Debug)]
-enum End {
-    Eof,
-    Shutdown,
-    Io(std::io::Error),
-    /// A fatal answer was sent; the connection closes after a linger.
-    Fatal(String),
-    /// The client was too slow: its hello or a frame did not arrive in time.
-    TimedOut(&'static str),
-    /// The exchange is complete (the registry preamble) and the connection closes.
-    Done,
-    WriterGone,
-}
-
 /// Serves one accepted connection to its end.
 pub(crate) async fn serve(
     stream: TcpStream,
@@ -175,16 +144,13 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) {
-    shared.metrics.connection_opened();
-    let (rd, wr) = stream.into_split();
-    let (tx, rx) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(write_loop(
-        wr,
-        rx,
-        shared.metrics.clone(),
-        shared.limits.write_timeout,
-    ));
-    let budget = shared.budget.connection(shared.limits.connection_bytes);
+    let (io, writer) = stream::open(
+        stream,
+        &shared.metrics,
+        &shared.budget,
+        &shared.limits,
+        shutdown,
+    );
     let mut reader = Reader {
         ctx: CallCtx {
             conn_id,
@@ -192,45 +158,15 @@ pub(crate) async fn serve(
         },
         service_name: Arc::from(""),
         shared: shared.clone(),
-        rd,
-        buf: BytesMut::new(),
-        buffered: budget.charge(0),
-        answered_charge: budget.charge(0),
-        budget,
-        tx,
-        slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONNECTION)),
-        shutdown,
         answered: BytesMut::new(),
         answered_slots: None,
+        answered_charge: io.charge(0),
+        io,
         deferred: Vec::new(),
-        discard: 0,
-        frame_deadline: None,
     };
     let end = reader.run().await;
     let _ = reader.flush_answered().await;
-    let Reader { rd, tx, .. } = reader;
-    drop(tx);
-    let written = writer.await;
-    match &end {
-        End::Fatal(why) => {
-            tracing::info!(conn = conn_id, %peer, reason = %why, "closing HBase connection");
-            crate::rpc::connection::linger(rd).await;
-        }
-        End::TimedOut(what) => {
-            shared.metrics.connection_timed_out();
-            tracing::info!(conn = conn_id, %peer, "closing HBase connection: {what} did not arrive in time");
-        }
-        End::Io(e) => tracing::debug!(conn = conn_id, %peer, error = %e, "HBase connection failed"),
-        _ => tracing::debug!(conn = conn_id, %peer, end = ?end, "HBase connection closed"),
-    }
-    if let Ok(Err(e)) = written {
-        if e.kind() == std::io::ErrorKind::TimedOut {
-            shared.metrics.connection_timed_out();
-            tracing::info!(conn = conn_id, %peer, "closing HBase connection: the client did not read its answers in time");
-        } else {
-            tracing::debug!(conn = conn_id, %peer, error = %e, "HBase write failed");
-        }
-    }
+    stream::close(reader.io, writer, &end, "HBase connection", conn_id, peer).await;
     let service = shared.service.clone();
     let _ = tokio::task::spawn_blocking(move || service.connection_closed(conn_id)).await;
     shared.metrics.connection_closed();
@@ -241,14 +177,7 @@ struct Reader {
     /// The service the connection header named: every call on the connection is for it.
     service_name: Arc<str>,
     shared: Arc<Shared>,
-    rd: OwnedReadHalf,
-    buf: BytesMut,
-    /// The bytes in `buf`, counted as in flight.
-    buffered: Charge,
-    budget: Arc<ConnBudget>,
-    tx: mpsc::UnboundedSender<Outgoing>,
-    slots: Arc<Semaphore>,
-    shutdown: watch::Receiver<bool>,
+    io: Inbound,
     /// Frames answered on the reactor since the last read, handed to the writer in one piece
     /// before the reader waits for more bytes: requests that arrived together are answered
     /// with one socket write.
@@ -268,10 +197,6 @@ struct Reader {
     ///
     /// [`DeferredPut`]: crate::region_server::DeferredPut
     deferred: Vec<Deferred>,
-    /// Bytes of a refused frame still to be skipped.
-    discard: u64,
-    /// When the frame being read must be complete; set by its first byte.
-    frame_deadline: Option<Instant>,
 }
 
 /// A put applied on the reactor, waiting for its WAL write.
@@ -298,7 +223,7 @@ impl Reader {
             Ok(Err(end)) => return end,
             Err(_) => return End::TimedOut("the preamble and connection header"),
         }
-        self.frame_deadline = None;
+        self.io.frame_done();
         loop {
             if let Err(end) = self.next_call().await {
                 return end;
@@ -310,75 +235,26 @@ impl Reader {
     /// waiting for room if the connection is past its in-flight bound.
     async fn fill(&mut self) -> Result<(), End> {
         self.flush_answered().await?;
-        self.wait_for_room().await?;
+        self.io.wait_for_room().await?;
         if self.answered.is_empty() {
             // Waiting for input holds no answer buffer either.
             self.answered = BytesMut::new();
         }
-        let deadline = if self.buf.is_empty() && self.discard == 0 {
-            None
-        } else {
-            Some(
-                *self
-                    .frame_deadline
-                    .get_or_insert_with(|| Instant::now() + self.shared.limits.frame_timeout),
-            )
-        };
-        let wait = ReadWait {
-            shutdown: &mut self.shutdown,
-            writer_gone: self.tx.closed(),
-            deadline,
-        };
-        let read = read_more(&mut self.rd, &mut self.buf, wait, &self.shared.metrics).await;
-        self.buffered.set(self.buf.len() as u64);
-        match read {
-            Read::Data => Ok(()),
-            Read::Eof => Err(End::Eof),
-            Read::Shutdown => Err(End::Shutdown),
-            Read::TimedOut => Err(End::TimedOut("a frame")),
-            Read::WriterGone => Err(End::WriterGone),
-            Read::Io(e) => Err(End::Io(e)),
-        }
+        self.io.read().await
     }
 
-    /// Waits while the connection's own requests and answers are past its bound, after handing
-    /// what it answered to the writer (those bytes drain only from there). A client that sends
-    /// faster than it reads stalls itself and nobody else; its calls are not refused, since a
-    /// retry would only meet the same full pipe. Time spent here does not count against the
-    /// frame's deadline.
+    /// Waits while the connection is past its own in-flight bound (`Inbound::wait_for_room`),
+    /// after handing what it answered to the writer (those bytes drain only from there).
     async fn wait_for_room(&mut self) -> Result<(), End> {
-        if self.budget.room(self.buffered.bytes()) {
+        if self.io.has_room() {
             return Ok(());
         }
         self.flush_answered().await?;
-        let own = self.buffered.bytes();
-        if self.budget.room(own) {
-            return Ok(());
-        }
-        let metrics = self.shared.metrics.clone();
-        metrics.connection_stalled();
-        let started = Instant::now();
-        let waited = tokio::select! {
-            biased;
-            _ = crate::rpc::stopped(&mut self.shutdown) => Err(End::Shutdown),
-            _ = self.tx.closed() => Err(End::WriterGone),
-            _ = self.budget.wait_for_room(own) => Ok(()),
-        };
-        metrics.connection_resumed();
-        if let Some(d) = &mut self.frame_deadline {
-            *d += started.elapsed();
-        }
-        waited
-    }
-
-    /// Drops `n` bytes from the front of the buffer.
-    fn consume(&mut self, n: usize) {
-        self.buf.advance(n);
-        self.buffered.set(self.buf.len() as u64);
+        self.io.wait_for_room().await
     }
 
     async fn need(&mut self, n: usize) -> Result<(), End> {
-        while self.buf.len() < n {
+        while self.io.buf.len() < n {
             self.fill().await?;
         }
         Ok(())
@@ -410,15 +286,14 @@ impl Reader {
             return Ok(());
         }
         let frame = self.answered.split().freeze();
-        let mut charge = std::mem::replace(&mut self.answered_charge, self.budget.charge(0));
+        let mut charge = std::mem::replace(&mut self.answered_charge, self.io.charge(0));
         charge.set(frame.len() as u64);
-        self.tx
-            .send(Outgoing {
-                frame,
-                _slot: self.answered_slots.take(),
-                _charge: Some(charge),
-            })
-            .map_err(|_| End::WriterGone)
+        self.io.send(Outgoing {
+            head: frame,
+            tail: Bytes::new(),
+            _slot: self.answered_slots.take(),
+            _charge: Some(charge),
+        })
     }
 
     /// Appends an answer given on the reactor to `answered`, with its call's bytes. Never
@@ -443,18 +318,12 @@ impl Reader {
     /// for their WAL write are answered later).
     fn send(&mut self, frame: Bytes) -> Result<(), End> {
         self.hand_answered()?;
-        self.tx
-            .send(Outgoing {
-                frame,
-                _slot: None,
-                _charge: None,
-            })
-            .map_err(|_| End::WriterGone)
+        self.io.send(Outgoing::unbounded(frame))
     }
 
     fn fatal(&mut self, class: &str, message: String) -> End {
         let _ = self.send(exception_frame(NO_CALL, class, &message));
-        End::Fatal(message)
+        End::Protocol(message)
     }
 
     /// The 6-byte preamble and the connection header.
@@ -474,8 +343,8 @@ impl Reader {
     async fn preamble(&mut self) -> Result<bool, End> {
         self.need(6).await?;
         let mut p = [0u8; 6];
-        p.copy_from_slice(&self.buf[..6]);
-        self.consume(6);
+        p.copy_from_slice(&self.io.buf[..6]);
+        self.io.consume(6);
         match hbase_wire::classify_preamble(&p) {
             Preamble::Hbase { auth } if auth == hbase_wire::AUTH_SIMPLE => Ok(true),
             Preamble::Hbase { auth } => Err(self.fatal(
@@ -523,7 +392,7 @@ impl Reader {
     /// The connection header: `u32 BE length | ConnectionHeader`.
     async fn connection_header(&mut self) -> Result<(), End> {
         self.need(4).await?;
-        let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+        let len = self.io.frame_len().unwrap_or(0);
         if len > MAX_CONNECTION_HEADER {
             return Err(self.fatal(
                 ex::FATAL_CONNECTION,
@@ -531,9 +400,8 @@ impl Reader {
             ));
         }
         self.need(4 + len as usize).await?;
-        self.consume(4);
-        let body = self.buf.split_to(len as usize).freeze();
-        self.buffered.set(self.buf.len() as u64);
+        self.io.consume(4);
+        let body = self.io.take(len as usize);
         let header = match hbase_wire::decode_connection_header(body) {
             Ok(h) => h,
             Err(e) => return Err(self.fatal(ex::FATAL_CONNECTION, e.to_string())),
@@ -565,20 +433,12 @@ impl Reader {
     /// Consumes one request frame (or part of a refused one being skipped), reading as
     /// needed, and answers it inline or queues it.
     async fn next_call(&mut self) -> Result<(), End> {
-        if self.discard > 0 {
-            let n = self.discard.min(self.buf.len() as u64);
-            self.consume(n as usize);
-            self.discard -= n;
-            if self.discard > 0 {
-                // The buffer is empty now: skipped input is read and dropped, never kept.
-                return self.fill().await;
-            }
-            self.frame_deadline = None;
-        }
-        if self.buf.len() < 4 {
+        if self.io.skipping() {
             return self.fill().await;
         }
-        let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+        let Some(len) = self.io.frame_len() else {
+            return self.fill().await;
+        };
         if len > self.shared.limits.max_request_bytes {
             // HBase answers RequestTooBigException and closes: the rest of the frame is
             // never read, so the stream cannot be resynchronised cheaply anyway.
@@ -590,8 +450,8 @@ impl Reader {
                 ),
             ));
         }
-        if self.buf.len() < 4 + len as usize {
-            if self.budget.server_full() {
+        if self.io.buf.len() < 4 + len as usize {
+            if self.io.budget.server_full() {
                 // Others hold the server's in-flight bound: refuse this call now instead of
                 // buffering the rest of it.
                 return self.skip_frame(len).await;
@@ -599,10 +459,7 @@ impl Reader {
             return self.fill().await;
         }
         self.wait_for_room().await?;
-        self.buf.advance(4);
-        let body = self.buf.split_to(len as usize).freeze();
-        let charge = self.buffered.split(4 + u64::from(len));
-        self.frame_deadline = None;
+        let (body, charge) = self.io.take_frame(len);
         self.call(body, charge).await
     }
 
@@ -611,20 +468,19 @@ impl Reader {
     /// never buffering it.
     async fn skip_frame(&mut self, len: u32) -> Result<(), End> {
         let want = (len as usize).min(PEEK_BYTES);
-        if self.buf.len() < 4 + want {
+        if self.io.buf.len() < 4 + want {
             return self.fill().await;
         }
-        let Some(header) = peek_request_header(&self.buf[4..4 + want]) else {
+        let Some(header) = peek_request_header(&self.io.buf[4..4 + want]) else {
             return Err(self.fatal(
                 ex::FATAL_CONNECTION,
                 "request frame without a readable request header".into(),
             ));
         };
-        self.consume(4);
-        self.discard = u64::from(len);
+        self.io.skip_frame(len);
         self.shared.metrics.record_overload(Overload::InFlightBytes);
         self.shared.metrics.record_other_call(Duration::ZERO, true);
-        let charge = self.budget.charge(0);
+        let charge = self.io.charge(0);
         self.append_answer(header.call_id.unwrap_or(0), Err(busy_in_flight()), charge);
         Ok(())
     }
@@ -638,23 +494,15 @@ impl Reader {
         };
         let call_id = req.header.call_id.unwrap_or(0);
         let method = req.header.method_name.take().unwrap_or_default();
-        let slot = match self.slots.clone().try_acquire_owned() {
-            Ok(s) => s,
-            Err(_) => {
+        let slot = match self.io.try_slot() {
+            Some(s) => s,
+            None => {
                 // Slots come back as answers are written, and some may be in `answered`.
                 self.flush_answered().await?;
-                let metrics = self.shared.metrics.clone();
-                metrics.connection_stalled();
-                let acquired = tokio::select! {
-                    biased;
-                    _ = crate::rpc::stopped(&mut self.shutdown) => Err(End::Shutdown),
-                    s = self.slots.clone().acquire_owned() => s.map_err(|_| End::Shutdown),
-                };
-                metrics.connection_resumed();
-                acquired?
+                self.io.wait_slot().await?
             }
         };
-        if self.budget.server_full() {
+        if self.io.budget.server_full() {
             // The front end holds as much for its clients as it may: refuse (the Java client
             // backs off and retries) rather than stop reading, which would stall this client
             // behind others' answers without telling it why.
@@ -738,7 +586,7 @@ impl Reader {
             received,
             deadline,
             metrics: self.shared.metrics.clone(),
-            tx: self.tx.clone(),
+            tx: self.io.tx.clone(),
             slot,
             charge,
         };
@@ -761,40 +609,4 @@ impl Reader {
             }
         }
     }
-}
-
-/// Writes frames as they come, those already queued together in one `writev`. A frame's
-/// in-flight slot and bytes are let go once it is written.
-async fn write_loop(
-    mut wr: OwnedWriteHalf,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
-    metrics: Arc<RpcMetrics>,
-    timeout: Duration,
-) -> std::io::Result<()> {
-    // Emptied (capacity and all) before the writer waits, so an idle writer holds nothing.
-    let mut batch: Vec<Outgoing> = Vec::new();
-    let mut bufs: Vec<Bytes> = Vec::new();
-    while let Some(first) = rx.recv().await {
-        let mut bytes = first.frame.len();
-        batch.push(first);
-        while batch.len() < WRITE_BATCH_FRAMES && bytes < WRITE_BATCH_BYTES {
-            match rx.try_recv() {
-                Ok(next) => {
-                    bytes += next.frame.len();
-                    batch.push(next);
-                }
-                Err(_) => break,
-            }
-        }
-        bufs.extend(batch.iter_mut().map(|o| std::mem::take(&mut o.frame)));
-        write_all_timed(&mut wr, &mut bufs, timeout).await?;
-        metrics.add_bytes_out(bytes);
-        batch.clear();
-        if rx.is_empty() {
-            // Going idle: keep no more than a few answers need.
-            batch.shrink_to(4);
-            bufs.shrink_to(4);
-        }
-    }
-    wr.shutdown().await
 }

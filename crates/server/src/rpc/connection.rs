@@ -1,74 +1,38 @@
-//! One native connection: a reader task that checks the preamble and cuts frames out of the
-//! socket, and a writer task that sends responses in whatever order calls finish, several
-//! already waiting in one write.
+//! One native connection: the preamble, then request frames cut out of the stream
+//! ([`super::stream`], shared with the HBase front end) and routed ([`super::route`]), answers
+//! going back in whatever order calls finish, several already waiting in one write.
 //!
 //! The reader answers PING and every refusal itself (on the reactor, without touching disk)
-//! and hands other calls to the handler queue. What a slow, silent or greedy client can make
-//! the server hold is bounded (`docs/native-protocol.md`, "Limits"):
-//!
-//! - in-flight bytes ([`super::budget`]): bytes read and not yet consumed, requests not yet
-//!   answered and answers not yet written. Past the connection's own bound the reader stops
-//!   reading until answers drain; past the front end's bound new calls are refused as
-//!   SERVER_BUSY. A frame's body is buffered as it arrives, never reserved ahead from its
-//!   length prefix;
-//! - calls: each holds one of [`MAX_IN_FLIGHT_PER_CONNECTION`] slots until its answer is
-//!   written;
-//! - time: the preamble within `rpc.handshake_timeout_ms`, each frame's body within
-//!   `rpc.frame_timeout_ms` of its first byte, and each write making progress within
-//!   `rpc.write_timeout_ms`; else the connection closes;
-//! - idle memory: a connection waiting for input holds no read buffer, and its writer keeps
-//!   no batch buffer (frames are written as they are, several per `writev`).
-//!
-//! Handler threads never wait on a connection: they queue answers to the writer and move on.
+//! and hands other calls to the handler queue. The bounds on what a slow, silent or greedy
+//! client can make the server hold are the stream's (`stream.rs`, `docs/native-protocol.md`,
+//! "Limits").
 
-use super::budget::{Charge, ConnBudget, ServerBudget};
+use super::budget::{Charge, ServerBudget};
 use super::queue::CallQueue;
 use super::respond::{error_frame, reply_frame, rpc_error, Outgoing, Responder, Sink};
 use super::route::{self, busy_in_flight};
+use super::stream::{self, End, Inbound};
 use super::ucx::{Attached, UcxFront};
 use super::{Handler, Reply};
 use crate::metrics::{Overload, RpcMetrics};
-use bytes::{Buf, Bytes, BytesMut};
+use bytes::Bytes;
 use cellar_proto::frame::{check_preamble, decode_param, peek_request_header, PREAMBLE};
 use cellar_proto::pb;
 use prost::Message;
-use std::future::Future;
-use std::io::IoSlice;
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::watch;
 
-/// Calls of one connection that may be queued, running or waiting to be written at once.
-pub const MAX_IN_FLIGHT_PER_CONNECTION: usize = 1024;
+pub use super::stream::MAX_IN_FLIGHT_PER_CONNECTION;
 /// Bytes of a frame read to find its call id when it is refused unread; the rest is skipped.
 pub(crate) const PEEK_BYTES: usize = 1024;
-/// Read buffer growth step once a frame is known to need more than one small read.
-pub(crate) const READ_CHUNK: usize = 64 * 1024;
-/// The buffer a connection takes when input arrives after it was idle: most requests fit
-/// (a Get or a small Put is well under 1 KiB); a frame that needs more grows it by
-/// [`READ_CHUNK`].
-const FIRST_READ: usize = 4 * 1024;
-/// A read is attempted only with at least this much room.
-const MIN_READ: usize = 1024;
-/// A batch written with one `writev` holds at most this many frames...
-const WRITE_BATCH_FRAMES: usize = 64;
-/// ...and at most about this many bytes.
-const WRITE_BATCH_BYTES: usize = 64 * 1024;
-/// Buffers handed to one `writev`.
-const MAX_IOV: usize = 2 * WRITE_BATCH_FRAMES;
 /// Answers from this size on may be refused as busy when the connection or the server is past
 /// its in-flight bound (smaller ones cost no more than the refusal).
 pub(crate) const REFUSABLE_ANSWER_BYTES: usize = 1024;
 /// Puts applied on the reactor that may wait for their WAL write before they are finished.
-const MAX_DEFERRED_WRITES: usize = 64;
-/// After a protocol error, input still arriving is read and dropped for this long so the
-/// error frame reaches the client before the close (closing on unread input resets the
-/// connection, and the reset can discard the frame).
-const LINGER: Duration = Duration::from_millis(500);
+pub(crate) const MAX_DEFERRED_WRITES: usize = 64;
 
 /// The bounds every connection of a front end keeps (from `[rpc]`).
 #[derive(Debug, Clone, Copy)]
@@ -129,22 +93,6 @@ impl Shared {
     }
 }
 
-/// Why a connection's reader stopped.
-#[derive(Debug)]
-enum End {
-    /// The client closed (possibly mid-frame).
-    Eof,
-    /// The server is shutting down.
-    Shutdown,
-    Io(std::io::Error),
-    /// The client broke the protocol; it was told why, then the connection closes.
-    Protocol(String),
-    /// The client was too slow: a handshake or a frame did not arrive in time.
-    TimedOut(&'static str),
-    /// The writer stopped (the socket failed or a write timed out).
-    WriterGone,
-}
-
 /// Serves one accepted connection to its end, then tells the handler it is gone.
 pub(crate) async fn serve(
     stream: TcpStream,
@@ -153,60 +101,28 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) {
-    shared.metrics.connection_opened();
     tracing::debug!(conn = conn_id, %peer, "connection opened");
-    let (rd, wr) = stream.into_split();
-    let (tx, rx) = mpsc::unbounded_channel();
-    let writer = tokio::spawn(write_loop(
-        wr,
-        rx,
-        shared.metrics.clone(),
-        shared.limits.write_timeout,
-    ));
-    let budget = shared.budget.connection(shared.limits.connection_bytes);
+    let (io, writer) = stream::open(
+        stream,
+        &shared.metrics,
+        &shared.budget,
+        &shared.limits,
+        shutdown,
+    );
     let mut reader = Reader {
         conn_id,
         shared: shared.clone(),
-        rd,
-        buf: BytesMut::new(),
-        buffered: budget.charge(0),
-        budget,
-        tx,
-        slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONNECTION)),
-        shutdown,
-        discard: 0,
-        frame_deadline: None,
+        io,
         ucx: None,
         deferred: Vec::new(),
     };
     let end = reader.run().await;
-    let Reader { rd, tx, ucx, .. } = reader;
+    let Reader { io, ucx, .. } = reader;
     // The UCX peer goes with its control connection.
     drop(ucx);
     // The writer ends once the reader and every in-flight call have let go of their senders,
     // so after this no call of this connection is still running.
-    drop(tx);
-    let written = writer.await;
-    match &end {
-        End::Protocol(why) => {
-            tracing::info!(conn = conn_id, %peer, reason = %why, "closing connection after a protocol error");
-            linger(rd).await;
-        }
-        End::TimedOut(what) => {
-            shared.metrics.connection_timed_out();
-            tracing::info!(conn = conn_id, %peer, "closing connection: {what} did not arrive in time");
-        }
-        End::Io(e) => tracing::debug!(conn = conn_id, %peer, error = %e, "connection failed"),
-        _ => tracing::debug!(conn = conn_id, %peer, end = ?end, "connection closed"),
-    }
-    match written {
-        Ok(Err(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
-            shared.metrics.connection_timed_out();
-            tracing::info!(conn = conn_id, %peer, "closing connection: the client did not read its answers in time");
-        }
-        Ok(Err(e)) => tracing::debug!(conn = conn_id, %peer, error = %e, "write failed"),
-        _ => {}
-    }
+    stream::close(io, writer, &end, "connection", conn_id, peer).await;
     let handler = shared.handler.clone();
     if tokio::task::spawn_blocking(move || handler.connection_closed(conn_id))
         .await
@@ -217,140 +133,10 @@ pub(crate) async fn serve(
     shared.metrics.connection_closed();
 }
 
-/// Reads and drops input for a moment after an error frame (see [`LINGER`]); the HBase
-/// front end uses it too.
-pub(crate) async fn linger(mut rd: OwnedReadHalf) {
-    let mut scratch = vec![0u8; 8192];
-    let _ = tokio::time::timeout(LINGER, async {
-        let mut total = 0usize;
-        while total < 1 << 20 {
-            match rd.read(&mut scratch).await {
-                Ok(0) | Err(_) => break,
-                Ok(n) => total += n,
-            }
-        }
-    })
-    .await;
-}
-
-/// What one read from a connection brought.
-pub(crate) enum Read {
-    Data,
-    Eof,
-    Shutdown,
-    /// The deadline passed first.
-    TimedOut,
-    /// The connection's writer is gone.
-    WriterGone,
-    Io(std::io::Error),
-}
-
-/// How a [`read_more`] may end besides bringing data.
-pub(crate) struct ReadWait<'a, G> {
-    pub shutdown: &'a mut watch::Receiver<bool>,
-    /// Resolves when the connection's writer has stopped.
-    pub writer_gone: G,
-    /// Give up at this instant (a frame or handshake not complete in time).
-    pub deadline: Option<Instant>,
-}
-
-/// Reads what the socket has into `buf`; counts the bytes. Both front ends read so.
-///
-/// A connection with nothing buffered waits for input without a buffer (an idle connection
-/// costs no read buffer) and takes a small one when input arrives; a buffer holding part of
-/// a frame grows by [`READ_CHUNK`] (doubling as the frame keeps coming), so memory follows
-/// what arrived, never what a length prefix announced.
-pub(crate) async fn read_more<G: Future<Output = ()>>(
-    rd: &mut OwnedReadHalf,
-    buf: &mut BytesMut,
-    wait: ReadWait<'_, G>,
-    metrics: &RpcMetrics,
-) -> Read {
-    let ReadWait {
-        shutdown,
-        writer_gone,
-        deadline,
-    } = wait;
-    let mut writer_gone = std::pin::pin!(writer_gone);
-    // A stopping server reads no more, even from a client that never pauses.
-    if *shutdown.borrow() {
-        return Read::Shutdown;
-    }
-    loop {
-        // With a buffer in hand, try first: the input may be there already.
-        if buf.capacity() > 0 {
-            if buf.capacity() - buf.len() < MIN_READ {
-                if buf.is_empty() {
-                    // The end of a buffer shared with frames still being served: start afresh.
-                    *buf = BytesMut::with_capacity(FIRST_READ);
-                } else {
-                    buf.reserve(READ_CHUNK);
-                }
-            }
-            // One poll of a read (not `try_read`): a short read clears the socket's
-            // readiness, so the next wait costs no failed `recv`.
-            let polled = {
-                let mut read = std::pin::pin!(rd.read_buf(buf));
-                std::future::poll_fn(|cx| {
-                    std::task::Poll::Ready(match read.as_mut().poll(cx) {
-                        std::task::Poll::Ready(r) => Some(r),
-                        std::task::Poll::Pending => None,
-                    })
-                })
-                .await
-            };
-            match polled {
-                Some(Ok(0)) => return Read::Eof,
-                Some(Ok(n)) => {
-                    metrics.add_bytes_in(n);
-                    return Read::Data;
-                }
-                Some(Err(e)) => return Read::Io(e),
-                None => {}
-            }
-            if buf.is_empty() {
-                // Idle: let the buffer go while waiting.
-                *buf = BytesMut::new();
-            }
-        }
-        let deadline = async {
-            match deadline {
-                Some(d) => tokio::time::sleep_until(d.into()).await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            biased;
-            _ = super::stopped(shutdown) => return Read::Shutdown,
-            _ = &mut writer_gone => return Read::WriterGone,
-            _ = deadline => return Read::TimedOut,
-            ready = rd.readable() => {
-                if let Err(e) = ready {
-                    return Read::Io(e);
-                }
-            }
-        }
-        if buf.capacity() == 0 {
-            *buf = BytesMut::with_capacity(FIRST_READ);
-        }
-    }
-}
-
 struct Reader {
     conn_id: u64,
     shared: Arc<Shared>,
-    rd: OwnedReadHalf,
-    buf: BytesMut,
-    /// The bytes in `buf`, counted as in flight.
-    buffered: Charge,
-    budget: Arc<ConnBudget>,
-    tx: mpsc::UnboundedSender<Outgoing>,
-    slots: Arc<Semaphore>,
-    shutdown: watch::Receiver<bool>,
-    /// Bytes of a refused frame still to be skipped.
-    discard: u64,
-    /// When the frame being read must be complete; set by its first byte.
-    frame_deadline: Option<Instant>,
+    io: Inbound,
     /// Set once the client moved its calls to UCX (TRANSPORT_HELLO).
     ucx: Option<Attached>,
     /// Puts applied on the reactor since the last read whose WAL records are not yet in the
@@ -400,68 +186,28 @@ impl Reader {
     /// in-flight bound.
     async fn fill(&mut self) -> Result<(), End> {
         self.flush_deferred().await?;
-        self.wait_for_room().await?;
-        let deadline = if self.buf.is_empty() && self.discard == 0 {
-            None
-        } else {
-            Some(
-                *self
-                    .frame_deadline
-                    .get_or_insert_with(|| Instant::now() + self.shared.limits.frame_timeout),
-            )
-        };
-        let wait = ReadWait {
-            shutdown: &mut self.shutdown,
-            writer_gone: self.tx.closed(),
-            deadline,
-        };
-        let read = read_more(&mut self.rd, &mut self.buf, wait, &self.shared.metrics).await;
-        self.buffered.set(self.buf.len() as u64);
-        match read {
-            Read::Data => Ok(()),
-            Read::Eof => Err(End::Eof),
-            Read::Shutdown => Err(End::Shutdown),
-            Read::TimedOut => Err(End::TimedOut("a frame")),
-            Read::WriterGone => Err(End::WriterGone),
-            Read::Io(e) => Err(End::Io(e)),
-        }
+        self.io.wait_for_room().await?;
+        self.io.read().await
     }
 
-    /// Waits while the connection's own requests and answers are past its bound: a client
-    /// that sends faster than it reads stalls itself (TCP pushes back on it) and nobody else.
-    /// Not a refusal: the calls are fine, only early; refusing them would have the client
-    /// retry into the same full pipe. Time spent here does not count against the frame's
-    /// deadline.
+    /// Waits while the connection is past its own in-flight bound (`Inbound::wait_for_room`),
+    /// after finishing its deferred puts.
     async fn wait_for_room(&mut self) -> Result<(), End> {
-        let own = self.buffered.bytes();
-        if self.budget.room(own) {
+        if self.io.has_room() {
             return Ok(());
         }
         self.flush_deferred().await?;
-        let metrics = &self.shared.metrics;
-        metrics.connection_stalled();
-        let started = Instant::now();
-        let waited = tokio::select! {
-            biased;
-            _ = super::stopped(&mut self.shutdown) => Err(End::Shutdown),
-            _ = self.tx.closed() => Err(End::WriterGone),
-            _ = self.budget.wait_for_room(own) => Ok(()),
-        };
-        metrics.connection_resumed();
-        if let Some(d) = &mut self.frame_deadline {
-            *d += started.elapsed();
-        }
-        waited
+        self.io.wait_for_room().await
     }
 
     async fn preamble(&mut self) -> Result<(), End> {
-        while self.buf.len() < PREAMBLE.len() {
+        while self.io.buf.len() < PREAMBLE.len() {
             self.fill().await?;
         }
         let mut p = [0u8; 8];
-        p.copy_from_slice(&self.buf[..8]);
-        self.consume(8);
-        self.frame_deadline = None;
+        p.copy_from_slice(&self.io.buf[..8]);
+        self.io.consume(8);
+        self.io.frame_done();
         match check_preamble(&p) {
             Ok(()) => self.send_raw(Bytes::from_static(&PREAMBLE)),
             Err(e) => {
@@ -477,43 +223,22 @@ impl Reader {
         }
     }
 
-    /// Drops `n` bytes from the front of the buffer.
-    fn consume(&mut self, n: usize) {
-        self.buf.advance(n);
-        self.buffered.set(self.buf.len() as u64);
-    }
-
     fn send_raw(&self, head: Bytes) -> Result<(), End> {
-        self.tx
-            .send(Outgoing {
-                head,
-                tail: Bytes::new(),
-                _slot: None,
-                _charge: None,
-            })
-            .map_err(|_| End::WriterGone)
+        self.io.send(Outgoing::unbounded(head))
     }
 
     /// Takes one in-flight slot for the call about to be answered; `charge` (its request's
     /// bytes) becomes its answer's.
     async fn responder(&mut self, charge: Charge) -> Result<Responder, End> {
-        let permit = match self.slots.clone().try_acquire_owned() {
-            Ok(p) => p,
-            Err(_) => {
+        let permit = match self.io.try_slot() {
+            Some(p) => p,
+            None => {
                 self.flush_deferred().await?;
-                let metrics = &self.shared.metrics;
-                metrics.connection_stalled();
-                let acquired = tokio::select! {
-                    biased;
-                    _ = super::stopped(&mut self.shutdown) => Err(End::Shutdown),
-                    p = self.slots.clone().acquire_owned() => p.map_err(|_| End::Shutdown),
-                };
-                metrics.connection_resumed();
-                acquired?
+                self.io.wait_slot().await?
             }
         };
         Ok(Responder {
-            sink: Sink::Tcp(self.tx.clone()),
+            sink: Sink::Tcp(self.io.tx.clone()),
             permit,
             charge,
         })
@@ -532,7 +257,7 @@ impl Reader {
         if let Some(m) = method {
             self.shared.metrics.record_call(m, received.elapsed());
         }
-        let responder = self.responder(self.budget.charge(0)).await?;
+        let responder = self.responder(self.io.charge(0)).await?;
         if responder.send(error_frame(call_id, error)) {
             Ok(())
         } else {
@@ -542,22 +267,13 @@ impl Reader {
 
     /// Consumes one frame (or part of a refused one being skipped), reading as needed.
     async fn next_frame(&mut self) -> Result<(), End> {
-        if self.discard > 0 {
-            let n = self.discard.min(self.buf.len() as u64);
-            self.consume(n as usize);
-            self.discard -= n;
-            if self.discard > 0 {
-                // The buffer is empty now: skipped input is read and dropped, never kept.
-                return self.fill().await;
-            }
-            self.frame_deadline = None;
-        }
-        if self.buf.len() < 4 {
+        if self.io.skipping() {
             return self.fill().await;
         }
-        let len = u32::from_be_bytes([self.buf[0], self.buf[1], self.buf[2], self.buf[3]]);
+        let Some(len) = self.io.frame_len() else {
+            return self.fill().await;
+        };
         let max = self.shared.limits.max_request_bytes;
-        let len_us = len as usize;
         if len > max {
             return self.skip_frame(len, || {
                 (
@@ -569,8 +285,8 @@ impl Reader {
             })
             .await;
         }
-        if self.buf.len() < 4 + len_us {
-            if self.budget.server_full() {
+        if self.io.buf.len() < 4 + len as usize {
+            if self.io.budget.server_full() {
                 // Others hold the server's in-flight bound: refuse this call now instead of
                 // buffering the rest of it.
                 return self.skip_frame(len, busy_in_flight).await;
@@ -578,10 +294,7 @@ impl Reader {
             return self.fill().await;
         }
         self.wait_for_room().await?;
-        self.buf.advance(4);
-        let body = self.buf.split_to(len_us).freeze();
-        let charge = self.buffered.split(4 + len as u64);
-        self.frame_deadline = None;
+        let (body, charge) = self.io.take_frame(len);
         self.dispatch(body, charge).await
     }
 
@@ -594,17 +307,16 @@ impl Reader {
         why: impl FnOnce() -> (pb::ErrorCode, String),
     ) -> Result<(), End> {
         let want = (len as usize).min(PEEK_BYTES);
-        if self.buf.len() < 4 + want {
+        if self.io.buf.len() < 4 + want {
             return self.fill().await;
         }
         let received = Instant::now();
-        let Some(header) = peek_request_header(&self.buf[4..4 + want]) else {
+        let Some(header) = peek_request_header(&self.io.buf[4..4 + want]) else {
             return self
                 .malformed(0, "frame without a readable request header".into())
                 .await;
         };
-        self.consume(4);
-        self.discard = u64::from(len);
+        self.io.skip_frame(len);
         let method = pb::Method::try_from(header.method).ok();
         let what = method.map(|m| m.as_str_name()).unwrap_or("request");
         let (code, message) = why();
@@ -707,7 +419,7 @@ impl Reader {
         };
         match front.attach(
             self.conn_id,
-            self.budget.clone(),
+            self.io.budget.clone(),
             hello.worker_address.to_vec(),
             hello.client_peer_id,
         ) {
@@ -737,95 +449,4 @@ fn send(respond: Responder, frame: route::Frame) -> Result<(), End> {
     } else {
         Err(End::WriterGone)
     }
-}
-
-/// Writes responses as they come, several per write when several are waiting.
-async fn write_loop(
-    mut wr: OwnedWriteHalf,
-    mut rx: mpsc::UnboundedReceiver<Outgoing>,
-    metrics: Arc<RpcMetrics>,
-    timeout: Duration,
-) -> std::io::Result<()> {
-    // Frames of the current batch: their in-flight slots and bytes are let go once written.
-    // Emptied (capacity and all) before the writer waits, so an idle writer holds nothing.
-    let mut batch: Vec<Outgoing> = Vec::new();
-    let mut bufs: Vec<Bytes> = Vec::new();
-    while let Some(first) = rx.recv().await {
-        let mut bytes = first.len();
-        batch.push(first);
-        while batch.len() < WRITE_BATCH_FRAMES && bytes < WRITE_BATCH_BYTES {
-            match rx.try_recv() {
-                Ok(next) => {
-                    bytes += next.len();
-                    batch.push(next);
-                }
-                Err(_) => break,
-            }
-        }
-        for out in &mut batch {
-            bufs.push(std::mem::take(&mut out.head));
-            bufs.push(std::mem::take(&mut out.tail));
-        }
-        write_all_timed(&mut wr, &mut bufs, timeout).await?;
-        metrics.add_bytes_out(bytes);
-        batch.clear();
-        if rx.is_empty() {
-            // Going idle: keep no more than a few answers need.
-            batch.shrink_to(4);
-            bufs.shrink_to(8);
-        }
-    }
-    wr.shutdown().await
-}
-
-/// Writes every buffer of `bufs` in order (`writev`, many at once), emptying `bufs`. A write
-/// that makes no progress for `timeout` fails with `TimedOut`: the client stopped reading.
-/// The HBase front end writes through it too.
-pub(crate) async fn write_all_timed(
-    wr: &mut OwnedWriteHalf,
-    bufs: &mut Vec<Bytes>,
-    timeout: Duration,
-) -> std::io::Result<()> {
-    bufs.retain(|b| !b.is_empty());
-    let mut first = 0;
-    while first < bufs.len() {
-        // The buffers' slices are gathered inside the poll, so they never live in this
-        // future (which every connection's writer holds while idle).
-        let write = std::future::poll_fn(|cx| {
-            let mut slices = [IoSlice::new(&[]); MAX_IOV];
-            let mut n = 0;
-            for (slice, b) in slices.iter_mut().zip(&bufs[first..]) {
-                *slice = IoSlice::new(b);
-                n += 1;
-            }
-            tokio::io::AsyncWrite::poll_write_vectored(
-                std::pin::Pin::new(&mut *wr),
-                cx,
-                &slices[..n],
-            )
-        });
-        let written = match tokio::time::timeout(timeout, write).await {
-            Ok(Ok(0)) => return Err(std::io::ErrorKind::WriteZero.into()),
-            Ok(Ok(n)) => n,
-            Ok(Err(e)) => return Err(e),
-            Err(_) => {
-                return Err(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "no answer could be written for the write timeout",
-                ))
-            }
-        };
-        let mut left = written;
-        while left > 0 {
-            let Some(b) = bufs.get_mut(first) else { break };
-            let n = left.min(b.len());
-            b.advance(n);
-            left -= n;
-            if b.is_empty() {
-                first += 1;
-            }
-        }
-    }
-    bufs.clear();
-    Ok(())
 }

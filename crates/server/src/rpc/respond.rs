@@ -28,6 +28,16 @@ pub(crate) struct Outgoing {
 }
 
 impl Outgoing {
+    /// A frame that holds no call's slot or bytes (a preamble's answer, a fatal error).
+    pub fn unbounded(head: Bytes) -> Outgoing {
+        Outgoing {
+            head,
+            tail: Bytes::new(),
+            _slot: None,
+            _charge: None,
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.head.len() + self.tail.len()
     }
