@@ -453,7 +453,7 @@ struct FloorDeliver {
 }
 
 impl Events for FloorDeliver {
-    fn frame(&mut self, _peer: PeerId, frame: Vec<u8>, _replies: &mut Replies) {
+    fn frame(&mut self, _peer: PeerId, frame: Bytes, _replies: &mut Replies) {
         if let Some(mut id) = frame.get(4..12) {
             if let Some(w) = waiting(&self.waiters).remove(&id.get_u64()) {
                 let _ = w.send(());
@@ -564,7 +564,7 @@ async fn swap_addresses(
 struct EchoEvents;
 
 impl Events for EchoEvents {
-    fn frame(&mut self, peer: PeerId, frame: Vec<u8>, replies: &mut Replies) {
+    fn frame(&mut self, peer: PeerId, frame: Bytes, replies: &mut Replies) {
         if let Some(answer) = answer_of(&frame) {
             replies.send(peer, answer);
         }

@@ -146,11 +146,11 @@ struct Deliver {
 }
 
 impl Events for Deliver {
-    fn frame(&mut self, _id: PeerId, frame: Vec<u8>, _replies: &mut Replies) {
+    fn frame(&mut self, _id: PeerId, frame: Bytes, _replies: &mut Replies) {
         let Some(peer) = self.peer.upgrade() else {
             return;
         };
-        let mut body = Bytes::from(frame);
+        let mut body = frame;
         if body.len() < 4 || body.get_u32() as usize != body.len() {
             peer.lost(Error::Protocol(
                 "a UCX message from the server is not one whole frame".into(),

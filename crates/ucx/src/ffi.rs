@@ -108,7 +108,17 @@ pub struct RequestParam {
     pub recv_info: *mut c_void,
     pub memh: *mut c_void,
 }
+pub const UCP_OP_ATTR_FIELD_DATATYPE: u32 = 1 << 3;
 pub const UCP_OP_ATTR_FIELD_RECV_INFO: u32 = 1 << 7;
+/// `ucp_dt_make_iov()`: the buffer is an array of [`DtIov`], the count its length.
+pub const UCP_DATATYPE_IOV: u64 = 2;
+
+/// `ucp_dt_iov_t`.
+#[repr(C)]
+pub struct DtIov {
+    pub buffer: *const c_void,
+    pub length: usize,
+}
 
 impl RequestParam {
     pub fn none() -> RequestParam {

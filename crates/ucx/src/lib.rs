@@ -14,8 +14,10 @@
 
 mod ffi;
 pub mod link;
+pub mod pool;
 
 use ffi::Handle;
+pub use pool::{PoolBuf, PoolStats, RecvPool};
 use std::ffi::{c_void, CStr};
 use std::marker::PhantomData;
 use std::os::raw::c_int;
@@ -468,15 +470,17 @@ impl Worker {
         })
     }
 
-    /// Receives a probed message into `buf` (at least `probed.len` long).
-    pub fn recv_probed(&self, probed: Probed, mut buf: Vec<u8>) -> Result<Owned<'_, Vec<u8>>> {
-        // Shrinking keeps the allocation; the memory stays put from here on.
-        buf.resize(probed.len, 0);
+    /// Receives a probed message into a buffer of `pool` (reused across messages, so its
+    /// memory is registered once where a transport needs that: `pool.rs`).
+    pub fn recv_probed(&self, probed: Probed, pool: &RecvPool) -> Result<Owned<'_, PoolBuf>> {
+        let mut buf = pool.take(probed.len);
         let mut info = Box::new(ffi::TagRecvInfo::default());
         let mut param = ffi::RequestParam::none();
         param.op_attr_mask = ffi::UCP_OP_ATTR_FIELD_RECV_INFO;
         param.recv_info = (&mut *info as *mut ffi::TagRecvInfo).cast::<c_void>();
-        // SAFETY: `buf`'s heap memory stays put while the operation holds it; `info` is boxed.
+        // SAFETY: `buf` holds at least `probed.len` bytes whose memory stays put while the
+        // operation holds it (a boxed slice; the value moves, the memory does not); `info` is
+        // boxed.
         let p = unsafe {
             (self.ucx().f.tag_msg_recv_nbx)(
                 self.h,
@@ -541,6 +545,52 @@ impl<'w> Endpoint<'w> {
         })
     }
 
+    /// Starts sending `head` followed by `tail` as one message, which UCX gathers from both
+    /// buffers (`ucp_dt_make_iov`) instead of Cellar copying them into one. The operation
+    /// keeps both (and the gather list) until it completes. An empty tail sends `head` alone.
+    pub fn send_gathered(
+        &self,
+        tag: u64,
+        head: bytes::Bytes,
+        tail: bytes::Bytes,
+    ) -> Result<Owned<'w, Gathered>> {
+        if tail.is_empty() {
+            return Ok(Owned {
+                op: self.start_send(tag, head.as_ptr(), head.len())?,
+                buf: Some(Gathered {
+                    parts: [head, tail],
+                    _iov: None,
+                }),
+            });
+        }
+        let iov = Box::new([
+            ffi::DtIov {
+                buffer: head.as_ptr().cast(),
+                length: head.len(),
+            },
+            ffi::DtIov {
+                buffer: tail.as_ptr().cast(),
+                length: tail.len(),
+            },
+        ]);
+        let mut param = ffi::RequestParam::none();
+        param.op_attr_mask = ffi::UCP_OP_ATTR_FIELD_DATATYPE;
+        param.datatype = ffi::UCP_DATATYPE_IOV;
+        // SAFETY: the gather list and both buffers stay where they are (boxed, and `Bytes`'
+        // memory) until the operation completes: `Owned` keeps them, or leaks them if it is
+        // dropped unfinished. For an IOV datatype the count is the list's length.
+        let p = unsafe {
+            (self.worker.ucx().f.tag_send_nbx)(self.h, iov.as_ptr().cast(), iov.len(), tag, &param)
+        };
+        Ok(Owned {
+            op: Op::start(self.worker, p, None, "sending")?,
+            buf: Some(Gathered {
+                parts: [head, tail],
+                _iov: Some(iov),
+            }),
+        })
+    }
+
     /// Starts closing the endpoint (pending sends go out first) without waiting.
     pub fn close(self) -> Closing<'w> {
         let worker = self.worker;
@@ -569,6 +619,23 @@ impl Drop for Endpoint<'_> {
             // SAFETY: a request of this worker, released once.
             unsafe { (self.worker.ucx().f.request_free)(p) };
         }
+    }
+}
+
+/// The buffers of a gathered send ([`Endpoint::send_gathered`]), kept until it completes.
+pub struct Gathered {
+    parts: [bytes::Bytes; 2],
+    _iov: Option<Box<[ffi::DtIov; 2]>>,
+}
+
+impl Gathered {
+    /// Bytes sent.
+    pub fn len(&self) -> usize {
+        self.parts[0].len() + self.parts[1].len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -709,7 +776,7 @@ impl Drop for Request<'_> {
     }
 }
 
-/// A send or receive whose buffer it owns (`Bytes` to send, `Vec<u8>` received into): the
+/// A send or receive whose buffer it owns (`Bytes` to send, a pool's buffer received into): the
 /// buffer's memory stays put while the value moves. Dropped unfinished, the request is
 /// released and the buffer leaked rather than freed under UCX: never a wait, never a
 /// use after free (a send to a dead peer costs its bytes, once).

@@ -11,7 +11,8 @@
 //! nothing (not even a heartbeat) arrived for `dead_after` is reported lost and dropped: the
 //! endpoints use error-handling mode NONE, so silence is the only sign of a dead peer.
 
-use crate::{Context, Endpoint, Owned, Result, Ucx, UcxError, Worker};
+use crate::{Context, Endpoint, Gathered, Owned, PoolBuf, PoolStats, RecvPool, Result, Ucx};
+use crate::{UcxError, Worker};
 use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -42,6 +43,8 @@ pub struct LinkOptions {
     pub dead_after: Duration,
     /// How long the thread keeps polling after the last event before it sleeps.
     pub spin: Duration,
+    /// Bytes of free receive buffers the link keeps for reuse (`pool.rs`).
+    pub pool_bytes: usize,
 }
 
 impl Default for LinkOptions {
@@ -50,6 +53,7 @@ impl Default for LinkOptions {
             heartbeat: Duration::from_secs(1),
             dead_after: Duration::from_secs(3),
             spin: Duration::from_micros(100),
+            pool_bytes: 4 << 20,
         }
     }
 }
@@ -59,7 +63,9 @@ pub trait Events: Send + 'static {
     /// A frame arrived from `peer`. What is pushed to `replies` is sent at once from the
     /// progress thread, with no hand-off to another thread (a call answered where it
     /// arrived, as the TCP reactor answers Gets from memory).
-    fn frame(&mut self, peer: PeerId, frame: Vec<u8>, replies: &mut Replies);
+    /// The frame's bytes are a buffer of the link's pool, which it gets back once the last
+    /// slice of them is dropped.
+    fn frame(&mut self, peer: PeerId, frame: Bytes, replies: &mut Replies);
     /// Every frame that had arrived by now has been handed to [`Events::frame`]: a moment to
     /// finish work batched over them (puts sharing one WAL write) and answer it.
     fn frames_done(&mut self, _replies: &mut Replies) {}
@@ -70,12 +76,17 @@ pub trait Events: Send + 'static {
 
 /// Frames to send from inside [`Events::frame`].
 #[derive(Default)]
-pub struct Replies(Vec<(PeerId, Bytes)>);
+pub struct Replies(Vec<(PeerId, Bytes, Bytes)>);
 
 impl Replies {
     /// Queues `frame` for `peer`, sent as soon as the callback returns.
     pub fn send(&mut self, peer: PeerId, frame: Bytes) {
-        self.0.push((peer, frame));
+        self.0.push((peer, frame, Bytes::new()));
+    }
+
+    /// Queues `head` and `tail` for `peer` as one frame, gathered without a copy.
+    pub fn send_gathered(&mut self, peer: PeerId, head: Bytes, tail: Bytes) {
+        self.0.push((peer, head, tail));
     }
 }
 
@@ -87,7 +98,8 @@ enum Command {
     },
     Send {
         peer: PeerId,
-        frame: Bytes,
+        head: Bytes,
+        tail: Bytes,
     },
     Close {
         peer: PeerId,
@@ -98,6 +110,7 @@ enum Command {
 /// A worker on its own progress thread. Dropping it stops the thread.
 pub struct Link {
     address: Vec<u8>,
+    pool: RecvPool,
     sender: Sender,
     sleeps: Arc<AtomicU64>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -129,14 +142,16 @@ impl Link {
         let wake = Arc::new(unsafe { OwnedFd::from_raw_fd(raw) });
         let (tx, rx) = mpsc::channel();
         let sleeps = Arc::new(AtomicU64::new(0));
+        let pool = RecvPool::new(opts.pool_bytes);
         let thread = {
-            let (wake, sleeps) = (Arc::clone(&wake), Arc::clone(&sleeps));
+            let (wake, sleeps, pool) = (Arc::clone(&wake), Arc::clone(&sleeps), pool.clone());
             std::thread::Builder::new()
                 .name("cellar-ucx-progress".into())
                 .spawn(move || {
                     let _ctx = ctx;
                     Progress {
                         worker: &worker,
+                        pool,
                         rx,
                         wake,
                         sleeps,
@@ -148,6 +163,7 @@ impl Link {
         };
         Ok(Link {
             address,
+            pool,
             sender: Sender { tx, wake },
             sleeps,
             thread: Some(thread),
@@ -197,6 +213,11 @@ impl Link {
         }
     }
 
+    /// How the link's receive buffers were served: reused, or newly allocated.
+    pub fn pool_stats(&self) -> PoolStats {
+        self.pool.stats()
+    }
+
     /// How many times the progress thread has slept on the event fd.
     pub fn sleeps(&self) -> u64 {
         self.sleeps.load(Ordering::Relaxed)
@@ -223,7 +244,13 @@ impl std::fmt::Debug for Sender {
 impl Sender {
     /// Queues `frame` for `peer`; an error once the link has stopped.
     pub fn send(&self, peer: PeerId, frame: Bytes) -> Result<()> {
-        self.command(Command::Send { peer, frame })
+        self.send_gathered(peer, frame, Bytes::new())
+    }
+
+    /// Queues `head` and `tail` for `peer` as one frame: UCX gathers them from where they
+    /// are (a large cell block is sent from the handler's buffer, never copied).
+    pub fn send_gathered(&self, peer: PeerId, head: Bytes, tail: Bytes) -> Result<()> {
+        self.command(Command::Send { peer, head, tail })
     }
 
     /// Drops `peer` (its endpoint closes after what was sent to it).
@@ -266,6 +293,7 @@ struct Peer<'w> {
 
 struct Progress<'w> {
     worker: &'w Worker,
+    pool: RecvPool,
     rx: mpsc::Receiver<Command>,
     wake: Arc<OwnedFd>,
     sleeps: Arc<AtomicU64>,
@@ -276,9 +304,9 @@ impl<'w> Progress<'w> {
     fn run(self, mut events: impl Events) {
         let worker = self.worker;
         let mut peers: HashMap<PeerId, Peer<'w>> = HashMap::new();
-        let mut sends: Vec<(PeerId, Owned<'w, Bytes>)> = Vec::new();
+        let mut sends: Vec<(PeerId, Owned<'w, Gathered>)> = Vec::new();
         // In arrival order: delivered from the front as they complete.
-        let mut recvs: VecDeque<(PeerId, u64, Owned<'w, Vec<u8>>)> = VecDeque::new();
+        let mut recvs: VecDeque<(PeerId, u64, Owned<'w, PoolBuf>)> = VecDeque::new();
         let mut closing = Vec::new();
         let mut lost: Vec<(PeerId, String)> = Vec::new();
         let mut replies = Replies::default();
@@ -310,11 +338,16 @@ impl<'w> Progress<'w> {
                         }
                         Err(e) => events.lost(peer, format!("cannot connect: {e}")),
                     },
-                    Command::Send { peer, frame } => match peers.get(&peer) {
-                        Some(p) => match p.ep.send_owned(tag(KIND_FRAME, p.id_at_peer), frame) {
-                            Ok(op) => sends.push((peer, op)),
-                            Err(e) => lost.push((peer, e.to_string())),
-                        },
+                    Command::Send { peer, head, tail } => match peers.get(&peer) {
+                        Some(p) => {
+                            match p
+                                .ep
+                                .send_gathered(tag(KIND_FRAME, p.id_at_peer), head, tail)
+                            {
+                                Ok(op) => sends.push((peer, op)),
+                                Err(e) => lost.push((peer, e.to_string())),
+                            }
+                        }
                         None => events.lost(peer, "not connected".into()),
                     },
                     Command::Close { peer } => {
@@ -331,7 +364,7 @@ impl<'w> Progress<'w> {
             while let Some(probed) = worker.probe(0, 0) {
                 busy = true;
                 let (kind, from) = (probed.tag >> KIND_SHIFT, probed.tag as u32);
-                match worker.recv_probed(probed, Vec::new()) {
+                match worker.recv_probed(probed, &self.pool) {
                     Ok(op) => recvs.push_back((from, kind, op)),
                     Err(e) => lost.push((from, e.to_string())),
                 }
@@ -355,7 +388,7 @@ impl<'w> Progress<'w> {
                             p.last_heard = Instant::now();
                         }
                         if let (KIND_FRAME, Some((frame, _))) = (kind, got) {
-                            events.frame(from, frame, &mut replies);
+                            events.frame(from, frame.into_bytes(), &mut replies);
                             delivered = true;
                             send_replies(&mut replies, &peers, &mut sends, &mut lost, &mut events);
                         }
@@ -383,10 +416,11 @@ impl<'w> Progress<'w> {
                     ));
                 } else if now.duration_since(p.last_beat) >= self.opts.heartbeat {
                     p.last_beat = now;
-                    match p
-                        .ep
-                        .send_owned(tag(KIND_HEARTBEAT, p.id_at_peer), heartbeat.clone())
-                    {
+                    match p.ep.send_gathered(
+                        tag(KIND_HEARTBEAT, p.id_at_peer),
+                        heartbeat.clone(),
+                        Bytes::new(),
+                    ) {
                         Ok(op) => sends.push((*id, op)),
                         Err(e) => lost.push((*id, e.to_string())),
                     }
@@ -467,13 +501,16 @@ impl<'w> Progress<'w> {
 fn send_replies<'w>(
     replies: &mut Replies,
     peers: &HashMap<PeerId, Peer<'w>>,
-    sends: &mut Vec<(PeerId, Owned<'w, Bytes>)>,
+    sends: &mut Vec<(PeerId, Owned<'w, Gathered>)>,
     lost: &mut Vec<(PeerId, String)>,
     events: &mut impl Events,
 ) {
-    for (peer, frame) in replies.0.drain(..) {
+    for (peer, head, tail) in replies.0.drain(..) {
         match peers.get(&peer) {
-            Some(p) => match p.ep.send_owned(tag(KIND_FRAME, p.id_at_peer), frame) {
+            Some(p) => match p
+                .ep
+                .send_gathered(tag(KIND_FRAME, p.id_at_peer), head, tail)
+            {
                 Ok(op) => sends.push((peer, op)),
                 Err(e) => lost.push((peer, e.to_string())),
             },

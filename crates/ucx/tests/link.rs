@@ -9,7 +9,7 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 enum Got {
-    Frame(PeerId, Vec<u8>),
+    Frame(PeerId, Bytes),
     Lost(PeerId, String),
 }
 
@@ -17,9 +17,9 @@ enum Got {
 struct ToChannel(mpsc::Sender<Got>, bool);
 
 impl Events for ToChannel {
-    fn frame(&mut self, peer: PeerId, frame: Vec<u8>, replies: &mut Replies) {
+    fn frame(&mut self, peer: PeerId, frame: Bytes, replies: &mut Replies) {
         if self.1 {
-            replies.send(peer, Bytes::from(frame.clone()));
+            replies.send(peer, frame.clone());
         }
         let _ = self.0.send(Got::Frame(peer, frame));
     }
@@ -145,5 +145,47 @@ fn frames_arrive_in_order_idle_links_sleep_and_silent_peers_are_lost() {
     match a_rx.recv_timeout(Duration::from_secs(5)) {
         Ok(Got::Lost(1, why)) => assert!(why.contains("not connected"), "{why}"),
         _ => panic!("a send to a lost peer was not refused"),
+    }
+}
+
+/// Answers every frame from the progress thread as a 16-byte head and the rest, gathered.
+struct GatherEcho;
+
+impl Events for GatherEcho {
+    fn frame(&mut self, peer: PeerId, frame: Bytes, replies: &mut Replies) {
+        let at = frame.len().min(16);
+        replies.send_gathered(peer, frame.slice(..at), frame.slice(at..));
+    }
+    fn lost(&mut self, _peer: PeerId, _why: String) {}
+}
+
+#[test]
+fn receive_buffers_are_reused_across_messages_and_gathered_sends_arrive_whole() {
+    std::env::set_var("UCX_TLS", "sm,self");
+    let ucx = Ucx::load().unwrap_or_else(|e| panic!("{e}"));
+    let (a_tx, a_rx) = mpsc::channel();
+    let a = Link::start(&ucx, LinkOptions::default(), ToChannel(a_tx, false)).expect("link a");
+    let b = Link::start(&ucx, LinkOptions::default(), GatherEcho).expect("link b");
+    a.connect(1, b.address().to_vec(), 7).expect("a -> b");
+    b.connect(7, a.address().to_vec(), 1).expect("b -> a");
+    const N: usize = 200;
+    for i in 0..N {
+        // One at a time, each dropped (on this thread) before the next is sent.
+        let sent = Bytes::from((0..64 * 1024).map(|j| (i + j) as u8).collect::<Vec<u8>>());
+        a.send(1, sent.clone()).expect("send");
+        match a_rx.recv_timeout(Duration::from_secs(10)) {
+            Ok(Got::Frame(_, back)) => assert!(back == sent, "echo {i} came back changed"),
+            Ok(Got::Lost(p, why)) => panic!("a lost {p}: {why}"),
+            Err(_) => panic!("no echo of frame {i} within 10 s"),
+        }
+    }
+    for (side, link) in [("a", &a), ("b", &b)] {
+        let stats = link.pool_stats();
+        assert!(
+            stats.allocated <= 8 && stats.reused + stats.allocated >= N as u64,
+            "{side} received into {} new and {} reused buffers for {N} frames (and heartbeats)",
+            stats.allocated,
+            stats.reused
+        );
     }
 }

@@ -4,7 +4,13 @@
 //! - `ucx-inline`: two UCX workers progressed by one thread (UCX alone: no thread hand-off);
 //! - `ucx-link`: two `Link`s, each a worker on its own progress thread, a frame echoed by a
 //!   second thread of the echoing side (what a server's handler does: two hand-offs a side);
-//! - `ucx-link-answer`: the same, but the echoing side answers on its progress thread;
+//! - `ucx-link-answer`: the same, but the echoing side answers on its progress thread, its
+//!   answer a head of 64 bytes and the rest as a second buffer, gathered by UCX as the
+//!   server sends a large cell block; received into the links' reused buffers (`pool.rs`);
+//! - `ucx-link-answer-copy`: the same with the head and the rest first copied into one buffer
+//!   (what the server did before gathered sends);
+//! - `ucx-link-answer-nopool`: the same as `ucx-link-answer` with no buffer reuse (a fresh,
+//!   zeroed buffer per message);
 //! - `tcp`: a blocking TCP ping-pong on 127.0.0.1 between two threads, the same sizes.
 //!
 //! Transports come from `UCX_TLS` (default here: `sm,self`, shared memory).
@@ -65,7 +71,14 @@ fn run(args: &Args) -> Result<(), String> {
     );
     println!("| variant | size | p50 µs | p99 µs | pass |");
     println!("| --- | ---: | ---: | ---: | ---: |");
-    let variants = ["ucx-inline", "ucx-link-answer", "ucx-link", "tcp"];
+    let variants = [
+        "ucx-inline",
+        "ucx-link-answer",
+        "ucx-link-answer-copy",
+        "ucx-link-answer-nopool",
+        "ucx-link",
+        "tcp",
+    ];
     for pass in 0..args.passes {
         for &size in &args.sizes {
             for k in 0..variants.len() {
@@ -73,7 +86,15 @@ fn run(args: &Args) -> Result<(), String> {
                 let lat = match v {
                     "ucx-inline" => inline(&ucx, size, args.rounds)?,
                     "ucx-link" => link(&ucx, size, args.rounds)?,
-                    "ucx-link-answer" => link_inline(&ucx, size, args.rounds)?,
+                    "ucx-link-answer" => {
+                        link_inline(&ucx, size, args.rounds, Answer::Gather, true)?
+                    }
+                    "ucx-link-answer-copy" => {
+                        link_inline(&ucx, size, args.rounds, Answer::Copy, true)?
+                    }
+                    "ucx-link-answer-nopool" => {
+                        link_inline(&ucx, size, args.rounds, Answer::Gather, false)?
+                    }
                     _ => tcp(size, args.rounds)?,
                 };
                 let (p50, p99) = pct(lat);
@@ -111,10 +132,10 @@ fn inline(ucx: &std::sync::Arc<Ucx>, size: usize, rounds: usize) -> Result<Vec<u
     Ok(lat)
 }
 
-struct ToChannel(mpsc::Sender<Vec<u8>>);
+struct ToChannel(mpsc::Sender<Bytes>);
 
 impl Events for ToChannel {
-    fn frame(&mut self, _peer: PeerId, frame: Vec<u8>, _replies: &mut Replies) {
+    fn frame(&mut self, _peer: PeerId, frame: Bytes, _replies: &mut Replies) {
         let _ = self.0.send(frame);
     }
     fn lost(&mut self, peer: PeerId, why: String) {
@@ -122,12 +143,29 @@ impl Events for ToChannel {
     }
 }
 
+/// How [`Echo`] sends its answer: a head and the rest, gathered by UCX or copied into one.
+#[derive(Clone, Copy)]
+enum Answer {
+    Gather,
+    Copy,
+}
+
 /// Echoes every frame from the progress thread itself.
-struct Echo;
+struct Echo(Answer);
 
 impl Events for Echo {
-    fn frame(&mut self, peer: PeerId, frame: Vec<u8>, replies: &mut Replies) {
-        replies.send(peer, Bytes::from(frame));
+    fn frame(&mut self, peer: PeerId, frame: Bytes, replies: &mut Replies) {
+        let at = frame.len().min(64);
+        let (head, tail) = (frame.slice(..at), frame.slice(at..));
+        match self.0 {
+            Answer::Gather => replies.send_gathered(peer, head, tail),
+            Answer::Copy => {
+                let mut one = Vec::with_capacity(frame.len());
+                one.extend_from_slice(&head);
+                one.extend_from_slice(&tail);
+                replies.send(peer, Bytes::from(one));
+            }
+        }
     }
     fn lost(&mut self, peer: PeerId, why: String) {
         eprintln!("ucx_bench: peer {peer} lost: {why}");
@@ -135,10 +173,15 @@ impl Events for Echo {
 }
 
 /// Two links connected to each other (each knows the other as peer 1).
-fn pair(ucx: &std::sync::Arc<Ucx>, a: impl Events, b: impl Events) -> Result<(Link, Link), String> {
+fn pair(
+    ucx: &std::sync::Arc<Ucx>,
+    opts: LinkOptions,
+    a: impl Events,
+    b: impl Events,
+) -> Result<(Link, Link), String> {
     let e = |e: cellar_ucx::UcxError| e.to_string();
-    let a = Link::start(ucx, LinkOptions::default(), a).map_err(e)?;
-    let b = Link::start(ucx, LinkOptions::default(), b).map_err(e)?;
+    let a = Link::start(ucx, opts.clone(), a).map_err(e)?;
+    let b = Link::start(ucx, opts, b).map_err(e)?;
     a.connect(1, b.address().to_vec(), 1).map_err(e)?;
     b.connect(1, a.address().to_vec(), 1).map_err(e)?;
     Ok((a, b))
@@ -147,7 +190,7 @@ fn pair(ucx: &std::sync::Arc<Ucx>, a: impl Events, b: impl Events) -> Result<(Li
 /// Round trips from `a` to its peer and back, answers arriving on `a_rx`.
 fn bounce(
     a: &Link,
-    a_rx: &mpsc::Receiver<Vec<u8>>,
+    a_rx: &mpsc::Receiver<Bytes>,
     size: usize,
     rounds: usize,
 ) -> Result<Vec<u64>, String> {
@@ -163,21 +206,37 @@ fn bounce(
     Ok(lat)
 }
 
-/// The echoing side answers on its progress thread: one hand-off a side fewer.
-fn link_inline(ucx: &std::sync::Arc<Ucx>, size: usize, rounds: usize) -> Result<Vec<u64>, String> {
+/// The echoing side answers on its progress thread: one hand-off a side fewer. `pool`: the
+/// links reuse their receive buffers.
+fn link_inline(
+    ucx: &std::sync::Arc<Ucx>,
+    size: usize,
+    rounds: usize,
+    answer: Answer,
+    pool: bool,
+) -> Result<Vec<u64>, String> {
     let (a_tx, a_rx) = mpsc::channel();
-    let (a, _b) = pair(ucx, ToChannel(a_tx), Echo)?;
+    let mut opts = LinkOptions::default();
+    if !pool {
+        opts.pool_bytes = 0;
+    }
+    let (a, _b) = pair(ucx, opts, ToChannel(a_tx), Echo(answer))?;
     bounce(&a, &a_rx, size, rounds)
 }
 
 fn link(ucx: &std::sync::Arc<Ucx>, size: usize, rounds: usize) -> Result<Vec<u64>, String> {
     let (a_tx, a_rx) = mpsc::channel();
-    let (b_tx, b_rx) = mpsc::channel::<Vec<u8>>();
-    let (a, b) = pair(ucx, ToChannel(a_tx), ToChannel(b_tx))?;
+    let (b_tx, b_rx) = mpsc::channel::<Bytes>();
+    let (a, b) = pair(
+        ucx,
+        LinkOptions::default(),
+        ToChannel(a_tx),
+        ToChannel(b_tx),
+    )?;
     let echo = std::thread::spawn(move || {
         // An empty frame ends the echo (and drops `b`, whose thread holds the sender).
         while let Ok(f) = b_rx.recv() {
-            if f.is_empty() || b.send(1, Bytes::from(f)).is_err() {
+            if f.is_empty() || b.send(1, f).is_err() {
                 break;
             }
         }

@@ -47,7 +47,8 @@ impl Outgoing {
 pub(crate) enum Sink {
     /// The TCP connection's writer task.
     Tcp(UnboundedSender<Outgoing>),
-    /// A UCX peer, through the progress thread of the server's UCX worker (`ucx.rs`).
+    /// A UCX peer, through the progress thread of its connection's UCX worker (`ucx.rs`): the
+    /// head and a large cell block go as one message gathered from both buffers, no copy.
     Ucx {
         sender: cellar_ucx::link::Sender,
         peer: cellar_ucx::link::PeerId,
@@ -83,9 +84,8 @@ impl Responder {
                 peer,
                 metrics,
             } => {
-                let frame = one_buffer(head, tail);
-                metrics.add_bytes_out(frame.len());
-                sender.send(peer, frame).is_ok()
+                metrics.add_bytes_out(head.len() + tail.len());
+                sender.send_gathered(peer, head, tail).is_ok()
             }
         }
     }
@@ -117,18 +117,6 @@ impl Responder {
         }
         self.send(frame)
     }
-}
-
-/// A frame as one buffer (a UCX message): the head alone when there is no tail, else both
-/// copied together.
-pub(crate) fn one_buffer(head: Bytes, tail: Bytes) -> Bytes {
-    if tail.is_empty() {
-        return head;
-    }
-    let mut out = BytesMut::with_capacity(head.len() + tail.len());
-    out.extend_from_slice(&head);
-    out.extend_from_slice(&tail);
-    out.freeze()
 }
 
 pub(crate) fn rpc_error(code: pb::ErrorCode, message: impl Into<String>) -> pb::RpcError {

@@ -19,7 +19,7 @@
 
 use super::budget::ConnBudget;
 use super::connection::{Shared, MAX_IN_FLIGHT_PER_CONNECTION};
-use super::respond::{error_frame, one_buffer, rpc_error, Responder, Sink};
+use super::respond::{error_frame, rpc_error, Responder, Sink};
 
 /// Puts applied on the progress thread that may wait for their WAL write before they are
 /// finished.
@@ -155,9 +155,8 @@ struct Serve {
 impl Serve {
     /// Answers from the progress thread, counted as written.
     fn reply(shared: &Shared, replies: &mut Replies, peer: PeerId, (head, tail): route::Frame) {
-        let frame = one_buffer(head, tail);
-        shared.metrics.add_bytes_out(frame.len());
-        replies.send(peer, frame);
+        shared.metrics.add_bytes_out(head.len() + tail.len());
+        replies.send_gathered(peer, head, tail);
     }
 
     /// A frame that breaks the protocol: the client is told, the UCX peer closed (its TCP
@@ -186,7 +185,7 @@ impl Serve {
 }
 
 impl Events for Serve {
-    fn frame(&mut self, peer: PeerId, frame: Vec<u8>, replies: &mut Replies) {
+    fn frame(&mut self, peer: PeerId, frame: Bytes, replies: &mut Replies) {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
@@ -198,7 +197,7 @@ impl Events for Serve {
         }
         let received = Instant::now();
         shared.metrics.add_bytes_in(frame.len());
-        let mut body = Bytes::from(frame);
+        let mut body = frame;
         if body.len() < 4 {
             return self.malformed(
                 &shared,
