@@ -171,7 +171,9 @@ fn receive_buffers_are_reused_across_messages_and_gathered_sends_arrive_whole() 
     const N: usize = 200;
     for i in 0..N {
         // One at a time, each dropped (on this thread) before the next is sent.
-        let sent = Bytes::from((0..64 * 1024).map(|j| (i + j) as u8).collect::<Vec<u8>>());
+        // Below and above the size from which a head and a tail are copied into one buffer.
+        let size = if i % 2 == 0 { 32 * 1024 } else { 96 * 1024 };
+        let sent = Bytes::from((0..size).map(|j| (i + j) as u8).collect::<Vec<u8>>());
         a.send(1, sent.clone()).expect("send");
         match a_rx.recv_timeout(Duration::from_secs(10)) {
             Ok(Got::Frame(_, back)) => assert!(back == sent, "echo {i} came back changed"),
@@ -182,7 +184,7 @@ fn receive_buffers_are_reused_across_messages_and_gathered_sends_arrive_whole() 
     for (side, link) in [("a", &a), ("b", &b)] {
         let stats = link.pool_stats();
         assert!(
-            stats.allocated <= 8 && stats.reused + stats.allocated >= N as u64,
+            stats.allocated <= 12 && stats.reused + stats.allocated >= N as u64,
             "{side} received into {} new and {} reused buffers for {N} frames (and heartbeats)",
             stats.allocated,
             stats.reused

@@ -5,10 +5,11 @@
 //! - `ucx-link`: two `Link`s, each a worker on its own progress thread, a frame echoed by a
 //!   second thread of the echoing side (what a server's handler does: two hand-offs a side);
 //! - `ucx-link-answer`: the same, but the echoing side answers on its progress thread, its
-//!   answer a head of 64 bytes and the rest as a second buffer, gathered by UCX as the
-//!   server sends a large cell block; received into the links' reused buffers (`pool.rs`);
-//! - `ucx-link-answer-copy`: the same with the head and the rest first copied into one buffer
-//!   (what the server did before gathered sends);
+//!   answer a head of 64 bytes and the rest as a second buffer, sent as the server sends a
+//!   large cell block (gathered by UCX below 64 KiB, copied into one buffer above:
+//!   `link::GATHER_BELOW`); received into the links' reused buffers (`pool.rs`);
+//! - `ucx-link-answer-copy`: the same with the head and the rest always copied into one buffer
+//!   first (what the server did before gathered sends);
 //! - `ucx-link-answer-nopool`: the same as `ucx-link-answer` with no buffer reuse (a fresh,
 //!   zeroed buffer per message);
 //! - `tcp`: a blocking TCP ping-pong on 127.0.0.1 between two threads, the same sizes.
