@@ -106,6 +106,8 @@ pub(crate) struct Connection {
     timeout: Duration,
     /// Set when calls travel over UCX; the TCP connection stays the control channel.
     ucx: Option<Route>,
+    /// How long a caller drives the UCX worker while it waits (`ClientConfig::ucx_drive`).
+    ucx_drive: Duration,
 }
 
 impl Connection {
@@ -116,6 +118,7 @@ impl Connection {
         timeout: Duration,
         max_frame_bytes: u32,
         transport: Transport,
+        ucx_drive: Duration,
         links: &LinkSlot,
     ) -> Result<Connection> {
         let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
@@ -140,6 +143,7 @@ impl Connection {
             next_call_id: AtomicU64::new(1),
             timeout,
             ucx: None,
+            ucx_drive,
         };
         if transport != Transport::Tcp {
             conn.hello(addr, transport, links).await?;
@@ -267,6 +271,12 @@ impl Connection {
             s.queued = Some(Instant::now());
         }
         match &self.ucx {
+            Some(route) if !self.ucx_drive.is_zero() => {
+                // Take the answer off the wire on this thread rather than be woken for it.
+                route.send_then_drive(buf.freeze(), self.ucx_drive, || {
+                    !self.shared.pending.lock().calls.contains_key(&call_id)
+                })?
+            }
             Some(route) => route.send(buf.freeze())?,
             None => {
                 if self.outgoing.send(buf.freeze()).await.is_err() {
@@ -446,6 +456,7 @@ impl Pool {
         timeout: Duration,
         max_frame_bytes: u32,
         transport: Transport,
+        ucx_drive: Duration,
     ) -> Result<Arc<Connection>> {
         let slot = self
             .slots
@@ -459,7 +470,15 @@ impl Pool {
                 return Ok(c.clone());
             }
         }
-        let c = Connection::open(addr, timeout, max_frame_bytes, transport, &self.links).await?;
+        let c = Connection::open(
+            addr,
+            timeout,
+            max_frame_bytes,
+            transport,
+            ucx_drive,
+            &self.links,
+        )
+        .await?;
         let c = Arc::new(c);
         *conn = Some(c.clone());
         Ok(c)

@@ -121,6 +121,26 @@ impl Route {
         }
     }
 
+    /// Sends one request frame (length prefix included), then progresses the worker on this
+    /// thread until `answered()` or `limit` passes (`Link::drive`); the answer, if it came,
+    /// is delivered to its waiter meanwhile.
+    pub fn send_then_drive(
+        &self,
+        frame: Bytes,
+        limit: std::time::Duration,
+        answered: impl FnMut() -> bool,
+    ) -> Result<()> {
+        match &self.link {
+            Some(link) => {
+                link.send_then_drive(PEER, frame)
+                    .map_err(|e| Error::Transport(e.to_string()))?;
+                link.drive(limit, answered);
+                Ok(())
+            }
+            None => Err(Error::Closed),
+        }
+    }
+
     /// Sends one request frame (length prefix included).
     pub fn send(&self, frame: Bytes) -> Result<()> {
         match &self.link {

@@ -10,15 +10,20 @@
 //! receive that completes after a later eager one waits for its turn). A peer from which
 //! nothing (not even a heartbeat) arrived for `dead_after` is reported lost and dropped: the
 //! endpoints use error-handling mode NONE, so silence is the only sign of a dead peer.
+//!
+//! A caller waiting for an answer may progress the worker itself ([`Link::drive`]): the
+//! answer is then taken off the wire by the thread that waits for it, with no hand-off from
+//! the progress thread (a wake-up of a sleeping thread is several microseconds; UCX's
+//! shared-memory round trip is a third of one). Meanwhile the progress thread stays parked,
+//! so the two never spin against each other; it takes over again when the caller leaves.
 
 use crate::{Context, Endpoint, Gathered, Owned, PoolBuf, PoolStats, RecvPool, Result, Ucx};
 use crate::{UcxError, Worker};
 use bytes::Bytes;
 use std::collections::{HashMap, VecDeque};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// A peer, by the id this side gave it.
@@ -119,7 +124,18 @@ pub struct Link {
     pool: RecvPool,
     sender: Sender,
     sleeps: Arc<AtomicU64>,
+    core: Arc<Core>,
     thread: Option<std::thread::JoinHandle<()>>,
+}
+
+/// What the progress thread and driving callers share.
+struct Core {
+    /// The link's state, progressed by whoever holds it. `None` once the link stopped.
+    state: Mutex<Option<State>>,
+    /// Callers driving the worker now ([`Link::drive`]); the progress thread parks meanwhile.
+    drivers: AtomicUsize,
+    /// Set while the progress thread is parked for drivers: the last to leave rings it.
+    parked: AtomicBool,
 }
 
 impl Link {
@@ -133,7 +149,6 @@ impl Link {
     /// one FIFO per worker, and a sender killed in the middle of a write can stall that FIFO
     /// for good, so a worker shared by several peers would lose them all with one.
     pub fn start_in(ctx: &Context, opts: LinkOptions, events: impl Events) -> Result<Link> {
-        let ctx = ctx.clone();
         let worker = ctx.worker()?;
         let address = worker.address()?;
         // SAFETY: a plain system call; the descriptor is owned from here on.
@@ -149,31 +164,103 @@ impl Link {
         let (tx, rx) = mpsc::channel();
         let sleeps = Arc::new(AtomicU64::new(0));
         let pool = RecvPool::new(opts.pool_bytes);
-        let thread = {
-            let (wake, sleeps, pool) = (Arc::clone(&wake), Arc::clone(&sleeps), pool.clone());
+        // The worker lives as long as the state whose endpoints and operations borrow it:
+        // leaked here, freed by the progress thread once it has dropped the state.
+        let worker: &'static Worker = Box::leak(Box::new(worker));
+        let core = Arc::new(Core {
+            state: Mutex::new(Some(State {
+                worker,
+                pool: pool.clone(),
+                rx,
+                events: Box::new(events),
+                opts: opts.clone(),
+                peers: HashMap::new(),
+                sends: Vec::new(),
+                recvs: VecDeque::new(),
+                closing: Vec::new(),
+                lost: Vec::new(),
+                replies: Replies::default(),
+                heartbeat: Bytes::from_static(b"\0"),
+            })),
+            drivers: AtomicUsize::new(0),
+            parked: AtomicBool::new(false),
+        });
+        let spawned = {
+            let (wake, sleeps, core) = (Arc::clone(&wake), Arc::clone(&sleeps), Arc::clone(&core));
             std::thread::Builder::new()
                 .name("cellar-ucx-progress".into())
                 .spawn(move || {
-                    let _ctx = ctx;
                     Progress {
-                        worker: &worker,
-                        pool,
-                        rx,
+                        core,
                         wake,
                         sleeps,
                         opts,
                     }
-                    .run(events);
+                    .run();
                 })
-                .map_err(|e| UcxError::Invalid(format!("cannot start the progress thread: {e}")))?
+        };
+        let thread = match spawned {
+            Ok(t) => t,
+            Err(e) => {
+                free_worker(&core);
+                return Err(UcxError::Invalid(format!(
+                    "cannot start the progress thread: {e}"
+                )));
+            }
         };
         Ok(Link {
             address,
             pool,
             sender: Sender { tx, wake },
             sleeps,
+            core,
             thread: Some(thread),
         })
+    }
+
+    /// Progresses the worker from the calling thread until `done()` holds or `limit` has
+    /// passed (then false), delivering what arrives to [`Events`] on this thread. For a
+    /// caller about to wait for an answer: it takes the answer off the wire itself instead of
+    /// being woken by the progress thread. One caller drives at a time; another finds it
+    /// taken and returns false at once (its answer comes through the progress thread, or the
+    /// driver's turns). The progress thread stays parked while anyone drives.
+    pub fn drive(&self, limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+        let core = &*self.core;
+        if core
+            .drivers
+            .compare_exchange(0, 1, Ordering::AcqRel, Ordering::Relaxed)
+            .is_err()
+        {
+            // Someone else drives; a frame queued quietly for this caller must still go out.
+            ring(&self.sender.wake);
+            return false;
+        }
+        let started = Instant::now();
+        let mut finished = false;
+        let mut stopped = false;
+        while !finished && !stopped {
+            if let Ok(mut state) = core.state.try_lock() {
+                match state.as_mut() {
+                    Some(state) => stopped = state.turn().stop,
+                    None => stopped = true,
+                }
+            }
+            finished = done();
+            if !finished && started.elapsed() >= limit {
+                break;
+            }
+        }
+        // SeqCst here and in the progress thread's parking: each side stores, then loads
+        // what the other stored, and neither may miss the other.
+        core.drivers.store(0, Ordering::SeqCst);
+        if stopped {
+            // The stop command was taken here: hand it back to the progress thread.
+            let _ = self.sender.tx.send(Command::Stop);
+        }
+        if stopped || core.parked.load(Ordering::SeqCst) {
+            ring(&self.sender.wake);
+        }
+        finished
     }
 
     /// This worker's address, for peers to connect to.
@@ -194,6 +281,20 @@ impl Link {
     /// Queues `frame` for `peer`.
     pub fn send(&self, peer: PeerId, frame: Bytes) -> Result<()> {
         self.sender.send(peer, frame)
+    }
+
+    /// Queues `frame` for `peer` without waking the progress thread, for a caller that calls
+    /// [`Link::drive`] next: its first turn sends the frame (or, if another caller drives,
+    /// that one's; `drive` wakes the progress thread when it cannot drive).
+    pub fn send_then_drive(&self, peer: PeerId, frame: Bytes) -> Result<()> {
+        self.sender
+            .tx
+            .send(Command::Send {
+                peer,
+                head: frame,
+                tail: Bytes::new(),
+            })
+            .map_err(|_| UcxError::Invalid("the UCX progress thread has stopped".into()))
     }
 
     /// Drops `peer` (its endpoint closes after what was sent to it).
@@ -290,161 +391,287 @@ fn ring(fd: &OwnedFd) {
     let _ = unsafe { libc::write(fd.as_raw_fd(), (&one as *const u64).cast(), 8) };
 }
 
-struct Peer<'w> {
-    ep: Endpoint<'w>,
+struct Peer {
+    ep: Endpoint<'static>,
     id_at_peer: u32,
     last_heard: Instant,
     last_beat: Instant,
 }
 
-struct Progress<'w> {
-    worker: &'w Worker,
+/// A link's worker state: its peers and operations in flight, and what it reports to. Held
+/// under `Core::state` and progressed by one thread at a time ([`State::turn`]).
+struct State {
+    worker: &'static Worker,
     pool: RecvPool,
     rx: mpsc::Receiver<Command>,
+    events: Box<dyn Events>,
+    opts: LinkOptions,
+    peers: HashMap<PeerId, Peer>,
+    sends: Vec<(PeerId, Owned<'static, Gathered>)>,
+    /// In arrival order: delivered from the front as they complete.
+    recvs: VecDeque<(PeerId, u64, Owned<'static, PoolBuf>)>,
+    closing: Vec<crate::Closing<'static>>,
+    lost: Vec<(PeerId, String)>,
+    replies: Replies,
+    heartbeat: Bytes,
+}
+
+// SAFETY: the worker is in UCX's serialized mode (any thread, one at a time), and everything
+// here that touches it (endpoints, operations, the worker itself) is reached only through
+// `Core::state`'s mutex, so one thread at a time.
+unsafe impl Send for State {}
+
+/// What one [`State::turn`] saw.
+struct Turn {
+    /// Something happened (a command, a message, progress).
+    busy: bool,
+    /// Operations are still in flight.
+    pending: bool,
+    /// The link was told to stop.
+    stop: bool,
+}
+
+impl State {
+    /// One round: commands, worker progress, arrived messages delivered in order, finished
+    /// sends, heartbeats and silent peers.
+    fn turn(&mut self) -> Turn {
+        let worker = self.worker;
+        let mut busy = false;
+        while let Ok(cmd) = self.rx.try_recv() {
+            busy = true;
+            match cmd {
+                Command::Connect {
+                    peer,
+                    address,
+                    id_at_peer,
+                } => match worker.connect(&address) {
+                    Ok(ep) => {
+                        let now = Instant::now();
+                        if let Some(old) = self.peers.insert(
+                            peer,
+                            Peer {
+                                ep,
+                                id_at_peer,
+                                last_heard: now,
+                                last_beat: now - self.opts.heartbeat,
+                            },
+                        ) {
+                            self.closing.push(old.ep.close());
+                        }
+                    }
+                    Err(e) => self.events.lost(peer, format!("cannot connect: {e}")),
+                },
+                Command::Send { peer, head, tail } => match self.peers.get(&peer) {
+                    Some(p) => match send_frame(&p.ep, tag(KIND_FRAME, p.id_at_peer), head, tail) {
+                        Ok(op) => self.sends.push((peer, op)),
+                        Err(e) => self.lost.push((peer, e.to_string())),
+                    },
+                    None => self.events.lost(peer, "not connected".into()),
+                },
+                Command::Close { peer } => {
+                    if let Some(p) = self.peers.remove(&peer) {
+                        self.closing.push(p.ep.close());
+                    }
+                }
+                Command::Stop => {
+                    return Turn {
+                        busy,
+                        pending: false,
+                        stop: true,
+                    }
+                }
+            }
+        }
+        if worker.progress() > 0 {
+            busy = true;
+        }
+        while let Some(probed) = worker.probe(0, 0) {
+            busy = true;
+            let (kind, from) = (probed.tag >> KIND_SHIFT, probed.tag as u32);
+            match worker.recv_probed(probed, &self.pool) {
+                Ok(op) => self.recvs.push_back((from, kind, op)),
+                Err(e) => self.lost.push((from, e.to_string())),
+            }
+        }
+        let lost = &mut self.lost;
+        self.sends.retain_mut(|(peer, op)| match op.test() {
+            Ok(done) => !done,
+            Err(e) => {
+                lost.push((*peer, e.to_string()));
+                false
+            }
+        });
+        let mut delivered = false;
+        while let Some((from, kind, op)) = self.recvs.front_mut() {
+            match op.test() {
+                Ok(false) => break,
+                Ok(true) => {
+                    let (from, kind) = (*from, *kind);
+                    let got = op.take();
+                    self.recvs.pop_front();
+                    if let Some(p) = self.peers.get_mut(&from) {
+                        p.last_heard = Instant::now();
+                    }
+                    if let (KIND_FRAME, Some((frame, _))) = (kind, got) {
+                        self.events
+                            .frame(from, frame.into_bytes(), &mut self.replies);
+                        delivered = true;
+                        self.send_replies();
+                    }
+                }
+                Err(e) => {
+                    self.lost.push((*from, e.to_string()));
+                    self.recvs.pop_front();
+                }
+            }
+        }
+        if delivered {
+            self.events.frames_done(&mut self.replies);
+            self.send_replies();
+        }
+        self.closing.retain_mut(|c| !c.test());
+        let now = Instant::now();
+        for (id, p) in self.peers.iter_mut() {
+            if now.duration_since(p.last_heard) >= self.opts.dead_after {
+                self.lost.push((
+                    *id,
+                    format!(
+                        "no message or heartbeat for {} ms",
+                        now.duration_since(p.last_heard).as_millis()
+                    ),
+                ));
+            } else if now.duration_since(p.last_beat) >= self.opts.heartbeat {
+                p.last_beat = now;
+                match p.ep.send_gathered(
+                    tag(KIND_HEARTBEAT, p.id_at_peer),
+                    self.heartbeat.clone(),
+                    Bytes::new(),
+                ) {
+                    Ok(op) => self.sends.push((*id, op)),
+                    Err(e) => self.lost.push((*id, e.to_string())),
+                }
+            }
+        }
+        for (id, why) in std::mem::take(&mut self.lost) {
+            if let Some(p) = self.peers.remove(&id) {
+                self.sends.retain(|(peer, _)| *peer != id);
+                self.closing.push(p.ep.close());
+                self.events.lost(id, why);
+            }
+        }
+        Turn {
+            busy,
+            pending: !self.sends.is_empty() || !self.recvs.is_empty() || !self.closing.is_empty(),
+            stop: false,
+        }
+    }
+
+    /// Sends what [`Events`] queued in `replies`.
+    fn send_replies(&mut self) {
+        for (peer, head, tail) in self.replies.0.drain(..) {
+            match self.peers.get(&peer) {
+                Some(p) => match send_frame(&p.ep, tag(KIND_FRAME, p.id_at_peer), head, tail) {
+                    Ok(op) => self.sends.push((peer, op)),
+                    Err(e) => self.lost.push((peer, e.to_string())),
+                },
+                None => self.events.lost(peer, "not connected".into()),
+            }
+        }
+    }
+
+    /// When the next heartbeat is due or a peer would be lost, from `now`.
+    fn next_deadline(&self, now: Instant) -> Duration {
+        self.peers
+            .values()
+            .map(|p| (p.last_beat + self.opts.heartbeat).min(p.last_heard + self.opts.dead_after))
+            .min()
+            .map(|t| t.saturating_duration_since(now))
+            .unwrap_or(self.opts.heartbeat)
+    }
+
+    /// Stopping: closes every endpoint and gives the closes a moment.
+    fn close_all(&mut self) {
+        let deadline = Instant::now() + STOP_LIMIT;
+        self.closing
+            .extend(self.peers.drain().map(|(_, p)| p.ep.close()));
+        while !self.closing.is_empty() && Instant::now() < deadline {
+            self.worker.progress();
+            self.closing.retain_mut(|c| !c.test());
+        }
+    }
+}
+
+/// Drops the link's state, then the worker it borrowed.
+fn free_worker(core: &Core) {
+    let state = match core.state.lock() {
+        Ok(mut s) => s.take(),
+        Err(poisoned) => poisoned.into_inner().take(),
+    };
+    let Some(state) = state else { return };
+    let worker: *const Worker = state.worker;
+    drop(state);
+    // SAFETY: leaked by `Link::start_in`; the state, whose endpoints and operations were its
+    // only borrowers, is gone, and no driver can take it again (`Core::state` is `None`).
+    unsafe { drop(Box::from_raw(worker as *mut Worker)) };
+}
+
+/// Locks the state, whatever a panicking holder left.
+fn lock(core: &Core) -> std::sync::MutexGuard<'_, Option<State>> {
+    match core.state.lock() {
+        Ok(g) => g,
+        Err(poisoned) => poisoned.into_inner(),
+    }
+}
+
+struct Progress {
+    core: Arc<Core>,
     wake: Arc<OwnedFd>,
     sleeps: Arc<AtomicU64>,
     opts: LinkOptions,
 }
 
-impl<'w> Progress<'w> {
-    fn run(self, mut events: impl Events) {
-        let worker = self.worker;
-        let mut peers: HashMap<PeerId, Peer<'w>> = HashMap::new();
-        let mut sends: Vec<(PeerId, Owned<'w, Gathered>)> = Vec::new();
-        // In arrival order: delivered from the front as they complete.
-        let mut recvs: VecDeque<(PeerId, u64, Owned<'w, PoolBuf>)> = VecDeque::new();
-        let mut closing = Vec::new();
-        let mut lost: Vec<(PeerId, String)> = Vec::new();
-        let mut replies = Replies::default();
+impl Progress {
+    fn run(self) {
+        let core = &*self.core;
+        // The worker's event fd, read once (the worker is touched only under the lock).
+        let efd = lock(core).as_ref().and_then(|s| s.worker.event_fd().ok());
         let mut last_event = Instant::now();
-        let heartbeat = Bytes::from_static(b"\0");
-        'run: loop {
-            let mut busy = false;
-            while let Ok(cmd) = self.rx.try_recv() {
-                busy = true;
-                match cmd {
-                    Command::Connect {
-                        peer,
-                        address,
-                        id_at_peer,
-                    } => match worker.connect(&address) {
-                        Ok(ep) => {
-                            let now = Instant::now();
-                            if let Some(old) = peers.insert(
-                                peer,
-                                Peer {
-                                    ep,
-                                    id_at_peer,
-                                    last_heard: now,
-                                    last_beat: now - self.opts.heartbeat,
-                                },
-                            ) {
-                                closing.push(old.ep.close());
-                            }
-                        }
-                        Err(e) => events.lost(peer, format!("cannot connect: {e}")),
-                    },
-                    Command::Send { peer, head, tail } => match peers.get(&peer) {
-                        Some(p) => {
-                            match send_frame(&p.ep, tag(KIND_FRAME, p.id_at_peer), head, tail) {
-                                Ok(op) => sends.push((peer, op)),
-                                Err(e) => lost.push((peer, e.to_string())),
-                            }
-                        }
-                        None => events.lost(peer, "not connected".into()),
-                    },
-                    Command::Close { peer } => {
-                        if let Some(p) = peers.remove(&peer) {
-                            closing.push(p.ep.close());
-                        }
-                    }
-                    Command::Stop => break 'run,
+        loop {
+            if core.drivers.load(Ordering::Acquire) > 0 {
+                // A caller progresses the worker: stay out of its way until it leaves (it
+                // rings) or a heartbeat may be due.
+                core.parked.store(true, Ordering::SeqCst);
+                if core.drivers.load(Ordering::SeqCst) > 0 {
+                    self.sleep(None, self.opts.heartbeat.min(Duration::from_millis(10)));
                 }
+                core.parked.store(false, Ordering::Release);
+                last_event = Instant::now();
+                continue;
             }
-            if worker.progress() > 0 {
-                busy = true;
-            }
-            while let Some(probed) = worker.probe(0, 0) {
-                busy = true;
-                let (kind, from) = (probed.tag >> KIND_SHIFT, probed.tag as u32);
-                match worker.recv_probed(probed, &self.pool) {
-                    Ok(op) => recvs.push_back((from, kind, op)),
-                    Err(e) => lost.push((from, e.to_string())),
+            let (turn, next) = {
+                let mut guard = lock(core);
+                let Some(state) = guard.as_mut() else { break };
+                let turn = state.turn();
+                if turn.stop {
+                    state.close_all();
+                    break;
                 }
-            }
-            sends.retain_mut(|(peer, op)| match op.test() {
-                Ok(done) => !done,
-                Err(e) => {
-                    lost.push((*peer, e.to_string()));
-                    false
-                }
-            });
-            let mut delivered = false;
-            while let Some((from, kind, op)) = recvs.front_mut() {
-                match op.test() {
-                    Ok(false) => break,
-                    Ok(true) => {
-                        let (from, kind) = (*from, *kind);
-                        let got = op.take();
-                        recvs.pop_front();
-                        if let Some(p) = peers.get_mut(&from) {
-                            p.last_heard = Instant::now();
-                        }
-                        if let (KIND_FRAME, Some((frame, _))) = (kind, got) {
-                            events.frame(from, frame.into_bytes(), &mut replies);
-                            delivered = true;
-                            send_replies(&mut replies, &peers, &mut sends, &mut lost, &mut events);
-                        }
-                    }
-                    Err(e) => {
-                        lost.push((*from, e.to_string()));
-                        recvs.pop_front();
-                    }
-                }
-            }
-            if delivered {
-                events.frames_done(&mut replies);
-                send_replies(&mut replies, &peers, &mut sends, &mut lost, &mut events);
-            }
-            closing.retain_mut(|c: &mut crate::Closing<'w>| !c.test());
+                let now = Instant::now();
+                (turn, state.next_deadline(now))
+            };
             let now = Instant::now();
-            for (id, p) in peers.iter_mut() {
-                if now.duration_since(p.last_heard) >= self.opts.dead_after {
-                    lost.push((
-                        *id,
-                        format!(
-                            "no message or heartbeat for {} ms",
-                            now.duration_since(p.last_heard).as_millis()
-                        ),
-                    ));
-                } else if now.duration_since(p.last_beat) >= self.opts.heartbeat {
-                    p.last_beat = now;
-                    match p.ep.send_gathered(
-                        tag(KIND_HEARTBEAT, p.id_at_peer),
-                        heartbeat.clone(),
-                        Bytes::new(),
-                    ) {
-                        Ok(op) => sends.push((*id, op)),
-                        Err(e) => lost.push((*id, e.to_string())),
-                    }
-                }
-            }
-            for (id, why) in lost.drain(..) {
-                if let Some(p) = peers.remove(&id) {
-                    sends.retain(|(peer, _)| *peer != id);
-                    closing.push(p.ep.close());
-                    events.lost(id, why);
-                }
-            }
-            if busy {
+            if turn.busy {
                 last_event = now;
                 continue;
             }
-            let pending = !sends.is_empty() || !recvs.is_empty() || !closing.is_empty();
-            if pending || now.duration_since(last_event) < self.opts.spin {
+            if turn.pending || now.duration_since(last_event) < self.opts.spin {
                 continue;
             }
-            match worker.arm() {
+            let armed = match lock(core).as_ref() {
+                Some(state) => state.worker.arm(),
+                None => break,
+            };
+            match armed {
                 Ok(true) => {}
                 Ok(false) => continue,
                 Err(_) => {
@@ -452,70 +679,38 @@ impl<'w> Progress<'w> {
                     continue;
                 }
             }
-            let next = peers
-                .values()
-                .map(|p| {
-                    (p.last_beat + self.opts.heartbeat).min(p.last_heard + self.opts.dead_after)
-                })
-                .min()
-                .map(|t| t.saturating_duration_since(now))
-                .unwrap_or(self.opts.heartbeat);
-            self.sleep(next);
+            match efd {
+                Some(efd) => self.sleep(Some(efd), next),
+                None => std::thread::sleep(next.min(Duration::from_millis(1))),
+            }
             last_event = Instant::now();
         }
-        // Stopping: close every endpoint, give the closes a moment, then let UCX finish them.
-        let deadline = Instant::now() + STOP_LIMIT;
-        closing.extend(peers.drain().map(|(_, p)| p.ep.close()));
-        while !closing.is_empty() && Instant::now() < deadline {
-            worker.progress();
-            closing.retain_mut(|c| !c.test());
-        }
+        free_worker(core);
     }
 
-    /// Sleeps until the worker has events, a command rings, or `timeout` passes.
-    fn sleep(&self, timeout: Duration) {
-        let Ok(efd) = self.worker.event_fd() else {
-            std::thread::sleep(timeout.min(Duration::from_millis(1)));
-            return;
-        };
+    /// Sleeps until the worker has events (when `efd` is its event fd), a command or a
+    /// leaving driver rings, or `timeout` passes.
+    fn sleep(&self, efd: Option<std::os::fd::RawFd>, timeout: Duration) {
         let mut fds = [
-            libc::pollfd {
-                fd: efd,
-                events: libc::POLLIN,
-                revents: 0,
-            },
             libc::pollfd {
                 fd: self.wake.as_raw_fd(),
                 events: libc::POLLIN,
                 revents: 0,
             },
+            libc::pollfd {
+                fd: efd.unwrap_or(-1),
+                events: libc::POLLIN,
+                revents: 0,
+            },
         ];
+        let n = if efd.is_some() { 2 } else { 1 };
         let ms = c_int_ms(timeout);
         self.sleeps.fetch_add(1, Ordering::Relaxed);
-        // SAFETY: two valid pollfd entries.
-        unsafe { libc::poll(fds.as_mut_ptr(), 2, ms) };
+        // SAFETY: `n` valid pollfd entries.
+        unsafe { libc::poll(fds.as_mut_ptr(), n, ms) };
         let mut counter: u64 = 0;
         // SAFETY: reads 8 bytes into a local from a non-blocking eventfd (EAGAIN if not rung).
         let _ = unsafe { libc::read(self.wake.as_raw_fd(), (&mut counter as *mut u64).cast(), 8) };
-    }
-}
-
-/// Sends what [`Events`] queued in `replies`, from the progress thread.
-fn send_replies<'w>(
-    replies: &mut Replies,
-    peers: &HashMap<PeerId, Peer<'w>>,
-    sends: &mut Vec<(PeerId, Owned<'w, Gathered>)>,
-    lost: &mut Vec<(PeerId, String)>,
-    events: &mut impl Events,
-) {
-    for (peer, head, tail) in replies.0.drain(..) {
-        match peers.get(&peer) {
-            Some(p) => match send_frame(&p.ep, tag(KIND_FRAME, p.id_at_peer), head, tail) {
-                Ok(op) => sends.push((peer, op)),
-                Err(e) => lost.push((peer, e.to_string())),
-            },
-            None => events.lost(peer, "not connected".into()),
-        }
     }
 }
 

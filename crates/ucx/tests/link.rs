@@ -191,3 +191,59 @@ fn receive_buffers_are_reused_across_messages_and_gathered_sends_arrive_whole() 
         );
     }
 }
+
+/// Reports each frame with the thread it was delivered on.
+struct OnThread(mpsc::Sender<(std::thread::ThreadId, Bytes)>);
+
+impl Events for OnThread {
+    fn frame(&mut self, _peer: PeerId, frame: Bytes, _replies: &mut Replies) {
+        let _ = self.0.send((std::thread::current().id(), frame));
+    }
+    fn lost(&mut self, peer: PeerId, why: String) {
+        panic!("peer {peer} lost: {why}");
+    }
+}
+
+#[test]
+fn a_driving_caller_takes_its_answers_off_the_wire_itself() {
+    std::env::set_var("UCX_TLS", "sm,self");
+    let ucx = Ucx::load().unwrap_or_else(|e| panic!("{e}"));
+    let (a_tx, a_rx) = mpsc::channel();
+    let a = Link::start(&ucx, LinkOptions::default(), OnThread(a_tx)).expect("link a");
+    let b = Link::start(&ucx, LinkOptions::default(), GatherEcho).expect("link b");
+    a.connect(1, b.address().to_vec(), 7).expect("a -> b");
+    b.connect(7, a.address().to_vec(), 1).expect("b -> a");
+    const N: usize = 200;
+    let me = std::thread::current().id();
+    let mut here = 0;
+    for i in 0..N {
+        let sent = Bytes::from(vec![i as u8; 1000]);
+        a.send_then_drive(1, sent.clone()).expect("queue");
+        let mut got = None;
+        a.drive(Duration::from_secs(2), || {
+            got = a_rx.try_recv().ok();
+            got.is_some()
+        });
+        let (on, back) = match got {
+            Some(g) => g,
+            // Not driven to the end (it may not have been this thread's turn): the progress
+            // thread delivers it.
+            None => a_rx
+                .recv_timeout(Duration::from_secs(10))
+                .unwrap_or_else(|_| panic!("no echo of frame {i}")),
+        };
+        assert!(back == sent, "echo {i} came back changed");
+        here += usize::from(on == me);
+    }
+    assert!(
+        here >= N * 9 / 10,
+        "only {here} of {N} answers were delivered on the driving thread"
+    );
+    // Left alone, the progress thread delivers again.
+    a.send(1, Bytes::from_static(b"alone")).expect("send");
+    let (on, back) = a_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("the progress thread delivers once nobody drives");
+    assert_eq!(&back[..], b"alone");
+    assert_ne!(on, me);
+}

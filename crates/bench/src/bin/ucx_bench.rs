@@ -8,6 +8,8 @@
 //!   answer a head of 64 bytes and the rest as a second buffer, sent as the server sends a
 //!   large cell block (gathered by UCX below 64 KiB, copied into one buffer above:
 //!   `link::GATHER_BELOW`); received into the links' reused buffers (`pool.rs`);
+//! - `ucx-link-driven`: as `ucx-link-answer`, but the calling thread progresses its link
+//!   itself while it waits (`Link::drive`), taking the answer off the wire with no hand-off;
 //! - `ucx-link-answer-copy`: the same with the head and the rest always copied into one buffer
 //!   first (what the server did before gathered sends);
 //! - `ucx-link-answer-nopool`: the same as `ucx-link-answer` with no buffer reuse (a fresh,
@@ -75,6 +77,7 @@ fn run(args: &Args) -> Result<(), String> {
     let variants = [
         "ucx-inline",
         "ucx-link-answer",
+        "ucx-link-driven",
         "ucx-link-answer-copy",
         "ucx-link-answer-nopool",
         "ucx-link",
@@ -88,13 +91,16 @@ fn run(args: &Args) -> Result<(), String> {
                     "ucx-inline" => inline(&ucx, size, args.rounds)?,
                     "ucx-link" => link(&ucx, size, args.rounds)?,
                     "ucx-link-answer" => {
-                        link_inline(&ucx, size, args.rounds, Answer::Gather, true)?
+                        link_inline(&ucx, size, args.rounds, Answer::Gather, true, false)?
+                    }
+                    "ucx-link-driven" => {
+                        link_inline(&ucx, size, args.rounds, Answer::Gather, true, true)?
                     }
                     "ucx-link-answer-copy" => {
-                        link_inline(&ucx, size, args.rounds, Answer::Copy, true)?
+                        link_inline(&ucx, size, args.rounds, Answer::Copy, true, false)?
                     }
                     "ucx-link-answer-nopool" => {
-                        link_inline(&ucx, size, args.rounds, Answer::Gather, false)?
+                        link_inline(&ucx, size, args.rounds, Answer::Gather, false, false)?
                     }
                     _ => tcp(size, args.rounds)?,
                 };
@@ -188,20 +194,36 @@ fn pair(
     Ok((a, b))
 }
 
-/// Round trips from `a` to its peer and back, answers arriving on `a_rx`.
+/// Round trips from `a` to its peer and back, answers arriving on `a_rx`; with `drive`, the
+/// calling thread progresses `a` itself while it waits.
 fn bounce(
     a: &Link,
     a_rx: &mpsc::Receiver<Bytes>,
     size: usize,
     rounds: usize,
+    drive: bool,
 ) -> Result<Vec<u64>, String> {
     let frame = Bytes::from(vec![7u8; size]);
     let mut lat = Vec::with_capacity(rounds);
     for _ in 0..rounds {
         let t = Instant::now();
-        a.send(1, frame.clone()).map_err(|e| e.to_string())?;
-        a_rx.recv_timeout(Duration::from_secs(10))
-            .map_err(|_| "no echo within 10 s".to_string())?;
+        if drive {
+            a.send_then_drive(1, frame.clone())
+        } else {
+            a.send(1, frame.clone())
+        }
+        .map_err(|e| e.to_string())?;
+        let mut got = None;
+        if drive {
+            a.drive(Duration::from_millis(1), || {
+                got = a_rx.try_recv().ok();
+                got.is_some()
+            });
+        }
+        if got.is_none() {
+            a_rx.recv_timeout(Duration::from_secs(10))
+                .map_err(|_| "no echo within 10 s".to_string())?;
+        }
         lat.push(t.elapsed().as_nanos() as u64);
     }
     Ok(lat)
@@ -215,6 +237,7 @@ fn link_inline(
     rounds: usize,
     answer: Answer,
     pool: bool,
+    drive: bool,
 ) -> Result<Vec<u64>, String> {
     let (a_tx, a_rx) = mpsc::channel();
     let mut opts = LinkOptions::default();
@@ -222,7 +245,7 @@ fn link_inline(
         opts.pool_bytes = 0;
     }
     let (a, _b) = pair(ucx, opts, ToChannel(a_tx), Echo(answer))?;
-    bounce(&a, &a_rx, size, rounds)
+    bounce(&a, &a_rx, size, rounds, drive)
 }
 
 fn link(ucx: &std::sync::Arc<Ucx>, size: usize, rounds: usize) -> Result<Vec<u64>, String> {
@@ -242,7 +265,7 @@ fn link(ucx: &std::sync::Arc<Ucx>, size: usize, rounds: usize) -> Result<Vec<u64
             }
         }
     });
-    let lat = bounce(&a, &a_rx, size, rounds);
+    let lat = bounce(&a, &a_rx, size, rounds, false);
     a.send(1, Bytes::new()).map_err(|e| e.to_string())?;
     let _ = echo.join();
     lat
