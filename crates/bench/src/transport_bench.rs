@@ -530,7 +530,18 @@ impl FloorClient {
                 .write_all(&req)
                 .await
                 .map_err(|e| e.to_string())?,
-            FloorOut::Ucx { link, peer, .. } => link.send(*peer, req).map_err(|e| e.to_string())?,
+            FloorOut::Ucx { link, peer, .. } => {
+                // As the client does (`ClientConfig::ucx_drive`): the caller drives the link
+                // while it waits, for as long.
+                link.send_then_drive(*peer, req)
+                    .map_err(|e| e.to_string())?;
+                let drive = ClientConfig::default().ucx_drive;
+                link.drive(
+                    drive,
+                    || !waiting(&self.waiters).contains_key(&id),
+                    || waiting(&self.waiters).keys().any(|k| *k != id),
+                );
+            }
         }
         tokio::time::timeout(Duration::from_secs(30), rx)
             .await

@@ -273,9 +273,15 @@ impl Connection {
         match &self.ucx {
             Some(route) if !self.ucx_drive.is_zero() => {
                 // Take the answer off the wire on this thread rather than be woken for it.
-                route.send_then_drive(buf.freeze(), self.ucx_drive, || {
-                    !self.shared.pending.lock().calls.contains_key(&call_id)
-                })?
+                route.send_then_drive(
+                    buf.freeze(),
+                    self.ucx_drive,
+                    || !self.shared.pending.lock().calls.contains_key(&call_id),
+                    || {
+                        let p = self.shared.pending.lock();
+                        p.calls.keys().any(|id| *id != call_id)
+                    },
+                )?
             }
             Some(route) => route.send(buf.freeze())?,
             None => {

@@ -123,18 +123,20 @@ impl Route {
 
     /// Sends one request frame (length prefix included), then progresses the worker on this
     /// thread until `answered()` or `limit` passes (`Link::drive`); the answer, if it came,
-    /// is delivered to its waiter meanwhile.
+    /// is delivered to its waiter meanwhile. `others_wait()`: other calls of the connection
+    /// still wait for answers (the progress thread then takes over at once).
     pub fn send_then_drive(
         &self,
         frame: Bytes,
         limit: std::time::Duration,
         answered: impl FnMut() -> bool,
+        others_wait: impl FnOnce() -> bool,
     ) -> Result<()> {
         match &self.link {
             Some(link) => {
                 link.send_then_drive(PEER, frame)
                     .map_err(|e| Error::Transport(e.to_string()))?;
-                link.drive(limit, answered);
+                link.drive(limit, answered, others_wait);
                 Ok(())
             }
             None => Err(Error::Closed),

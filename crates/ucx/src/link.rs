@@ -38,6 +38,9 @@ const KIND_HEARTBEAT: u64 = 1;
 /// transport, but from 128 KiB on a gathered message over TCP took 1.3-1.8× as long as a
 /// copy into one buffer (UCX's rendezvous has no zero-copy path for a gather list there).
 const GATHER_BELOW: usize = 64 * 1024;
+/// Turns between readings of the clock (heartbeats, silent peers, a driver's limit, the
+/// progress thread's spin): reading it is a third of a spinning turn's time in a VM.
+const CLOCK_EVERY: u32 = 32;
 /// How long a stopping link gives its endpoints' closes.
 const STOP_LIMIT: Duration = Duration::from_secs(2);
 
@@ -181,6 +184,8 @@ impl Link {
                 lost: Vec::new(),
                 replies: Replies::default(),
                 heartbeat: Bytes::from_static(b"\0"),
+                turns: 0,
+                timers_due: false,
             })),
             drivers: AtomicUsize::new(0),
             parked: AtomicBool::new(false),
@@ -223,8 +228,16 @@ impl Link {
     /// caller about to wait for an answer: it takes the answer off the wire itself instead of
     /// being woken by the progress thread. One caller drives at a time; another finds it
     /// taken and returns false at once (its answer comes through the progress thread, or the
-    /// driver's turns). The progress thread stays parked while anyone drives.
-    pub fn drive(&self, limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    /// driver's turns). The progress thread stays parked while anyone drives; when the driver
+    /// leaves it is woken only if the driver's own wait is not over, operations are still in
+    /// flight, or `others_wait()` says someone else still waits for the link (else it resumes
+    /// within 10 ms on its own, and a caller that drives again needs it no sooner).
+    pub fn drive(
+        &self,
+        limit: Duration,
+        mut done: impl FnMut() -> bool,
+        others_wait: impl FnOnce() -> bool,
+    ) -> bool {
         let core = &*self.core;
         if core
             .drivers
@@ -238,15 +251,21 @@ impl Link {
         let started = Instant::now();
         let mut finished = false;
         let mut stopped = false;
+        let mut pending = false;
+        let mut n: u32 = 0;
         while !finished && !stopped {
             if let Ok(mut state) = core.state.try_lock() {
                 match state.as_mut() {
-                    Some(state) => stopped = state.turn().stop,
+                    Some(state) => {
+                        let turn = state.turn();
+                        (stopped, pending) = (turn.stop, turn.pending);
+                    }
                     None => stopped = true,
                 }
             }
             finished = done();
-            if !finished && started.elapsed() >= limit {
+            n = n.wrapping_add(1);
+            if !finished && n.is_multiple_of(CLOCK_EVERY) && started.elapsed() >= limit {
                 break;
             }
         }
@@ -257,7 +276,8 @@ impl Link {
             // The stop command was taken here: hand it back to the progress thread.
             let _ = self.sender.tx.send(Command::Stop);
         }
-        if stopped || core.parked.load(Ordering::SeqCst) {
+        let needed = !finished || pending || others_wait();
+        if stopped || (core.parked.load(Ordering::SeqCst) && needed) {
             ring(&self.sender.wake);
         }
         finished
@@ -394,6 +414,8 @@ fn ring(fd: &OwnedFd) {
 struct Peer {
     ep: Endpoint<'static>,
     id_at_peer: u32,
+    /// Something arrived since the clock was last read; `last_heard` is then set to it.
+    heard: bool,
     last_heard: Instant,
     last_beat: Instant,
 }
@@ -414,6 +436,10 @@ struct State {
     lost: Vec<(PeerId, String)>,
     replies: Replies,
     heartbeat: Bytes,
+    /// Turns taken, for reading the clock every [`CLOCK_EVERY`].
+    turns: u32,
+    /// Read the clock on the next turn (set after a sleep: heartbeats may be due).
+    timers_due: bool,
 }
 
 // SAFETY: the worker is in UCX's serialized mode (any thread, one at a time), and everything
@@ -452,6 +478,7 @@ impl State {
                             Peer {
                                 ep,
                                 id_at_peer,
+                                heard: false,
                                 last_heard: now,
                                 last_beat: now - self.opts.heartbeat,
                             },
@@ -510,7 +537,7 @@ impl State {
                     let got = op.take();
                     self.recvs.pop_front();
                     if let Some(p) = self.peers.get_mut(&from) {
-                        p.last_heard = Instant::now();
+                        p.heard = true;
                     }
                     if let (KIND_FRAME, Some((frame, _))) = (kind, got) {
                         self.events
@@ -530,8 +557,31 @@ impl State {
             self.send_replies();
         }
         self.closing.retain_mut(|c| !c.test());
-        let now = Instant::now();
+        self.turns = self.turns.wrapping_add(1);
+        if self.timers_due || self.turns.is_multiple_of(CLOCK_EVERY) {
+            self.timers_due = false;
+            self.timers(Instant::now());
+        }
+        for (id, why) in std::mem::take(&mut self.lost) {
+            if let Some(p) = self.peers.remove(&id) {
+                self.sends.retain(|(peer, _)| *peer != id);
+                self.closing.push(p.ep.close());
+                self.events.lost(id, why);
+            }
+        }
+        Turn {
+            busy,
+            pending: !self.sends.is_empty() || !self.recvs.is_empty() || !self.closing.is_empty(),
+            stop: false,
+        }
+    }
+
+    /// Heartbeats due, and peers silent too long (reported lost on this turn).
+    fn timers(&mut self, now: Instant) {
         for (id, p) in self.peers.iter_mut() {
+            if std::mem::take(&mut p.heard) {
+                p.last_heard = now;
+            }
             if now.duration_since(p.last_heard) >= self.opts.dead_after {
                 self.lost.push((
                     *id,
@@ -551,18 +601,6 @@ impl State {
                     Err(e) => self.lost.push((*id, e.to_string())),
                 }
             }
-        }
-        for (id, why) in std::mem::take(&mut self.lost) {
-            if let Some(p) = self.peers.remove(&id) {
-                self.sends.retain(|(peer, _)| *peer != id);
-                self.closing.push(p.ep.close());
-                self.events.lost(id, why);
-            }
-        }
-        Turn {
-            busy,
-            pending: !self.sends.is_empty() || !self.recvs.is_empty() || !self.closing.is_empty(),
-            stop: false,
         }
     }
 
@@ -636,6 +674,9 @@ impl Progress {
         // The worker's event fd, read once (the worker is touched only under the lock).
         let efd = lock(core).as_ref().and_then(|s| s.worker.event_fd().ok());
         let mut last_event = Instant::now();
+        // Idle turns since the last busy one; the clock is read on the first and every
+        // `CLOCK_EVERY`th.
+        let mut idle: u32 = 0;
         loop {
             if core.drivers.load(Ordering::Acquire) > 0 {
                 // A caller progresses the worker: stay out of its way until it leaves (it
@@ -643,12 +684,18 @@ impl Progress {
                 core.parked.store(true, Ordering::SeqCst);
                 if core.drivers.load(Ordering::SeqCst) > 0 {
                     self.sleep(None, self.opts.heartbeat.min(Duration::from_millis(10)));
+                    // Heartbeats may be due (a driver busy turning reads the clock itself).
+                    if let Ok(mut state) = core.state.try_lock() {
+                        if let Some(state) = state.as_mut() {
+                            state.timers_due = true;
+                        }
+                    }
                 }
                 core.parked.store(false, Ordering::Release);
-                last_event = Instant::now();
+                idle = 0;
                 continue;
             }
-            let (turn, next) = {
+            let turn = {
                 let mut guard = lock(core);
                 let Some(state) = guard.as_mut() else { break };
                 let turn = state.turn();
@@ -656,17 +703,26 @@ impl Progress {
                     state.close_all();
                     break;
                 }
-                let now = Instant::now();
-                (turn, state.next_deadline(now))
+                turn
             };
-            let now = Instant::now();
             if turn.busy {
-                last_event = now;
+                idle = 0;
                 continue;
             }
-            if turn.pending || now.duration_since(last_event) < self.opts.spin {
+            idle += 1;
+            if idle == 1 {
+                last_event = Instant::now();
+            }
+            if turn.pending
+                || !idle.is_multiple_of(CLOCK_EVERY)
+                || last_event.elapsed() < self.opts.spin
+            {
                 continue;
             }
+            let next = match lock(core).as_ref() {
+                Some(state) => state.next_deadline(Instant::now()),
+                None => break,
+            };
             let armed = match lock(core).as_ref() {
                 Some(state) => state.worker.arm(),
                 None => break,
@@ -683,7 +739,10 @@ impl Progress {
                 Some(efd) => self.sleep(Some(efd), next),
                 None => std::thread::sleep(next.min(Duration::from_millis(1))),
             }
-            last_event = Instant::now();
+            idle = 0;
+            if let Some(state) = lock(core).as_mut() {
+                state.timers_due = true;
+            }
         }
         free_worker(core);
     }

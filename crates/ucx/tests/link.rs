@@ -220,10 +220,14 @@ fn a_driving_caller_takes_its_answers_off_the_wire_itself() {
         let sent = Bytes::from(vec![i as u8; 1000]);
         a.send_then_drive(1, sent.clone()).expect("queue");
         let mut got = None;
-        a.drive(Duration::from_secs(2), || {
-            got = a_rx.try_recv().ok();
-            got.is_some()
-        });
+        a.drive(
+            Duration::from_secs(2),
+            || {
+                got = a_rx.try_recv().ok();
+                got.is_some()
+            },
+            || false,
+        );
         let (on, back) = match got {
             Some(g) => g,
             // Not driven to the end (it may not have been this thread's turn): the progress

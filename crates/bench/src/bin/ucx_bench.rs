@@ -215,10 +215,14 @@ fn bounce(
         .map_err(|e| e.to_string())?;
         let mut got = None;
         if drive {
-            a.drive(Duration::from_millis(1), || {
-                got = a_rx.try_recv().ok();
-                got.is_some()
-            });
+            a.drive(
+                Duration::from_millis(1),
+                || {
+                    got = a_rx.try_recv().ok();
+                    got.is_some()
+                },
+                || false,
+            );
         }
         if got.is_none() {
             a_rx.recv_timeout(Duration::from_secs(10))
