@@ -33,8 +33,9 @@ pub struct ClientConfig {
     /// Over UCX, how long a caller progresses its connection's worker itself while it waits
     /// for its answer, taking it off the wire with no thread hand-off (the difference between
     /// a few microseconds and twenty for a Get from memory over shared memory). The waiting
-    /// task holds its thread meanwhile; one caller per connection drives at a time, the others
-    /// wait as usual. Zero leaves every answer to the connection's progress thread.
+    /// task holds its thread meanwhile. Only a call alone on its connection drives; with
+    /// others in flight the progress thread serves them all. Zero leaves every answer to the
+    /// connection's progress thread.
     pub ucx_drive: Duration,
 }
 

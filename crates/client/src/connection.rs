@@ -252,13 +252,14 @@ impl Connection {
             s.encoded = Some(Instant::now());
         }
         let (tx, rx) = oneshot::channel();
-        {
+        let alone = {
             let mut p = self.shared.pending.lock();
             if let Some(e) = &p.closed {
                 return Err(e.clone());
             }
             p.calls.insert(call_id, tx);
-        }
+            p.calls.len() == 1
+        };
         // Whatever happens from here (answer, timeout, the caller giving up), the call leaves
         // the pending map.
         let _forget = ForgetOnDrop {
@@ -271,8 +272,11 @@ impl Connection {
             s.queued = Some(Instant::now());
         }
         match &self.ucx {
-            Some(route) if !self.ucx_drive.is_zero() => {
-                // Take the answer off the wire on this thread rather than be woken for it.
+            Some(route) if alone && !self.ucx_drive.is_zero() => {
+                // The connection's only call: take the answer off the wire on this thread
+                // rather than be woken for it. With others in flight the progress thread
+                // serves them all (a spinning caller would take a core from the server and
+                // pay for waking every other caller).
                 route.send_then_drive(
                     buf.freeze(),
                     self.ucx_drive,
