@@ -8,6 +8,7 @@ pub mod availability;
 pub mod bigtable;
 pub mod breakdown;
 pub mod conn_bench;
+pub mod conn_memory;
 pub mod engine_bench;
 pub mod linearizability;
 pub mod linkedlist;

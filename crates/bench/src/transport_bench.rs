@@ -6,9 +6,9 @@
 //! separate server process, one connection shared by every caller of the client, calls
 //! matched to answers by id, the request and the answer of a Get's or a Put's sizes. Over UCX
 //! both sides use `cellar_ucx::link` as Cellar does (the echo answers from its progress thread,
-//! as Cellar's server answers a Get from memory; the client's callers wait on a oneshot the
-//! progress thread completes), so the floor differs from Cellar by the protocol and the
-//! server's work alone. Rounds interleave floor and Cellar calls; passes rotate the order of
+//! as Cellar's server answers a Get from memory; a caller alone on the connection drives the
+//! link while it waits, as Cellar's client does, others wait on a oneshot the progress thread
+//! completes), so the floor differs from Cellar by the protocol and the server's work alone. Rounds interleave floor and Cellar calls; passes rotate the order of
 //! the transports.
 
 use crate::rpc_bench::{spawn_listening, standalone_command};
@@ -67,7 +67,7 @@ impl Way {
     }
 
     /// `UCX_TLS` (and `UCX_NET_DEVICES`) for this way; children inherit them.
-    fn env(self) -> Vec<(&'static str, &'static str)> {
+    pub fn env(self) -> Vec<(&'static str, &'static str)> {
         match self {
             Way::Tcp => vec![],
             Way::UcxSm => vec![("UCX_TLS", "sm,self")],

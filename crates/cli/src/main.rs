@@ -47,6 +47,8 @@ enum Command {
 }
 
 fn main() -> ExitCode {
+    // Before any thread exists: it sets environment variables UCX reads later.
+    cellar_ucx::set_process_defaults();
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),

@@ -211,6 +211,23 @@ impl Drop for ContextInner {
     }
 }
 
+/// Sets Cellar's defaults for UCX settings UCX reads from the environment only, where the
+/// environment does not set them. Call it first thing in `main`, before any thread starts
+/// (changing the environment races with threads reading it).
+///
+/// Every connection has a UCX worker of its own, and UCX's shared-memory transports grow a
+/// worker's receive buffers 512 segments of 8 KiB at a time: 4.5 MiB of a server's memory per
+/// connection (`rpc_bench ucx-memory`). 64 at a time is plenty for a worker with one peer and
+/// costs 1.5 MiB (UCX grows them further under load). `ucp_config_modify` accepts these names
+/// but UCX 1.13 does not apply them to the transports, hence the environment.
+pub fn set_process_defaults() {
+    for name in ["UCX_POSIX_RX_BUFS_GROW", "UCX_SYSV_RX_BUFS_GROW"] {
+        if std::env::var_os(name).is_none() {
+            std::env::set_var(name, "64");
+        }
+    }
+}
+
 /// UCX's transport list (`UCX_TLS`) without the transports that copy straight from another
 /// process's memory (`cma`, `knem`, `xpmem`). Endpoints use error-handling mode NONE, the only
 /// one UCX's shared-memory transports support, and in that mode a peer that dies in the middle

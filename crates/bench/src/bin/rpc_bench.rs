@@ -2,7 +2,7 @@
 //! See `cellar_bench::rpc_bench` and `docs/benchmarks.md`.
 
 use cellar_bench::rpc_bench::{self, Options, Placement};
-use cellar_bench::transport_bench;
+use cellar_bench::{conn_memory, transport_bench};
 use clap::Parser;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -61,6 +61,14 @@ enum Mode {
         #[arg(long, default_value_t = 3)]
         passes: usize,
     },
+    /// What one connection costs the server over TCP and over UCX shared memory: its
+    /// resident memory and threads with no client and with --connections open, per
+    /// connection (a fresh server for each transport).
+    UcxMemory {
+        /// Connections to open on each transport.
+        #[arg(long, default_value_t = 32)]
+        connections: usize,
+    },
     /// The kernel's floor for one call on this machine: the server CPU a bare echo server
     /// spends per sequential ping-pong of --value-size bytes (--ops calls, one connection),
     /// and the round trips' p50/p99/p99.9; first on any CPU, then with both on CPU 0.
@@ -107,6 +115,22 @@ fn run(args: Args) -> Result<(), String> {
         };
         let rows = transport_bench::run(&opts)?;
         transport_bench::print(&rows, args.concurrency);
+        if let Some(path) = args.json {
+            let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
+            std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
+        }
+        return Ok(());
+    }
+    if let Some(Mode::UcxMemory { connections }) = &args.mode {
+        if *connections == 0 {
+            return Err("--connections must be positive".into());
+        }
+        let bin = cellar_bin(args.cellar_bin.clone(), &self_exe)?;
+        let rows = [transport_bench::Way::Tcp, transport_bench::Way::UcxSm]
+            .into_iter()
+            .map(|way| conn_memory::measure(&bin, way, *connections))
+            .collect::<Result<Vec<_>, _>>()?;
+        conn_memory::print(&rows);
         if let Some(path) = args.json {
             let text = serde_json::to_string_pretty(&rows).map_err(|e| e.to_string())?;
             std::fs::write(&path, text).map_err(|e| format!("writing {}: {e}", path.display()))?;
