@@ -97,6 +97,20 @@ async fn calls_of_every_size_travel_over_shared_memory_and_ucx_tcp() {
     create(&client, "t").await;
     every_size_round_trips(&client, "t").await;
     drop(client);
+    // Every answer through the connection's progress thread, none taken off the wire by
+    // the waiting caller (ClientConfig::ucx_drive = 0).
+    let undriven = Client::connect_with(
+        &server.native,
+        ClientConfig {
+            ucx_drive: Duration::ZERO,
+            ..config(Transport::Ucx)
+        },
+    )
+    .await
+    .expect("connect");
+    assert!(undriven.uses_ucx().await.expect("uses_ucx"));
+    every_size_round_trips(&undriven, "t").await;
+    drop(undriven);
 
     // A client process whose UCX may use only its TCP transport (the path RDMA devices take:
     // no shared memory) against the same server.
