@@ -9,8 +9,8 @@
 //! receive-buffer pool.
 
 use crate::rpc_bench::{spawn_listening, standalone_command};
-use crate::transport_bench::Way;
-use cellar_client::{Client, ClientConfig, Transport};
+use crate::transport_bench::{in_way_env, Way};
+use cellar_client::{Client, ClientConfig};
 use cellar_model::{FamilySchema, Get, RowMutation, TableSchema, LATEST_TIMESTAMP};
 use serde::Serialize;
 use std::path::Path;
@@ -54,21 +54,9 @@ pub fn measure(cellar_bin: &Path, way: Way, n: usize) -> Result<ConnCost> {
     cellar.envs(env.iter().copied());
     let (child, addr) = spawn_listening(cellar, "native")?;
     let pid = child.0.id();
-    for (k, v) in &env {
-        std::env::set_var(k, v);
-    }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let result = rt.block_on(async {
+    in_way_env(way, async {
         let config = ClientConfig {
-            transport: if way == Way::Tcp {
-                Transport::Tcp
-            } else {
-                Transport::Ucx
-            },
+            transport: way.client(),
             ..ClientConfig::default()
         };
         let admin = Client::connect_with(&addr, ClientConfig::default())
@@ -114,11 +102,7 @@ pub fn measure(cellar_bin: &Path, way: Way, n: usize) -> Result<ConnCost> {
             rss_kib_per_connection: per(rss, idle_rss),
             threads_per_connection: per(threads, idle_threads),
         })
-    });
-    for (k, _) in &env {
-        std::env::remove_var(k);
-    }
-    result
+    })
 }
 
 /// Lets the server finish what the last calls started (flushes of counters, threads that

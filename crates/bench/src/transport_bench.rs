@@ -75,7 +75,7 @@ impl Way {
         }
     }
 
-    fn client(self) -> Transport {
+    pub fn client(self) -> Transport {
         match self {
             Way::Tcp => Transport::Tcp,
             Way::UcxSm | Way::UcxTcp => Transport::Ucx,
@@ -198,16 +198,7 @@ fn run_way(
     }
     echo.envs(env.iter().copied());
     let (_echo, echo_addr) = spawn_listening(echo, "echo")?;
-    for (k, v) in &env {
-        // The client's UCX context reads them when it starts (next, in this thread).
-        std::env::set_var(k, v);
-    }
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(1)
-        .enable_all()
-        .build()
-        .map_err(|e| e.to_string())?;
-    let result = rt.block_on(async {
+    in_way_env(way, async {
         let client = Client::connect_with(
             &cellar_addr,
             ClientConfig {
@@ -233,7 +224,23 @@ fn run_way(
             measure_size(way, size, opts, &client, server_pid, &floor, acc).await?;
         }
         Ok(())
-    });
+    })
+}
+
+/// Runs `client` on a runtime of one worker thread with `way`'s UCX settings in this
+/// process's environment (the client's UCX context reads them when it starts), and takes them
+/// out again afterwards.
+pub fn in_way_env<T>(way: Way, client: impl std::future::Future<Output = Result<T>>) -> Result<T> {
+    let env = way.env();
+    for (k, v) in &env {
+        std::env::set_var(k, v);
+    }
+    let result = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .map_err(|e| e.to_string())
+        .and_then(|rt| rt.block_on(client));
     for (k, _) in &env {
         std::env::remove_var(k);
     }
