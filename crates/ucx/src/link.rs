@@ -254,7 +254,13 @@ impl Link {
         let mut pending = false;
         let mut n: u32 = 0;
         while !finished && !stopped {
-            if let Ok(mut state) = core.state.try_lock() {
+            let held = match core.state.try_lock() {
+                Ok(g) => Some(g),
+                // A panic in an earlier turn's callback: the state itself is still whole.
+                Err(std::sync::TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                Err(std::sync::TryLockError::WouldBlock) => None,
+            };
+            if let Some(mut state) = held {
                 match state.as_mut() {
                     Some(state) => {
                         let turn = state.turn();
