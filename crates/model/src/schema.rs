@@ -133,6 +133,9 @@ pub struct FamilySchema {
     pub block_size: u32,
     /// Blocks of this family get the block cache's in-memory priority.
     pub in_memory: bool,
+    /// Gets reading only query-cached families are answered from the server's query cache
+    /// when they can be (`QUERY_CACHE => true`; Cellar's, after Hypertable's).
+    pub query_cache: bool,
 }
 
 impl FamilySchema {
@@ -147,6 +150,7 @@ impl FamilySchema {
             bloom_bits_per_key: 10,
             block_size: 64 * 1024,
             in_memory: false,
+            query_cache: false,
         }
     }
 

@@ -518,6 +518,7 @@ pub fn family_to_pb(f: &FamilySchema) -> pb::FamilySchema {
         bloom_bits_per_key: f.bloom_bits_per_key,
         block_size: f.block_size,
         in_memory: f.in_memory,
+        query_cache: f.query_cache,
     }
 }
 
@@ -566,6 +567,7 @@ pub fn family_from_pb(f: pb::FamilySchema) -> Result<FamilySchema> {
             f.block_size
         },
         in_memory: f.in_memory,
+        query_cache: f.query_cache,
         name: f.name,
     })
 }

@@ -215,6 +215,10 @@ pub struct StorageSection {
     /// With an `hdfs://` root: bytes a file writer buffers before handing them to the
     /// DataNode pipeline (an hsync hands over whatever is buffered).
     pub hdfs_write_buffer_bytes: u64,
+    /// The region-level gate for single-row reads (on by default; off only to measure it).
+    pub region_gate: bool,
+    /// Bytes of Get results the query cache keeps, for families with `QUERY_CACHE => true`.
+    pub query_cache_bytes: u64,
 }
 
 impl Default for ServerConfig {
@@ -292,6 +296,8 @@ impl Default for StorageSection {
             wal_max_buffered_bytes: s.wal.max_buffered_bytes as u64,
             wal_skip_errors: s.wal.skip_errors,
             hdfs_write_buffer_bytes: cellar_storage::fs::HDFS_DEFAULT_WRITE_BUFFER as u64,
+            region_gate: s.region_gate,
+            query_cache_bytes: s.query_cache_bytes,
         }
     }
 }
@@ -448,6 +454,8 @@ impl ServerConfig {
             compaction_ratio: s.compaction_ratio,
             blocking_store_files: s.blocking_store_files,
             blocking_wait: Duration::from_millis(s.blocking_wait_ms),
+            region_gate: s.region_gate,
+            query_cache_bytes: s.query_cache_bytes,
             wal: cellar_storage::wal::WalOptions {
                 segment_size: s.wal_segment_bytes.max(1),
                 max_buffered_bytes: usize::try_from(s.wal_max_buffered_bytes)

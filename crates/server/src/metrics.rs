@@ -20,6 +20,7 @@ pub struct Gauges {
     pub store_files: u64,
     pub block_cache_hits: u64,
     pub block_cache_misses: u64,
+    pub query_cache: cellar_storage::query_cache::QueryCacheStats,
     /// Regions waiting for / running a flush.
     pub flush_queue: usize,
     /// Stores waiting for / running a compaction.
@@ -638,6 +639,71 @@ fn render_gauges(out: &mut String, g: &Gauges) {
         "Block cache lookups that missed.",
         g.block_cache_misses,
     );
+    let q = &g.query_cache;
+    for (name, kind, help, value) in [
+        (
+            "cellar_query_cache_hits_total",
+            "counter",
+            "Gets answered from the query cache.",
+            q.hits,
+        ),
+        (
+            "cellar_query_cache_misses_total",
+            "counter",
+            "Query-cacheable Gets that read (then offered their result).",
+            q.misses,
+        ),
+        (
+            "cellar_query_cache_bypasses_total",
+            "counter",
+            "Query-cacheable Gets that read past the cache: a write of their row was in progress.",
+            q.bypasses,
+        ),
+        (
+            "cellar_query_cache_fills_total",
+            "counter",
+            "Results put into the query cache.",
+            q.fills,
+        ),
+        (
+            "cellar_query_cache_fills_refused_total",
+            "counter",
+            "Results not kept: a write in their shard began or ended while the Get read.",
+            q.fills_refused,
+        ),
+        (
+            "cellar_query_cache_evictions_total",
+            "counter",
+            "Query cache entries evicted for room.",
+            q.evictions,
+        ),
+        (
+            "cellar_query_cache_invalidations_total",
+            "counter",
+            "Rows whose cached results a write dropped.",
+            q.invalidations,
+        ),
+        (
+            "cellar_query_cache_bytes",
+            "gauge",
+            "Bytes the query cache holds.",
+            q.bytes,
+        ),
+        (
+            "cellar_query_cache_entries",
+            "gauge",
+            "Rows the query cache holds results of.",
+            q.entries,
+        ),
+        (
+            "cellar_query_cache_capacity_bytes",
+            "gauge",
+            "The query cache's budget (storage.query_cache_bytes).",
+            q.capacity,
+        ),
+    ] {
+        single(out, name, kind, help, value);
+    }
     single(
         out,
         "cellar_block_cache_hit_ratio",

@@ -372,6 +372,7 @@ impl RegionServer {
         let cache = self.services.block_cache.stats();
         g.block_cache_hits = cache.hits;
         g.block_cache_misses = cache.misses;
+        g.query_cache = self.services.query_cache.stats();
         (g.flush_queue, g.compaction_queue) = self.services.background_queues();
         g.open_scanners = self.scanners.open_count();
         g.splits = self.splits_done.load(Ordering::Relaxed);

@@ -4,7 +4,8 @@
 //! flush to a [`storefile`] → [`region::compaction`].
 //! Read path: [`region::Region::get`] / [`region::Region::scan`] → per-family store scanners
 //! merging the memstore and store files ([`iter`]) under an MVCC read point, store files read
-//! through the [`block_cache`].
+//! through the [`block_cache`]; Gets of families with the query cache on are answered from
+//! [`query_cache`] when they can be.
 //! All file access goes through [`fs::FileSystem`].
 
 pub mod block_cache;
@@ -12,6 +13,7 @@ pub mod bridge;
 pub mod fs;
 pub mod iter;
 pub mod memstore;
+pub mod query_cache;
 pub mod region;
 pub mod storefile;
 pub mod wal;

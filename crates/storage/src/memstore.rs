@@ -84,6 +84,12 @@ impl Memstore {
         self.len() == 0
     }
 
+    /// False only if no cell of `row` was inserted before this call (an answer from the row
+    /// index, without a search: a Get skips a memstore that lacks its row).
+    pub fn may_contain_row(&self, row: &[u8]) -> bool {
+        !self.is_empty() && self.list.may_contain_row(row)
+    }
+
     /// An iterator that keeps the memstore alive; unpositioned until a seek.
     pub fn iter(self: &Arc<Self>) -> MemstoreIter {
         MemstoreIter {

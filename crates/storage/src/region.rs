@@ -35,6 +35,7 @@ pub use sink::RowCells;
 use crate::block_cache::{BlockCache, CacheStats};
 use crate::fs::{FsRef, LocalFs};
 use crate::iter::MergeIter;
+use crate::query_cache::QueryCache;
 use crate::wal::{Wal, WalRecord};
 use background::Background;
 use bytes::Bytes;
@@ -62,6 +63,7 @@ pub struct StorageServices {
     pub fs: FsRef,
     pub wal: Arc<Wal>,
     pub block_cache: Arc<BlockCache>,
+    pub query_cache: Arc<QueryCache>,
     pub config: StorageConfig,
     background: Background,
 }
@@ -79,6 +81,7 @@ impl StorageServices {
             fs,
             wal,
             block_cache: Arc::new(BlockCache::new(config.block_cache_bytes)),
+            query_cache: Arc::new(QueryCache::new(config.query_cache_bytes)),
             background: Background::start(config.background),
             config,
         };
@@ -110,7 +113,15 @@ pub struct RegionStats {
     pub block_cache: CacheStats,
 }
 
+/// Process-unique ids of open regions (the query cache's key): a region opened again is
+/// another id, so nothing cached before can answer for it.
+static NEXT_REGION_UID: AtomicU64 = AtomicU64::new(1);
+
 pub(crate) struct RegionInner {
+    /// This open's unique id.
+    pub uid: u64,
+    /// Per store: whether its family enables the query cache (and the cache has room).
+    pub query_cached: Vec<bool>,
     pub info: RegionInfo,
     pub schema: TableSchema,
     pub dir: PathBuf,
@@ -142,6 +153,8 @@ pub struct PendingWrite {
     seq: u64,
     ticket: Option<u64>,
     durability: Durability,
+    /// The row, when the region's query cache must hear that the write ended.
+    cached_row: Option<Bytes>,
 }
 
 impl PendingWrite {
@@ -206,7 +219,7 @@ impl PendingWrite {
         let Some(region) = self.region.take() else {
             return synced;
         };
-        match synced {
+        let result = match synced {
             Ok(()) => {
                 region.mvcc.complete(self.seq);
                 region.request_flush_if_needed();
@@ -216,7 +229,11 @@ impl PendingWrite {
                 region.mvcc.abort(self.seq);
                 Err(e)
             }
+        };
+        if let Some(row) = self.cached_row.take() {
+            region.services.query_cache.write_ends(region.uid, &row);
         }
+        result
     }
 }
 
@@ -334,7 +351,13 @@ impl Region {
         if replayed > 0 {
             tracing::info!(region = info.id, cells = replayed, "replayed WAL");
         }
+        let query_cached = stores
+            .iter()
+            .map(|s| s.family.query_cache && services.config.query_cache_bytes > 0)
+            .collect();
         let inner = Arc::new(RegionInner {
+            uid: NEXT_REGION_UID.fetch_add(1, Ordering::Relaxed),
+            query_cached,
             info,
             schema,
             dir: dir.to_path_buf(),
@@ -395,10 +418,18 @@ impl Region {
 
     /// The row's cells that `get` asks for, sorted (family, qualifier, newest first).
     pub fn get(&self, get: &Get) -> Result<Vec<Cell>> {
+        let mut out = Vec::new();
+        self.get_into(get, &mut RowCells::new(&mut out))?;
+        Ok(out)
+    }
+
+    /// [`Region::get`] giving the cells to `sink`; on an error the sink may hold part of the
+    /// row.
+    pub fn get_into<S: CellSink>(&self, get: &Get, sink: &mut S) -> Result<()> {
         let inner = &self.inner;
         inner.check_open()?;
         inner.check_row(&get.row)?;
-        inner.get_at(get, inner.mvcc.read_point())
+        inner.get_through_cache(get, sink)
     }
 
     /// [`Region::get`] if memstores and the block cache can answer it; `None` when it would
@@ -418,7 +449,7 @@ impl Region {
             let inner = &self.inner;
             inner.check_open()?;
             inner.check_row(&get.row)?;
-            inner.get_into(get, inner.mvcc.read_point(), sink)
+            inner.get_through_cache(get, sink)
         };
         match crate::storefile::cache_only(read) {
             Err(Error::NotCached) => None,
@@ -496,6 +527,12 @@ impl Drop for Region {
         // No flush here: dropping without `close` is what a crash looks like, and the WAL
         // covers it. Only stop the threads this region started.
         self.inner.closed.store(true, Ordering::SeqCst);
+        if self.inner.query_cached.contains(&true) {
+            self.inner
+                .services
+                .query_cache
+                .forget_region(self.inner.uid);
+        }
         if self.owns_services {
             self.inner.services.background.stop();
         }
@@ -699,11 +736,17 @@ impl RegionInner {
             self.stores[group[0].0].insert_all(group.iter().map(|(_, k, v)| (&k[..], &v[..])));
         }
         drop(guard);
+        // Not yet visible (that is `settle`): the query cache drops the row's results now.
+        let cached_row = self.query_cached.contains(&true).then(|| {
+            self.services.query_cache.write_begins(self.uid, &m.row);
+            m.row.clone()
+        });
         Ok(PendingWrite {
             region: Some(Arc::clone(self)),
             seq,
             ticket,
             durability,
+            cached_row,
         })
     }
 

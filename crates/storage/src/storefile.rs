@@ -23,6 +23,7 @@ mod meta;
 mod reader;
 mod writer;
 
+pub use bloom::RowProbe;
 pub use footer::{FORMAT_VERSION, MAGIC};
 pub use iter::StoreFileIter;
 pub use reader::{cache_only, StoreFile};

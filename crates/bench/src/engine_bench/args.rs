@@ -32,17 +32,27 @@ pub enum Workload {
     /// `--seeks` scans: seek to a random key, read the next `--scan-length` entries.
     #[value(name = "seekrandom")]
     Seekrandom,
+    /// `--reads` gets of keys that are absent: a random existing key with `.` appended, so it
+    /// sorts between two present keys (db_bench's readmissing).
+    #[value(name = "readmissing")]
+    Readmissing,
+    /// `--reads` gets, each absent (as in `readmissing`) or present (as in `readrandom`) with
+    /// equal odds.
+    #[value(name = "readmixed")]
+    Readmixed,
 }
 
 impl Workload {
-    /// Every workload, in the default order.
-    pub const ALL: [Workload; 6] = [
+    /// Every workload: the default ones in their order, then the absent-key reads.
+    pub const ALL: [Workload; 8] = [
         Workload::Fillseq,
         Workload::Fillrandom,
         Workload::Overwrite,
         Workload::Readrandom,
         Workload::ReadrandomHot,
         Workload::Seekrandom,
+        Workload::Readmissing,
+        Workload::Readmixed,
     ];
 
     /// The name `--benchmarks` and the report use.
@@ -54,6 +64,8 @@ impl Workload {
             Workload::Readrandom => "readrandom",
             Workload::ReadrandomHot => "readrandom-hot",
             Workload::Seekrandom => "seekrandom",
+            Workload::Readmissing => "readmissing",
+            Workload::Readmixed => "readmixed",
         }
     }
 
@@ -177,6 +189,10 @@ Workloads (--benchmarks, run in the order given):
                   --cache-bytes of data, read once (unmeasured) first so it is cached
   seekrandom      --seeks times: seek to a uniformly random key, read the next
                   --scan-length entries (\"seekrandom + scan of 100\")
+  readmissing     --reads gets of absent keys (a random key with '.' appended, so it
+                  sorts between two present keys); not in the default list
+  readmixed       --reads gets, half absent as in readmissing, half as in readrandom;
+                  not in the default list
 Read workloads run on the data of the preceding fill in the same child process; if
 none ran, the child loads the store with an unmeasured fillrandom first. After every
 write workload both engines flush their memtable and wait for background flushes and
@@ -202,7 +218,7 @@ Details: docs/engine-bench.md";
 )]
 pub struct Args {
     /// Comma-separated workloads to run, in order: fillseq, fillrandom, overwrite,
-    /// readrandom, readrandom-hot, seekrandom.
+    /// readrandom, readrandom-hot, seekrandom (the default), readmissing, readmixed.
     #[arg(
         long,
         value_delimiter = ',',
@@ -264,6 +280,10 @@ pub struct Args {
     /// (StorageConfig::default().memstore_flush_bytes) for both.
     #[arg(long, default_value = "0", value_parser = parse_size)]
     pub memstore_bytes: u64,
+
+    /// Cellar's region-level gate for Gets (`true`/`false`); off only to measure what it saves.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    pub region_gate: bool,
 
     /// Durability of each put: none (no WAL), sync (WAL handed to the OS), fsync (WAL
     /// fdatasync'ed per write).
@@ -464,7 +484,7 @@ mod tests {
     #[test]
     fn defaults_match_the_documented_ones() {
         let a = parse(&[]);
-        assert_eq!(a.benchmarks, Workload::ALL.to_vec());
+        assert_eq!(a.benchmarks, Workload::ALL[..6].to_vec());
         assert_eq!(a.engine, EngineChoice::Both);
         assert_eq!((a.num, a.key_size, a.value_size), (1_000_000, 16, 1024));
         assert_eq!(a.block_size, 65536);

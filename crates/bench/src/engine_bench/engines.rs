@@ -27,6 +27,8 @@ pub struct EngineConfig {
     /// Memstore flush size / RocksDB write buffer size; 0: Cellar's default for both.
     pub memstore_bytes: u64,
     pub sync: SyncMode,
+    /// Cellar's region-level gate (RocksDB has none to turn off).
+    pub region_gate: bool,
 }
 
 impl EngineConfig {
@@ -38,6 +40,7 @@ impl EngineConfig {
             cache_bytes: a.cache_bytes,
             memstore_bytes: a.memstore_bytes,
             sync: a.sync,
+            region_gate: a.region_gate,
         }
     }
 

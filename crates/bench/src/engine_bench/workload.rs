@@ -206,6 +206,28 @@ fn get(s: &mut dyn Session, ctx: &mut ThreadCtx, keys: &KeyFormat, n: u64) -> Re
     })
 }
 
+/// A get of a key that is absent: entry `n`'s key with `.` appended, between entries `n` and
+/// `n + 1` in key order.
+fn get_missing(
+    s: &mut dyn Session,
+    ctx: &mut ThreadCtx,
+    keys: &KeyFormat,
+    n: u64,
+) -> Result<OpOut> {
+    ctx.key.resize(keys.width(), b'0');
+    keys.write(n, &mut ctx.key);
+    ctx.key.push(b'.');
+    let found = s.get(&ctx.key)?;
+    ctx.key.truncate(keys.width());
+    Ok(match found {
+        Some(len) => OpOut {
+            bytes: (ctx.key.len() + 1 + len) as u64,
+            found: 1,
+        },
+        None => OpOut::default(),
+    })
+}
+
 /// Writes every entry `0..num` once in shuffled order: the load of the read workloads, and
 /// the operation of fillrandom.
 pub fn fill_random(engine: &dyn Engine, bench: &Bench, phase: &str) -> Result<Timed> {
@@ -258,6 +280,18 @@ fn run_ops(engine: &dyn Engine, bench: &Bench, w: Workload) -> Result<Timed> {
             bench.keys.write(n, &mut ctx.key);
             let (found, bytes) = s.scan(&ctx.key, a.scan_length)?;
             Ok(OpOut { bytes, found })
+        }),
+        Workload::Readmissing => timed_loop(engine, bench, phase, 0..a.reads, 8, |s, ctx, _| {
+            let n = ctx.rng.gen_range(0..a.num);
+            get_missing(s, ctx, &bench.keys, n)
+        }),
+        Workload::Readmixed => timed_loop(engine, bench, phase, 0..a.reads, 9, |s, ctx, _| {
+            let n = ctx.rng.gen_range(0..a.num);
+            if ctx.rng.gen_bool(0.5) {
+                get_missing(s, ctx, &bench.keys, n)
+            } else {
+                get(s, ctx, &bench.keys, n)
+            }
         }),
     }
 }

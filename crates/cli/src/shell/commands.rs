@@ -21,6 +21,8 @@ pub enum Action {
         table: String,
         changes: Vec<FamilySpec>,
         deletes: Vec<String>,
+        /// Table options (`alter 't', QUERY_CACHE => true`): set on every family.
+        every_family: Vec<Setting>,
     },
     /// Tables whose whole name matches the regular expression.
     List {
@@ -122,6 +124,7 @@ pub enum Setting {
     Bloom(BloomType),
     BlockSize(u32),
     InMemory(bool),
+    QueryCache(bool),
 }
 
 impl FamilySpec {
@@ -136,6 +139,7 @@ impl FamilySpec {
                 Setting::Bloom(b) => base.bloom = b,
                 Setting::BlockSize(n) => base.block_size = n,
                 Setting::InMemory(b) => base.in_memory = b,
+                Setting::QueryCache(b) => base.query_cache = b,
             }
         }
         base
@@ -157,7 +161,7 @@ pub const COMMANDS: &[CommandHelp] = &[
     CommandHelp { name: "help", group: "general", usage: "help\nhelp 'command'", summary: "List the commands, or describe one." },
     CommandHelp { name: "exit", group: "general", usage: "exit", summary: "Leave the shell (also: quit, Ctrl-D)." },
     CommandHelp { name: "create", group: "ddl", usage: "create 't', 'cf1', {NAME => 'cf2', VERSIONS => 3, TTL => 60, COMPRESSION => 'ZSTD',\n       BLOOMFILTER => 'ROWCOL', BLOCKSIZE => 65536, IN_MEMORY => true, MIN_VERSIONS => 1},\n       {SPLITS => ['a', 'm']}", summary: "Create a table with the given column families (and optional split points)." },
-    CommandHelp { name: "alter", group: "ddl", usage: "alter 't', {NAME => 'cf', VERSIONS => 5}\nalter 't', {NAME => 'cf', METHOD => 'delete'}\nalter 't', 'delete' => 'cf'", summary: "Add or change column families (options not named keep their values), or delete one." },
+    CommandHelp { name: "alter", group: "ddl", usage: "alter 't', {NAME => 'cf', VERSIONS => 5}\nalter 't', {NAME => 'cf', QUERY_CACHE => true}\nalter 't', QUERY_CACHE => true\nalter 't', {NAME => 'cf', METHOD => 'delete'}\nalter 't', 'delete' => 'cf'", summary: "Add or change column families (options not named keep their values), or delete one. QUERY_CACHE without NAME applies to every family." },
     CommandHelp { name: "list", group: "ddl", usage: "list\nlist 'regex'", summary: "List tables, optionally those whose whole name matches a regular expression." },
     CommandHelp { name: "describe", group: "ddl", usage: "describe 't'", summary: "Show a table's state, families and regions (alias: desc)." },
     CommandHelp { name: "exists", group: "ddl", usage: "exists 't'", summary: "Tell whether a table exists." },
@@ -621,6 +625,7 @@ const FAMILY_OPTIONS: &[&str] = &[
     "BLOOMFILTER",
     "BLOCKSIZE",
     "IN_MEMORY",
+    "QUERY_CACHE",
 ];
 
 /// A family hash's settings (every key but NAME and, for alter, METHOD).
@@ -645,6 +650,7 @@ fn family_settings(args: &Args<'_>, pairs: &[(String, &Value)]) -> Result<Vec<Se
             ),
             "BLOCKSIZE" => Setting::BlockSize(args.u32(v, key)?),
             "IN_MEMORY" => Setting::InMemory(args.flag(v, key)?),
+            "QUERY_CACHE" => Setting::QueryCache(args.flag(v, key)?),
             _ => return Err(args.unknown_option(key, FAMILY_OPTIONS)),
         };
         settings.push(setting);
@@ -685,6 +691,7 @@ fn create(args: &Args<'_>) -> Result<Action, String> {
     let table = args.table()?;
     let mut families = Vec::new();
     let mut splits = Vec::new();
+    let mut query_cache = None;
     for v in &args.values[1..] {
         match v {
             Value::Str(_) => families.push(FamilySchema::new(args.text(v, "family")?)),
@@ -708,6 +715,7 @@ fn create(args: &Args<'_>) -> Result<Action, String> {
                                 splits.push(Bytes::from(args.bytes(item, "split point")?));
                             }
                         }
+                        ("QUERY_CACHE", v) => query_cache = Some(args.flag(v, "QUERY_CACHE")?),
                         ("SPLITS", other) => {
                             return Err(args.wrong(&format!(
                                 "SPLITS: expected an array of row keys, found {}",
@@ -716,7 +724,7 @@ fn create(args: &Args<'_>) -> Result<Action, String> {
                         }
                         _ => {
                             return Err(args.wrong(&format!(
-                                "unknown table option {key} (a family hash needs NAME; table options: SPLITS)"
+                                "unknown table option {key} (a family hash needs NAME; table options: SPLITS, QUERY_CACHE)"
                             )))
                         }
                     }
@@ -728,6 +736,11 @@ fn create(args: &Args<'_>) -> Result<Action, String> {
                     other.describe()
                 )))
             }
+        }
+    }
+    if let Some(on) = query_cache {
+        for f in &mut families {
+            f.query_cache = on;
         }
     }
     let schema = TableSchema::new(table, families);
@@ -742,6 +755,7 @@ fn alter(args: &Args<'_>) -> Result<Action, String> {
     let table = args.table()?;
     let mut changes = Vec::new();
     let mut deletes = Vec::new();
+    let mut every_family = Vec::new();
     for v in &args.values[1..] {
         if let Value::Str(_) = v {
             changes.push(FamilySpec {
@@ -753,6 +767,13 @@ fn alter(args: &Args<'_>) -> Result<Action, String> {
         let pairs = args.hash(v, "family change")?;
         if let Some((_, target)) = pairs.iter().find(|(k, _)| k == "DELETE") {
             deletes.push(args.text(target, "family to delete")?);
+            continue;
+        }
+        if !pairs.iter().any(|(k, _)| k == "NAME") && pairs.iter().all(|(k, _)| k == "QUERY_CACHE")
+        {
+            for (_, v) in &pairs {
+                every_family.push(Setting::QueryCache(args.flag(v, "QUERY_CACHE")?));
+            }
             continue;
         }
         let name = family_name(args, &pairs)?
@@ -778,6 +799,7 @@ fn alter(args: &Args<'_>) -> Result<Action, String> {
         table,
         changes,
         deletes,
+        every_family,
     })
 }
 
@@ -964,7 +986,8 @@ mod tests {
                     name: "cf".into(),
                     settings: vec![Setting::Versions(5)]
                 }],
-                deletes: vec![]
+                deletes: vec![],
+                every_family: vec![]
             }
         );
         let mut current = FamilySchema::new("cf");
@@ -985,11 +1008,33 @@ mod tests {
                 Action::Alter {
                     table: "t".into(),
                     changes: vec![],
-                    deletes: vec!["cf".into()]
+                    deletes: vec!["cf".into()],
+                    every_family: vec![]
                 },
                 "{src}"
             );
         }
+        assert_eq!(
+            action("alter 't', QUERY_CACHE => true"),
+            Action::Alter {
+                table: "t".into(),
+                changes: vec![],
+                deletes: vec![],
+                every_family: vec![Setting::QueryCache(true)]
+            }
+        );
+        let Action::Alter { changes, .. } =
+            action("alter 't', {NAME => 'cf', QUERY_CACHE => 'true'}")
+        else {
+            panic!("alter")
+        };
+        assert!(changes[0].apply_to(FamilySchema::new("cf")).query_cache);
+        let Action::Create { schema, .. } =
+            action("create 't', 'a', {NAME => 'b'}, {QUERY_CACHE => true}")
+        else {
+            panic!("create")
+        };
+        assert!(schema.families.iter().all(|f| f.query_cache));
         assert!(error("alter 't', {VERSIONS => 1}").contains("NAME"));
         assert!(error("alter 't', {NAME => 'c', METHOD => 'x'}").contains("'delete'"));
         assert!(error("alter 't'").contains("family change"));

@@ -4,7 +4,7 @@
 //! multi-step commands (alter's merge, truncate, deleteall of a whole row, count) can be
 //! tested without a server; the shipped shell implements it with Cellar's blocking client.
 
-use super::commands::{help_for, Action, DeleteTarget, COMMANDS, GROUPS};
+use super::commands::{help_for, Action, DeleteTarget, FamilySpec, COMMANDS, GROUPS};
 use super::format;
 use bytes::Bytes;
 use cellar_model::{Cell, FamilySchema, Filter, Get, ListOp, RowMutation, Scan, TableSchema};
@@ -96,10 +96,24 @@ pub fn execute(
         }
         Action::Alter {
             table,
-            changes,
+            mut changes,
             deletes,
+            every_family,
         } => {
             let current = cluster.describe_table(&table)?;
+            if !every_family.is_empty() {
+                for f in &current.schema.families {
+                    if !changes.iter().any(|c| c.name == f.name) && !deletes.contains(&f.name) {
+                        changes.push(FamilySpec {
+                            name: f.name.clone(),
+                            settings: Vec::new(),
+                        });
+                    }
+                }
+                for c in &mut changes {
+                    c.settings.extend(every_family.iter().copied());
+                }
+            }
             let mut families = Vec::new();
             for change in &changes {
                 let base = current

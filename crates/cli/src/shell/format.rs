@@ -123,9 +123,15 @@ pub fn family_description(f: &FamilySchema) -> String {
         BloomType::Row => "ROW",
         BloomType::RowCol => "ROWCOL",
     };
+    // Like HBase's describe, which lists attributes beyond the standard ones under METADATA.
+    let metadata = if f.query_cache {
+        ", METADATA => {'QUERY_CACHE' => 'true'}"
+    } else {
+        ""
+    };
     format!(
         "{{NAME => '{}', VERSIONS => '{}', MIN_VERSIONS => '{}', TTL => '{ttl}', \
-         COMPRESSION => '{}', BLOOMFILTER => '{bloom}', BLOCKSIZE => '{}', IN_MEMORY => '{}'}}",
+         COMPRESSION => '{}', BLOOMFILTER => '{bloom}', BLOCKSIZE => '{}', IN_MEMORY => '{}'{metadata}}}",
         f.name,
         f.max_versions,
         f.min_versions,

@@ -5,7 +5,7 @@
 //! The Java client sends every family attribute, defaults included (`VERSIONS=1`,
 //! `TTL=2147483647` for "forever", `BLOOMFILTER=ROW`, `COMPRESSION=NONE`, `BLOCKSIZE=65536`,
 //! ...). Attributes Cellar has no notion of (block cache, data block encoding, replication
-//! scope, table-level attributes) are ignored; values Cellar cannot honour (a compression
+//! scope, table-level attributes but `QUERY_CACHE`) are ignored; values Cellar cannot honour (a compression
 //! codec it lacks, `KEEP_DELETED_CELLS=TRUE`) are refused with a DoNotRetryIOException naming
 //! the family, the attribute and the value.
 
@@ -24,6 +24,10 @@ pub(crate) const COMPRESSION: &str = "COMPRESSION";
 pub(crate) const BLOCKSIZE: &str = "BLOCKSIZE";
 pub(crate) const IN_MEMORY: &str = "IN_MEMORY";
 pub(crate) const KEEP_DELETED_CELLS: &str = "KEEP_DELETED_CELLS";
+/// Cellar's query cache for a family, or for every family when a table attribute
+/// (`setValue("QUERY_CACHE", "true")` on either descriptor builder, or in a family's
+/// configuration).
+pub(crate) const QUERY_CACHE: &str = "QUERY_CACHE";
 /// HBase's TTL meaning "never expires" (`HConstants.FOREVER`, Integer.MAX_VALUE seconds).
 pub(crate) const FOREVER: i64 = i32::MAX as i64;
 
@@ -34,11 +38,20 @@ pub(crate) fn table_from_pb(pb: &hbase::TableSchema) -> Result<TableSchema, Hbas
         .as_ref()
         .ok_or_else(|| HbaseError::do_not_retry("table descriptor without a table name"))?;
     let name = names::table_from_pb(name)?;
-    let families = pb
+    let mut families = pb
         .column_families
         .iter()
         .map(|f| family_from_pb(&name, f))
         .collect::<Result<Vec<_>, _>>()?;
+    if pb
+        .attributes
+        .iter()
+        .any(|a| a.first.as_ref() == QUERY_CACHE.as_bytes() && is_true(&a.second))
+    {
+        for f in &mut families {
+            f.query_cache = true;
+        }
+    }
     let schema = TableSchema::new(name, families);
     schema
         .validate()
@@ -58,6 +71,10 @@ pub(crate) fn family_from_pb(
         ))
     })?;
     let mut f = FamilySchema::new(name);
+    f.query_cache = pb
+        .configuration
+        .iter()
+        .any(|c| c.name == QUERY_CACHE && is_true(c.value.as_bytes()));
     let mut min_versions = 0u32;
     for attr in &pb.attributes {
         let key = String::from_utf8_lossy(&attr.first);
@@ -118,6 +135,7 @@ pub(crate) fn family_from_pb(
                     .map_err(|_| bad("is out of range"))?;
             }
             IN_MEMORY => f.in_memory = value.eq_ignore_ascii_case("true"),
+            QUERY_CACHE => f.query_cache = value.eq_ignore_ascii_case("true"),
             KEEP_DELETED_CELLS if !value.eq_ignore_ascii_case("false") => {
                 return Err(bad("is not supported by Cellar (only FALSE)"));
             }
@@ -131,6 +149,10 @@ pub(crate) fn family_from_pb(
     f.validate()
         .map_err(|e| HbaseError::do_not_retry(format!("table '{table}': {e}")))?;
     Ok(f)
+}
+
+fn is_true(v: &[u8]) -> bool {
+    std::str::from_utf8(v).is_ok_and(|s| s.trim().eq_ignore_ascii_case("true"))
 }
 
 fn attr(key: &str, value: impl ToString) -> hbase::BytesBytesPair {
@@ -167,7 +189,10 @@ pub(crate) fn family_to_pb(f: &FamilySchema) -> hbase::ColumnFamilySchema {
             attr(MIN_VERSIONS, f.min_versions),
             attr(TTL, ttl),
             attr(VERSIONS, f.max_versions),
-        ],
+        ]
+        .into_iter()
+        .chain(f.query_cache.then(|| attr(QUERY_CACHE, "true")))
+        .collect(),
         configuration: Vec::new(),
     }
 }

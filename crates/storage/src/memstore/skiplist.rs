@@ -288,6 +288,12 @@ impl SkipList {
         NonNull::new(found)
     }
 
+    /// False only if no cell of `row` was inserted before this call: every inserted row is in
+    /// the index before its insert returns, unless the index was given up on.
+    pub(crate) fn may_contain_row(&self, row: &[u8]) -> bool {
+        !self.rows_usable.load(AtomicOrdering::Relaxed) || self.row_start(row).is_some()
+    }
+
     /// For a seek to a row's start (a Get's), the first node ≥ `target` if the row index
     /// knows the row; `None` means search.
     fn indexed_row_start(&self, target: &Target<'_>) -> Option<NonNull<Node>> {

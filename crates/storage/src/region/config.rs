@@ -69,6 +69,13 @@ pub struct StorageConfig {
     /// Flushes and compactions run on their own threads. Off: only explicit `flush` /
     /// `compact` calls write files (deterministic tests).
     pub background: bool,
+    /// The region-level gate: a single-row read first asks each family's memstore row indexes
+    /// and file row blooms whether the row can be there, and skips the family (or a memstore)
+    /// that rules it out. Off only to measure what it saves.
+    pub region_gate: bool,
+    /// Bytes of Get results the query cache keeps, for families that enable it
+    /// (`QUERY_CACHE => true`); shared by every region of the services.
+    pub query_cache_bytes: u64,
     pub wal: WalOptions,
     pub clock: Arc<dyn Clock>,
 }
@@ -85,6 +92,8 @@ impl Default for StorageConfig {
             blocking_store_files: 16,
             blocking_wait: Duration::from_secs(10),
             background: true,
+            region_gate: true,
+            query_cache_bytes: 64 * 1024 * 1024,
             wal: WalOptions::default(),
             clock: Arc::new(SystemClock),
         }

@@ -54,8 +54,15 @@ pub(crate) fn unhex(s: &str) -> Option<Vec<u8>> {
 }
 
 fn family_line(f: &FamilySchema) -> String {
+    // `query_cache` is written only when on, so descriptors of families without it read the
+    // same in versions that predate it.
+    let query_cache = if f.query_cache {
+        ";query_cache=true"
+    } else {
+        ""
+    };
     format!(
-        "family={};max_versions={};min_versions={};ttl={};compression={};bloom={};bloom_bits={};block_size={};in_memory={}",
+        "family={};max_versions={};min_versions={};ttl={};compression={};bloom={};bloom_bits={};block_size={};in_memory={}{}",
         hex(f.name.as_bytes()),
         f.max_versions,
         f.min_versions,
@@ -64,7 +71,8 @@ fn family_line(f: &FamilySchema) -> String {
         f.bloom,
         f.bloom_bits_per_key,
         f.block_size,
-        f.in_memory
+        f.in_memory,
+        query_cache
     )
 }
 
@@ -91,6 +99,7 @@ fn parse_family(line: &str) -> std::result::Result<FamilySchema, String> {
             "bloom_bits" => f.bloom_bits_per_key = num(v)? as u32,
             "block_size" => f.block_size = num(v)? as u32,
             "in_memory" => f.in_memory = v == "true",
+            "query_cache" => f.query_cache = v == "true",
             other => return Err(format!("unknown family option '{other}'")),
         }
     }

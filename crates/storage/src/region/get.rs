@@ -1,7 +1,10 @@
 //! Get: one row's cells from each family asked for.
 //!
-//! HOT PATH for point reads. Sources are the memstores and the store files whose key range,
-//! time range and bloom filter admit the row. When a Get names its columns and several files
+//! HOT PATH for point reads. First the region-level gate ([`may_hold_row`]): a family whose
+//! memstores' row indexes, files' key ranges and row blooms all rule the row out is skipped
+//! before anything is allocated or searched, so a Get of an absent row costs a hash and a
+//! few bit probes. Sources are then the memstores whose row index knows the row and the store
+//! files whose key range, time range and bloom filter admit it. When a Get names its columns and several files
 //! qualify, files are consulted newest first (by their largest timestamp) and the rest are
 //! skipped once every column asked for is *settled*: it has enough surviving versions newer
 //! than anything the remaining files hold. Those files can then change nothing — their puts
@@ -11,15 +14,84 @@
 use super::matcher::{ReadSpec, RowMatcher};
 use super::mvcc::ReadPoint;
 use super::sink::RowCells;
-use super::store::{candidate_files, memstore_sources, Store};
+use super::store::{
+    candidate_files, may_hold_row, memstore_sources, memstore_sources_for_row, Store,
+};
 use super::{read_row_cells, RegionInner};
 use crate::iter::MergeIter;
+use crate::query_cache::{self, GetShape, Lookup};
+use crate::storefile::RowProbe;
 use bytes::Bytes;
 use cellar_model::key::first_on_row;
 use cellar_model::{Cell, CellSink, Get, Result, TimeRange};
 use std::cmp::Reverse;
 
 impl RegionInner {
+    /// A Get through the query cache when every family it reads enables it and it has no
+    /// filter; otherwise a read at the current read point. See [`crate::query_cache`] for why
+    /// the generation is noted before the read point is taken.
+    pub(crate) fn get_through_cache<S: CellSink>(&self, get: &Get, sink: &mut S) -> Result<()> {
+        if !self.query_cacheable(get) {
+            return self.get_into(get, self.mvcc.read_point(), sink);
+        }
+        let cache = &self.services.query_cache;
+        let now = self.services.config.clock.now_millis();
+        let shape = GetShape {
+            columns: get.columns.clone(),
+            time_range: get.time_range,
+            max_versions: get.max_versions,
+        };
+        match cache.lookup(self.uid, &get.row, &shape, now) {
+            Lookup::Hit(cells) => {
+                query_cache::replay(&cells, sink);
+                Ok(())
+            }
+            Lookup::Bypass => self.get_into(get, self.mvcc.read_point(), sink),
+            Lookup::Miss(ticket) => {
+                let mut cells = Vec::new();
+                self.get_into(get, self.mvcc.read_point(), &mut RowCells::new(&mut cells))?;
+                query_cache::replay(&cells, sink);
+                let expires_at = self.expiry(&cells);
+                cache.fill(ticket, self.uid, &get.row, shape, cells, expires_at);
+                Ok(())
+            }
+        }
+    }
+
+    /// Whether `get` may be answered from the query cache.
+    fn query_cacheable(&self, get: &Get) -> bool {
+        if get.filter.is_some() || !self.query_cached.contains(&true) {
+            return false;
+        }
+        if get.columns.is_empty() {
+            return self.query_cached.iter().all(|&c| c);
+        }
+        get.columns.iter().all(|c| {
+            self.stores
+                .iter()
+                .position(|s| s.name == c.family)
+                .is_some_and(|i| self.query_cached[i])
+        })
+    }
+
+    /// When the first of `cells` expires by its family's TTL (ms since the epoch), or
+    /// `u64::MAX`.
+    fn expiry(&self, cells: &[Cell]) -> u64 {
+        cells
+            .iter()
+            .filter_map(|c| {
+                let ttl = self
+                    .stores
+                    .iter()
+                    .find(|s| s.name == c.family)?
+                    .family
+                    .ttl_secs?;
+                Some(c.timestamp.saturating_add(ttl.saturating_mul(1000)))
+            })
+            .min()
+            .unwrap_or(u64::MAX)
+    }
+
     pub(crate) fn get_at(&self, get: &Get, read_point: ReadPoint) -> Result<Vec<Cell>> {
         let mut out = Vec::new();
         self.get_into(get, read_point, &mut RowCells::new(&mut out))?;
@@ -36,12 +108,17 @@ impl RegionInner {
         for c in &get.columns {
             self.store_index(&c.family)?;
         }
-        let now = self.services.config.clock.now_millis();
-        let mut row_end = Vec::with_capacity(get.row.len() + 1);
-        row_end.extend_from_slice(&get.row);
-        row_end.push(0);
-        let row_start = first_on_row(&get.row);
+        let probe = RowProbe::new(&get.row);
+        let gate = self.services.config.region_gate;
+        let mut bounds: Option<(Vec<u8>, Vec<u8>, u64)> = None;
         for store in &self.stores {
+            if !get.columns.is_empty() && !get.columns.iter().any(|c| c.family == store.name) {
+                continue;
+            }
+            let view = store.view();
+            if gate && !may_hold_row(&view, &probe) {
+                continue;
+            }
             let Some(spec) = self.read_spec(
                 &get.columns,
                 &store.name,
@@ -51,15 +128,25 @@ impl RegionInner {
             ) else {
                 continue;
             };
-            let view = store.view();
+            let (row_start, row_end, now) = bounds.get_or_insert_with(|| {
+                let mut row_end = Vec::with_capacity(get.row.len() + 1);
+                row_end.extend_from_slice(&get.row);
+                row_end.push(0);
+                let now = self.services.config.clock.now_millis();
+                (first_on_row(&get.row), row_end, now)
+            });
             let mut files = candidate_files(
                 &view,
                 &get.row,
-                &row_end,
+                row_end,
                 &get.time_range,
-                Some((&get.row, spec.qualifiers.as_deref())),
+                Some((&probe, spec.qualifiers.as_deref())),
             );
-            let mut merge = MergeIter::new(memstore_sources(&view));
+            let mut merge = MergeIter::new(if gate {
+                memstore_sources_for_row(&view, &probe)
+            } else {
+                memstore_sources(&view)
+            });
             match spec.qualifiers.as_deref() {
                 Some(qs) if files.len() > 1 => {
                     files.sort_by_key(|f| Reverse(f.file.meta().max_timestamp));
@@ -68,7 +155,7 @@ impl RegionInner {
                         if consulted_any
                             && settled(
                                 &mut merge,
-                                &row_start,
+                                row_start,
                                 &get.row,
                                 store,
                                 &spec,
@@ -91,8 +178,8 @@ impl RegionInner {
                 continue;
             }
             // From the row's first cell: family delete markers sort there.
-            merge.seek(&row_start)?;
-            let mut matcher = RowMatcher::new(&store.family, &spec, now);
+            merge.seek(row_start)?;
+            let mut matcher = RowMatcher::new(&store.family, &spec, *now);
             read_row_cells(&mut merge, &get.row, &store.name, &mut matcher, sink)?;
         }
         Ok(())

@@ -7,8 +7,10 @@
 
 use super::matcher::{ReadSpec, RowMatcher};
 use super::sink::RowCells;
+use super::store::may_hold_row;
 use super::{read_row_cells, RegionInner};
 use crate::iter::MergeIter;
+use crate::storefile::RowProbe;
 use bytes::Bytes;
 use cellar_model::key::{first_on_row, KeyRef, MAX_ROW_LEN};
 use cellar_model::{Cell, Result, Scan};
@@ -71,6 +73,14 @@ impl RegionScanner {
             };
             (start, stop)
         };
+        // A forward scan of exactly one row (`[r, r\0)`, how clients often read one row) goes
+        // through the region-level gate and bloom filters as a Get does.
+        let one_row = region.services.config.region_gate
+            && !scan.reversed
+            && hi.len() == lo.len() + 1
+            && hi.starts_with(&lo)
+            && hi.last() == Some(&0);
+        let probe = one_row.then(|| RowProbe::new(&lo));
         let mut cursors = Vec::new();
         for (i, store) in region.stores.iter().enumerate() {
             let Some(spec) = region.read_spec(
@@ -83,6 +93,9 @@ impl RegionScanner {
                 continue;
             };
             let view = store.view();
+            if probe.as_ref().is_some_and(|p| !may_hold_row(&view, p)) {
+                continue;
+            }
             let (src_lo, src_hi) = if scan.reversed {
                 let hi = if hi.is_empty() {
                     info.end_key.to_vec()
@@ -100,7 +113,7 @@ impl RegionScanner {
                 &src_lo,
                 &src_hi,
                 &scan.time_range,
-                None,
+                probe.as_ref().map(|p| (p, spec.qualifiers.as_deref())),
                 scan.cache_blocks,
             );
             cursors.push(FamilyCursor {

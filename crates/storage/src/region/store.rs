@@ -10,7 +10,7 @@ use crate::block_cache::{BlockCache, Priority};
 use crate::fs::{tmp_path, FsRef};
 use crate::iter::CellIter;
 use crate::memstore::Memstore;
-use crate::storefile::{StoreFileOptions, StoreFileWriter};
+use crate::storefile::{RowProbe, StoreFileOptions, StoreFileWriter};
 use bytes::Bytes;
 use cellar_model::key::KeyRef;
 use cellar_model::{FamilySchema, Result, TimeRange};
@@ -293,10 +293,13 @@ impl Store {
         start: &[u8],
         end: &[u8],
         time_range: &TimeRange,
-        row_probe: Option<(&[u8], Option<&[Bytes]>)>,
+        row_probe: Option<(&RowProbe<'_>, Option<&[Bytes]>)>,
         fill_cache: bool,
     ) -> Vec<Box<dyn CellIter>> {
-        let mut out = memstore_sources(view);
+        let mut out = match row_probe {
+            Some((probe, _)) => memstore_sources_for_row(view, probe),
+            None => memstore_sources(view),
+        };
         for f in candidate_files(view, start, end, time_range, row_probe) {
             out.push(f.iter(fill_cache));
         }
@@ -316,6 +319,37 @@ pub fn memstore_sources(view: &StoreView) -> Vec<Box<dyn CellIter>> {
     out
 }
 
+/// The memstores that may hold the probed row, as sources of a single-row read: a memstore
+/// whose row index lacks the row is not searched at all.
+pub fn memstore_sources_for_row(view: &StoreView, probe: &RowProbe<'_>) -> Vec<Box<dyn CellIter>> {
+    let mut out: Vec<Box<dyn CellIter>> = Vec::with_capacity(2 + view.files.len());
+    if view.active.may_contain_row(probe.row()) {
+        out.push(Box::new(view.active.iter()));
+    }
+    if let Some(s) = view
+        .snapshot
+        .as_ref()
+        .filter(|s| s.may_contain_row(probe.row()))
+    {
+        out.push(Box::new(s.iter()));
+    }
+    out
+}
+
+/// The region-level gate (seed 004's "binary gate"): whether the store may hold any cell of
+/// the probed row, asked before a single-row read opens an iterator. The memstores answer from
+/// their row indexes, the files from their key ranges and row blooms with the row hashed once,
+/// so a row the region lacks costs a hash and a few bit probes per file, with no allocation,
+/// no search and no block read.
+pub fn may_hold_row(view: &StoreView, probe: &RowProbe<'_>) -> bool {
+    view.active.may_contain_row(probe.row())
+        || view
+            .snapshot
+            .as_ref()
+            .is_some_and(|s| s.may_contain_row(probe.row()))
+        || view.files.iter().any(|f| f.may_contain_row(probe))
+}
+
 /// The store files a read of rows `[start, end)` must consult: those whose key range, time
 /// range and (for single-row reads, `row_probe`: the row and the qualifiers wanted) bloom
 /// filter do not rule them out.
@@ -324,7 +358,7 @@ pub fn candidate_files<'v>(
     start: &[u8],
     end: &[u8],
     time_range: &TimeRange,
-    row_probe: Option<(&[u8], Option<&[Bytes]>)>,
+    row_probe: Option<(&RowProbe<'_>, Option<&[Bytes]>)>,
 ) -> Vec<&'v Arc<StoreFileHandle>> {
     let mut out = Vec::with_capacity(view.files.len());
     for f in &view.files {
@@ -336,11 +370,11 @@ pub fn candidate_files<'v>(
         let hit = match row_probe {
             None => true,
             // Family-wide delete markers live under the empty qualifier.
-            Some((row, Some(qs))) => {
-                f.file.may_contain_column(row, b"")
-                    || qs.iter().any(|q| f.file.may_contain_column(row, q))
+            Some((probe, Some(qs))) => {
+                f.file.may_contain_probe_column(probe, b"")
+                    || qs.iter().any(|q| f.file.may_contain_probe_column(probe, q))
             }
-            Some((row, None)) => f.file.may_contain_row(row),
+            Some((probe, None)) => f.file.may_contain_probe(probe),
         };
         if hit {
             out.push(f);

@@ -15,7 +15,7 @@ use super::descriptor::{hex, unhex};
 use crate::block_cache::{BlockCache, Priority};
 use crate::fs::{read_all, write_atomic, FsRef};
 use crate::iter::{CellIter, RangeIter};
-use crate::storefile::StoreFile;
+use crate::storefile::{RowProbe, StoreFile};
 use cellar_model::key::KeyRef;
 use cellar_model::{Error, Result};
 use std::path::{Path, PathBuf};
@@ -211,6 +211,14 @@ impl StoreFileHandle {
             Some(r) => Box::new(RangeIter::new(it, &r.start, &r.end)),
             None => Box::new(it),
         }
+    }
+
+    /// False only if no cell of the probed row is in this file (or this reference's half).
+    pub fn may_contain_row(&self, probe: &RowProbe<'_>) -> bool {
+        let row = probe.row();
+        self.reference.as_ref().is_none_or(|r| {
+            r.start.as_slice() <= row && (r.end.is_empty() || row < r.end.as_slice())
+        }) && self.file.may_contain_probe(probe)
     }
 
     /// Whether any row of `[start, end)` may be in this file (empty end: unbounded).

@@ -36,6 +36,27 @@ fn column_hash(user_column: &[u8]) -> u64 {
     xxh64(user_column, COLUMN_SEED)
 }
 
+/// A row hashed once, for every bloom filter a read checks it against (a Get asks each store
+/// file of each family; hashing per file was most of an absent row's cost).
+#[derive(Debug, Clone, Copy)]
+pub struct RowProbe<'a> {
+    row: &'a [u8],
+    hash: u64,
+}
+
+impl<'a> RowProbe<'a> {
+    pub fn new(row: &'a [u8]) -> RowProbe<'a> {
+        RowProbe {
+            row,
+            hash: row_hash(row),
+        }
+    }
+
+    pub fn row(&self) -> &'a [u8] {
+        self.row
+    }
+}
+
 /// The bit positions of `hash`: `(h + i·δ) mod num_bits`, δ the hash rotated by 32 bits
 /// (forced odd), i in 0..probes (Kirsch–Mitzenmacher double hashing).
 #[inline]
@@ -168,16 +189,28 @@ impl BloomFilter {
     }
 
     /// False only if no key of `row` was added.
+    #[cfg(test)]
     pub(crate) fn may_contain_row(&self, row: &[u8]) -> bool {
-        self.contents & HAS_ROWS == 0 || self.check(row_hash(row))
+        self.may_contain_probe(&RowProbe::new(row))
+    }
+
+    /// False only if no key of the probed row was added.
+    pub(crate) fn may_contain_probe(&self, probe: &RowProbe<'_>) -> bool {
+        self.contents & HAS_ROWS == 0 || self.check(probe.hash)
     }
 
     /// False only if no key of (`row`, `qualifier`) was added; a filter without column hashes
     /// answers for the row.
     pub(crate) fn may_contain_column(&self, row: &[u8], qualifier: &[u8]) -> bool {
+        self.may_contain_probe_column(&RowProbe::new(row), qualifier)
+    }
+
+    /// [`BloomFilter::may_contain_column`] for a probed row.
+    pub(crate) fn may_contain_probe_column(&self, probe: &RowProbe<'_>, qualifier: &[u8]) -> bool {
         if self.contents & HAS_COLUMNS == 0 {
-            return self.may_contain_row(row);
+            return self.may_contain_probe(probe);
         }
+        let row = probe.row;
         let Ok(len) = u16::try_from(row.len()) else {
             return true;
         };

@@ -4,7 +4,7 @@
 //! Thread-safe: immutable after open; share as `Arc<StoreFile>`.
 
 use super::block::Block;
-use super::bloom::BloomFilter;
+use super::bloom::{BloomFilter, RowProbe};
 use super::compression::decompress;
 use super::footer::{
     block_crc, BlockHandle, Footer, FooterTail, BLOCK_TRAILER_LEN, FOOTER_TAIL_LEN, FOOTER_V1_LEN,
@@ -253,7 +253,25 @@ impl StoreFile {
 
     /// False only if the file certainly holds no cell of `row` (bloom; true without a bloom).
     pub fn may_contain_row(&self, row: &[u8]) -> bool {
-        self.row_in_range(row) && self.bloom.as_ref().is_none_or(|b| b.may_contain_row(row))
+        self.may_contain_probe(&RowProbe::new(row))
+    }
+
+    /// [`StoreFile::may_contain_row`] for a row hashed once for all files.
+    pub fn may_contain_probe(&self, probe: &RowProbe<'_>) -> bool {
+        self.row_in_range(probe.row())
+            && self
+                .bloom
+                .as_ref()
+                .is_none_or(|b| b.may_contain_probe(probe))
+    }
+
+    /// [`StoreFile::may_contain_column`] for a row hashed once for all files.
+    pub fn may_contain_probe_column(&self, probe: &RowProbe<'_>, qualifier: &[u8]) -> bool {
+        self.row_in_range(probe.row())
+            && self
+                .bloom
+                .as_ref()
+                .is_none_or(|b| b.may_contain_probe_column(probe, qualifier))
     }
 
     /// False only if the file certainly holds no cell of (`row`, `qualifier`); a row bloom

@@ -56,6 +56,7 @@ impl CellarEngine {
         let storage = StorageConfig {
             block_cache_bytes: config.cache_bytes,
             memstore_flush_bytes: config.effective_memstore_bytes(),
+            region_gate: config.region_gate,
             ..StorageConfig::default()
         };
         let region = Region::open_with_config(dir, schema, storage)

@@ -1,0 +1,534 @@
+//! The query cache (Hypertable's): the results of Gets, per row and read shape (columns, time
+//! range, versions), kept in memory up to a byte budget shared by every region of a server.
+//! A hit answers a Get without looking at a memstore, a bloom filter or a block.
+//!
+//! Never a stale read. A write to a row *begins* (before its cells can become visible) and
+//! *ends* (after they are visible, or it aborted) in the cache:
+//! - beginning drops the row's entries and marks the row as being written; while it is, Gets
+//!   of the row neither read nor fill the cache;
+//! - both bump their shard's generation. A Get that misses notes the generation, then takes
+//!   its read point and reads; it may fill the cache only if the generation is unchanged, so no
+//!   write of a row in the shard began or ended in between.
+//!
+//! So an entry, once in, reflects every write to its row that ended before it was read, and
+//! any later write removes it when it begins, before it can be acknowledged. The writer does
+//! this in the region's write path (`RegionInner::start` and `PendingWrite::settle`), under
+//! no lock of the region.
+//!
+//! Rows are hashed with the region's id into 64 shards, each a mutex over a map and a CLOCK
+//! ring for eviction (approximate LRU: an entry hit since the hand last passed gets another
+//! turn). Two rows with one hash share a slot: the later evicts the earlier; a write to one
+//! invalidates both. Filters are not cached (a filtered Get always reads).
+
+use bytes::Bytes;
+use cellar_model::{Cell, CellRef, CellSink, Column, TimeRange};
+use parking_lot::Mutex;
+use std::collections::hash_map::RandomState;
+use std::collections::{HashMap, VecDeque};
+use std::hash::BuildHasher;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+const SHARDS: usize = 64;
+/// Bytes counted per entry and per cell beside their data: map slot, vectors, `Bytes` heads.
+const ENTRY_OVERHEAD: usize = 96;
+const CELL_OVERHEAD: usize = 112;
+
+/// What a Get asked for besides its row; entries are per row and shape.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GetShape {
+    pub columns: Vec<Column>,
+    pub time_range: TimeRange,
+    pub max_versions: u32,
+}
+
+/// The answer of [`QueryCache::lookup`].
+pub enum Lookup {
+    /// The cells, as the Get returned them when it was cached.
+    Hit(Arc<[Cell]>),
+    /// Not cached: read, then offer the result with [`QueryCache::fill`] and this ticket.
+    Miss(Ticket),
+    /// A write of the row is in progress: read, and do not fill.
+    Bypass,
+}
+
+/// The shard generation a missed Get saw before it took its read point.
+#[derive(Debug, Clone, Copy)]
+pub struct Ticket {
+    hash: u64,
+    generation: u64,
+}
+
+/// Counters since the cache was made, and its current size.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct QueryCacheStats {
+    pub hits: u64,
+    pub misses: u64,
+    /// Gets that read past the cache because their row was being written.
+    pub bypasses: u64,
+    pub fills: u64,
+    /// Fills refused because a write in the shard began or ended while the Get read.
+    pub fills_refused: u64,
+    pub evictions: u64,
+    /// Rows whose entries a write dropped.
+    pub invalidations: u64,
+    pub bytes: u64,
+    pub entries: u64,
+    pub capacity: u64,
+}
+
+struct Variant {
+    shape: GetShape,
+    cells: Arc<[Cell]>,
+    /// Milliseconds since the epoch when a cell of the result expires (its family's TTL);
+    /// `u64::MAX` when none does.
+    expires_at: u64,
+    bytes: usize,
+}
+
+struct Entry {
+    region: u64,
+    row: Bytes,
+    variants: Vec<Variant>,
+    referenced: bool,
+    bytes: usize,
+}
+
+#[derive(Default)]
+struct Shard {
+    entries: HashMap<u64, Entry>,
+    /// Rows (by hash) with writes in progress, and how many.
+    writing: HashMap<u64, u32>,
+    generation: u64,
+    /// CLOCK ring of entry hashes; may hold hashes whose entry is gone (skipped).
+    ring: VecDeque<u64>,
+    bytes: usize,
+}
+
+impl Shard {
+    fn remove(&mut self, hash: u64) -> bool {
+        match self.entries.remove(&hash) {
+            Some(e) => {
+                self.bytes -= e.bytes;
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Evicts until the shard holds at most `budget` bytes; returns how many entries went.
+    fn evict_to(&mut self, budget: usize) -> u64 {
+        let mut evicted = 0;
+        // Each hash gets at most a second chance per pass, so this ends within two turns.
+        let mut turns = 2 * self.ring.len() + 1;
+        while self.bytes > budget && turns > 0 {
+            turns -= 1;
+            let Some(hash) = self.ring.pop_front() else {
+                break;
+            };
+            match self.entries.get_mut(&hash) {
+                Some(e) if e.referenced => {
+                    e.referenced = false;
+                    self.ring.push_back(hash);
+                }
+                Some(_) => {
+                    self.remove(hash);
+                    evicted += 1;
+                }
+                None => {}
+            }
+        }
+        // Drop stale hashes once they outnumber the live entries.
+        if self.ring.len() > 2 * self.entries.len() + 64 {
+            let entries = &self.entries;
+            let mut seen = std::collections::HashSet::with_capacity(entries.len());
+            self.ring
+                .retain(|h| entries.contains_key(h) && seen.insert(*h));
+        }
+        evicted
+    }
+}
+
+#[derive(Default)]
+struct Counters {
+    hits: AtomicU64,
+    misses: AtomicU64,
+    bypasses: AtomicU64,
+    fills: AtomicU64,
+    fills_refused: AtomicU64,
+    evictions: AtomicU64,
+    invalidations: AtomicU64,
+}
+
+/// A server's query cache. Thread-safe.
+pub struct QueryCache {
+    shards: Box<[Mutex<Shard>]>,
+    shard_budget: usize,
+    capacity: u64,
+    hasher: RandomState,
+    counters: Counters,
+}
+
+impl QueryCache {
+    /// A cache holding at most about `capacity` bytes of results.
+    pub fn new(capacity: u64) -> QueryCache {
+        QueryCache {
+            shards: (0..SHARDS).map(|_| Mutex::new(Shard::default())).collect(),
+            shard_budget: usize::try_from(capacity / SHARDS as u64).unwrap_or(usize::MAX),
+            capacity,
+            hasher: RandomState::new(),
+            counters: Counters::default(),
+        }
+    }
+
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
+
+    fn hash(&self, region: u64, row: &[u8]) -> u64 {
+        self.hasher.hash_one((region, row))
+    }
+
+    fn shard(&self, hash: u64) -> &Mutex<Shard> {
+        // The low bits pick the map bucket; shards take high bits.
+        &self.shards[(hash >> 58) as usize % SHARDS]
+    }
+
+    /// The cached result of a Get of `row` with `shape` in region `region`, if any and not
+    /// expired at `now` (ms).
+    pub fn lookup(&self, region: u64, row: &[u8], shape: &GetShape, now: u64) -> Lookup {
+        let hash = self.hash(region, row);
+        let mut shard = self.shard(hash).lock();
+        if shard.writing.contains_key(&hash) {
+            drop(shard);
+            self.counters.bypasses.fetch_add(1, Ordering::Relaxed);
+            return Lookup::Bypass;
+        }
+        let generation = shard.generation;
+        if let Some(e) = shard.entries.get_mut(&hash) {
+            if e.region == region && e.row == row {
+                if let Some(v) = e
+                    .variants
+                    .iter()
+                    .find(|v| v.shape == *shape && now < v.expires_at)
+                {
+                    e.referenced = true;
+                    let cells = Arc::clone(&v.cells);
+                    drop(shard);
+                    self.counters.hits.fetch_add(1, Ordering::Relaxed);
+                    return Lookup::Hit(cells);
+                }
+            }
+        }
+        drop(shard);
+        self.counters.misses.fetch_add(1, Ordering::Relaxed);
+        Lookup::Miss(Ticket { hash, generation })
+    }
+
+    /// Offers the result of a Get that missed with `ticket`; kept unless a write in its shard
+    /// began or ended since the lookup. `expires_at`: as [`Variant::expires_at`].
+    pub fn fill(
+        &self,
+        ticket: Ticket,
+        region: u64,
+        row: &Bytes,
+        shape: GetShape,
+        cells: Vec<Cell>,
+        expires_at: u64,
+    ) {
+        let bytes = ENTRY_OVERHEAD
+            + shape
+                .columns
+                .iter()
+                .map(|c| c.family.len() + c.qualifier.as_ref().map_or(0, |q| q.len()) + 48)
+                .sum::<usize>()
+            + cells
+                .iter()
+                .map(|c| CELL_OVERHEAD + c.qualifier.len() + c.value.len())
+                .sum::<usize>();
+        if bytes + row.len() > self.shard_budget {
+            return;
+        }
+        let mut shard = self.shard(ticket.hash).lock();
+        if shard.generation != ticket.generation || shard.writing.contains_key(&ticket.hash) {
+            drop(shard);
+            self.counters.fills_refused.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let variant = Variant {
+            shape,
+            cells: cells.into(),
+            expires_at,
+            bytes,
+        };
+        let shard = &mut *shard;
+        match shard.entries.get_mut(&ticket.hash) {
+            Some(e) if e.region == region && e.row == *row => {
+                // Replace the same shape (an expired result), or add one.
+                if let Some(i) = e.variants.iter().position(|v| v.shape == variant.shape) {
+                    let old = e.variants.swap_remove(i);
+                    e.bytes -= old.bytes;
+                    shard.bytes -= old.bytes;
+                }
+                e.bytes += variant.bytes;
+                shard.bytes += variant.bytes;
+                e.variants.push(variant);
+                e.referenced = true;
+            }
+            _ => {
+                shard.remove(ticket.hash);
+                let entry_bytes = row.len() + variant.bytes;
+                shard.entries.insert(
+                    ticket.hash,
+                    Entry {
+                        region,
+                        row: row.clone(),
+                        variants: vec![variant],
+                        referenced: false,
+                        bytes: entry_bytes,
+                    },
+                );
+                shard.bytes += entry_bytes;
+                shard.ring.push_back(ticket.hash);
+            }
+        }
+        let evicted = shard.evict_to(self.shard_budget);
+        self.counters.fills.fetch_add(1, Ordering::Relaxed);
+        if evicted > 0 {
+            self.counters
+                .evictions
+                .fetch_add(evicted, Ordering::Relaxed);
+        }
+    }
+
+    /// A write of `row` in `region` is about to make cells visible: drops the row's entries
+    /// and keeps Gets of it away from the cache until [`QueryCache::write_ends`].
+    pub fn write_begins(&self, region: u64, row: &[u8]) {
+        let hash = self.hash(region, row);
+        let mut shard = self.shard(hash).lock();
+        shard.generation += 1;
+        *shard.writing.entry(hash).or_insert(0) += 1;
+        let removed = shard.remove(hash);
+        drop(shard);
+        if removed {
+            self.counters.invalidations.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// The write [`QueryCache::write_begins`] announced is visible (or aborted).
+    pub fn write_ends(&self, region: u64, row: &[u8]) {
+        let hash = self.hash(region, row);
+        let mut shard = self.shard(hash).lock();
+        shard.generation += 1;
+        if let Some(n) = shard.writing.get_mut(&hash) {
+            *n -= 1;
+            if *n == 0 {
+                shard.writing.remove(&hash);
+            }
+        }
+    }
+
+    /// Drops every entry of `region` (closed: its id is never used again).
+    pub fn forget_region(&self, region: u64) {
+        for shard in self.shards.iter() {
+            let mut shard = shard.lock();
+            let gone: Vec<u64> = shard
+                .entries
+                .iter()
+                .filter(|(_, e)| e.region == region)
+                .map(|(h, _)| *h)
+                .collect();
+            for h in gone {
+                shard.remove(h);
+            }
+        }
+    }
+
+    pub fn stats(&self) -> QueryCacheStats {
+        let c = &self.counters;
+        let (mut bytes, mut entries) = (0u64, 0u64);
+        for shard in self.shards.iter() {
+            let s = shard.lock();
+            bytes += s.bytes as u64;
+            entries += s.entries.len() as u64;
+        }
+        QueryCacheStats {
+            hits: c.hits.load(Ordering::Relaxed),
+            misses: c.misses.load(Ordering::Relaxed),
+            bypasses: c.bypasses.load(Ordering::Relaxed),
+            fills: c.fills.load(Ordering::Relaxed),
+            fills_refused: c.fills_refused.load(Ordering::Relaxed),
+            evictions: c.evictions.load(Ordering::Relaxed),
+            invalidations: c.invalidations.load(Ordering::Relaxed),
+            bytes,
+            entries,
+            capacity: self.capacity,
+        }
+    }
+}
+
+/// Gives cached cells to `sink` as a read would: family by family.
+pub fn replay<S: CellSink>(cells: &[Cell], sink: &mut S) {
+    for group in cells.chunk_by(|a, b| a.family == b.family) {
+        for c in group {
+            sink.cell(CellRef {
+                row: &c.row,
+                family: &c.family,
+                qualifier: &c.qualifier,
+                timestamp: c.timestamp,
+                cell_type: c.cell_type,
+                seq_id: c.seq_id,
+                value: &c.value,
+            });
+        }
+        sink.end_family();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cellar_model::CellType;
+
+    fn shape() -> GetShape {
+        GetShape {
+            columns: Vec::new(),
+            time_range: TimeRange::ALL,
+            max_versions: 1,
+        }
+    }
+
+    fn cell(row: &str, value: &str) -> Cell {
+        Cell {
+            row: Bytes::copy_from_slice(row.as_bytes()),
+            family: Bytes::from_static(b"cf"),
+            qualifier: Bytes::from_static(b"q"),
+            timestamp: 1,
+            cell_type: CellType::Put,
+            seq_id: 1,
+            value: Bytes::copy_from_slice(value.as_bytes()),
+        }
+    }
+
+    fn fill(c: &QueryCache, region: u64, row: &str, value: &str) -> bool {
+        let Lookup::Miss(t) = c.lookup(region, row.as_bytes(), &shape(), 0) else {
+            return false;
+        };
+        c.fill(
+            t,
+            region,
+            &Bytes::copy_from_slice(row.as_bytes()),
+            shape(),
+            vec![cell(row, value)],
+            u64::MAX,
+        );
+        true
+    }
+
+    fn hit(c: &QueryCache, region: u64, row: &str) -> Option<String> {
+        match c.lookup(region, row.as_bytes(), &shape(), 0) {
+            Lookup::Hit(cells) => Some(String::from_utf8_lossy(&cells[0].value).into_owned()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn hits_after_a_fill_per_region_row_and_shape() {
+        let c = QueryCache::new(1 << 20);
+        assert!(fill(&c, 1, "r", "v"));
+        assert_eq!(hit(&c, 1, "r").as_deref(), Some("v"));
+        assert_eq!(hit(&c, 2, "r"), None, "another region");
+        assert_eq!(hit(&c, 1, "s"), None, "another row");
+        let other = GetShape {
+            max_versions: 3,
+            ..shape()
+        };
+        assert!(matches!(c.lookup(1, b"r", &other, 0), Lookup::Miss(_)));
+        let s = c.stats();
+        assert_eq!((s.hits, s.fills, s.entries), (1, 1, 1));
+    }
+
+    #[test]
+    fn a_write_drops_the_row_and_bypasses_until_it_ends() {
+        let c = QueryCache::new(1 << 20);
+        fill(&c, 1, "r", "old");
+        c.write_begins(1, b"r");
+        assert!(matches!(c.lookup(1, b"r", &shape(), 0), Lookup::Bypass));
+        c.write_ends(1, b"r");
+        assert_eq!(hit(&c, 1, "r"), None);
+        assert_eq!(c.stats().invalidations, 1);
+    }
+
+    #[test]
+    fn a_fill_racing_a_write_is_refused() {
+        let c = QueryCache::new(1 << 20);
+        // The Get misses, then a write begins and ends before the Get offers its result: the
+        // result may predate the write, so it must not be kept.
+        let Lookup::Miss(t) = c.lookup(1, b"r", &shape(), 0) else {
+            panic!("expected a miss");
+        };
+        c.write_begins(1, b"r");
+        c.write_ends(1, b"r");
+        c.fill(
+            t,
+            1,
+            &Bytes::from_static(b"r"),
+            shape(),
+            vec![cell("r", "stale")],
+            u64::MAX,
+        );
+        assert_eq!(hit(&c, 1, "r"), None);
+        assert_eq!(c.stats().fills_refused, 1);
+    }
+
+    #[test]
+    fn expired_results_miss() {
+        let c = QueryCache::new(1 << 20);
+        let Lookup::Miss(t) = c.lookup(1, b"r", &shape(), 0) else {
+            panic!("expected a miss");
+        };
+        c.fill(
+            t,
+            1,
+            &Bytes::from_static(b"r"),
+            shape(),
+            vec![cell("r", "v")],
+            100,
+        );
+        assert!(matches!(c.lookup(1, b"r", &shape(), 99), Lookup::Hit(_)));
+        assert!(matches!(c.lookup(1, b"r", &shape(), 100), Lookup::Miss(_)));
+    }
+
+    #[test]
+    fn stays_within_its_budget_and_keeps_hot_rows() {
+        let c = QueryCache::new(64 * 64 * 1024);
+        let value = "x".repeat(200);
+        for i in 0..20_000 {
+            fill(&c, 1, &format!("row{i}"), &value);
+            // Row "hot" is read all along.
+            if hit(&c, 1, "hot").is_none() {
+                fill(&c, 1, "hot", "h");
+            }
+        }
+        let s = c.stats();
+        assert!(
+            s.bytes <= s.capacity,
+            "{} bytes over {}",
+            s.bytes,
+            s.capacity
+        );
+        assert!(s.evictions > 0);
+        assert!(s.entries > 1000, "{} entries left", s.entries);
+        assert_eq!(hit(&c, 1, "hot").as_deref(), Some("h"));
+    }
+
+    #[test]
+    fn forgetting_a_region_drops_only_its_entries() {
+        let c = QueryCache::new(1 << 20);
+        fill(&c, 1, "a", "1");
+        fill(&c, 2, "a", "2");
+        c.forget_region(1);
+        assert_eq!(hit(&c, 1, "a"), None);
+        assert_eq!(hit(&c, 2, "a").as_deref(), Some("2"));
+    }
+}
