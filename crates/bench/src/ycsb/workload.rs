@@ -564,10 +564,22 @@ fn key_chooser(
             // draws past the inserted keys are redrawn.
             let insert_proportion = p.get_f64("insertproportion", 0.0)?;
             let expected_new_keys = (operation_count as f64 * insert_proportion * 2.0) as u64;
-            KeyChooser::Zipfian(ScrambledZipfianGenerator::new(
-                insert_start,
-                insert_start + insert_count + expected_new_keys,
-            ))
+            let max = insert_start + insert_count + expected_new_keys;
+            let constant = p.get_f64("zipfianconstant", ZipfianGenerator::ZIPFIAN_CONSTANT)?;
+            if !(constant > 0.0 && constant < 1.0) {
+                return Err(format!(
+                    "property zipfianconstant: {constant} is outside (0, 1)"
+                ));
+            }
+            if constant == ZipfianGenerator::ZIPFIAN_CONSTANT {
+                KeyChooser::Zipfian(ScrambledZipfianGenerator::new(insert_start, max))
+            } else {
+                KeyChooser::Zipfian(ScrambledZipfianGenerator::with_constant(
+                    insert_start,
+                    max,
+                    constant,
+                ))
+            }
         }
         "latest" => {
             let basis: Arc<dyn LastValue> = inserts.clone();

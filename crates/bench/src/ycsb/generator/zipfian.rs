@@ -186,6 +186,20 @@ impl ScrambledZipfianGenerator {
         }
     }
 
+    /// Items `min ..= max` drawn with zipfian constant `constant` (the `zipfianconstant`
+    /// property, as YCSB's later versions and forks spell it): a zipfian over the items
+    /// themselves (zeta computed over them, not YCSB's precomputed 10^10), hashed onto them
+    /// the same way.
+    pub fn with_constant(min: u64, max: u64, constant: f64) -> ScrambledZipfianGenerator {
+        let (min, max) = (min.min(max), max.max(min));
+        let item_count = max - min + 1;
+        ScrambledZipfianGenerator {
+            gen: ZipfianGenerator::with_constant(0, item_count - 1, constant),
+            min,
+            item_count,
+        }
+    }
+
     pub fn next_value<R: Rng + ?Sized>(&self, rng: &mut R) -> u64 {
         let z = self.gen.next_value(rng);
         self.min + fnvhash64(z) % self.item_count
