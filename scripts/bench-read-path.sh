@@ -13,10 +13,15 @@
 #
 # Usage: scripts/bench-read-path.sh [--records N] [--ops N] [--threads N] [--passes N]
 #          [--phases "present absent mixed"] [--workload FILE] [--prop NAME=VALUE]...
-#          [--variants "NAME:SECTION.KEY=VALUE,... NAME:..."] [--out FILE.json]
-#          [--cellar BIN] [--work DIR]
-# Defaults: 100000 records, 200000 operations, 1 thread, 3 passes, workloads/workloadc,
+#          [--variants "NAME:SETTING,... NAME:..."] [--transport tcp|ucx] [--flush]
+#          [--out FILE.json] [--cellar BIN] [--work DIR]
+# --flush: after loading, flush the table and compact it to one file per region, so reads come
+# from store files (through the block cache) rather than the memstore.
+# A variant's settings are SECTION.KEY=VALUE (its server's cellar.toml) or ycsb.NAME=VALUE
+# (a YCSB property of its load and runs, e.g. ycsb.querycache=true).
+# Defaults: 100000 records, 200000 operations, 1 thread, 3 passes, workloads/workloadc, TCP,
 # variants "gate-on:storage.region_gate=true gate-off:storage.region_gate=false".
+# The query cache: --variants "cache-off:ycsb.querycache=false cache-on:ycsb.querycache=true".
 # Results: docs/benchmarks.md ("Read path").
 set -euo pipefail
 
@@ -30,6 +35,8 @@ workload="$repo/workloads/workloadc"
 variants="gate-on:storage.region_gate=true gate-off:storage.region_gate=false"
 props=()
 out=""
+scheme="cellar"
+flush=0
 cellar_bin="${CARGO_TARGET_DIR:-$repo/target}/release/cellar"
 work=""
 
@@ -46,9 +53,14 @@ while [[ $# -gt 0 ]]; do
     --prop) need_value "$@"; props+=(-p "$2"); shift 2 ;;
     --variants) need_value "$@"; variants="$2"; shift 2 ;;
     --out) need_value "$@"; out="$2"; shift 2 ;;
+    --flush) flush=1; shift ;;
+    --transport)
+      need_value "$@"
+      case "$2" in tcp) scheme="cellar" ;; ucx) scheme="cellar+ucx" ;; *) die "--transport: tcp or ucx" ;; esac
+      shift 2 ;;
     --cellar) need_value "$@"; cellar_bin="$2"; shift 2 ;;
     --work) need_value "$@"; work="$2"; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -74,7 +86,7 @@ trap cleanup EXIT
 
 # --- one server per variant -----------------------------------------------------------------
 names=()
-declare -A addr pid
+declare -A addr pid vprops
 for v in $variants; do
   name="${v%%:*}"
   settings="${v#*:}"
@@ -88,6 +100,8 @@ for v in $variants; do
 import sys
 sections = {}
 for pair in filter(None, sys.argv[1].split(",")):
+    if pair.startswith("ycsb."):
+        continue
     key, sep, value = pair.partition("=")
     section, dot, name = key.partition(".")
     if not sep or not dot or not name:
@@ -98,6 +112,10 @@ for section, pairs in sections.items():
     for name, value in pairs:
         print(f"{name} = {value}")
 PY
+  vprops[$name]=""
+  for pair in ${settings//,/ }; do
+    [[ "$pair" == ycsb.* ]] && vprops[$name]+=" -p ${pair#ycsb.}"
+  done
   "$cellar_bin" standalone --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --hbase-listen off \
     --data-dir "$dir/data" --config "$dir/cellar.toml" >"$dir/server.out" 2>"$dir/server.log" &
   pid[$name]=$!
@@ -111,10 +129,16 @@ PY
   done
   [[ -n "$a" ]] || die "server of '$name' printed no 'listening native=' line within 60 s"
   addr[$name]="$a"
-  echo "variant $name: pid ${pid[$name]} at $a ($(tr '\n' ' ' <"$dir/cellar.toml"))" >&2
-  "$cellar_bin" bench load -P "$workload" -p recordcount="$records" "${props[@]}" -threads 4 \
-    --db "cellar://$a" --json "$dir/load.json" >"$dir/load.out" 2>&1 \
+  echo "variant $name: pid ${pid[$name]} at $a ($(tr '\n' ' ' <"$dir/cellar.toml")${vprops[$name]})" >&2
+  # shellcheck disable=SC2086 # the variant's YCSB properties split into words on purpose
+  "$cellar_bin" bench load -P "$workload" -p recordcount="$records" "${props[@]}" ${vprops[$name]} -threads 4 \
+    --db "$scheme://$a" --json "$dir/load.json" >"$dir/load.out" 2>&1 \
     || { tail -n 20 "$dir/load.out" >&2; die "loading '$name' failed"; }
+  if (( flush )); then
+    table="$(sed -n 's/^table *= *//p' "$workload" | tail -n1)"
+    "$cellar_bin" shell --connect "$a" -e "flush '${table:-usertable}'; major_compact '${table:-usertable}'" \
+      >"$dir/flush.out" 2>&1 || { cat "$dir/flush.out" >&2; die "flushing '$name' failed"; }
+  fi
 done
 
 cpu_ticks() {
@@ -139,8 +163,10 @@ for pass in $(seq 1 "$passes"); do
       name="${names[$(( (i + pass - 1) % count ))]}"
       json="$work/$name/run-$pass-$ph.json"
       before="$(cpu_ticks "${pid[$name]}")"
+      # shellcheck disable=SC2086
       "$cellar_bin" bench run -P "$workload" "${range[@]}" -p operationcount="$ops" "${props[@]}" \
-        -threads "$threads" --db "cellar://${addr[$name]}" --json "$json" >"$work/$name/run.out" 2>&1 \
+        ${vprops[$name]} -threads "$threads" --db "$scheme://${addr[$name]}" --json "$json" \
+        >"$work/$name/run.out" 2>&1 \
         || { tail -n 20 "$work/$name/run.out" >&2; die "run of '$name' ($ph) failed"; }
       after="$(cpu_ticks "${pid[$name]}")"
       python3 - "$json" "$name" "$ph" "$pass" "$((after - before))" "$tck" >>"$results" <<'PY'

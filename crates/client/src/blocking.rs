@@ -141,6 +141,38 @@ impl Table {
             inner: self.inner.scan(scan),
         }
     }
+
+    /// A blocking [`crate::Table::prepare_scan`].
+    pub fn prepare_scan(&self, scan: Scan, compress: bool) -> PreparedScan {
+        PreparedScan {
+            inner: self.inner.prepare_scan(scan, compress),
+        }
+    }
+}
+
+/// A blocking [`crate::PreparedScan`].
+#[derive(Debug)]
+pub struct PreparedScan {
+    inner: crate::PreparedScan,
+}
+
+impl PreparedScan {
+    /// See [`crate::PreparedScan::execute`].
+    pub fn execute(
+        &self,
+        start: impl Into<Bytes>,
+        stop: impl Into<Bytes>,
+        limit: u64,
+        caching: u32,
+    ) -> Scanner {
+        Scanner {
+            inner: self.inner.execute(start, stop, limit, caching),
+        }
+    }
+
+    pub fn close(&self) -> Result<()> {
+        block_on(self.inner.close())
+    }
 }
 
 /// A blocking [`crate::Scanner`]: an iterator of rows.

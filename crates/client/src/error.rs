@@ -65,7 +65,10 @@ impl Error {
         match self {
             Error::Io(_) | Error::Closed => Handling::Relocate,
             Error::Rpc { code, .. } => match code {
-                ErrorCode::NotServingRegion | ErrorCode::ServerStopping => Handling::Relocate,
+                // A prepared scan's handle the server forgot: prepared again on the retry.
+                ErrorCode::NotServingRegion
+                | ErrorCode::ServerStopping
+                | ErrorCode::UnknownPreparedScan => Handling::Relocate,
                 ErrorCode::ServerBusy => Handling::Pause,
                 _ => Handling::Fail,
             },

@@ -19,9 +19,33 @@ use cellar_model::{Filter, Scan};
 use cellar_proto::cellblock::CellReader;
 use cellar_proto::convert;
 use cellar_proto::pb::{self, ErrorCode, Method};
+use cellar_proto::prepared;
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+
+/// The rows of `results` over a cell block.
+fn rows_of(results: &[pb::Result], block: Bytes) -> Result<Vec<(Row, bool)>> {
+    let mut reader = CellReader::new(block);
+    results
+        .iter()
+        .map(|r| Ok((Row::from_pb(Bytes::new(), r, &mut reader)?, r.partial)))
+        .collect()
+}
+
+/// A zstd-compressed cell block, inflated (bounded like the compact encoding's bodies).
+fn inflate(block: &[u8]) -> Result<Bytes> {
+    let size = zstd::zstd_safe::get_frame_content_size(block)
+        .ok()
+        .flatten()
+        .filter(|&n| n <= prepared::MAX_BODY as u64)
+        .ok_or_else(|| {
+            Error::Protocol("compressed cell block without a size within bounds".into())
+        })?;
+    zstd::bulk::decompress(block, size as usize)
+        .map(Bytes::from)
+        .map_err(|e| Error::Protocol(format!("compressed cell block: {e}")))
+}
 
 /// Where the next region scanner starts.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -76,6 +100,8 @@ pub struct Scanner {
     lease: Duration,
     last_contact: Instant,
     retrier: Retrier,
+    /// Set for an execution of a prepared scan.
+    prepared: Option<Arc<crate::prepared::Shared>>,
 }
 
 impl std::fmt::Debug for Scanner {
@@ -123,7 +149,21 @@ impl Scanner {
             lease: Duration::ZERO,
             last_contact: Instant::now(),
             retrier,
+            prepared: None,
         }
+    }
+
+    /// An execution of a prepared scan: `scan` is its template with the execution's range,
+    /// limit and caching.
+    pub(crate) fn prepared(
+        inner: Arc<Inner>,
+        table: Arc<str>,
+        scan: Scan,
+        shared: Arc<crate::prepared::Shared>,
+    ) -> Scanner {
+        let mut s = Scanner::new(inner, table, scan);
+        s.prepared = Some(shared);
+        s
     }
 
     /// The next row (or part of a wide row when the scan sets `batch`); `None` at the end.
@@ -222,14 +262,15 @@ impl Scanner {
             scan.limit =
                 self.limit.saturating_sub(self.rows_started) + u64::from(self.skip.is_some());
         }
-        let req = pb::ScanOpenRequest {
+        let mut req = pb::ScanOpenRequest {
             region: Some(loc.region_ref()),
             scan: Some(scan),
             rows: self.rows_wanted(),
+            prepared: 0,
+            compress: self.scan.compress,
         };
-        let conn = self.inner.connection(&loc.server).await;
-        let answer = match conn {
-            Ok(conn) => match conn.call(Method::ScanOpen, &req, &[]).await {
+        let answer = match self.inner.connection(&loc.server).await {
+            Ok(conn) => match self.call_open(&conn, &loc, &mut req).await {
                 Ok(resp) => Ok((conn, resp)),
                 Err(e) => Err(e),
             },
@@ -243,7 +284,7 @@ impl Scanner {
         let r: pb::ScanOpenResponse = resp.decode("ScanOpenResponse")?;
         self.lease = Duration::from_millis(u64::from(r.lease_ms));
         self.last_contact = Instant::now();
-        self.take_results(&r.results, &resp)?;
+        self.take_results(&r.results, &resp, r.encoding())?;
         if r.more_in_region {
             self.open = Some(OpenScanner {
                 id: r.scanner_id,
@@ -254,6 +295,27 @@ impl Scanner {
             self.region_done(&loc);
         }
         Ok(())
+    }
+
+    /// SCAN_OPEN on `conn`, for a prepared scan with its handle there (prepared first if
+    /// needed; an unknown handle is forgotten, so the retry prepares again).
+    async fn call_open(
+        &self,
+        conn: &Arc<Connection>,
+        loc: &RegionLocation,
+        req: &mut pb::ScanOpenRequest,
+    ) -> Result<Response> {
+        let Some(p) = &self.prepared else {
+            return conn.call(Method::ScanOpen, req, &[]).await;
+        };
+        req.prepared = p.handle(&self.table, &loc.server, conn).await?;
+        let r = conn.call(Method::ScanOpen, req, &[]).await;
+        if let Err(e) = &r {
+            if e.code() == Some(ErrorCode::UnknownPreparedScan) {
+                p.forget(&loc.server);
+            }
+        }
+        r
     }
 
     /// The next rows of the open region scanner.
@@ -268,7 +330,7 @@ impl Scanner {
         let resp = open.conn.call(Method::ScanNext, &req, &[]).await?;
         let r: pb::ScanNextResponse = resp.decode("ScanNextResponse")?;
         self.last_contact = Instant::now();
-        self.take_results(&r.results, &resp)?;
+        self.take_results(&r.results, &resp, r.encoding())?;
         if !r.more_in_region {
             if let Some(open) = self.open.take() {
                 self.region_done(&open.region);
@@ -278,10 +340,35 @@ impl Scanner {
     }
 
     /// Queues a response's results, dropping what a reopened scanner returned again.
-    fn take_results(&mut self, results: &[pb::Result], resp: &Response) -> Result<()> {
-        let mut reader = CellReader::new(resp.cellblock.clone());
-        for r in results {
-            let mut row = Row::from_pb(Bytes::new(), r, &mut reader)?;
+    fn take_results(
+        &mut self,
+        results: &[pb::Result],
+        resp: &Response,
+        encoding: pb::ResultEncoding,
+    ) -> Result<()> {
+        let rows: Vec<(Row, bool)> = match encoding {
+            pb::ResultEncoding::PreparedV1 => {
+                let columns = self
+                    .prepared
+                    .as_ref()
+                    .map(|p| Arc::clone(&p.columns))
+                    .unwrap_or_default();
+                prepared::decode(resp.cellblock.clone(), &columns)
+                    .map_err(|e| Error::Protocol(format!("prepared scan results: {e}")))?
+                    .into_iter()
+                    .filter_map(|(cells, partial)| {
+                        let row = cells.first()?.row.clone();
+                        Some((Row { row, cells }, partial))
+                    })
+                    .collect()
+            }
+            pb::ResultEncoding::CellBlockZstd => {
+                let block = inflate(&resp.cellblock)?;
+                rows_of(results, block)?
+            }
+            pb::ResultEncoding::CellBlock => rows_of(results, resp.cellblock.clone())?,
+        };
+        for (mut row, partial) in rows {
             if row.cells.is_empty() {
                 continue;
             }
@@ -302,7 +389,7 @@ impl Scanner {
                     self.skip = None;
                 }
             }
-            self.buffer.push_back((row, r.partial));
+            self.buffer.push_back((row, partial));
         }
         Ok(())
     }

@@ -237,6 +237,13 @@ impl Table {
         Scanner::new(self.inner.clone(), self.name.clone(), scan)
     }
 
+    /// Prepares `scan`'s shape (columns, filter, time range, versions, reversed, caching) for
+    /// executions over any row range; its start, stop and limit are ignored. `compress`: each
+    /// execution's results travel zstd-compressed. See [`crate::PreparedScan`].
+    pub fn prepare_scan(&self, scan: Scan, compress: bool) -> crate::PreparedScan {
+        crate::PreparedScan::new(self.inner.clone(), self.name.clone(), scan, compress)
+    }
+
     /// Sends one MUTATE; returns whether it was processed and the result's row if any.
     async fn send_mutation(
         &self,

@@ -113,6 +113,9 @@ pub struct Scan {
     pub caching: u32,
     /// At most this many cells per returned result (a wide row arrives in parts); 0: whole rows.
     pub batch: u32,
+    /// Ask the server to zstd-compress each batch of results (the wire's concern, not the
+    /// engine's).
+    pub compress: bool,
 }
 
 impl Scan {
@@ -129,6 +132,7 @@ impl Scan {
             filter: None,
             caching: 0,
             batch: 0,
+            compress: false,
         }
     }
 

@@ -115,6 +115,7 @@ pub fn scan_from_pb(s: pb::Scan) -> Result<Scan> {
         filter: s.filter.map(checked_filter_from_pb).transpose()?,
         caching: 0,
         batch: s.batch,
+        compress: false,
     })
 }
 

@@ -10,6 +10,7 @@ pub mod cellblock;
 pub mod convert;
 pub mod frame;
 pub mod hbase_wire;
+pub mod prepared;
 
 /// The generated protobuf messages of `proto/cellar.proto`.
 #[allow(clippy::all, clippy::unwrap_used)]

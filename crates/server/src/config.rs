@@ -172,6 +172,8 @@ pub struct ScannerConfig {
     /// A scan reply stops growing past this many bytes (HBase's
     /// `hbase.client.scanner.max.result.size`: 2 MiB).
     pub max_result_bytes: u64,
+    /// Prepared scans one connection may hold at once.
+    pub max_prepared_per_connection: usize,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -263,6 +265,7 @@ impl Default for ScannerConfig {
             lease_ms: 60_000,
             default_caching: 100,
             max_result_bytes: 2 * 1024 * 1024,
+            max_prepared_per_connection: 64,
         }
     }
 }

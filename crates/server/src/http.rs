@@ -384,6 +384,9 @@ fn status_json(served: &Served, g: &Gauges) -> String {
             "flush_queue": g.flush_queue,
             "compaction_queue": g.compaction_queue,
             "open_scanners": g.open_scanners,
+            "prepared_scans_open": g.prepared_scans_open,
+            "prepared_scans_total": g.prepared_scans_total,
+            "prepared_scan_executions": g.prepared_scan_executions,
             "splits": g.splits,
         },
         "wal": {

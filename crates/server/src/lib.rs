@@ -15,6 +15,7 @@ pub mod master;
 pub mod meta;
 pub mod metrics;
 pub mod node;
+pub mod prepared;
 pub mod region_server;
 pub mod router;
 pub mod rpc;

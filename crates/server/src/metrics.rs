@@ -26,6 +26,10 @@ pub struct Gauges {
     /// Stores waiting for / running a compaction.
     pub compaction_queue: usize,
     pub open_scanners: usize,
+    /// Prepared scans held (all connections), prepared since start, executions since start.
+    pub prepared_scans_open: u64,
+    pub prepared_scans_total: u64,
+    pub prepared_scan_executions: u64,
     /// Splits done since start.
     pub splits: u64,
     /// The write-ahead log: `ok`, `stalled` (a write failed; writes are refused until it
@@ -731,6 +735,27 @@ fn render_gauges(out: &mut String, g: &Gauges) {
         "gauge",
         "Scanners open under a lease.",
         g.open_scanners,
+    );
+    single(
+        out,
+        "cellar_prepared_scan_open",
+        "gauge",
+        "Prepared scans held for their connections.",
+        g.prepared_scans_open,
+    );
+    single(
+        out,
+        "cellar_prepared_scan_prepared_total",
+        "counter",
+        "Scans prepared (PREPARE_SCAN).",
+        g.prepared_scans_total,
+    );
+    single(
+        out,
+        "cellar_prepared_scan_executions_total",
+        "counter",
+        "Executions of prepared scans (SCAN_OPEN with a handle).",
+        g.prepared_scan_executions,
     );
     single(
         out,

@@ -95,6 +95,7 @@ pub struct RegionServer {
     pub(crate) meta: Option<Meta>,
     pub(crate) router: Router,
     pub(crate) scanners: ScannerRegistry,
+    pub(crate) prepared: crate::prepared::PreparedRegistry,
     /// Serializes admin operations and splits with each other (never data calls).
     pub(crate) admin: Mutex<()>,
     /// Split parents whose directories wait for their daughters to drop their references.
@@ -212,6 +213,10 @@ impl RegionServer {
             meta,
             router,
             scanners: ScannerRegistry::new(Duration::from_millis(config.scanner.lease_ms)),
+            prepared: crate::prepared::PreparedRegistry::new(
+                Duration::from_millis(config.scanner.lease_ms),
+                config.scanner.max_prepared_per_connection,
+            ),
             admin: Mutex::new(()),
             split_parents: Mutex::new(Vec::new()),
             namespaces: RwLock::new(BTreeMap::new()),
@@ -274,6 +279,7 @@ impl RegionServer {
         let reap_every = (lease / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
         self.workers.spawn("cellar-leases", reap_every, weak, |s| {
             s.scanners.reap_expired();
+            s.prepared.reap_expired();
         });
     }
 
@@ -289,6 +295,7 @@ impl RegionServer {
         // Admin operations and splits in flight finish first.
         let _admin = self.admin.lock();
         self.scanners.clear();
+        self.prepared.clear();
         let mut first_error: Option<ServerError> = None;
         let mut note = |r: Result<(), ServerError>| {
             if let Err(e) = r {

@@ -42,6 +42,22 @@ pub struct ScanBatch {
     pub results: Vec<ScanResult>,
     /// False: the region has no more rows for this scan and the scanner is closed.
     pub more_in_region: bool,
+    /// How the scanner's results travel (chosen when it opened).
+    pub format: ResultFormat,
+}
+
+/// How a scanner's results are encoded on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ResultFormat {
+    /// Results over a cell block, zstd-compressed when asked (and worth it).
+    #[default]
+    CellBlock,
+    CellBlockZstd,
+    /// A prepared scan's compact encoding over its columns.
+    Prepared {
+        columns: Arc<cellar_proto::prepared::Columns>,
+        compress: bool,
+    },
 }
 
 /// A scanner's position and state.
@@ -63,6 +79,7 @@ struct OpenScanner {
 
 struct Slot {
     conn_id: u64,
+    format: ResultFormat,
     touched: Mutex<Instant>,
     scanner: Mutex<OpenScanner>,
 }
@@ -217,6 +234,7 @@ impl RegionServer {
         region_id: u64,
         scan: &Scan,
         rows: u32,
+        format: ResultFormat,
     ) -> Result<ScanBatch, ServerError> {
         let hosted = self.data_region(table, region_id)?;
         let mut storage_scan = scan.clone();
@@ -259,6 +277,7 @@ impl RegionServer {
                 scanner_id,
                 Arc::new(Slot {
                     conn_id,
+                    format: format.clone(),
                     touched: Mutex::new(Instant::now()),
                     scanner: Mutex::new(scanner),
                 }),
@@ -268,6 +287,7 @@ impl RegionServer {
             scanner_id,
             results,
             more_in_region: more,
+            format,
         })
     }
 
@@ -282,6 +302,7 @@ impl RegionServer {
                 scanner_id,
                 results: Vec::new(),
                 more_in_region: true,
+                format: slot.format.clone(),
             });
         }
         let hosted = Arc::clone(&scanner.hosted);
@@ -304,6 +325,7 @@ impl RegionServer {
                     scanner_id,
                     results,
                     more_in_region: more,
+                    format: slot.format.clone(),
                 })
             }
             Err(e) => {

@@ -8,17 +8,19 @@ use crate::metrics::Gauges;
 use crate::region_server::{DeferredPut, RegionServer, ServerError};
 use crate::router::{RegionLocation, RegionState, TableState};
 use crate::rpc::{CallContext, Handler, Inline, Reply};
-use crate::scanners::ScanBatch;
+use crate::scanners::{ResultFormat, ScanBatch};
 use bytes::{Bytes, BytesMut};
 use cellar_model::Cell;
 use cellar_proto::cellblock::{CellBlockWriter, CellReader};
 use cellar_proto::convert::{self, ConvertError};
 use cellar_proto::frame::decode_param;
 use cellar_proto::pb::{self, Method};
+use cellar_proto::prepared;
 use cellar_storage::wal::WalHealth;
 use prost::Message;
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
 impl From<ConvertError> for ServerError {
     fn from(e: ConvertError) -> Self {
@@ -124,19 +126,42 @@ impl RegionServer {
             Method::ScanOpen => {
                 let req: pb::ScanOpenRequest = decode(param, "ScanOpenRequest")?;
                 let r = region_ref(req.region, "ScanOpenRequest")?;
-                let scan = convert::scan_from_pb(
+                let asked = convert::scan_from_pb(
                     req.scan
                         .ok_or_else(|| ServerError::invalid("ScanOpenRequest has no scan"))?,
                 )?;
-                let batch = self.scan_open(ctx.conn_id, &r.table, r.region_id, &scan, req.rows)?;
-                let mut out = BytesMut::new();
-                let results = results_to_pb(&batch, &mut out);
+                let (scan, format) = if req.prepared != 0 {
+                    let p = self.prepared.execute(ctx.conn_id, req.prepared)?;
+                    if p.table != r.table {
+                        return Err(ServerError::invalid(format!(
+                            "prepared scan {} is of table '{}', not '{}'",
+                            req.prepared, p.table, r.table
+                        )));
+                    }
+                    let mut scan = p.scan.clone();
+                    scan.start_row = asked.start_row;
+                    scan.stop_row = asked.stop_row;
+                    scan.limit = asked.limit;
+                    let format = ResultFormat::Prepared {
+                        columns: Arc::clone(&p.columns),
+                        compress: p.compress || req.compress,
+                    };
+                    (scan, format)
+                } else if req.compress {
+                    (asked, ResultFormat::CellBlockZstd)
+                } else {
+                    (asked, ResultFormat::CellBlock)
+                };
+                let batch =
+                    self.scan_open(ctx.conn_id, &r.table, r.region_id, &scan, req.rows, format)?;
+                let (results, out, encoding) = encode_batch(&batch);
                 Ok(reply(
                     &pb::ScanOpenResponse {
                         scanner_id: batch.scanner_id,
                         results,
                         more_in_region: batch.more_in_region,
                         lease_ms: self.config.scanner.lease_ms.min(u64::from(u32::MAX)) as u32,
+                        encoding: encoding as i32,
                     },
                     out,
                 ))
@@ -144,15 +169,36 @@ impl RegionServer {
             Method::ScanNext => {
                 let req: pb::ScanNextRequest = decode(param, "ScanNextRequest")?;
                 let batch = self.scan_next(req.scanner_id, req.rows)?;
-                let mut out = BytesMut::new();
-                let results = results_to_pb(&batch, &mut out);
+                let (results, out, encoding) = encode_batch(&batch);
                 Ok(reply(
                     &pb::ScanNextResponse {
                         results,
                         more_in_region: batch.more_in_region,
+                        encoding: encoding as i32,
                     },
                     out,
                 ))
+            }
+            Method::PrepareScan => {
+                let req: pb::PrepareScanRequest = decode(param, "PrepareScanRequest")?;
+                let scan = convert::scan_from_pb(
+                    req.scan
+                        .ok_or_else(|| ServerError::invalid("PrepareScanRequest has no scan"))?,
+                )?;
+                let handle = self.prepare_scan(ctx.conn_id, &req.table, scan, req.compress)?;
+                Ok(reply(
+                    &pb::PrepareScanResponse {
+                        handle,
+                        lease_ms: self.prepared.lease().as_millis().min(u128::from(u32::MAX))
+                            as u32,
+                    },
+                    BytesMut::new(),
+                ))
+            }
+            Method::ClosePreparedScan => {
+                let req: pb::ClosePreparedScanRequest = decode(param, "ClosePreparedScanRequest")?;
+                self.prepared.close(ctx.conn_id, req.handle);
+                empty()
             }
             Method::ScanClose => {
                 let req: pb::ScanCloseRequest = decode(param, "ScanCloseRequest")?;
@@ -375,6 +421,11 @@ impl RegionServer {
         g.query_cache = self.services.query_cache.stats();
         (g.flush_queue, g.compaction_queue) = self.services.background_queues();
         g.open_scanners = self.scanners.open_count();
+        (
+            g.prepared_scans_open,
+            g.prepared_scans_total,
+            g.prepared_scan_executions,
+        ) = self.prepared.counts();
         g.splits = self.splits_done.load(Ordering::Relaxed);
         g.role = self.role.name().to_string();
         g.servers = self.server_loads();
@@ -392,12 +443,40 @@ impl RegionServer {
     }
 }
 
-fn results_to_pb(batch: &ScanBatch, out: &mut BytesMut) -> Vec<pb::Result> {
-    batch
-        .results
-        .iter()
-        .map(|r| convert::result_to_pb(&r.cells, r.partial, out))
-        .collect()
+/// A scan call's results in the scanner's format: the `results` messages (empty for the
+/// compact encoding), the cell block and how to read it.
+fn encode_batch(batch: &ScanBatch) -> (Vec<pb::Result>, BytesMut, pb::ResultEncoding) {
+    match &batch.format {
+        ResultFormat::Prepared { columns, compress } => {
+            let mut e = prepared::Encoder::new(columns);
+            for r in &batch.results {
+                e.row(&r.cells, r.partial);
+            }
+            (
+                Vec::new(),
+                e.finish(*compress),
+                pb::ResultEncoding::PreparedV1,
+            )
+        }
+        format => {
+            let mut out = BytesMut::new();
+            let results = batch
+                .results
+                .iter()
+                .map(|r| convert::result_to_pb(&r.cells, r.partial, &mut out))
+                .collect();
+            if *format == ResultFormat::CellBlockZstd && out.len() >= prepared::COMPRESS_FROM {
+                if let Ok(z) = zstd::bulk::compress(&out, 1) {
+                    return (
+                        results,
+                        BytesMut::from(&z[..]),
+                        pb::ResultEncoding::CellBlockZstd,
+                    );
+                }
+            }
+            (results, out, pb::ResultEncoding::CellBlock)
+        }
+    }
 }
 
 impl Handler for RegionServer {
@@ -440,6 +519,7 @@ impl Handler for RegionServer {
 
     fn connection_closed(&self, conn_id: u64) {
         self.scanners.connection_closed(conn_id);
+        self.prepared.connection_closed(conn_id);
     }
 
     fn gauges(&self) -> Gauges {

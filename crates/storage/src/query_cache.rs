@@ -21,7 +21,7 @@
 //! invalidates both. Filters are not cached (a filtered Get always reads).
 
 use bytes::Bytes;
-use cellar_model::{Cell, CellRef, CellSink, Column, TimeRange};
+use cellar_model::{CellRef, CellSink, CellType, Column, TimeRange};
 use parking_lot::Mutex;
 use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, VecDeque};
@@ -30,9 +30,146 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 const SHARDS: usize = 64;
-/// Bytes counted per entry and per cell beside their data: map slot, vectors, `Bytes` heads.
+/// Bytes counted per entry and per result beside their data: map slot, vectors, `Bytes` heads.
 const ENTRY_OVERHEAD: usize = 96;
-const CELL_OVERHEAD: usize = 112;
+const RESULT_OVERHEAD: usize = 128;
+
+/// A Get's result as the cache keeps it: one buffer of its cells, each
+/// `u8 family | u32 qualifier_len | qualifier | u64 timestamp | u8 type | u64 seq |
+/// u32 value_len | value` (little-endian), families by index into `families`. About 26 bytes
+/// per cell beside its qualifier and value, where `Cell`s would take ~120.
+#[derive(Debug, Clone, Default)]
+pub struct CachedResult {
+    row: Bytes,
+    families: Vec<Bytes>,
+    data: Bytes,
+}
+
+impl CachedResult {
+    /// Bytes this result holds.
+    pub fn size(&self) -> usize {
+        self.row.len() + self.data.len() + self.families.iter().map(|f| f.len()).sum::<usize>()
+    }
+
+    /// Gives the cells to `sink` as a read would: family by family.
+    pub fn replay<S: CellSink>(&self, sink: &mut S) {
+        let mut d = &self.data[..];
+        let mut current: Option<u8> = None;
+        while d.len() > 4 {
+            let fam = d[0];
+            let ql = u32::from_le_bytes([d[1], d[2], d[3], d[4]]) as usize;
+            d = &d[5..];
+            let Some(family) = self.families.get(fam as usize) else {
+                return;
+            };
+            if d.len() < ql + 8 + 1 + 8 + 4 {
+                return;
+            }
+            let (qualifier, rest) = d.split_at(ql);
+            let timestamp = u64::from_le_bytes(rest[..8].try_into().unwrap_or_default());
+            let cell_type = CellType::from_code(rest[8]).unwrap_or(CellType::Put);
+            let seq_id = u64::from_le_bytes(rest[9..17].try_into().unwrap_or_default());
+            let vl = u32::from_le_bytes(rest[17..21].try_into().unwrap_or_default()) as usize;
+            let rest = &rest[21..];
+            if rest.len() < vl {
+                return;
+            }
+            let (value, rest) = rest.split_at(vl);
+            if current.is_some_and(|c| c != fam) {
+                sink.end_family();
+            }
+            current = Some(fam);
+            sink.cell(CellRef {
+                row: &self.row,
+                family,
+                qualifier,
+                timestamp,
+                cell_type,
+                seq_id,
+                value,
+            });
+            d = rest;
+        }
+        if current.is_some() {
+            sink.end_family();
+        }
+    }
+}
+
+/// A sink that passes cells on to another and records them as a [`CachedResult`]; also the
+/// oldest timestamp of each family seen, for TTL expiry.
+pub struct Recorder<'s, S> {
+    inner: &'s mut S,
+    families: Vec<Bytes>,
+    oldest: Vec<u64>,
+    data: Vec<u8>,
+    row: Option<Bytes>,
+}
+
+impl<'s, S: CellSink> Recorder<'s, S> {
+    pub fn new(inner: &'s mut S) -> Recorder<'s, S> {
+        Recorder {
+            inner,
+            families: Vec::new(),
+            oldest: Vec::new(),
+            data: Vec::new(),
+            row: None,
+        }
+    }
+
+    /// The recorded result of `row`, and each family with its oldest cell's timestamp;
+    /// `None` for a row of more than 256 families (not cached).
+    pub fn finish(self, row: &Bytes) -> Option<(CachedResult, Vec<(Bytes, u64)>)> {
+        if self.families.len() > 256 {
+            return None;
+        }
+        let ages = self
+            .families
+            .iter()
+            .cloned()
+            .zip(self.oldest.iter().copied())
+            .collect();
+        Some((
+            CachedResult {
+                row: self.row.unwrap_or_else(|| row.clone()),
+                families: self.families,
+                data: Bytes::from(self.data),
+            },
+            ages,
+        ))
+    }
+}
+
+impl<S: CellSink> CellSink for Recorder<'_, S> {
+    fn cell(&mut self, c: CellRef<'_>) {
+        self.inner.cell(c);
+        if self.row.is_none() {
+            self.row = Some(Bytes::copy_from_slice(c.row));
+        }
+        let fam = match self.families.iter().position(|f| f == c.family) {
+            Some(i) => i,
+            None => {
+                self.families.push(c.family.clone());
+                self.oldest.push(u64::MAX);
+                self.families.len() - 1
+            }
+        };
+        self.oldest[fam] = self.oldest[fam].min(c.timestamp);
+        let d = &mut self.data;
+        d.push(fam.min(255) as u8);
+        d.extend_from_slice(&(c.qualifier.len() as u32).to_le_bytes());
+        d.extend_from_slice(c.qualifier);
+        d.extend_from_slice(&c.timestamp.to_le_bytes());
+        d.push(c.cell_type.code());
+        d.extend_from_slice(&c.seq_id.to_le_bytes());
+        d.extend_from_slice(&(c.value.len() as u32).to_le_bytes());
+        d.extend_from_slice(c.value);
+    }
+
+    fn end_family(&mut self) {
+        self.inner.end_family();
+    }
+}
 
 /// What a Get asked for besides its row; entries are per row and shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +182,7 @@ pub struct GetShape {
 /// The answer of [`QueryCache::lookup`].
 pub enum Lookup {
     /// The cells, as the Get returned them when it was cached.
-    Hit(Arc<[Cell]>),
+    Hit(Arc<CachedResult>),
     /// Not cached: read, then offer the result with [`QueryCache::fill`] and this ticket.
     Miss(Ticket),
     /// A write of the row is in progress: read, and do not fill.
@@ -79,7 +216,7 @@ pub struct QueryCacheStats {
 
 struct Variant {
     shape: GetShape,
-    cells: Arc<[Cell]>,
+    result: Arc<CachedResult>,
     /// Milliseconds since the epoch when a cell of the result expires (its family's TTL);
     /// `u64::MAX` when none does.
     expires_at: u64,
@@ -213,10 +350,10 @@ impl QueryCache {
                     .find(|v| v.shape == *shape && now < v.expires_at)
                 {
                     e.referenced = true;
-                    let cells = Arc::clone(&v.cells);
+                    let result = Arc::clone(&v.result);
                     drop(shard);
                     self.counters.hits.fetch_add(1, Ordering::Relaxed);
-                    return Lookup::Hit(cells);
+                    return Lookup::Hit(result);
                 }
             }
         }
@@ -233,19 +370,16 @@ impl QueryCache {
         region: u64,
         row: &Bytes,
         shape: GetShape,
-        cells: Vec<Cell>,
+        result: CachedResult,
         expires_at: u64,
     ) {
-        let bytes = ENTRY_OVERHEAD
+        let bytes = RESULT_OVERHEAD
             + shape
                 .columns
                 .iter()
                 .map(|c| c.family.len() + c.qualifier.as_ref().map_or(0, |q| q.len()) + 48)
                 .sum::<usize>()
-            + cells
-                .iter()
-                .map(|c| CELL_OVERHEAD + c.qualifier.len() + c.value.len())
-                .sum::<usize>();
+            + result.size();
         if bytes + row.len() > self.shard_budget {
             return;
         }
@@ -257,7 +391,7 @@ impl QueryCache {
         }
         let variant = Variant {
             shape,
-            cells: cells.into(),
+            result: Arc::new(result),
             expires_at,
             bytes,
         };
@@ -277,7 +411,7 @@ impl QueryCache {
             }
             _ => {
                 shard.remove(ticket.hash);
-                let entry_bytes = row.len() + variant.bytes;
+                let entry_bytes = ENTRY_OVERHEAD + row.len() + variant.bytes;
                 shard.entries.insert(
                     ticket.hash,
                     Entry {
@@ -367,28 +501,10 @@ impl QueryCache {
     }
 }
 
-/// Gives cached cells to `sink` as a read would: family by family.
-pub fn replay<S: CellSink>(cells: &[Cell], sink: &mut S) {
-    for group in cells.chunk_by(|a, b| a.family == b.family) {
-        for c in group {
-            sink.cell(CellRef {
-                row: &c.row,
-                family: &c.family,
-                qualifier: &c.qualifier,
-                timestamp: c.timestamp,
-                cell_type: c.cell_type,
-                seq_id: c.seq_id,
-                value: &c.value,
-            });
-        }
-        sink.end_family();
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use cellar_model::CellType;
+    use cellar_model::Cell;
 
     fn shape() -> GetShape {
         GetShape {
@@ -410,6 +526,69 @@ mod tests {
         }
     }
 
+    /// Collects cells and family ends.
+    #[derive(Default)]
+    struct Collect(Vec<Cell>, usize);
+
+    impl CellSink for Collect {
+        fn cell(&mut self, c: CellRef<'_>) {
+            self.0.push(Cell {
+                row: Bytes::copy_from_slice(c.row),
+                family: c.family.clone(),
+                qualifier: Bytes::copy_from_slice(c.qualifier),
+                timestamp: c.timestamp,
+                cell_type: c.cell_type,
+                seq_id: c.seq_id,
+                value: Bytes::copy_from_slice(c.value),
+            });
+        }
+        fn end_family(&mut self) {
+            self.1 += 1;
+        }
+    }
+
+    fn record(cells: &[Cell]) -> CachedResult {
+        let mut out = Collect::default();
+        let mut r = Recorder::new(&mut out);
+        let mut family = None;
+        for c in cells {
+            if family.is_some_and(|f: &Bytes| *f != c.family) {
+                r.end_family();
+            }
+            family = Some(&c.family);
+            r.cell(CellRef {
+                row: &c.row,
+                family: &c.family,
+                qualifier: &c.qualifier,
+                timestamp: c.timestamp,
+                cell_type: c.cell_type,
+                seq_id: c.seq_id,
+                value: &c.value,
+            });
+        }
+        let row = cells.first().map(|c| c.row.clone()).unwrap_or_default();
+        let (result, _) = r.finish(&row).expect("few families");
+        assert_eq!(out.0, cells, "the recorder passes every cell on");
+        result
+    }
+
+    #[test]
+    fn a_recorded_result_replays_the_same_cells_and_family_ends() {
+        let mut cells = vec![cell("r", "a"), cell("r", "b")];
+        cells[1].qualifier = Bytes::from_static(b"q2");
+        cells[1].cell_type = CellType::DeleteColumn;
+        let mut other = cell("r", "c");
+        other.family = Bytes::from_static(b"other");
+        other.timestamp = u64::MAX - 1;
+        cells.push(other);
+        let result = record(&cells);
+        let mut out = Collect::default();
+        result.replay(&mut out);
+        assert_eq!(out.0, cells);
+        assert_eq!(out.1, 2, "one end per family");
+        assert!(result.size() < cells.iter().map(|c| c.value.len() + 40).sum::<usize>());
+    }
+
     fn fill(c: &QueryCache, region: u64, row: &str, value: &str) -> bool {
         let Lookup::Miss(t) = c.lookup(region, row.as_bytes(), &shape(), 0) else {
             return false;
@@ -419,7 +598,7 @@ mod tests {
             region,
             &Bytes::copy_from_slice(row.as_bytes()),
             shape(),
-            vec![cell(row, value)],
+            record(&[cell(row, value)]),
             u64::MAX,
         );
         true
@@ -427,7 +606,11 @@ mod tests {
 
     fn hit(c: &QueryCache, region: u64, row: &str) -> Option<String> {
         match c.lookup(region, row.as_bytes(), &shape(), 0) {
-            Lookup::Hit(cells) => Some(String::from_utf8_lossy(&cells[0].value).into_owned()),
+            Lookup::Hit(result) => {
+                let mut out = Collect::default();
+                result.replay(&mut out);
+                Some(String::from_utf8_lossy(&out.0[0].value).into_owned())
+            }
             _ => None,
         }
     }
@@ -474,7 +657,7 @@ mod tests {
             1,
             &Bytes::from_static(b"r"),
             shape(),
-            vec![cell("r", "stale")],
+            record(&[cell("r", "stale")]),
             u64::MAX,
         );
         assert_eq!(hit(&c, 1, "r"), None);
@@ -492,7 +675,7 @@ mod tests {
             1,
             &Bytes::from_static(b"r"),
             shape(),
-            vec![cell("r", "v")],
+            record(&[cell("r", "v")]),
             100,
         );
         assert!(matches!(c.lookup(1, b"r", &shape(), 99), Lookup::Hit(_)));

@@ -148,6 +148,7 @@ fn native(out: &mut Vec<Seed>) {
                 region: region(),
                 scan: Some(convert::scan_to_pb(&scan)),
                 rows: 100,
+                ..Default::default()
             }
             .encode_to_vec(),
             vec![],
@@ -207,6 +208,7 @@ fn native(out: &mut Vec<Seed>) {
                 results: vec![result, result],
                 more_in_region: true,
                 lease_ms: 60_000,
+                ..Default::default()
             }
             .encode_to_vec(),
             [&cells[..], &cells[..]].concat(),
@@ -282,6 +284,35 @@ fn native(out: &mut Vec<Seed>) {
     let mut v = 3u32.to_be_bytes().to_vec();
     v.extend_from_slice(&block);
     out.push(("cellblock", "three-cells".into(), v));
+
+    // A prepared scan's compact results: prepared columns, one defined in place, a delete.
+    let cell = |q: &str, t: CellType, v: &str| cellar_model::Cell {
+        row: bytes::Bytes::from_static(b"row"),
+        family: bytes::Bytes::from_static(b"cf"),
+        qualifier: bytes::Bytes::copy_from_slice(q.as_bytes()),
+        timestamp: 1_700_000_000_000,
+        cell_type: t,
+        seq_id: 0,
+        value: bytes::Bytes::copy_from_slice(v.as_bytes()),
+    };
+    let columns = cellar_proto::prepared::Columns::new(vec![
+        (bytes::Bytes::from_static(b"cf"), bytes::Bytes::from_static(b"a")),
+        (bytes::Bytes::from_static(b"cf"), bytes::Bytes::from_static(b"b")),
+    ]);
+    for compress in [false, true] {
+        let mut e = cellar_proto::prepared::Encoder::new(&columns);
+        e.row(
+            &[
+                cell("a", CellType::Put, &"x".repeat(200)),
+                cell("b", CellType::Put, "y"),
+                cell("z", CellType::DeleteColumn, ""),
+            ],
+            false,
+        );
+        e.row(&[cell("z", CellType::Put, &"w".repeat(100))], true);
+        let name = if compress { "zstd" } else { "plain" };
+        out.push(("prepared_results", name.into(), e.finish(compress).to_vec()));
+    }
 }
 
 fn hbase_seeds(out: &mut Vec<Seed>) {

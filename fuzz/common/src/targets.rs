@@ -232,6 +232,16 @@ pub fn native_request(data: &[u8]) {
         M::ScanNext => {
             decode::<pb::ScanNextRequest>(&param, "ScanNextRequest");
         }
+        M::PrepareScan => {
+            if let Some(s) =
+                decode::<pb::PrepareScanRequest>(&param, "PrepareScanRequest").and_then(|r| r.scan)
+            {
+                scan(s);
+            }
+        }
+        M::ClosePreparedScan => {
+            decode::<pb::ClosePreparedScanRequest>(&param, "ClosePreparedScanRequest");
+        }
         M::ScanClose => {
             decode::<pb::ScanCloseRequest>(&param, "ScanCloseRequest");
         }
@@ -331,12 +341,12 @@ fn native_response(method: pb::Method, param: &Bytes, cells: Bytes) {
         }
         M::ScanOpen => {
             if let Some(r) = decode::<pb::ScanOpenResponse>(param, "ScanOpenResponse") {
-                results(&r.results, cells);
+                scan_results(r.encoding(), &r.results, cells);
             }
         }
         M::ScanNext => {
             if let Some(r) = decode::<pb::ScanNextResponse>(param, "ScanNextResponse") {
-                results(&r.results, cells);
+                scan_results(r.encoding(), &r.results, cells);
             }
         }
         M::LocateRegion => {
@@ -379,6 +389,34 @@ fn native_response(method: pb::Method, param: &Bytes, cells: Bytes) {
 
 /// `u32 BE n | cell block`: `take(n)` as a mutation or result takes its cells, then every cell
 /// up to the first error; the cells read, encoded again, must be the bytes they came from.
+/// A scan response's results in the encoding it names.
+fn scan_results(encoding: pb::ResultEncoding, rs: &[pb::Result], cells: Bytes) {
+    match encoding {
+        pb::ResultEncoding::PreparedV1 => cellar_proto::prepared::fuzz_decode(&cells),
+        pb::ResultEncoding::CellBlockZstd => {
+            if let Ok(plain) = zstd_inflate(&cells) {
+                results(rs, Bytes::from(plain));
+            }
+        }
+        pb::ResultEncoding::CellBlock => results(rs, cells),
+    }
+}
+
+/// A bounded inflate of a zstd frame (as the client's).
+fn zstd_inflate(data: &[u8]) -> Result<Vec<u8>, ()> {
+    let size = zstd::zstd_safe::get_frame_content_size(data)
+        .ok()
+        .flatten()
+        .filter(|&n| n <= 1 << 20)
+        .ok_or(())?;
+    zstd::bulk::decompress(data, size as usize).map_err(|_| ())
+}
+
+/// A prepared scan's compact result block (`cellar_proto::prepared`).
+pub fn prepared_results(data: &[u8]) {
+    cellar_proto::prepared::fuzz_decode(data);
+}
+
 pub fn cellblock(data: &[u8]) {
     let Some((n, block)) = data.split_first_chunk::<4>() else {
         return;

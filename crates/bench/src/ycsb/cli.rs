@@ -52,7 +52,11 @@ Useful properties: recordcount, operationcount, insertstart, insertcount, fieldc
 fieldlength, readproportion, updateproportion, scanproportion, insertproportion,
 requestdistribution, maxexecutiontime (seconds), table (default usertable),
 columnfamily (default family), presplit (regions to create the table with, load phase),
-durability (of inserts and updates: USE_DEFAULT, SKIP_WAL, ASYNC_WAL, SYNC_WAL, FSYNC_WAL).
+durability (of inserts and updates: USE_DEFAULT, SKIP_WAL, ASYNC_WAL, SYNC_WAL, FSYNC_WAL),
+querycache (true: the load phase creates the family with QUERY_CACHE => true),
+preparedscan (true: scans are executions of one prepared scan, seed 003's Prepared Scan),
+scancompress (true: scan results travel zstd-compressed),
+zipfianconstant (requestdistribution=zipfian's exponent, default 0.99).
 
 Results are printed to stdout in YCSB's format ([OVERALL], [READ], ... lines).
 ",

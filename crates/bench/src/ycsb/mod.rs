@@ -100,6 +100,9 @@ pub fn main(phase: &str, args: Vec<String>) -> Result<(), String> {
             create: kind == Phase::Load,
             presplit,
             durability: targets::parse_durability(&props.get_str("durability", "USE_DEFAULT"))?,
+            query_cache: props.get_bool("querycache", false)?,
+            prepared_scan: props.get_bool("preparedscan", false)?,
+            scan_compress: props.get_bool("scancompress", false)?,
         },
     )?;
     eprintln!(

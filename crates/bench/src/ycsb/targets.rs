@@ -9,8 +9,9 @@ use cellar_model::{
     Cell, Durability, FamilySchema, Get, RowMutation, Scan, TableSchema, LATEST_TIMESTAMP,
 };
 use cellar_storage::region::Region;
+use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 /// How to prepare a target.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -25,6 +26,12 @@ pub struct TargetOptions {
     pub presplit: u64,
     /// Durability of inserts and updates (property `durability`, as the HBase binding's).
     pub durability: Durability,
+    /// Create the family with `QUERY_CACHE => true` (property `querycache`, Cellar's).
+    pub query_cache: bool,
+    /// Scans run as executions of prepared scans (property `preparedscan`, Cellar's; seed 003).
+    pub prepared_scan: bool,
+    /// Scan results travel zstd-compressed (property `scancompress`, Cellar's).
+    pub scan_compress: bool,
 }
 
 /// Parses the `durability` property: HBase's names.
@@ -82,7 +89,9 @@ pub fn split_keys(regions: u64) -> Vec<Bytes> {
 }
 
 fn schema(opts: &TargetOptions) -> Result<TableSchema, String> {
-    let schema = TableSchema::new(opts.table.clone(), vec![FamilySchema::new(&opts.family)]);
+    let mut family = FamilySchema::new(&opts.family);
+    family.query_cache = opts.query_cache;
+    let schema = TableSchema::new(opts.table.clone(), vec![family]);
     schema
         .validate()
         .map_err(|e| format!("table '{}', family '{}': {e}", opts.table, opts.family))?;
@@ -134,12 +143,19 @@ fn error(e: impl std::fmt::Display) -> Status {
     Status::Error(e.to_string())
 }
 
+/// Prepared scans by the table and fields they read.
+type PreparedScans = HashMap<(String, Option<Vec<String>>), Arc<blocking::PreparedScan>>;
+
 /// A Cellar server, through one shared blocking client.
 pub struct CellarDb {
     client: blocking::Client,
     table: blocking::Table,
     family: Bytes,
     durability: Durability,
+    prepared_scan: bool,
+    scan_compress: bool,
+    /// With `prepared_scan`: one prepared scan per (table, fields) read, shared by threads.
+    prepared: Mutex<PreparedScans>,
 }
 
 impl CellarDb {
@@ -207,7 +223,20 @@ impl CellarDb {
             table,
             family: Bytes::from(opts.family.clone().into_bytes()),
             durability: opts.durability,
+            prepared_scan: opts.prepared_scan,
+            scan_compress: opts.scan_compress,
+            prepared: Mutex::new(HashMap::new()),
         })
+    }
+
+    /// The prepared scan reading `fields` of `table`, prepared on first use.
+    fn prepared(&self, table: &str, fields: Option<&[String]>) -> Arc<blocking::PreparedScan> {
+        let key = (table.to_string(), fields.map(<[String]>::to_vec));
+        let mut map = self.prepared.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(map.entry(key).or_insert_with(|| {
+            let shape = scan_of("", 0, &self.family, fields);
+            Arc::new(self.table(table).prepare_scan(shape, self.scan_compress))
+        }))
     }
 
     fn table(&self, name: &str) -> blocking::Table {
@@ -235,9 +264,23 @@ impl Db for CellarDb {
         record_count: usize,
         fields: Option<&[String]>,
     ) -> (Status, Vec<Fields>) {
-        let scan = scan_of(start_key, record_count, &self.family, fields);
+        let caching = u32::try_from(record_count)
+            .unwrap_or(u32::MAX)
+            .clamp(1, 1000);
+        let scanner = if self.prepared_scan {
+            self.prepared(table, fields).execute(
+                Bytes::copy_from_slice(start_key.as_bytes()),
+                Bytes::new(),
+                record_count as u64,
+                caching,
+            )
+        } else {
+            let mut scan = scan_of(start_key, record_count, &self.family, fields);
+            scan.compress = self.scan_compress;
+            self.table(table).scan(scan)
+        };
         let mut rows = Vec::new();
-        for row in self.table(table).scan(scan).take(record_count) {
+        for row in scanner.take(record_count) {
             match row {
                 Ok(r) => rows.push(fields_of(&r.cells)),
                 Err(e) => return (error(e), rows),
@@ -432,6 +475,9 @@ mod tests {
             family: "family".into(),
             create,
             presplit: 0,
+            query_cache: false,
+            prepared_scan: false,
+            scan_compress: false,
             durability: Durability::UseDefault,
         }
     }

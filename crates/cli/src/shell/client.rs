@@ -156,6 +156,21 @@ impl Cluster for RemoteCluster {
         ))
     }
 
+    fn scan_prepared(&mut self, table: &str, scan: Scan) -> Result<Rows<'_>, String> {
+        let (start, stop, limit, caching) = (
+            scan.start_row.clone(),
+            scan.stop_row.clone(),
+            scan.limit,
+            scan.caching,
+        );
+        let compress = scan.compress;
+        let prepared = self.client()?.table(table).prepare_scan(scan, compress);
+        let scanner = prepared.execute(start, stop, limit, caching);
+        Ok(Box::new(
+            scanner.map(|r| r.map(|row| (row.row, row.cells)).map_err(msg)),
+        ))
+    }
+
     fn increment(
         &mut self,
         table: &str,

@@ -41,6 +41,8 @@ pub enum Action {
     Scan {
         table: String,
         scan: Scan,
+        /// `PREPARED => true`: run as an execution of a prepared scan (compact results).
+        prepared: bool,
     },
     Delete {
         table: String,
@@ -172,7 +174,7 @@ pub const COMMANDS: &[CommandHelp] = &[
     CommandHelp { name: "is_disabled", group: "ddl", usage: "is_disabled 't'", summary: "Print true if the table is disabled." },
     CommandHelp { name: "put", group: "dml", usage: "put 't', 'row', 'cf:q', 'value'[, timestamp]", summary: "Write one cell." },
     CommandHelp { name: "get", group: "dml", usage: "get 't', 'row'[, 'cf:q', ...]\nget 't', 'row', {COLUMN => ['cf:q', 'cf2'], VERSIONS => 3, TIMERANGE => [t1, t2],\n       TIMESTAMP => t, FILTER => \"ValueFilter(=, 'binary:v')\"}", summary: "Read one row." },
-    CommandHelp { name: "scan", group: "dml", usage: "scan 't'[, {STARTROW => 'a', STOPROW => 'z', ROWPREFIXFILTER => 'p', COLUMNS => ['cf:q'],\n       LIMIT => 10, VERSIONS => 2, TIMERANGE => [t1, t2], REVERSED => true, CACHE => 100,\n       BATCH => 10, CACHE_BLOCKS => false, FILTER => \"PrefixFilter('r') AND KeyOnlyFilter()\"}]", summary: "Read a range of rows. FILTER takes HBase's filter language: PrefixFilter, ColumnPrefixFilter,\nColumnRangeFilter, RowFilter, FamilyFilter, QualifierFilter, ValueFilter, SingleColumnValueFilter,\nKeyOnlyFilter, FirstKeyOnlyFilter, PageFilter, ColumnPaginationFilter, ColumnCountGetFilter, TimestampsFilter, combined with AND, OR,
+    CommandHelp { name: "scan", group: "dml", usage: "scan 't'[, {STARTROW => 'a', STOPROW => 'z', ROWPREFIXFILTER => 'p', COLUMNS => ['cf:q'],\n       LIMIT => 10, VERSIONS => 2, TIMERANGE => [t1, t2], REVERSED => true, CACHE => 100,\n       BATCH => 10, CACHE_BLOCKS => false, FILTER => \"PrefixFilter('r') AND KeyOnlyFilter()\",\n       PREPARED => true, COMPRESS => true}]", summary: "Read a range of rows. PREPARED runs it as a prepared scan (each row key once, columns by index); COMPRESS has the server zstd-compress the results. FILTER takes HBase's filter language: PrefixFilter, ColumnPrefixFilter,\nColumnRangeFilter, RowFilter, FamilyFilter, QualifierFilter, ValueFilter, SingleColumnValueFilter,\nKeyOnlyFilter, FirstKeyOnlyFilter, PageFilter, ColumnPaginationFilter, ColumnCountGetFilter, TimestampsFilter, combined with AND, OR,
 SKIP, WHILE and parentheses." },
     CommandHelp { name: "delete", group: "dml", usage: "delete 't', 'row', 'cf:q'[, timestamp]", summary: "Delete one version of a cell: the newest, or the one at the timestamp." },
     CommandHelp { name: "deleteall", group: "dml", usage: "deleteall 't', 'row'[, 'cf:q' | 'cf'][, timestamp]", summary: "Delete every version (up to the timestamp) of a column, a family or the whole row." },
@@ -851,6 +853,7 @@ fn get(args: &Args<'_>) -> Result<Action, String> {
 fn scan(args: &Args<'_>) -> Result<Action, String> {
     args.count(1, 2)?;
     let mut scan = Scan::new();
+    let mut prepared = false;
     if let Some(v) = args.opt(1) {
         for (key, value) in args.hash(v, "options")? {
             match key.as_str() {
@@ -873,10 +876,14 @@ fn scan(args: &Args<'_>) -> Result<Action, String> {
                 "BATCH" => scan.batch = args.u32(value, "BATCH")?,
                 "CACHE_BLOCKS" => scan.cache_blocks = args.flag(value, "CACHE_BLOCKS")?,
                 "FILTER" => scan.filter = Some(args.filter(value)?),
+                "PREPARED" => prepared = args.flag(value, "PREPARED")?,
+                "COMPRESS" => scan.compress = args.flag(value, "COMPRESS")?,
                 _ => {
                     return Err(args.unknown_option(
                         &key,
                         &[
+                            "PREPARED",
+                            "COMPRESS",
                             "STARTROW",
                             "STOPROW",
                             "ROWPREFIXFILTER",
@@ -899,6 +906,7 @@ fn scan(args: &Args<'_>) -> Result<Action, String> {
     Ok(Action::Scan {
         table: args.table()?,
         scan,
+        prepared,
     })
 }
 

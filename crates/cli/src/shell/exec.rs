@@ -38,6 +38,10 @@ pub trait Cluster {
     fn mutate(&mut self, table: &str, mutation: RowMutation) -> Result<(), String>;
     fn get(&mut self, table: &str, get: Get) -> Result<Vec<Cell>, String>;
     fn scan(&mut self, table: &str, scan: Scan) -> Result<Rows<'_>, String>;
+    /// [`Cluster::scan`] as an execution of a prepared scan of the same shape.
+    fn scan_prepared(&mut self, table: &str, scan: Scan) -> Result<Rows<'_>, String> {
+        self.scan(table, scan)
+    }
     fn increment(
         &mut self,
         table: &str,
@@ -210,10 +214,18 @@ pub fn execute(
             }
             lines.push(format::rows(u64::from(!cells.is_empty())));
         }
-        Action::Scan { table, scan } => {
+        Action::Scan {
+            table,
+            scan,
+            prepared,
+        } => {
             // The first row answers whether the scan can run at all (unknown table, no
             // server): fail before printing the header.
-            let mut parts = cluster.scan(&table, scan)?;
+            let mut parts = if prepared {
+                cluster.scan_prepared(&table, scan)?
+            } else {
+                cluster.scan(&table, scan)?
+            };
             let first = parts.next().transpose()?;
             print(out, format::header("ROW", "COLUMN+CELL"))?;
             let mut rows = 0u64;
@@ -453,6 +465,7 @@ mod tests {
         let action = Action::Scan {
             table: "broken".into(),
             scan: Scan::new(),
+            prepared: false,
         };
         let err = execute(&mut fake, action, &mut out).expect_err("offline");
         assert_eq!(err, "region is offline");

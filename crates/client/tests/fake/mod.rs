@@ -481,6 +481,7 @@ fn handle(state: &Mutex<State>, method: Method, param: Bytes, cells: Bytes) -> R
                     results,
                     more_in_region: more,
                     lease_ms: s.lease_ms,
+                    ..Default::default()
                 }
                 .encode_to_vec(),
                 cells,
@@ -504,6 +505,7 @@ fn handle(state: &Mutex<State>, method: Method, param: Bytes, cells: Bytes) -> R
                 pb::ScanNextResponse {
                     results,
                     more_in_region: more,
+                    ..Default::default()
                 }
                 .encode_to_vec(),
                 cells,

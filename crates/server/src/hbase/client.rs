@@ -711,6 +711,7 @@ pub(crate) fn scan(
                 region_id,
                 &scan,
                 req.number_of_rows.unwrap_or(0),
+                crate::scanners::ResultFormat::CellBlock,
             )?;
             let results: Vec<_> = batch
                 .results

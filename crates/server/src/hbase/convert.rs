@@ -187,6 +187,7 @@ pub(crate) fn scan_from_hbase(s: &hbase::Scan, limit: u32) -> Result<Scan> {
         filter,
         caching: s.caching.unwrap_or(0),
         batch: s.batch_size.unwrap_or(0),
+        compress: false,
     })
 }
 

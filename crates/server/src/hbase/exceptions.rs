@@ -102,6 +102,7 @@ impl From<ServerError> for HbaseError {
             ServerError::NotServingRegion { .. } => (NOT_SERVING_REGION, false),
             ServerError::UnknownScanner(_) => (UNKNOWN_SCANNER, true),
             ServerError::InvalidArgument(_)
+            | ServerError::UnknownPreparedScan(_)
             | ServerError::Malformed(_)
             | ServerError::UnknownMethod(_) => (DO_NOT_RETRY, true),
             ServerError::Stopping => (SERVER_STOPPED, false),

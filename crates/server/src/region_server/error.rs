@@ -31,6 +31,8 @@ pub enum ServerError {
     },
     #[error("scanner {0} is unknown: its lease expired or it was closed")]
     UnknownScanner(u64),
+    #[error("prepared scan {0} is unknown on this connection: its lease expired, it was closed, or another connection prepared it; prepare it again")]
+    UnknownPreparedScan(u64),
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
     #[error("malformed request: {0}")]
@@ -69,6 +71,7 @@ impl ServerError {
             ServerError::NoSuchFamily { .. } => C::NoSuchFamily,
             ServerError::NotServingRegion { .. } => C::NotServingRegion,
             ServerError::UnknownScanner(_) => C::UnknownScanner,
+            ServerError::UnknownPreparedScan(_) => C::UnknownPreparedScan,
             // The native protocol has no namespace codes; the message names the problem.
             ServerError::InvalidArgument(_)
             | ServerError::NamespaceExists(_)

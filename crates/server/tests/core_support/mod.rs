@@ -313,6 +313,7 @@ impl TestServer {
                 region: Some(region),
                 scan: Some(convert::scan_to_pb(scan)),
                 rows,
+                ..Default::default()
             },
             Bytes::new(),
         )?;

@@ -19,7 +19,7 @@ use super::store::{
 };
 use super::{read_row_cells, RegionInner};
 use crate::iter::MergeIter;
-use crate::query_cache::{self, GetShape, Lookup};
+use crate::query_cache::{GetShape, Lookup, Recorder};
 use crate::storefile::RowProbe;
 use bytes::Bytes;
 use cellar_model::key::first_on_row;
@@ -42,17 +42,18 @@ impl RegionInner {
             max_versions: get.max_versions,
         };
         match cache.lookup(self.uid, &get.row, &shape, now) {
-            Lookup::Hit(cells) => {
-                query_cache::replay(&cells, sink);
+            Lookup::Hit(result) => {
+                result.replay(sink);
                 Ok(())
             }
             Lookup::Bypass => self.get_into(get, self.mvcc.read_point(), sink),
             Lookup::Miss(ticket) => {
-                let mut cells = Vec::new();
-                self.get_into(get, self.mvcc.read_point(), &mut RowCells::new(&mut cells))?;
-                query_cache::replay(&cells, sink);
-                let expires_at = self.expiry(&cells);
-                cache.fill(ticket, self.uid, &get.row, shape, cells, expires_at);
+                let mut recorder = Recorder::new(sink);
+                self.get_into(get, self.mvcc.read_point(), &mut recorder)?;
+                if let Some((result, ages)) = recorder.finish(&get.row) {
+                    let expires_at = self.expiry(&ages);
+                    cache.fill(ticket, self.uid, &get.row, shape, result, expires_at);
+                }
                 Ok(())
             }
         }
@@ -74,19 +75,18 @@ impl RegionInner {
         })
     }
 
-    /// When the first of `cells` expires by its family's TTL (ms since the epoch), or
-    /// `u64::MAX`.
-    fn expiry(&self, cells: &[Cell]) -> u64 {
-        cells
-            .iter()
-            .filter_map(|c| {
+    /// When the first cell of a result expires by its family's TTL (ms since the epoch), or
+    /// `u64::MAX`; `ages`: each family read with its oldest cell's timestamp.
+    fn expiry(&self, ages: &[(Bytes, u64)]) -> u64 {
+        ages.iter()
+            .filter_map(|(family, oldest)| {
                 let ttl = self
                     .stores
                     .iter()
-                    .find(|s| s.name == c.family)?
+                    .find(|s| s.name == *family)?
                     .family
                     .ttl_secs?;
-                Some(c.timestamp.saturating_add(ttl.saturating_mul(1000)))
+                Some(oldest.saturating_add(ttl.saturating_mul(1000)))
             })
             .min()
             .unwrap_or(u64::MAX)
