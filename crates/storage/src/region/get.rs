@@ -1,10 +1,10 @@
 //! Get: one row's cells from each family asked for.
 //!
-//! HOT PATH for point reads. First the region-level gate ([`may_hold_row`]): a family whose
-//! memstores' row indexes, files' key ranges and row blooms all rule the row out is skipped
-//! before anything is allocated or searched, so a Get of an absent row costs a hash and a
-//! few bit probes. Sources are then the memstores whose row index knows the row and the store
-//! files whose key range, time range and bloom filter admit it. When a Get names its columns and several files
+//! HOT PATH for point reads. First the region-level gate: the row is hashed once and checked
+//! against every file's key range, time range and blooms and every memstore's row index; a
+//! family where all say no is skipped before anything is allocated, searched or read, so a
+//! Get of an absent row costs a hash and a few bit probes. Sources are the memstores whose row
+//! index knows the row and the files that admit it. When a Get names its columns and several files
 //! qualify, files are consulted newest first (by their largest timestamp) and the rest are
 //! skipped once every column asked for is *settled*: it has enough surviving versions newer
 //! than anything the remaining files hold. Those files can then change nothing — their puts
@@ -14,9 +14,7 @@
 use super::matcher::{ReadSpec, RowMatcher};
 use super::mvcc::ReadPoint;
 use super::sink::RowCells;
-use super::store::{
-    candidate_files, may_hold_row, memstore_sources, memstore_sources_for_row, Store,
-};
+use super::store::{candidate_files, memstore_sources, memstore_sources_for_row, Store};
 use super::{read_row_cells, RegionInner};
 use crate::iter::MergeIter;
 use crate::query_cache::{GetShape, Lookup, Recorder};
@@ -110,15 +108,12 @@ impl RegionInner {
         }
         let probe = RowProbe::new(&get.row);
         let gate = self.services.config.region_gate;
-        let mut bounds: Option<(Vec<u8>, Vec<u8>, u64)> = None;
+        let mut bounds: Option<(Vec<u8>, u64)> = None;
         for store in &self.stores {
             if !get.columns.is_empty() && !get.columns.iter().any(|c| c.family == store.name) {
                 continue;
             }
             let view = store.view();
-            if gate && !may_hold_row(&view, &probe) {
-                continue;
-            }
             let Some(spec) = self.read_spec(
                 &get.columns,
                 &store.name,
@@ -128,25 +123,30 @@ impl RegionInner {
             ) else {
                 continue;
             };
-            let (row_start, row_end, now) = bounds.get_or_insert_with(|| {
-                let mut row_end = Vec::with_capacity(get.row.len() + 1);
-                row_end.extend_from_slice(&get.row);
-                row_end.push(0);
-                let now = self.services.config.clock.now_millis();
-                (first_on_row(&get.row), row_end, now)
-            });
+            // The region-level gate: the row's hash against every file's key range and blooms,
+            // the memstores' row indexes; nothing allocated, searched or read if all say no.
             let mut files = candidate_files(
                 &view,
-                &get.row,
-                row_end,
+                &[],
+                &[],
                 &get.time_range,
                 Some((&probe, spec.qualifiers.as_deref())),
             );
-            let mut merge = MergeIter::new(if gate {
+            let memstores = if gate {
                 memstore_sources_for_row(&view, &probe)
             } else {
                 memstore_sources(&view)
+            };
+            if gate && files.is_empty() && memstores.is_empty() {
+                continue;
+            }
+            let (row_start, now) = bounds.get_or_insert_with(|| {
+                (
+                    first_on_row(&get.row),
+                    self.services.config.clock.now_millis(),
+                )
             });
+            let mut merge = MergeIter::new(memstores);
             match spec.qualifiers.as_deref() {
                 Some(qs) if files.len() > 1 => {
                     files.sort_by_key(|f| Reverse(f.file.meta().max_timestamp));

@@ -7,7 +7,6 @@
 
 use super::matcher::{ReadSpec, RowMatcher};
 use super::sink::RowCells;
-use super::store::may_hold_row;
 use super::{read_row_cells, RegionInner};
 use crate::iter::MergeIter;
 use crate::storefile::RowProbe;
@@ -93,9 +92,6 @@ impl RegionScanner {
                 continue;
             };
             let view = store.view();
-            if probe.as_ref().is_some_and(|p| !may_hold_row(&view, p)) {
-                continue;
-            }
             let (src_lo, src_hi) = if scan.reversed {
                 let hi = if hi.is_empty() {
                     info.end_key.to_vec()
@@ -116,6 +112,10 @@ impl RegionScanner {
                 probe.as_ref().map(|p| (p, spec.qualifiers.as_deref())),
                 scan.cache_blocks,
             );
+            if probe.is_some() && sources.is_empty() {
+                // The gate: no memstore or file of this family can hold the row.
+                continue;
+            }
             cursors.push(FamilyCursor {
                 store: i,
                 spec,

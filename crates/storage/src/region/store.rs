@@ -320,9 +320,13 @@ pub fn memstore_sources(view: &StoreView) -> Vec<Box<dyn CellIter>> {
 }
 
 /// The memstores that may hold the probed row, as sources of a single-row read: a memstore
-/// whose row index lacks the row is not searched at all.
+/// whose row index lacks the row is not searched at all. With [`candidate_files`] given the
+/// same probe, this is the region-level gate (seed 004's "binary gate"): when both come back
+/// empty, the family cannot hold the row and the read skips it, having allocated, searched
+/// and read nothing.
 pub fn memstore_sources_for_row(view: &StoreView, probe: &RowProbe<'_>) -> Vec<Box<dyn CellIter>> {
-    let mut out: Vec<Box<dyn CellIter>> = Vec::with_capacity(2 + view.files.len());
+    // Allocates only for a memstore that holds the row.
+    let mut out: Vec<Box<dyn CellIter>> = Vec::new();
     if view.active.may_contain_row(probe.row()) {
         out.push(Box::new(view.active.iter()));
     }
@@ -336,23 +340,10 @@ pub fn memstore_sources_for_row(view: &StoreView, probe: &RowProbe<'_>) -> Vec<B
     out
 }
 
-/// The region-level gate (seed 004's "binary gate"): whether the store may hold any cell of
-/// the probed row, asked before a single-row read opens an iterator. The memstores answer from
-/// their row indexes, the files from their key ranges and row blooms with the row hashed once,
-/// so a row the region lacks costs a hash and a few bit probes per file, with no allocation,
-/// no search and no block read.
-pub fn may_hold_row(view: &StoreView, probe: &RowProbe<'_>) -> bool {
-    view.active.may_contain_row(probe.row())
-        || view
-            .snapshot
-            .as_ref()
-            .is_some_and(|s| s.may_contain_row(probe.row()))
-        || view.files.iter().any(|f| f.may_contain_row(probe))
-}
-
 /// The store files a read of rows `[start, end)` must consult: those whose key range, time
-/// range and (for single-row reads, `row_probe`: the row and the qualifiers wanted) bloom
-/// filter do not rule them out.
+/// range and (for single-row reads, `row_probe`: the row and the qualifiers wanted; `start`
+/// and `end` are then not looked at) row and column blooms do not rule them out. Allocates
+/// nothing when no file qualifies (a Get of an absent row).
 pub fn candidate_files<'v>(
     view: &'v StoreView,
     start: &[u8],
@@ -360,21 +351,24 @@ pub fn candidate_files<'v>(
     time_range: &TimeRange,
     row_probe: Option<(&RowProbe<'_>, Option<&[Bytes]>)>,
 ) -> Vec<&'v Arc<StoreFileHandle>> {
-    let mut out = Vec::with_capacity(view.files.len());
+    let mut out = Vec::new();
     for f in &view.files {
         // Cells older than the range may be delete markers, but a file whose newest cell is
         // older than the range holds nothing the read needs.
-        if f.file.meta().max_timestamp < time_range.min || !f.may_overlap_rows(start, end) {
+        if f.file.meta().max_timestamp < time_range.min {
             continue;
         }
         let hit = match row_probe {
-            None => true,
-            // Family-wide delete markers live under the empty qualifier.
-            Some((probe, Some(qs))) => {
-                f.file.may_contain_probe_column(probe, b"")
-                    || qs.iter().any(|q| f.file.may_contain_probe_column(probe, q))
+            None => f.may_overlap_rows(start, end),
+            // The row first (its hash is computed once for all files), then the columns;
+            // family-wide delete markers live under the empty qualifier.
+            Some((probe, qualifiers)) => {
+                f.may_contain_row(probe)
+                    && qualifiers.is_none_or(|qs| {
+                        f.file.may_contain_probe_column(probe, b"")
+                            || qs.iter().any(|q| f.file.may_contain_probe_column(probe, q))
+                    })
             }
-            Some((probe, None)) => f.file.may_contain_probe(probe),
         };
         if hit {
             out.push(f);
