@@ -195,6 +195,8 @@ pub struct SplitConfig {
 #[serde(deny_unknown_fields, default)]
 pub struct StorageSection {
     pub block_cache_bytes: u64,
+    /// Keep data blocks compressed in the block cache (HBase's `hbase.block.data.cachecompressed`).
+    pub block_cache_compressed: bool,
     pub memstore_flush_bytes: u64,
     pub memstore_block_multiplier: u64,
     /// Bytes of freed memstore chunks kept for reuse (`cellar_storage::memstore::chunk_pool`).
@@ -286,6 +288,7 @@ impl Default for StorageSection {
         let s = StorageConfig::default();
         StorageSection {
             block_cache_bytes: s.block_cache_bytes,
+            block_cache_compressed: s.block_cache_compressed,
             memstore_flush_bytes: s.memstore_flush_bytes,
             memstore_block_multiplier: s.memstore_block_multiplier,
             memstore_chunk_pool_bytes: cellar_storage::memstore::chunk_pool::DEFAULT_LIMIT as u64,
@@ -450,6 +453,7 @@ impl ServerConfig {
         let s = &self.storage;
         StorageConfig {
             block_cache_bytes: s.block_cache_bytes,
+            block_cache_compressed: s.block_cache_compressed,
             memstore_flush_bytes: s.memstore_flush_bytes,
             memstore_block_multiplier: s.memstore_block_multiplier,
             compaction_min_files: s.compaction_min_files,

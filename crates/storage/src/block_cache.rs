@@ -1,4 +1,6 @@
-//! The block cache: uncompressed store-file blocks kept in memory under a byte bound.
+//! The block cache: store-file blocks kept in memory under a byte bound, uncompressed, or (a
+//! cache made [`BlockCache::compressed`], HBase's `hbase.block.data.cachecompressed`) as they
+//! are on disk, decompressed on every hit: more blocks in the same memory, CPU per hit.
 //!
 //! Sharded to keep lock hold times short; scan-resistant (blocks seen once are evicted before
 //! blocks seen twice, so one large scan cannot flush the working set); blocks of in-memory
@@ -107,6 +109,7 @@ impl Hasher for BlockKeyHasher {
 pub struct BlockCache {
     shards: Box<[Mutex<Shard>]>,
     capacity: u64,
+    compressed: bool,
 }
 
 impl BlockCache {
@@ -128,7 +131,20 @@ impl BlockCache {
         BlockCache {
             shards: (0..n).map(|_| Mutex::new(Shard::new(per_shard))).collect(),
             capacity: capacity_bytes,
+            compressed: false,
         }
+    }
+
+    /// This cache holding data blocks compressed (as their files store them) instead.
+    pub fn compressed(mut self, on: bool) -> BlockCache {
+        self.compressed = on;
+        self
+    }
+
+    /// Whether data blocks are kept compressed (the store-file reader's concern: it caches
+    /// and decodes accordingly).
+    pub fn keeps_compressed(&self) -> bool {
+        self.compressed
     }
 
     fn shard(&self, key: &BlockKey) -> &Mutex<Shard> {

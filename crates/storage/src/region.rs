@@ -80,7 +80,9 @@ impl StorageServices {
         let services = StorageServices {
             fs,
             wal,
-            block_cache: Arc::new(BlockCache::new(config.block_cache_bytes)),
+            block_cache: Arc::new(
+                BlockCache::new(config.block_cache_bytes).compressed(config.block_cache_compressed),
+            ),
             query_cache: Arc::new(QueryCache::new(config.query_cache_bytes)),
             background: Background::start(config.background),
             config,

@@ -255,6 +255,61 @@ fn store_files_read_through_the_cache() {
     assert_eq!(cache.stats().used_bytes, 0);
 }
 
+/// A cache that keeps blocks compressed returns the same cells from every hit, holds the
+/// file's blocks in less memory than an uncompressed cache does, and keeps an uncompressed
+/// file's blocks as they are.
+#[test]
+fn a_compressed_cache_returns_the_same_cells_in_less_memory() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let fs = common::fs();
+    let data = common::entries(4_000);
+    let used = |compression: Compression, compressed: bool| {
+        let name = format!("f-{compression}-{compressed}");
+        let (path, meta) = common::write(
+            &fs,
+            dir.path(),
+            &name,
+            common::opts(compression, BloomType::Row, 4096),
+            &data,
+        );
+        let cache = Arc::new(BlockCache::new(32 << 20).compressed(compressed));
+        assert_eq!(cache.keeps_compressed(), compressed);
+        let f = StoreFile::open(&fs, &path, 7, Some(Arc::clone(&cache)), Priority::Normal)
+            .expect("open");
+        // Twice: the first pass reads and caches every block, the second decodes them from
+        // the cache.
+        for pass in 0..2 {
+            assert_eq!(
+                common::read_all(&mut f.iter(true)),
+                data,
+                "{name} pass {pass}"
+            );
+        }
+        let s = cache.stats();
+        assert_eq!(
+            (s.inserts, s.hits),
+            (meta.data_block_count, meta.data_block_count)
+        );
+        s.used_bytes
+    };
+    let (plain, packed) = (
+        used(Compression::Zstd, false),
+        used(Compression::Zstd, true),
+    );
+    assert!(
+        packed * 10 < plain * 6,
+        "compressed {packed} vs uncompressed {plain} bytes"
+    );
+    let (plain, packed) = (
+        used(Compression::None, false),
+        used(Compression::None, true),
+    );
+    assert!(
+        packed >= plain && packed < plain + plain / 50,
+        "{packed} vs {plain}"
+    );
+}
+
 /// `Region::get_cached` answers from memstores and cached blocks only: a cold block makes it
 /// decline (reading nothing), a warmed one makes it answer exactly what `get` answers.
 #[test]
@@ -306,4 +361,49 @@ fn cache_only_get_declines_cold_blocks_and_answers_warm_ones() {
         .expect("bloom answers");
     assert!(absent.expect("get").is_empty());
     region.close().expect("close");
+}
+
+/// `storage.block_cache_compressed` reaches a region's reads: the same rows, read through a
+/// region whose services keep blocks compressed, take less of the block cache.
+#[test]
+fn a_region_with_a_compressed_cache_caches_less_for_the_same_rows() {
+    use cellar_model::{FamilySchema, Get, RowMutation, TableSchema};
+    use cellar_storage::region::{Region, StorageConfig};
+    let used = |compressed: bool| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut cf = FamilySchema::new("cf");
+        cf.compression = Compression::Lz4;
+        let config = StorageConfig {
+            block_cache_compressed: compressed,
+            ..StorageConfig::default()
+        };
+        let region = Region::open_with_config(dir.path(), TableSchema::new("t", vec![cf]), config)
+            .expect("open");
+        assert_eq!(region.services().block_cache.keeps_compressed(), compressed);
+        let value = "abcdefgh".repeat(64);
+        for i in 0..2_000u32 {
+            region
+                .mutate(&RowMutation::new(format!("r{i:05}").into_bytes()).put(
+                    b"cf",
+                    b"q",
+                    1,
+                    value.clone().into_bytes(),
+                ))
+                .expect("put");
+        }
+        region.flush().expect("flush");
+        for i in 0..2_000u32 {
+            let cells = region
+                .get(&Get::new(format!("r{i:05}").into_bytes()))
+                .expect("get");
+            assert_eq!(cells.len(), 1);
+            assert_eq!(cells[0].value.as_ref(), value.as_bytes());
+        }
+        region.services().block_cache.stats().used_bytes
+    };
+    let (plain, packed) = (used(false), used(true));
+    assert!(
+        packed * 4 < plain,
+        "compressed {packed} vs uncompressed {plain} bytes"
+    );
 }

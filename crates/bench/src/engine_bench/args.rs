@@ -281,6 +281,11 @@ pub struct Args {
     #[arg(long, default_value = "0", value_parser = parse_size)]
     pub memstore_bytes: u64,
 
+    /// Cellar's block cache keeps data blocks compressed, decompressing on each hit (RocksDB's
+    /// LRU cache keeps them uncompressed either way).
+    #[arg(long)]
+    pub cache_compressed: bool,
+
     /// Cellar's region-level gate for Gets (`true`/`false`); off only to measure what it saves.
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub region_gate: bool,
@@ -455,6 +460,10 @@ impl Args {
         flag("threads", self.threads.to_string());
         flag("db-dir", db_dir.display().to_string());
         flag("seed", self.seed.to_string());
+        flag("region-gate", self.region_gate.to_string());
+        if self.cache_compressed {
+            v.push("--cache-compressed".into());
+        }
         v.push("--child".into());
         v
     }
@@ -567,6 +576,9 @@ mod tests {
             "3",
             "--value-compressibility",
             "0.25",
+            "--region-gate",
+            "false",
+            "--cache-compressed",
         ]);
         let dir = std::path::Path::new("/tmp/x y");
         let line = a.child_command_line(EngineKind::Rocksdb, dir);
@@ -579,6 +591,12 @@ mod tests {
         assert_eq!((c.num, c.threads, c.memstore_bytes), (5000, 3, 8 << 20));
         assert_eq!(c.compression, CompressionArg::Lz4);
         assert_eq!(c.value_compressibility, 0.25);
+        // Every engine option reaches the child.
+        assert_eq!(
+            crate::engine_bench::engines::EngineConfig::from_args(&c),
+            crate::engine_bench::engines::EngineConfig::from_args(&a)
+        );
+        assert!(!c.region_gate && c.cache_compressed);
     }
 
     #[test]

@@ -29,6 +29,8 @@ pub struct EngineConfig {
     pub sync: SyncMode,
     /// Cellar's region-level gate (RocksDB has none to turn off).
     pub region_gate: bool,
+    /// Cellar's block cache keeps blocks compressed.
+    pub cache_compressed: bool,
 }
 
 impl EngineConfig {
@@ -41,6 +43,7 @@ impl EngineConfig {
             memstore_bytes: a.memstore_bytes,
             sync: a.sync,
             region_gate: a.region_gate,
+            cache_compressed: a.cache_compressed,
         }
     }
 

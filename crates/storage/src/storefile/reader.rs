@@ -54,6 +54,26 @@ pub fn cache_only<T>(f: impl FnOnce() -> T) -> T {
 
 /// Reads, checksums and decompresses the block at `handle` of `file`.
 fn read_block(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> Result<Bytes> {
+    let (codec, payload) = read_stored(file, path, handle)?;
+    inflate(codec, payload, path, handle.offset)
+}
+
+/// A block's payload as stored (`codec` says how), decompressed.
+fn inflate(codec: Compression, payload: Bytes, path: &Path, offset: u64) -> Result<Bytes> {
+    match codec {
+        Compression::None => Ok(payload),
+        codec => decompress(codec, &payload)
+            .map(Bytes::from)
+            .map_err(|m| m.at(path.display(), offset)),
+    }
+}
+
+/// Reads and checksums the block at `handle` of `file`: its codec and its payload as stored.
+fn read_stored(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    handle: BlockHandle,
+) -> Result<(Compression, Bytes)> {
     let corrupt = |detail: &str| Error::corruption(path.display(), handle.offset, detail);
     let len = handle
         .size
@@ -82,10 +102,7 @@ fn read_block(file: &dyn RandomAccessFile, path: &Path, handle: BlockHandle) -> 
         ));
     }
     match Compression::from_code(code) {
-        Some(Compression::None) => Ok(raw.slice(..payload_len)),
-        Some(codec) => decompress(codec, payload)
-            .map(Bytes::from)
-            .map_err(|m| m.at(path.display(), handle.offset)),
+        Some(codec) => Ok((codec, raw.slice(..payload_len))),
         None => Err(corrupt("unknown block compression code")),
     }
 }
@@ -348,17 +365,42 @@ impl StoreFile {
             offset: handle.offset,
         };
         let at = |m: super::coding::Malformed| m.at(self.path.display(), handle.offset);
+        let compressed = self.cache.as_ref().is_some_and(|c| c.keeps_compressed());
         if let Some(b) = self.cache.as_ref().and_then(|c| c.get(&key)) {
-            return Block::from_cached(b).map_err(at);
+            if !compressed {
+                return Block::from_cached(b).map_err(at);
+            }
+            // `codec code | payload as stored`, checksummed when it was read.
+            let codec = b
+                .first()
+                .and_then(|&c| Compression::from_code(c))
+                .ok_or_else(|| {
+                    Error::corruption(
+                        self.path.display(),
+                        handle.offset,
+                        "cached block without a codec",
+                    )
+                })?;
+            let plain = inflate(codec, b.slice(1..), &self.path, handle.offset)?;
+            return Block::from_cached(plain).map_err(at);
         }
         if CACHE_ONLY.with(std::cell::Cell::get) {
             return Err(Error::NotCached);
         }
-        let bytes = read_block(self.file.as_ref(), &self.path, handle)?;
+        let (codec, payload) = read_stored(self.file.as_ref(), &self.path, handle)?;
+        let bytes = inflate(codec, payload.clone(), &self.path, handle.offset)?;
         // Checked before it is cached: cache hits trust the restart array.
         let block = Block::new(bytes.clone()).map_err(at)?;
         if let (Some(cache), true) = (&self.cache, fill_cache) {
-            cache.insert(key, bytes, self.priority);
+            let entry = if compressed {
+                let mut e = Vec::with_capacity(1 + payload.len());
+                e.push(codec.code());
+                e.extend_from_slice(&payload);
+                Bytes::from(e)
+            } else {
+                bytes
+            };
+            cache.insert(key, entry, self.priority);
         }
         Ok(block)
     }

@@ -57,6 +57,7 @@ impl CellarEngine {
             block_cache_bytes: config.cache_bytes,
             memstore_flush_bytes: config.effective_memstore_bytes(),
             region_gate: config.region_gate,
+            block_cache_compressed: config.cache_compressed,
             ..StorageConfig::default()
         };
         let region = Region::open_with_config(dir, schema, storage)
