@@ -9,21 +9,11 @@ use bytes::Bytes;
 use cellar_client::{
     Client, Comparator, CompareOp, FamilySchema, Filter, Row, RowMutation, Scan, TableSchema,
 };
-use std::process::{Command, Stdio};
 use std::time::Duration;
 use support::Server;
 
-const CELLAR: &str = env!("CARGO_BIN_EXE_cellar");
-
 fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
-}
-
-fn metric(server: &Server, name: &str) -> u64 {
-    let text = server.http_get("/metrics");
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
 }
 
 /// Every cell of every row, to compare exactly.
@@ -128,12 +118,8 @@ async fn executions_return_what_the_same_scan_returns() {
             prepared.close().await;
         }
     }
-    assert!(metric(&server, "cellar_prepared_scan_executions_total") >= 40);
-    assert_eq!(
-        metric(&server, "cellar_prepared_scan_open"),
-        0,
-        "all closed"
-    );
+    assert!(server.metric("cellar_prepared_scan_executions_total") >= 40);
+    assert_eq!(server.metric("cellar_prepared_scan_open"), 0, "all closed");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -152,23 +138,23 @@ async fn handles_are_per_connection_bounded_and_prepared_again_when_forgotten() 
     };
     assert_eq!(count(&one).await.expect("one"), 10);
     assert_eq!(count(&two).await.expect("two"), 10);
-    assert_eq!(metric(&server, "cellar_prepared_scan_open"), 2);
+    assert_eq!(server.metric("cellar_prepared_scan_open"), 2);
     let e = count(&three).await.expect_err("a third on one connection");
     assert!(e.to_string().contains("max_prepared_per_connection"), "{e}");
     two.close().await;
     assert_eq!(count(&three).await.expect("room again"), 2);
 
     // Unused past the lease: the server forgets the handle, the client prepares again.
-    let before = metric(&server, "cellar_prepared_scan_prepared_total");
+    let before = server.metric("cellar_prepared_scan_prepared_total");
     tokio::time::sleep(Duration::from_millis(1200)).await;
     assert_eq!(
-        metric(&server, "cellar_prepared_scan_open"),
+        server.metric("cellar_prepared_scan_open"),
         0,
         "leases ran out"
     );
     assert_eq!(count(&one).await.expect("prepared again"), 10);
     assert_eq!(
-        metric(&server, "cellar_prepared_scan_prepared_total"),
+        server.metric("cellar_prepared_scan_prepared_total"),
         before + 1
     );
 
@@ -178,7 +164,7 @@ async fn handles_are_per_connection_bounded_and_prepared_again_when_forgotten() 
     drop(t);
     drop(client);
     let released = support::wait_for(Duration::from_secs(10), || {
-        (metric(&server, "cellar_prepared_scan_open") == 0).then_some(())
+        (server.metric("cellar_prepared_scan_open") == 0).then_some(())
     });
     assert!(released.is_some(), "handles outlived their connection");
 }
@@ -186,24 +172,7 @@ async fn handles_are_per_connection_bounded_and_prepared_again_when_forgotten() 
 #[test]
 fn the_shell_runs_a_scan_prepared_and_compressed() {
     let server = Server::start();
-    let shell = |script: &str| {
-        let out = Command::new(CELLAR)
-            .args(["shell", "--connect", &server.native, "-e", script])
-            .stdin(Stdio::null())
-            .output()
-            .expect("run cellar shell");
-        assert!(
-            out.status.success(),
-            "`{script}` failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        // Drop the timing line, which differs between runs.
-        String::from_utf8_lossy(&out.stdout)
-            .lines()
-            .filter(|l| !l.starts_with("Took "))
-            .collect::<Vec<_>>()
-            .join("\n")
-    };
+    let shell = |script: &str| server.shell(script);
     shell("create 's', 'cf'; put 's', 'r1', 'cf:a', 'v1'; put 's', 'r2', 'cf:b', 'v2'; put 's', 'r3', 'cf:a', 'v3'");
     let plain = shell("scan 's', {COLUMNS => ['cf:a']}");
     assert!(

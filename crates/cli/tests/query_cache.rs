@@ -6,21 +6,10 @@ mod support;
 
 use bytes::Bytes;
 use cellar_client::{FamilySchema, Get, RowMutation, TableSchema};
-use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::Server;
-
-const CELLAR: &str = env!("CARGO_BIN_EXE_cellar");
-
-/// The value of one Prometheus sample line `name value`.
-fn metric(server: &Server, name: &str) -> u64 {
-    let text = server.http_get("/metrics");
-    text.lines()
-        .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
-        .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
-}
 
 fn value_of(row: &cellar_client::Row) -> u64 {
     row.value(b"cf", b"q")
@@ -50,10 +39,10 @@ async fn cached_gets_hit_writes_invalidate_and_reads_stay_within_history() {
     for _ in 0..3 {
         assert_eq!(value_of(&table.get(get()).await.expect("get")), 1);
     }
-    assert!(metric(&server, "cellar_query_cache_hits_total") >= 2);
+    assert!(server.metric("cellar_query_cache_hits_total") >= 2);
     table.put(put(2)).await.expect("put");
     assert_eq!(value_of(&table.get(get()).await.expect("get")), 2);
-    assert!(metric(&server, "cellar_query_cache_invalidations_total") >= 1);
+    assert!(server.metric("cellar_query_cache_invalidations_total") >= 1);
 
     // One writer and three readers over the network for a few seconds: each read returns a
     // value acknowledged no earlier than it began and started no later than it ended.
@@ -116,26 +105,13 @@ async fn cached_gets_hit_writes_invalidate_and_reads_stay_within_history() {
     let table = client.table("qc");
     assert_eq!(value_of(&table.get(get()).await.expect("get")), v);
     assert_eq!(value_of(&table.get(get()).await.expect("get")), v);
-    assert!(metric(&server, "cellar_query_cache_hits_total") >= 1);
+    assert!(server.metric("cellar_query_cache_hits_total") >= 1);
 }
 
 #[test]
 fn the_shell_turns_it_on_per_family_and_per_table() {
     let server = Server::start();
-    let shell = |script: &str| {
-        let out = Command::new(CELLAR)
-            .args(["shell", "--connect", &server.native, "-e", script])
-            .stdin(Stdio::null())
-            .output()
-            .expect("run cellar shell");
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        assert!(
-            out.status.success(),
-            "`{script}` failed: {stdout}{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        stdout
-    };
+    let shell = |script: &str| server.shell(script);
     shell("create 't', {NAME => 'a', QUERY_CACHE => true}, 'b'");
     let d = shell("describe 't'");
     let line = |name: &str| {

@@ -293,6 +293,35 @@ impl Server {
     }
 
     /// GET `path` from the HTTP endpoint; the body.
+    /// The value of the Prometheus sample `name` (a line `name value`) in `/metrics`.
+    pub fn metric(&self, name: &str) -> u64 {
+        let text = self.http_get("/metrics");
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("no {name} in /metrics:\n{text}"))
+    }
+
+    /// Runs `cellar shell -e script` against this server, expects it to succeed, and returns
+    /// its standard output without the `Took ...` timing lines.
+    pub fn shell(&self, script: &str) -> String {
+        let out = Command::new(env!("CARGO_BIN_EXE_cellar"))
+            .args(["shell", "--connect", &self.native, "-e", script])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run cellar shell");
+        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(
+            out.status.success(),
+            "`{script}` failed: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        stdout
+            .lines()
+            .filter(|l| !l.starts_with("Took "))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
     pub fn http_get(&self, path: &str) -> String {
         use std::io::Write;
         let addr = self
