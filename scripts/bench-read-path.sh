@@ -3,7 +3,8 @@
 # the region-level gate or the query cache on and off), all loaded with the same YCSB records,
 # then YCSB run phases against each in turn, the order of the variants rotated from pass to
 # pass. Reports per phase and variant the median over passes of throughput, p50/p99 read
-# latency and the server's CPU time per operation, and each variant's ratio to the first.
+# latency, the server's CPU time and bytes sent (native RPC, from /metrics) per operation, and
+# each variant's ratio to the first.
 #
 # Phases (which keys the run's reads draw from; YCSB keys are hashed, so absent keys sort
 # between present ones):
@@ -14,7 +15,10 @@
 # Usage: scripts/bench-read-path.sh [--records N] [--ops N] [--threads N] [--passes N]
 #          [--phases "present absent mixed"] [--workload FILE] [--prop NAME=VALUE]...
 #          [--variants "NAME:SETTING,... NAME:..."] [--transport tcp|ucx] [--flush]
-#          [--out FILE.json] [--cellar BIN] [--work DIR]
+#          [--rate RATE] [--out FILE.json] [--cellar BIN] [--work DIR]
+# --rate: the servers run in a network namespace the script creates, reached over a veth pair
+# limited to RATE each way (tc tbf, e.g. 1gbit: seed 003's network), instead of loopback.
+# Needs root (ip netns, tc).
 # --flush: after loading, flush the table and compact it to one file per region, so reads come
 # from store files (through the block cache) rather than the memstore.
 # A variant's settings are SECTION.KEY=VALUE (its server's cellar.toml) or ycsb.NAME=VALUE
@@ -37,6 +41,7 @@ props=()
 out=""
 scheme="cellar"
 flush=0
+rate=""
 cellar_bin="${CARGO_TARGET_DIR:-$repo/target}/release/cellar"
 work=""
 
@@ -54,13 +59,14 @@ while [[ $# -gt 0 ]]; do
     --variants) need_value "$@"; variants="$2"; shift 2 ;;
     --out) need_value "$@"; out="$2"; shift 2 ;;
     --flush) flush=1; shift ;;
+    --rate) need_value "$@"; rate="$2"; shift 2 ;;
     --transport)
       need_value "$@"
       case "$2" in tcp) scheme="cellar" ;; ucx) scheme="cellar+ucx" ;; *) die "--transport: tcp or ucx" ;; esac
       shift 2 ;;
     --cellar) need_value "$@"; cellar_bin="$2"; shift 2 ;;
     --work) need_value "$@"; work="$2"; shift 2 ;;
-    -h|--help) sed -n '2,27p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,31p' "$0"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -78,15 +84,39 @@ mkdir -p "$work"
 tck="$(getconf CLK_TCK)"
 
 pids=()
+ns=""
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
   for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  if [[ -n "$ns" ]]; then ip netns del "$ns" 2>/dev/null || true; fi
 }
 trap cleanup EXIT
 
+# Where the servers run: loopback, or a namespace behind a rate-limited veth pair.
+host=127.0.0.1
+in_ns=()
+if [[ -n "$rate" ]]; then
+  [[ "$(id -u)" -eq 0 ]] || die "--rate needs root (ip netns, tc)"
+  ns="cellar-rp-$$"
+  va="crp$$a"; vb="crp$$b"
+  ip netns add "$ns" || die "cannot create network namespace $ns"
+  ip link add "$va" type veth peer name "$vb" || die "cannot create a veth pair"
+  ip link set "$vb" netns "$ns"
+  ip addr add 10.213.0.1/24 dev "$va" && ip link set "$va" up
+  ip netns exec "$ns" ip addr add 10.213.0.2/24 dev "$vb"
+  ip netns exec "$ns" ip link set "$vb" up
+  ip netns exec "$ns" ip link set lo up
+  tc qdisc add dev "$va" root tbf rate "$rate" burst 256kb latency 50ms \
+    || die "tc refused rate '$rate'"
+  ip netns exec "$ns" tc qdisc add dev "$vb" root tbf rate "$rate" burst 256kb latency 50ms
+  host=10.213.0.2
+  in_ns=(ip netns exec "$ns")
+  echo "servers in namespace $ns at $host, link limited to $rate each way" >&2
+fi
+
 # --- one server per variant -----------------------------------------------------------------
 names=()
-declare -A addr pid vprops
+declare -A addr pid vprops http
 for v in $variants; do
   name="${v%%:*}"
   settings="${v#*:}"
@@ -116,7 +146,7 @@ PY
   for pair in ${settings//,/ }; do
     [[ "$pair" == ycsb.* ]] && vprops[$name]+=" -p ${pair#ycsb.}"
   done
-  "$cellar_bin" standalone --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --hbase-listen off \
+  "${in_ns[@]}" "$cellar_bin" standalone --listen "$host:0" --http-listen "$host:0" --hbase-listen off \
     --data-dir "$dir/data" --config "$dir/cellar.toml" >"$dir/server.out" 2>"$dir/server.log" &
   pid[$name]=$!
   pids+=("$!")
@@ -129,6 +159,7 @@ PY
   done
   [[ -n "$a" ]] || die "server of '$name' printed no 'listening native=' line within 60 s"
   addr[$name]="$a"
+  http[$name]="$(sed -n 's/^listening http=//p' "$dir/server.out" | head -n1)"
   echo "variant $name: pid ${pid[$name]} at $a ($(tr '\n' ' ' <"$dir/cellar.toml")${vprops[$name]})" >&2
   # shellcheck disable=SC2086 # the variant's YCSB properties split into words on purpose
   "$cellar_bin" bench load -P "$workload" -p recordcount="$records" "${props[@]}" ${vprops[$name]} -threads 4 \
@@ -140,6 +171,10 @@ PY
       >"$dir/flush.out" 2>&1 || { cat "$dir/flush.out" >&2; die "flushing '$name' failed"; }
   fi
 done
+
+sent_bytes() {
+  curl -s "http://${http[$1]}/metrics" | sed -n 's/^cellar_rpc_sent_bytes_total //p'
+}
 
 cpu_ticks() {
   local stat rest
@@ -163,15 +198,17 @@ for pass in $(seq 1 "$passes"); do
       name="${names[$(( (i + pass - 1) % count ))]}"
       json="$work/$name/run-$pass-$ph.json"
       before="$(cpu_ticks "${pid[$name]}")"
+      sent_before="$(sent_bytes "$name")"
       # shellcheck disable=SC2086
       "$cellar_bin" bench run -P "$workload" "${range[@]}" -p operationcount="$ops" "${props[@]}" \
         ${vprops[$name]} -threads "$threads" --db "$scheme://${addr[$name]}" --json "$json" \
         >"$work/$name/run.out" 2>&1 \
         || { tail -n 20 "$work/$name/run.out" >&2; die "run of '$name' ($ph) failed"; }
       after="$(cpu_ticks "${pid[$name]}")"
-      python3 - "$json" "$name" "$ph" "$pass" "$((after - before))" "$tck" >>"$results" <<'PY'
+      sent=$(( $(sent_bytes "$name") - sent_before ))
+      python3 - "$json" "$name" "$ph" "$pass" "$((after - before))" "$tck" "$sent" >>"$results" <<'PY'
 import json, sys
-path, name, phase, pas, ticks, tck = sys.argv[1:]
+path, name, phase, pas, ticks, tck, sent = sys.argv[1:]
 r = json.load(open(path))
 ops = sum(o["count"] for o in r["operations"].values())
 # YCSB counts a read of an absent record under READ-FAILED (status NOT_FOUND).
@@ -184,6 +221,9 @@ print(json.dumps({
     "found_p50_us": pct(hit, "p50_us"), "found_p99_us": pct(hit, "p99_us"),
     "absent_p50_us": pct(miss, "p50_us"), "absent_p99_us": pct(miss, "p99_us"),
     "server_cpu_us_per_op": int(ticks) / int(tck) * 1e6 / max(ops, 1),
+    "sent_bytes_per_op": int(sent) / max(ops, 1),
+    "scan_p50_us": r["operations"].get("SCAN", {}).get("p50_us"),
+    "scan_p99_us": r["operations"].get("SCAN", {}).get("p99_us"),
     "reads_found": hit.get("count", 0), "reads": hit.get("count", 0) + miss.get("count", 0),
 }))
 PY
@@ -206,21 +246,34 @@ summary = []
 print(f"YCSB {workload}, {records} records, {ops} operations, {threads} thread(s), "
       f"median of {passes} passes, variants rotated per pass")
 print()
-print(f"| phase | variant | ops/s | vs {names[0]} | found p50/p99 µs | absent p50/p99 µs | server CPU µs/op | reads found |")
-print("|---|---|---:|---:|---:|---:|---:|---:|")
+scans = any(r.get("scan_p50_us") is not None for r in rows)
+if scans:
+    print(f"| phase | variant | ops/s | vs {names[0]} | scan p50/p99 µs | bytes sent/op | vs {names[0]} | server CPU µs/op |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+else:
+    print(f"| phase | variant | ops/s | vs {names[0]} | found p50/p99 µs | absent p50/p99 µs | server CPU µs/op | bytes sent/op | reads found |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
 fmt = lambda a, b: "-" if a is None else f"{a:g} / {b:g}"
 for ph in phases:
     base = med(ph, names[0], "ops_per_sec")
     for v in names:
         s = {k: med(ph, v, k) for k in
              ("ops_per_sec", "found_p50_us", "found_p99_us", "absent_p50_us", "absent_p99_us",
-              "server_cpu_us_per_op", "reads_found", "reads")}
+              "server_cpu_us_per_op", "reads_found", "reads", "sent_bytes_per_op",
+              "scan_p50_us", "scan_p99_us")}
         s.update(phase=ph, variant=v, ratio=(s["ops_per_sec"] / base) if base else None)
         summary.append(s)
         found = f'{s["reads_found"] / s["reads"]:.0%}' if s["reads"] else "-"
-        print(f'| {ph} | {v} | {s["ops_per_sec"]:,.0f} | {s["ratio"]:.2f} | '
-              f'{fmt(s["found_p50_us"], s["found_p99_us"])} | {fmt(s["absent_p50_us"], s["absent_p99_us"])} | '
-              f'{s["server_cpu_us_per_op"]:.1f} | {found} |')
+        base_sent = med(ph, names[0], "sent_bytes_per_op")
+        s["sent_ratio"] = s["sent_bytes_per_op"] / base_sent if base_sent else None
+        if scans:
+            print(f'| {ph} | {v} | {s["ops_per_sec"]:,.0f} | {s["ratio"]:.2f} | '
+                  f'{fmt(s["scan_p50_us"], s["scan_p99_us"])} | {s["sent_bytes_per_op"]:,.0f} | '
+                  f'{s["sent_ratio"]:.2f} | {s["server_cpu_us_per_op"]:.1f} |')
+        else:
+            print(f'| {ph} | {v} | {s["ops_per_sec"]:,.0f} | {s["ratio"]:.2f} | '
+                  f'{fmt(s["found_p50_us"], s["found_p99_us"])} | {fmt(s["absent_p50_us"], s["absent_p99_us"])} | '
+                  f'{s["server_cpu_us_per_op"]:.1f} | {s["sent_bytes_per_op"]:,.0f} | {found} |')
 json.dump({"tool": "bench-read-path", "records": int(records), "operations": int(ops),
            "threads": int(threads), "passes": int(passes), "workload": workload,
            "variants": names, "summary": summary, "runs": rows}, open(out, "w"), indent=1)
