@@ -25,6 +25,10 @@ pub struct ClientConfig {
     /// (`hbase.client.pause`: 100 ms).
     pub retry_backoff: Duration,
     /// Rows fetched per scanner call when the scan does not say (`hbase.client.scanner.caching`).
+    /// Unbounded by default, as in HBase 2: each call is bounded by the server's
+    /// `scanner.max_result_bytes` instead, which suits narrow and wide rows alike (rows of 10
+    /// bytes scanned 1,000 at a time: 1.67× the scans/s of 100 rows per call;
+    /// `docs/benchmarks.md`, "Scanner caching").
     pub scanner_caching: u32,
     /// The largest response frame accepted.
     pub max_frame_bytes: u32,
@@ -45,7 +49,7 @@ impl Default for ClientConfig {
             rpc_timeout: Duration::from_secs(60),
             retries: 10,
             retry_backoff: Duration::from_millis(100),
-            scanner_caching: 100,
+            scanner_caching: u32::MAX,
             max_frame_bytes: cellar_proto::frame::DEFAULT_MAX_FRAME_BYTES,
             transport: Transport::Tcp,
             ucx_drive: Duration::from_micros(200),

@@ -167,7 +167,8 @@ pub struct ScannerConfig {
     /// An open scanner untouched for this long is closed (HBase's
     /// `hbase.client.scanner.timeout.period`: 60 s).
     pub lease_ms: u64,
-    /// Rows per SCAN_NEXT when the client does not say (HBase's `hbase.client.scanner.caching`).
+    /// Rows per scan call when the client does not say (HBase's `hbase.client.scanner.caching`,
+    /// unbounded since HBase 2: `max_result_bytes` bounds each call).
     pub default_caching: u32,
     /// A scan reply stops growing past this many bytes (HBase's
     /// `hbase.client.scanner.max.result.size`: 2 MiB).
@@ -265,7 +266,7 @@ impl Default for ScannerConfig {
     fn default() -> Self {
         ScannerConfig {
             lease_ms: 60_000,
-            default_caching: 100,
+            default_caching: u32::MAX,
             max_result_bytes: 2 * 1024 * 1024,
             max_prepared_per_connection: 64,
         }

@@ -56,6 +56,7 @@ durability (of inserts and updates: USE_DEFAULT, SKIP_WAL, ASYNC_WAL, SYNC_WAL, 
 querycache (true: the load phase creates the family with QUERY_CACHE => true),
 preparedscan (true: scans are executions of one prepared scan, seed 003's Prepared Scan),
 scancompress (true: scan results travel zstd-compressed),
+scancaching (rows per scan call; default: the scan's length, at most 1000),
 zipfianconstant (requestdistribution=zipfian's exponent, default 0.99).
 
 Results are printed to stdout in YCSB's format ([OVERALL], [READ], ... lines).

@@ -103,6 +103,8 @@ pub fn main(phase: &str, args: Vec<String>) -> Result<(), String> {
             query_cache: props.get_bool("querycache", false)?,
             prepared_scan: props.get_bool("preparedscan", false)?,
             scan_compress: props.get_bool("scancompress", false)?,
+            scan_caching: u32::try_from(props.get_u64("scancaching", 0)?)
+                .map_err(|_| "property scancaching is too large".to_string())?,
         },
     )?;
     eprintln!(

@@ -32,6 +32,8 @@ pub struct TargetOptions {
     pub prepared_scan: bool,
     /// Scan results travel zstd-compressed (property `scancompress`, Cellar's).
     pub scan_compress: bool,
+    /// Rows per scan call (property `scancaching`, Cellar's; 0: the scan's length, at most 1000).
+    pub scan_caching: u32,
 }
 
 /// Parses the `durability` property: HBase's names.
@@ -154,6 +156,7 @@ pub struct CellarDb {
     durability: Durability,
     prepared_scan: bool,
     scan_compress: bool,
+    scan_caching: u32,
     /// With `prepared_scan`: one prepared scan per (table, fields) read, shared by threads.
     prepared: Mutex<PreparedScans>,
 }
@@ -225,6 +228,7 @@ impl CellarDb {
             durability: opts.durability,
             prepared_scan: opts.prepared_scan,
             scan_compress: opts.scan_compress,
+            scan_caching: opts.scan_caching,
             prepared: Mutex::new(HashMap::new()),
         })
     }
@@ -264,9 +268,13 @@ impl Db for CellarDb {
         record_count: usize,
         fields: Option<&[String]>,
     ) -> (Status, Vec<Fields>) {
-        let caching = u32::try_from(record_count)
-            .unwrap_or(u32::MAX)
-            .clamp(1, 1000);
+        let caching = if self.scan_caching > 0 {
+            self.scan_caching
+        } else {
+            u32::try_from(record_count)
+                .unwrap_or(u32::MAX)
+                .clamp(1, 1000)
+        };
         let scanner = if self.prepared_scan {
             self.prepared(table, fields).execute(
                 Bytes::copy_from_slice(start_key.as_bytes()),
@@ -277,6 +285,7 @@ impl Db for CellarDb {
         } else {
             let mut scan = scan_of(start_key, record_count, &self.family, fields);
             scan.compress = self.scan_compress;
+            scan.caching = caching;
             self.table(table).scan(scan)
         };
         let mut rows = Vec::new();
@@ -478,6 +487,7 @@ mod tests {
             query_cache: false,
             prepared_scan: false,
             scan_compress: false,
+            scan_caching: 0,
             durability: Durability::UseDefault,
         }
     }
