@@ -208,6 +208,8 @@ pub struct StorageSection {
     pub compaction_min_files: usize,
     pub compaction_max_files: usize,
     pub compaction_ratio: f64,
+    /// Compactions' shared bandwidth limit, bytes per second (0: none).
+    pub compaction_bytes_per_sec: u64,
     pub blocking_store_files: usize,
     pub blocking_wait_ms: u64,
     /// A WAL segment is rolled once it is this large.
@@ -297,6 +299,7 @@ impl Default for StorageSection {
             compaction_min_files: s.compaction_min_files,
             compaction_max_files: s.compaction_max_files,
             compaction_ratio: s.compaction_ratio,
+            compaction_bytes_per_sec: s.compaction_bytes_per_sec,
             blocking_store_files: s.blocking_store_files,
             blocking_wait_ms: s.blocking_wait.as_millis() as u64,
             wal_segment_bytes: s.wal.segment_size,
@@ -460,6 +463,7 @@ impl ServerConfig {
             compaction_min_files: s.compaction_min_files,
             compaction_max_files: s.compaction_max_files,
             compaction_ratio: s.compaction_ratio,
+            compaction_bytes_per_sec: s.compaction_bytes_per_sec,
             blocking_store_files: s.blocking_store_files,
             blocking_wait: Duration::from_millis(s.blocking_wait_ms),
             region_gate: s.region_gate,

@@ -26,6 +26,7 @@ pub mod sink;
 pub mod split;
 pub mod store;
 pub mod store_files;
+pub mod throttle;
 
 pub use config::{Clock, ManualClock, StorageConfig, SystemClock};
 pub use descriptor::RegionInfo;
@@ -64,6 +65,8 @@ pub struct StorageServices {
     pub wal: Arc<Wal>,
     pub block_cache: Arc<BlockCache>,
     pub query_cache: Arc<QueryCache>,
+    /// The bandwidth limit every compaction of these services shares.
+    pub compaction_throttle: throttle::Throttle,
     pub config: StorageConfig,
     background: Background,
 }
@@ -84,6 +87,7 @@ impl StorageServices {
                 BlockCache::new(config.block_cache_bytes).compressed(config.block_cache_compressed),
             ),
             query_cache: Arc::new(QueryCache::new(config.query_cache_bytes)),
+            compaction_throttle: throttle::Throttle::new(config.compaction_bytes_per_sec),
             background: Background::start(config.background),
             config,
         };

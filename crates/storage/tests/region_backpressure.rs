@@ -59,3 +59,52 @@ fn too_many_files_slow_writers_without_failing_them() {
     assert_eq!(region.scan(&Scan::new()).expect("scan").count(), 3000);
     region.close().expect("close");
 }
+
+/// `compaction_bytes_per_sec` holds compactions to the limit: a major compaction of ~3 MB at
+/// 4 MB/s is charged its input and sleeps most of ~0.75 s; a store whose file count holds
+/// writers back is compacted without the limit.
+#[test]
+fn compactions_are_throttled_except_under_pressure() {
+    use cellar_model::{FamilySchema, RowMutation, TableSchema};
+    use cellar_storage::region::{Region, StorageConfig};
+    let compact = |blocking_store_files: usize| {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = StorageConfig {
+            background: false,
+            compaction_bytes_per_sec: 4 * 1024 * 1024,
+            blocking_store_files,
+            ..StorageConfig::default()
+        };
+        let region = Region::open_with_config(
+            dir.path(),
+            TableSchema::new("t", vec![FamilySchema::new("cf")]),
+            config,
+        )
+        .expect("open");
+        for f in 0..3u32 {
+            for i in 0..1_000u32 {
+                region
+                    .mutate(&RowMutation::new(format!("r{f}-{i:05}").into_bytes()).put(
+                        b"cf",
+                        b"q",
+                        1,
+                        vec![b'v'; 1000],
+                    ))
+                    .expect("put");
+            }
+            region.flush().expect("flush");
+        }
+        region.compact(true).expect("major compaction");
+        region.services().compaction_throttle.totals()
+    };
+    let (charged, slept) = compact(16);
+    // Charged in 256 KiB steps: all but the last part of the ~3.1 MB read.
+    assert!(charged >= 2_800_000, "charged {charged} bytes");
+    assert!(slept.as_secs_f64() >= 0.5, "slept {slept:?}");
+    let (charged, slept) = compact(3);
+    assert_eq!(
+        (charged, slept.as_micros()),
+        (0, 0),
+        "writers were held back: no limit"
+    );
+}

@@ -19,6 +19,9 @@ use cellar_model::{Error, Result, TimeRange};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// Compactions account their bytes to the throttle in steps of this much.
+const THROTTLE_EVERY: u64 = 256 * 1024;
+
 /// Picks files for a minor compaction (newest first in `files`): HBase's ratio rule. Walking
 /// from the oldest file, a file is skipped while it is larger than `ratio ×` the total of the
 /// newer files that would join it; the first file that passes starts the selection, which
@@ -92,7 +95,12 @@ impl RegionInner {
             .map(|f| f.file.meta().max_seq)
             .max()
             .unwrap_or(0);
+        // Throttled unless writers are waiting on this store's file count.
+        let throttle = (view.files.len() < cfg.blocking_store_files)
+            .then_some(&self.services.compaction_throttle)
+            .filter(|t| t.rate() > 0);
         let output = store.write_file(number, Some(&inputs), |w| {
+            let mut unthrottled_bytes = 0u64;
             w.raise_max_seq(inputs_max_seq);
             let mut merge = MergeIter::new(inputs.iter().map(|f| f.iter(false)).collect());
             merge.seek_to_first()?;
@@ -118,6 +126,13 @@ impl RegionInner {
                     row.clear();
                     row.extend_from_slice(key.row());
                     matcher.reset();
+                }
+                if let Some(t) = throttle {
+                    unthrottled_bytes += (key_bytes.len() + merge.value().len()) as u64;
+                    if unthrottled_bytes >= THROTTLE_EVERY {
+                        t.consume(unthrottled_bytes);
+                        unthrottled_bytes = 0;
+                    }
                 }
                 let keep = if major { matcher.survives(&key) } else { true };
                 if keep {

@@ -64,6 +64,9 @@ pub struct StorageConfig {
     /// A file joins a minor compaction if it is at most `ratio ×` the newer files' total
     /// size (HBase: 1.2).
     pub compaction_ratio: f64,
+    /// Compactions together read at most this many bytes per second of their inputs; 0: no
+    /// limit. Not applied to a store whose file count holds writers back (`region/throttle.rs`).
+    pub compaction_bytes_per_sec: u64,
     /// With this many files in a store, writers are slowed until compaction catches up
     /// (HBase: 16).
     pub blocking_store_files: usize,
@@ -94,6 +97,7 @@ impl Default for StorageConfig {
             compaction_min_files: 3,
             compaction_max_files: 10,
             compaction_ratio: 1.2,
+            compaction_bytes_per_sec: 0,
             blocking_store_files: 16,
             blocking_wait: Duration::from_secs(10),
             background: true,
