@@ -27,6 +27,8 @@ fn engine_bench_runs_every_workload_on_cellar() {
             "1M",
             "--threads",
             "2",
+            "--benchmarks",
+            "fillseq,fillrandom,overwrite,readrandom,readrandom-hot,seekrandom,readmissing,readmixed",
             "--db-dir",
         ])
         .arg(dir.path().join("db"))
@@ -44,6 +46,8 @@ fn engine_bench_runs_every_workload_on_cellar() {
         "readrandom",
         "readrandom-hot",
         "seekrandom",
+        "readmissing",
+        "readmixed",
     ] {
         assert!(
             table.lines().any(|l| l.starts_with(&format!("| {w} |"))),
@@ -53,7 +57,7 @@ fn engine_bench_runs_every_workload_on_cellar() {
     let doc: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).expect("json written")).expect("json");
     let results = doc["results"].as_array().expect("results");
-    assert_eq!(results.len(), 6);
+    assert_eq!(results.len(), 8);
     for r in results {
         assert!(r["ops_per_sec"].as_f64().expect("ops/s") > 0.0, "{r}");
         assert!(r["peak_rss_bytes"].as_u64().expect("rss") > 0, "{r}");
@@ -63,6 +67,19 @@ fn engine_bench_runs_every_workload_on_cellar() {
         .find(|r| r["workload"] == "readrandom")
         .expect("readrandom result");
     assert_eq!(read["found"], 500, "every key read was written");
+    let found = |w: &str| {
+        results
+            .iter()
+            .find(|r| r["workload"] == w)
+            .and_then(|r| r["found"].as_u64())
+            .unwrap_or_else(|| panic!("{w} result"))
+    };
+    assert_eq!(found("readmissing"), 0, "no absent key was found");
+    let mixed = found("readmixed");
+    assert!(
+        (150..350).contains(&mixed),
+        "about half of 500 found: {mixed}"
+    );
     let fill = results
         .iter()
         .find(|r| r["workload"] == "fillrandom")
