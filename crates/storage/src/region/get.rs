@@ -110,10 +110,6 @@ impl RegionInner {
         let gate = self.services.config.region_gate;
         let mut bounds: Option<(Vec<u8>, u64)> = None;
         for store in &self.stores {
-            if !get.columns.is_empty() && !get.columns.iter().any(|c| c.family == store.name) {
-                continue;
-            }
-            let view = store.view();
             let Some(spec) = self.read_spec(
                 &get.columns,
                 &store.name,
@@ -123,6 +119,7 @@ impl RegionInner {
             ) else {
                 continue;
             };
+            let view = store.view();
             // The region-level gate: the row's hash against every file's key range and blooms,
             // the memstores' row indexes; nothing allocated, searched or read if all say no.
             let mut files = candidate_files(
