@@ -210,6 +210,12 @@ pub struct StorageSection {
     pub compaction_ratio: f64,
     /// Compactions' shared bandwidth limit, bytes per second (0: none).
     pub compaction_bytes_per_sec: u64,
+    /// Periodic major compaction: a store's oldest file age that triggers one (0: never).
+    pub major_compaction_period_ms: u64,
+    /// Fraction of the period each store's schedule moves by, so stores spread out.
+    pub major_compaction_jitter: f64,
+    /// How often the server looks for stores due a compaction outside of flushes.
+    pub compaction_check_interval_ms: u64,
     pub blocking_store_files: usize,
     pub blocking_wait_ms: u64,
     /// A WAL segment is rolled once it is this large.
@@ -300,6 +306,9 @@ impl Default for StorageSection {
             compaction_max_files: s.compaction_max_files,
             compaction_ratio: s.compaction_ratio,
             compaction_bytes_per_sec: s.compaction_bytes_per_sec,
+            major_compaction_period_ms: s.major_compaction_period_ms,
+            major_compaction_jitter: s.major_compaction_jitter,
+            compaction_check_interval_ms: 10 * 60 * 1000,
             blocking_store_files: s.blocking_store_files,
             blocking_wait_ms: s.blocking_wait.as_millis() as u64,
             wal_segment_bytes: s.wal.segment_size,
@@ -449,6 +458,15 @@ impl ServerConfig {
         if self.storage.compaction_ratio.is_nan() || self.storage.compaction_ratio <= 0.0 {
             return Err("storage.compaction_ratio must be positive".into());
         }
+        let jitter = self.storage.major_compaction_jitter;
+        if !(0.0..=1.0).contains(&jitter) {
+            return Err(format!(
+                "storage.major_compaction_jitter must be between 0 and 1, got {jitter}"
+            ));
+        }
+        if self.storage.compaction_check_interval_ms == 0 {
+            return Err("storage.compaction_check_interval_ms must be at least 1".into());
+        }
         Ok(())
     }
 
@@ -464,6 +482,8 @@ impl ServerConfig {
             compaction_max_files: s.compaction_max_files,
             compaction_ratio: s.compaction_ratio,
             compaction_bytes_per_sec: s.compaction_bytes_per_sec,
+            major_compaction_period_ms: s.major_compaction_period_ms,
+            major_compaction_jitter: s.major_compaction_jitter,
             blocking_store_files: s.blocking_store_files,
             blocking_wait: Duration::from_millis(s.blocking_wait_ms),
             region_gate: s.region_gate,

@@ -275,6 +275,14 @@ impl RegionServer {
                     });
             }
         }
+        // Stores nobody writes to still get their periodic major compaction.
+        let check_every = Duration::from_millis(self.config.storage.compaction_check_interval_ms);
+        self.workers
+            .spawn("cellar-compact-check", check_every, weak.clone(), |s| {
+                for hosted in s.router.all_regions() {
+                    hosted.if_open(|r| r.request_compaction_if_due());
+                }
+            });
         let lease = Duration::from_millis(self.config.scanner.lease_ms);
         let reap_every = (lease / 4).clamp(Duration::from_millis(10), Duration::from_secs(1));
         self.workers.spawn("cellar-leases", reap_every, weak, |s| {

@@ -495,3 +495,34 @@ fn a_second_server_on_the_same_directory_is_refused() {
     };
     assert!(e.contains("in use"), "{e}");
 }
+
+/// The compaction checker major compacts a store whose oldest file is a period old, with no
+/// write or request to prompt it (HBase's periodic major compaction).
+#[test]
+fn the_compaction_checker_runs_periodic_major_compactions() {
+    let ts = TestServer::with_config(|c| {
+        c.storage.major_compaction_period_ms = 1500;
+        c.storage.major_compaction_jitter = 0.0;
+        c.storage.compaction_check_interval_ms = 100;
+    });
+    ts.create("t", &["cf"], &[]);
+    ts.put("t", "row1", "cf", "q", "one");
+    ts.admin(Method::FlushTable, "t").expect("flush");
+    ts.put("t", "row1", "cf", "q", "two");
+    ts.admin(Method::FlushTable, "t").expect("flush");
+    let files_before = ts.server().current_gauges().store_files;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    let files_after = loop {
+        let files = ts.server().current_gauges().store_files;
+        if files < files_before || std::time::Instant::now() > deadline {
+            break files;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    assert_eq!(
+        files_before - files_after,
+        1,
+        "the table's two files became one without a compaction request"
+    );
+    assert_eq!(ts.value("t", "row1", "cf", "q"), Some(b("two")));
+}

@@ -28,6 +28,7 @@ pub mod store;
 pub mod store_files;
 pub mod throttle;
 
+pub use compaction::Compacted;
 pub use config::{Clock, ManualClock, StorageConfig, SystemClock};
 pub use descriptor::RegionInfo;
 pub use scanner::RegionScanner;
@@ -114,6 +115,8 @@ pub struct RegionStats {
     pub store_file_bytes: u64,
     pub flushes: u64,
     pub compactions: u64,
+    /// Of `compactions`, those that were major (asked for, all files, or periodic).
+    pub major_compactions: u64,
     pub bytes_flushed: u64,
     pub bytes_compacted: u64,
     pub block_cache: CacheStats,
@@ -143,8 +146,12 @@ pub(crate) struct RegionInner {
     pressure: (Mutex<()>, Condvar),
     pub flushes: AtomicU64,
     pub compactions: AtomicU64,
+    pub major_compactions: AtomicU64,
     pub bytes_flushed: AtomicU64,
     pub bytes_compacted: AtomicU64,
+    /// When this open happened (the clock's milliseconds): the age of store files that do not
+    /// record when they were written counts from here.
+    pub opened_ms: u64,
 }
 
 /// A write in the memstores whose WAL record is buffered but not yet in the OS
@@ -377,8 +384,10 @@ impl Region {
             pressure: (Mutex::new(()), Condvar::new()),
             flushes: AtomicU64::new(0),
             compactions: AtomicU64::new(0),
+            major_compactions: AtomicU64::new(0),
             bytes_flushed: AtomicU64::new(0),
             bytes_compacted: AtomicU64::new(0),
+            opened_ms: services.config.clock.now_millis(),
         });
         // Replayed data stays in the memstore and the WAL until the next flush: nothing is lost
         // if we crash again, and opening stays fast.
@@ -475,12 +484,43 @@ impl Region {
     }
 
     /// Compacts every store: `major` rewrites all files into one, dropping deleted, expired and
-    /// excess-version cells; otherwise the ratio policy picks files, if any qualify.
+    /// excess-version cells; otherwise the ratio policy picks files, if any qualify (a
+    /// selection that takes every file of a store is run as a major compaction, as HBase does).
     pub fn compact(&self, major: bool) -> Result<()> {
-        for i in 0..self.inner.stores.len() {
-            self.inner.compact_store(i, major)?;
-        }
-        Ok(())
+        self.compact_stores(major).map(drop)
+    }
+
+    /// The region's families, in the order of its stores (sorted by name).
+    pub fn families(&self) -> Vec<String> {
+        self.inner
+            .stores
+            .iter()
+            .map(|s| s.family.name.clone())
+            .collect()
+    }
+
+    /// [`Region::compact`], telling what each store (in [`Region::families`] order) got.
+    pub fn compact_stores(&self, major: bool) -> Result<Vec<Compacted>> {
+        (0..self.inner.stores.len())
+            .map(|i| self.inner.compact_store(i, major))
+            .collect()
+    }
+
+    /// Queues the compactions this region's stores are due (too many files, references to a
+    /// parent's files, or a periodic major compaction: `major_compaction_period_ms`). The
+    /// server calls this now and then, so that a store nobody writes to is still compacted on
+    /// schedule.
+    pub fn request_compaction_if_due(&self) {
+        self.inner.request_compaction_if_needed();
+    }
+
+    /// Whether a store of this region is due its periodic major compaction now.
+    pub fn major_compaction_due(&self) -> bool {
+        let now = self.inner.services.config.clock.now_millis();
+        self.inner
+            .stores
+            .iter()
+            .any(|s| self.inner.major_compaction_due(s, now))
     }
 
     /// Waits until no flush or compaction of this region is queued or running.
@@ -493,6 +533,7 @@ impl Region {
         let mut s = RegionStats {
             flushes: inner.flushes.load(Ordering::Relaxed),
             compactions: inner.compactions.load(Ordering::Relaxed),
+            major_compactions: inner.major_compactions.load(Ordering::Relaxed),
             bytes_flushed: inner.bytes_flushed.load(Ordering::Relaxed),
             bytes_compacted: inner.bytes_compacted.load(Ordering::Relaxed),
             block_cache: inner.services.block_cache.stats(),
@@ -877,9 +918,10 @@ impl RegionInner {
         self.mvcc.wait_settled(flush_seq);
         let keep = self.mvcc.all_but_aborted();
         let mut wrote = false;
+        let now = self.services.config.clock.now_millis();
         for s in &self.stores {
             let before = s.view().files.iter().map(|f| f.size()).sum::<u64>();
-            if s.flush_snapshot(self.next_file_number(), &keep)? {
+            if s.flush_snapshot(self.next_file_number(), &keep, now)? {
                 wrote = true;
                 let after = s.view().files.iter().map(|f| f.size()).sum::<u64>();
                 self.bytes_flushed
@@ -947,7 +989,9 @@ impl RegionInner {
                 // References to a parent's files are rewritten by a major compaction, so the
                 // parent's files can be let go.
                 let has_refs = s.view().files.iter().any(|f| f.reference.is_some());
-                if let Err(e) = r.compact_store(i, has_refs) {
+                let now = r.services.config.clock.now_millis();
+                let major = has_refs || r.major_compaction_due(s, now);
+                if let Err(e) = r.compact_store(i, major) {
                     tracing::error!(region = r.info.id, family = %s.family.name, error = %e, "background compaction failed");
                 }
             }
@@ -958,6 +1002,7 @@ impl RegionInner {
         let v = s.view();
         v.files.len() >= self.services.config.compaction_min_files
             || v.files.iter().any(|f| f.reference.is_some())
+            || self.major_compaction_due(s, self.services.config.clock.now_millis())
     }
 }
 

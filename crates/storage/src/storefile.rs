@@ -96,4 +96,10 @@ pub struct FileMeta {
     pub compression: Compression,
     /// The bloom filter's type (`None` when the file has no filter).
     pub bloom: BloomType,
+    /// When the file was written, in milliseconds since the epoch by the region's clock
+    /// (0: unknown, a file written before the field existed). Periodic major compaction
+    /// counts a store's age from its oldest file.
+    pub created_ms: u64,
+    /// Written by a major compaction: it holds only cells a reader could see.
+    pub major_compaction: bool,
 }

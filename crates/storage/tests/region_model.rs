@@ -10,7 +10,7 @@ use cellar_model::{
     BloomType, Cell, CellRef, CellSink, CellType, Compression, FamilySchema, Get, RowMutation,
     Scan, TableSchema,
 };
-use cellar_storage::region::{ManualClock, Region, StorageConfig};
+use cellar_storage::region::{Compacted, ManualClock, Region, StorageConfig};
 use proptest::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -255,9 +255,13 @@ impl Model {
         out
     }
 
-    /// A major compaction: flushed cells become the flushed puts that survive among themselves.
-    fn major_compact(&mut self, schema: &TableSchema, now: u64) {
+    /// A major compaction of `family`: its flushed cells become the flushed puts that survive
+    /// among themselves.
+    fn major_compact(&mut self, schema: &TableSchema, family: &str, now: u64) {
         for ((_, fam), cells) in self.cells.iter_mut() {
+            if fam.as_slice() != family.as_bytes() {
+                continue;
+            }
             let Some(f) = schema.family(fam) else {
                 continue;
             };
@@ -523,9 +527,13 @@ fn run(ops: Vec<Op>) {
                 model.flush();
             }
             Op::Compact { major } => {
-                r.compact(major).expect("compact");
-                if major {
-                    model.major_compact(&schema, now);
+                // A minor compaction that takes every file of a store is a major one: the
+                // engine says which stores it compacted how.
+                let done = r.compact_stores(major).expect("compact");
+                for (family, kind) in r.families().iter().zip(done) {
+                    if kind == Compacted::Major {
+                        model.major_compact(&schema, family, now);
+                    }
                 }
             }
             Op::Advance { ms } => clock.advance(ms),

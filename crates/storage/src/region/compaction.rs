@@ -3,7 +3,14 @@
 //! Minor compactions pick files by HBase's ratio rule and keep every cell (delete markers must
 //! stay while files they mask are outside the compaction). Major compactions take every file
 //! and keep only what a reader could see: deleted, expired and excess-version cells and the
-//! delete markers go.
+//! delete markers go. A minor selection that happens to take every file of the store is run as
+//! a major one (HBase's rule: with no file left out, nothing outside can need what it drops).
+//!
+//! Periodic major compaction (HBase's `hbase.hregion.majorcompaction`): a store whose oldest
+//! file is older than `major_compaction_period_ms`, moved per store by up to
+//! `major_compaction_jitter` of it, is major compacted, unless it is one file written by a major
+//! compaction in which no cell can have expired since (nothing to drop). Files record when they
+//! were written (`FileMeta::created_ms`); older files count from the region's open.
 //!
 //! Crash safety: the output is written under a temporary name and synced; a marker naming the
 //! inputs is written; the output is renamed into place; only then are the inputs deleted.
@@ -11,13 +18,38 @@
 //! not (see `store.rs`). Readers holding an input keep it until they finish.
 
 use super::matcher::{ReadSpec, RowMatcher};
+use super::store::Store;
 use super::store_files::StoreFileHandle;
 use super::RegionInner;
 use crate::iter::MergeIter;
 use cellar_model::key::KeyRef;
 use cellar_model::{Error, Result, TimeRange};
+use std::hash::{Hash, Hasher};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// What one store's compaction did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compacted {
+    /// No files qualified.
+    Nothing,
+    /// Some of the files were merged; every cell kept.
+    Minor,
+    /// Every file was merged into one holding only what a reader could see.
+    Major,
+}
+
+/// The period after which `store_key`'s store is due a major compaction: `period_ms` moved by
+/// up to `jitter × period_ms`, the same each time for one store (so one server's stores spread
+/// out instead of all compacting together after a restart).
+pub fn jittered_period(period_ms: u64, jitter: f64, store_key: (u64, &[u8])) -> u64 {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    store_key.hash(&mut h);
+    // A uniform fraction in [-1, 1).
+    let unit = (h.finish() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
+    let shift = period_ms as f64 * jitter.clamp(0.0, 1.0) * unit;
+    (period_ms as f64 + shift).max(1.0) as u64
+}
 
 /// Compactions account their bytes to the throttle in steps of this much.
 const THROTTLE_EVERY: u64 = 256 * 1024;
@@ -51,11 +83,51 @@ pub fn select_minor(
 }
 
 impl RegionInner {
+    /// Whether `store` is due its periodic major compaction at `now` (see the module docs).
+    pub(crate) fn major_compaction_due(&self, store: &Store, now: u64) -> bool {
+        let cfg = &self.services.config;
+        if cfg.major_compaction_period_ms == 0 {
+            return false;
+        }
+        let view = store.view();
+        let Some(oldest) = view
+            .files
+            .iter()
+            .map(|f| match f.file.meta().created_ms {
+                0 => self.opened_ms,
+                t => t,
+            })
+            .min()
+        else {
+            return false;
+        };
+        let period = jittered_period(
+            cfg.major_compaction_period_ms,
+            cfg.major_compaction_jitter,
+            (self.info.id, store.family.name.as_bytes()),
+        );
+        if now.saturating_sub(oldest) < period {
+            return false;
+        }
+        match view.files.as_slice() {
+            [only] if only.file.meta().major_compaction && only.reference.is_none() => {
+                // Already compacted: worth redoing only if a cell may have expired since (an
+                // empty file has nothing to expire).
+                let ttl_ms = store.family.ttl_secs.map(|s| s.saturating_mul(1000));
+                let meta = only.file.meta();
+                ttl_ms.is_some_and(|ttl| {
+                    meta.cell_count > 0 && now.saturating_sub(meta.min_timestamp) > ttl
+                })
+            }
+            _ => true,
+        }
+    }
+
     /// Compacts store `i`. Returns without doing anything when a minor compaction finds no
     /// qualifying files.
-    pub(crate) fn compact_store(&self, i: usize, major: bool) -> Result<()> {
+    pub(crate) fn compact_store(&self, i: usize, major: bool) -> Result<Compacted> {
         let Some(store) = self.stores.get(i) else {
-            return Ok(());
+            return Ok(Compacted::Nothing);
         };
         let _guard = store.compact_lock.lock();
         let view = store.view();
@@ -79,8 +151,10 @@ impl RegionInner {
             )
         };
         if inputs.len() < if major { 1 } else { 2 } {
-            return Ok(());
+            return Ok(Compacted::Nothing);
         }
+        // Every file taken: nothing outside the compaction can need what a major one drops.
+        let major = major || inputs.len() == view.files.len();
         let bytes_in: u64 = inputs.iter().map(|f| f.size()).sum();
         let number = self.next_file_number();
         let now = cfg.clock.now_millis();
@@ -102,6 +176,10 @@ impl RegionInner {
         let output = store.write_file(number, Some(&inputs), |w| {
             let mut unthrottled_bytes = 0u64;
             w.raise_max_seq(inputs_max_seq);
+            w.set_created_ms(now);
+            if major {
+                w.mark_major_compaction();
+            }
             let mut merge = MergeIter::new(inputs.iter().map(|f| f.iter(false)).collect());
             merge.seek_to_first()?;
             let mut matcher = RowMatcher::new(&store.family, &spec, now);
@@ -149,9 +227,16 @@ impl RegionInner {
         // compaction on the next open.
         store.commit_compaction(&inputs, Some(output), number)?;
         self.compactions.fetch_add(1, Ordering::Relaxed);
+        if major {
+            self.major_compactions.fetch_add(1, Ordering::Relaxed);
+        }
         self.bytes_compacted.fetch_add(bytes_out, Ordering::Relaxed);
         tracing::debug!(region = self.info.id, family = %store.family.name, files = inputs.len(), bytes_in, bytes_out, major, "compacted");
         self.notify_pressure();
-        Ok(())
+        Ok(if major {
+            Compacted::Major
+        } else {
+            Compacted::Minor
+        })
     }
 }

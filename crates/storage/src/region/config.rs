@@ -67,6 +67,14 @@ pub struct StorageConfig {
     /// Compactions together read at most this many bytes per second of their inputs; 0: no
     /// limit. Not applied to a store whose file count holds writers back (`region/throttle.rs`).
     pub compaction_bytes_per_sec: u64,
+    /// A store whose oldest file is this old is major compacted (HBase's
+    /// `hbase.hregion.majorcompaction`: 7 days); 0: never on a schedule. Checked after every
+    /// flush and by the server's compaction checker.
+    pub major_compaction_period_ms: u64,
+    /// Each store's period is moved by up to this fraction of it, earlier or later, so the
+    /// stores of a server do not all compact at once (HBase's
+    /// `hbase.hregion.majorcompaction.jitter`: 0.5).
+    pub major_compaction_jitter: f64,
     /// With this many files in a store, writers are slowed until compaction catches up
     /// (HBase: 16).
     pub blocking_store_files: usize,
@@ -98,6 +106,8 @@ impl Default for StorageConfig {
             compaction_max_files: 10,
             compaction_ratio: 1.2,
             compaction_bytes_per_sec: 0,
+            major_compaction_period_ms: 7 * 24 * 3600 * 1000,
+            major_compaction_jitter: 0.5,
             blocking_store_files: 16,
             blocking_wait: Duration::from_secs(10),
             background: true,

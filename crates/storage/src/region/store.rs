@@ -165,11 +165,12 @@ impl Store {
 
     /// Writes the snapshot (if any) to store file `number`, with only the cells `keep` sees
     /// (aborted writes' cells stay out), and publishes it. Returns whether a file was written.
-    pub fn flush_snapshot(&self, number: u64, keep: &ReadPoint) -> Result<bool> {
+    pub fn flush_snapshot(&self, number: u64, keep: &ReadPoint, now_ms: u64) -> Result<bool> {
         let Some(snapshot) = self.view().snapshot.clone() else {
             return Ok(false);
         };
         let handle = self.write_file(number, None, |w| {
+            w.set_created_ms(now_ms);
             let mut it = snapshot.iter();
             it.seek_to_first()?;
             while it.valid() {

@@ -5,10 +5,11 @@
 //! min_timestamp | max_timestamp | max_seq | cell_count | delete_count |
 //! data_block_count | raw_data_bytes            (varint64 each)
 //! compression: u8 | bloom: u8
+//! created_ms: varint64 | flags: u8     (appended later; absent in older files)
 //! ```
 //!
 //! Readers ignore bytes after these fields: later versions may append fields without breaking
-//! older readers. `format_version` and `file_size` come from the footer and the file itself.
+//! older readers; a file that ends after `bloom` has `created_ms` 0 (unknown) and no flags. `format_version` and `file_size` come from the footer and the file itself.
 
 use super::coding::{
     get_length_prefixed, get_varint64, put_length_prefixed, put_varint64, DecodeResult, Malformed,
@@ -33,8 +34,13 @@ pub(crate) fn encode(m: &FileMeta) -> Vec<u8> {
     }
     out.push(m.compression.code());
     out.push(m.bloom.code());
+    put_varint64(&mut out, m.created_ms);
+    out.push(if m.major_compaction { FLAG_MAJOR } else { 0 });
     out
 }
+
+/// `flags` bit: the file is a major compaction's output.
+const FLAG_MAJOR: u8 = 1;
 
 /// Decodes the block; the caller fills `format_version` and `file_size`.
 pub(crate) fn decode(data: &[u8]) -> DecodeResult<FileMeta> {
@@ -53,6 +59,17 @@ pub(crate) fn decode(data: &[u8]) -> DecodeResult<FileMeta> {
     let compression = Compression::from_code(compression)
         .ok_or(Malformed("unknown compression code in metadata"))?;
     let bloom = BloomType::from_code(bloom).ok_or(Malformed("unknown bloom type in metadata"))?;
+    p += 2;
+    // Fields appended after the first version: all or nothing.
+    let (created_ms, flags) = if p == data.len() {
+        (0, 0)
+    } else {
+        let created = get_varint64(data, &mut p)?;
+        let Some(&flags) = data.get(p) else {
+            return Err(Malformed("metadata block truncated"));
+        };
+        (created, flags)
+    };
     Ok(FileMeta {
         format_version: 0,
         first_key,
@@ -67,6 +84,8 @@ pub(crate) fn decode(data: &[u8]) -> DecodeResult<FileMeta> {
         file_size: 0,
         compression,
         bloom,
+        created_ms,
+        major_compaction: flags & FLAG_MAJOR != 0,
     })
 }
 
@@ -90,13 +109,33 @@ mod tests {
             file_size: 0,
             compression: Compression::Zstd,
             bloom: BloomType::RowCol,
+            created_ms: 1_790_000_000_000,
+            major_compaction: true,
         };
         let mut raw = encode(&m);
         assert_eq!(decode(&raw), Ok(m.clone()));
         raw.extend_from_slice(b"future");
         assert_eq!(decode(&raw), Ok(m));
-        for cut in 0..raw.len() - 6 {
+        let first_version_len = raw.len() - 6 - 7;
+        for cut in (0..raw.len() - 6).filter(|&c| c != first_version_len) {
             assert!(decode(&raw[..cut]).is_err(), "cut at {cut}");
         }
+    }
+
+    #[test]
+    fn reads_files_written_before_the_created_time_and_flags() {
+        let m = FileMeta {
+            first_key: b"a".to_vec(),
+            last_key: b"b".to_vec(),
+            created_ms: 5,
+            major_compaction: true,
+            ..FileMeta::default()
+        };
+        let raw = encode(&m);
+        // Version 1 ended after `bloom`: one varint byte of created_ms and the flags byte.
+        let old = decode(&raw[..raw.len() - 2]).expect("old metadata");
+        assert_eq!(old.created_ms, 0);
+        assert!(!old.major_compaction);
+        assert_eq!(old.first_key, m.first_key);
     }
 }

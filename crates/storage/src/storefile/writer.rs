@@ -175,6 +175,16 @@ impl StoreFileWriter {
         self.meta.max_seq = self.meta.max_seq.max(seq);
     }
 
+    /// Records when the file was written (the region's clock, milliseconds since the epoch).
+    pub fn set_created_ms(&mut self, ms: u64) {
+        self.meta.created_ms = ms;
+    }
+
+    /// Records that the file is a major compaction's output.
+    pub fn mark_major_compaction(&mut self) {
+        self.meta.major_compaction = true;
+    }
+
     /// Bytes written so far plus the pending block (for splitting compaction output).
     pub fn estimated_size(&self) -> u64 {
         self.file.len() + self.data.estimated_size() as u64
