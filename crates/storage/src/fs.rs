@@ -72,6 +72,12 @@ pub trait FileSystem: Send + Sync + 'static {
     /// Creates (or truncates) a file for writing.
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Opens a file that nobody will change again (a store file) for reads. Local disk maps
+    /// it into memory, so a read returns the page cache's bytes without copying them; a file
+    /// system without that falls back to [`FileSystem::open`].
+    fn open_immutable(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        self.open(path)
+    }
     /// Atomically replaces `to` with `from`.
     fn rename(&self, from: &Path, to: &Path) -> Result<()>;
     /// Names (not paths) of the entries of `dir`, sorted.

@@ -26,7 +26,7 @@ mod writer;
 pub use bloom::RowProbe;
 pub use footer::{FORMAT_VERSION, MAGIC};
 pub use iter::StoreFileIter;
-pub use reader::{cache_only, StoreFile};
+pub use reader::{bytes_read, cache_only, StoreFile};
 pub use writer::StoreFileWriter;
 
 use cellar_model::{BloomType, Compression, FamilySchema};

@@ -201,7 +201,9 @@ compactions; those bytes count in write amplification but not in ops/s.
 Measured per engine and workload: ops/s and MB/s (key+value bytes, 10^6) of the timed
 operations; p50/p99 latency (HdrHistogram, µs); write amplification = bytes written by
 the process (/proc/self/io wchar: WAL, flushes, compactions) until background work is
-done, divided by key+value bytes put; peak RSS (VmHWM, reset before each workload).
+done, divided by key+value bytes put; file reads per operation (rchar, or bytes of
+blocks Cellar read from its mapped store files); peak RSS (anonymous memory, sampled every
+10 ms: the page cache is left out for both engines).
 Progress lines and per-result summaries go to stderr, the Markdown table to stdout.
 
 Each engine runs in its own child process (this binary re-executed with --child), so

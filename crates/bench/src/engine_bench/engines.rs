@@ -80,6 +80,12 @@ pub trait Engine: Send + Sync {
     /// Block-cache hits and misses so far, if the engine counts them.
     fn cache_counters(&self) -> Option<CacheCounters>;
 
+    /// Bytes read from the engine's files so far, if it counts them itself (an engine that
+    /// maps its files: `/proc/self/io` sees only read system calls).
+    fn file_bytes_read(&self) -> Option<u64> {
+        None
+    }
+
     /// Engine-internal counters worth keeping with a result (file counts, bytes flushed and
     /// compacted, ...), under the engine's own names.
     fn stats(&self) -> BTreeMap<String, u64>;

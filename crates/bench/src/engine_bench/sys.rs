@@ -1,4 +1,4 @@
-//! What Linux says about this process: IO counters (`/proc/self/io`), resident memory
+//! What Linux says about this process: IO counters (`/proc/self/io`), anonymous resident memory
 //! (`/proc/self/status`), and the size of a directory tree.
 //!
 //! `/proc/self/io` sums every thread of the process, live or exited, so an engine's background
@@ -79,24 +79,64 @@ pub fn status_field_bytes(status: &str, field: &str) -> Option<u64> {
     })
 }
 
-/// Resident memory of this process: (current, peak since start or the last reset), in bytes.
-pub fn rss() -> Result<(u64, u64)> {
+/// Anonymous resident memory of this process (`RssAnon + RssShmem`): what it holds itself.
+/// File-backed pages (`RssFile`) are left out: they are the page cache, which Cellar reaches
+/// through mappings of its store files and RocksDB through `pread`, so counting them would
+/// charge Cellar for the page cache and RocksDB not.
+pub fn anon_rss() -> Result<u64> {
     let status =
         std::fs::read_to_string("/proc/self/status").context("reading /proc/self/status")?;
-    let current = status_field_bytes(&status, "VmRSS");
-    let peak = status_field_bytes(&status, "VmHWM");
-    match (current, peak) {
-        (Some(c), Some(p)) => Ok((c, p)),
-        _ => Err(BenchError::new("/proc/self/status lacks VmRSS or VmHWM")),
+    match (
+        status_field_bytes(&status, "RssAnon"),
+        status_field_bytes(&status, "RssShmem"),
+    ) {
+        (Some(anon), shmem) => Ok(anon + shmem.unwrap_or(0)),
+        _ => Err(BenchError::new("/proc/self/status lacks RssAnon")),
     }
 }
 
-/// Resets the peak-RSS mark (`VmHWM`) to the current RSS, so the next reading is the peak of
-/// what follows. Returns false where the kernel does not allow it (then the peak is the
-/// process's since start).
-pub fn reset_peak_rss() -> bool {
-    // "5" resets the peak resident set size (Linux 4.0+, proc(5)).
-    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+/// The peak of [`anon_rss`] while it runs: a thread samples it every 10 ms (the kernel keeps
+/// a peak only for the total, `VmHWM`).
+pub struct PeakAnonRss {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    sampler: Option<std::thread::JoinHandle<u64>>,
+}
+
+impl PeakAnonRss {
+    pub fn start() -> PeakAnonRss {
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let sampler = std::thread::Builder::new()
+            .name("rss-sampler".into())
+            .spawn(move || {
+                let mut peak = 0u64;
+                loop {
+                    peak = peak.max(anon_rss().unwrap_or(0));
+                    if flag.load(std::sync::atomic::Ordering::Acquire) {
+                        return peak;
+                    }
+                    std::thread::sleep(std::time::Duration::from_millis(10));
+                }
+            })
+            .ok();
+        PeakAnonRss { stop, sampler }
+    }
+
+    /// Stops sampling; the peak seen, including a last sample taken now.
+    pub fn finish(mut self) -> Result<u64> {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        let sampled = self.sampler.take().and_then(|h| h.join().ok()).unwrap_or(0);
+        Ok(sampled.max(anon_rss()?))
+    }
+}
+
+impl Drop for PeakAnonRss {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Release);
+        if let Some(h) = self.sampler.take() {
+            let _ = h.join();
+        }
+    }
 }
 
 /// Total size of the regular files under `dir` (0 if it does not exist).
@@ -136,6 +176,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn anonymous_rss_is_read_and_its_peak_sampled() {
+        let now = anon_rss().expect("RssAnon");
+        assert!(now > 0);
+        let peak = PeakAnonRss::start();
+        let big = std::hint::black_box(vec![1u8; 64 << 20]);
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let seen = peak.finish().expect("peak");
+        assert!(
+            seen >= now + (48 << 20),
+            "{seen} after touching 64 MiB from {now}"
+        );
+        drop(std::hint::black_box(big));
+    }
+
+    #[test]
     fn proc_io_parses_and_subtracts() {
         let text = "rchar: 1000\nwchar: 2500\nsyscr: 10\nsyscw: 20\nread_bytes: 4096\n\
                     write_bytes: 8192\ncancelled_write_bytes: 0\n";
@@ -156,14 +211,12 @@ mod tests {
     }
 
     #[test]
-    fn this_process_has_io_counters_and_rss() {
+    fn this_process_has_io_counters() {
         let before = ProcIo::read().expect("/proc/self/io");
         let dir = tempfile::tempdir().expect("tempdir");
         std::fs::write(dir.path().join("f"), vec![7u8; 10_000]).expect("write");
         let after = ProcIo::read().expect("/proc/self/io");
         assert!(after.since(&before).wchar >= 10_000);
-        let (current, peak) = rss().expect("rss");
-        assert!(current > 0 && peak >= current);
         std::fs::create_dir(dir.path().join("sub")).expect("mkdir");
         std::fs::write(dir.path().join("sub/g"), vec![1u8; 500]).expect("write");
         assert_eq!(dir_size(dir.path()).expect("size"), 10_500);

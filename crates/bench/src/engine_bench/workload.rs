@@ -312,11 +312,13 @@ pub fn measure(
             keys::hot_range(a.num, a.entry_bytes(), a.cache_bytes, a.seed),
         )?;
     }
-    let per_workload_rss = sys::reset_peak_rss();
+    let peak_rss = sys::PeakAnonRss::start();
     let cache_before = engine.cache_counters();
     let io_before = ProcIo::read()?;
+    let read_before = engine.file_bytes_read();
     let timed = run_ops(engine, bench, w)?;
     let io_timed = ProcIo::read()?;
+    let read_after = engine.file_bytes_read();
     let cache_after = engine.cache_counters();
     let drain_start = Instant::now();
     if w.writes() {
@@ -329,7 +331,13 @@ pub fn measure(
     }
     let drain_seconds = drain_start.elapsed().as_secs_f64();
     let io = ProcIo::read()?.since(&io_before);
-    let (_, peak_rss) = sys::rss()?;
+    let peak_rss = peak_rss.finish()?;
+    // An engine that reads its files through mappings counts the bytes itself; `rchar` sees
+    // only read-family system calls.
+    let file_bytes_read = match (read_before, read_after) {
+        (Some(b), Some(a)) => a.saturating_sub(b),
+        _ => io_timed.since(&io_before).rchar,
+    };
     let secs = timed.elapsed.as_secs_f64().max(1e-9);
     let user_bytes_written = if w.writes() { timed.bytes } else { 0 };
     let q = |p: f64| timed.latencies_ns.value_at_quantile(p) as f64 / 1000.0;
@@ -356,12 +364,12 @@ pub fn measure(
         file_bytes_written: io.wchar,
         write_amp: (user_bytes_written > 0).then(|| io.wchar as f64 / user_bytes_written as f64),
         device_bytes_written: io.write_bytes,
-        file_bytes_read_per_op: io_timed.since(&io_before).rchar as f64 / timed.ops.max(1) as f64,
+        file_bytes_read_per_op: file_bytes_read as f64 / timed.ops.max(1) as f64,
         drain_seconds,
         found: timed.found,
         cache_hit_rate,
         peak_rss_bytes: peak_rss,
-        peak_rss_is_per_workload: per_workload_rss,
+        peak_rss_is_per_workload: true,
         db_bytes: sys::dir_size(db_dir)?,
         engine_stats: engine.stats(),
     })

@@ -167,6 +167,83 @@ impl RandomAccessFile for LocalRandomAccess {
     }
 }
 
+/// A read-only shared mapping of a whole file, unmapped when the last [`Bytes`] slice of it
+/// drops (the block cache may hold slices after the file is closed or deleted).
+struct Mapping {
+    ptr: *mut libc::c_void,
+    len: usize,
+}
+
+// SAFETY: the mapping is read-only memory owned by this value alone (nothing writes through
+// `ptr`, and it is unmapped once, in `drop`); sharing or moving it between threads is like
+// sharing a `&[u8]` / moving a `Box<[u8]>`.
+unsafe impl Send for Mapping {}
+// SAFETY: see `Send`: only shared reads happen through it.
+unsafe impl Sync for Mapping {}
+
+impl Mapping {
+    fn new(file: &File, len: u64) -> Option<Mapping> {
+        let len = usize::try_from(len).ok().filter(|&l| l > 0)?;
+        // SAFETY: a fresh read-only mapping of an open file descriptor; the kernel picks the
+        // address. The result is checked against MAP_FAILED before use.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ,
+                libc::MAP_SHARED,
+                file.as_raw_fd(),
+                0,
+            )
+        };
+        (ptr != libc::MAP_FAILED).then_some(Mapping { ptr, len })
+    }
+}
+
+impl AsRef<[u8]> for Mapping {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `ptr..ptr + len` is mapped readable for as long as `self` lives. Store files
+        // are never changed once written (written under a temporary name, renamed into place,
+        // deleted whole), so the bytes do not change under a reader. A file cut shorter from
+        // outside Cellar while mapped would fault on access (SIGBUS), as in every engine that
+        // maps its files.
+        unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
+    }
+}
+
+impl Drop for Mapping {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly the region `new` mapped, once; no slice of it outlives
+        // `self` (every `Bytes` slice holds the owner alive).
+        unsafe {
+            libc::munmap(self.ptr, self.len);
+        }
+    }
+}
+
+/// A store file read through its mapping.
+struct MappedFile {
+    path: PathBuf,
+    map: Bytes,
+}
+
+impl RandomAccessFile for MappedFile {
+    fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
+        super::check_read(self.path.display(), offset, len, self.map.len() as u64)?;
+        // check_read bounds offset + len by the length, which fits a usize.
+        let start = offset as usize;
+        Ok(self.map.slice(start..start + len))
+    }
+
+    fn len(&self) -> u64 {
+        self.map.len() as u64
+    }
+
+    fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
 impl FileSystem for LocalFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let file = OpenOptions::new()
@@ -191,6 +268,25 @@ impl FileSystem for LocalFs {
             file,
             len,
         }))
+    }
+
+    /// Maps the file: a read is then a slice of the mapping (the page cache's own pages, no
+    /// copy, no system call). Files that cannot be mapped (empty, or the map fails) are read
+    /// with `pread` as [`LocalFs::open`]'s are.
+    fn open_immutable(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(io_err(path))?;
+        let len = file.metadata().map_err(io_err(path))?.len();
+        match Mapping::new(&file, len) {
+            Some(map) => Ok(Arc::new(MappedFile {
+                path: path.to_path_buf(),
+                map: Bytes::from_owner(map),
+            })),
+            None => Ok(Arc::new(LocalRandomAccess {
+                path: path.to_path_buf(),
+                file,
+                len,
+            })),
+        }
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
@@ -371,5 +467,32 @@ mod tests {
             panic!("watching a missing directory must fail");
         };
         assert!(err.to_string().contains("wal"), "{err}");
+    }
+
+    #[test]
+    fn immutable_files_are_read_through_a_mapping_that_outlives_the_file() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let path = tmp.path().join("f.sf");
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        fs::write(&path, &data).expect("write");
+        let f = LocalFs.open_immutable(&path).expect("open");
+        assert_eq!(f.len(), 10_000);
+        let block = f.read_at(4_000, 3_000).expect("read");
+        assert_eq!(&block[..], &data[4_000..7_000]);
+        let err = f.read_at(9_000, 1_001).expect_err("past the end");
+        assert!(err.to_string().contains("f.sf"), "{err}");
+        // A slice stays readable after the handle closes and the file is deleted (the block
+        // cache may hold it); the mapping goes with the last slice.
+        drop(f);
+        fs::remove_file(&path).expect("rm");
+        assert_eq!(&block[..10], &data[4_000..4_010]);
+
+        // An empty file cannot be mapped: it is read with pread, and every read is past its end.
+        let empty = tmp.path().join("empty.sf");
+        fs::write(&empty, b"").expect("write");
+        let f = LocalFs.open_immutable(&empty).expect("open empty");
+        assert_eq!(f.len(), 0);
+        assert!(f.read_at(0, 1).is_err());
+        assert_eq!(f.read_at(0, 0).expect("nothing").len(), 0);
     }
 }

@@ -18,6 +18,7 @@ use bytes::Bytes;
 use cellar_model::key::KeyRef;
 use cellar_model::{Compression, Error, Result};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// An open store file. Thread-safe: share as `Arc<StoreFile>`; iterators hold the Arc.
@@ -68,6 +69,16 @@ fn inflate(codec: Compression, payload: Bytes, path: &Path, offset: u64) -> Resu
     }
 }
 
+/// Bytes of blocks read from store files by this process (block-cache misses, opens).
+static BYTES_READ: AtomicU64 = AtomicU64::new(0);
+
+/// Bytes of blocks this process has read from store files (page cache included): what the
+/// block cache did not have. Store files on local disk are mapped, so system-call counters
+/// (`/proc/self/io`) do not see these reads.
+pub fn bytes_read() -> u64 {
+    BYTES_READ.load(Ordering::Relaxed)
+}
+
 /// Reads and checksums the block at `handle` of `file`: its codec and its payload as stored.
 fn read_stored(
     file: &dyn RandomAccessFile,
@@ -84,6 +95,7 @@ fn read_stored(
         return Err(corrupt("block extends past the end of the file"));
     }
     let raw = file.read_at(handle.offset, len)?;
+    BYTES_READ.fetch_add(len as u64, Ordering::Relaxed);
     if raw.len() != len {
         return Err(corrupt("short read"));
     }
@@ -197,7 +209,7 @@ impl StoreFile {
         cache: Option<Arc<BlockCache>>,
         priority: Priority,
     ) -> Result<Arc<StoreFile>> {
-        let file = fs.open(path)?;
+        let file = fs.open_immutable(path)?;
         let footer = read_footer(file.as_ref(), path)?;
         let name = path.display();
         let meta_block = read_block(file.as_ref(), path, footer.meta)?;

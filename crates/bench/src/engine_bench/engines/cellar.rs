@@ -95,6 +95,10 @@ impl Engine for CellarEngine {
         })
     }
 
+    fn file_bytes_read(&self) -> Option<u64> {
+        Some(cellar_storage::storefile::bytes_read())
+    }
+
     fn stats(&self) -> BTreeMap<String, u64> {
         let s = self.region.stats();
         BTreeMap::from([
