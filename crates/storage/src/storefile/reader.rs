@@ -32,6 +32,9 @@ pub struct StoreFile {
     index: BlockIndex,
     bloom: Option<BloomFilter>,
     meta: FileMeta,
+    /// Rows of the first and last keys (parsed once: every single-row read asks), `None`
+    /// when the keys do not parse (an empty file).
+    rows: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 thread_local! {
@@ -244,6 +247,13 @@ impl StoreFile {
             let b = read_block(file.as_ref(), path, footer.bloom)?;
             Some(BloomFilter::decode(b).map_err(|m| m.at(&name, footer.bloom.offset))?)
         };
+        let rows = match (
+            KeyRef::parse(&meta.first_key),
+            KeyRef::parse(&meta.last_key),
+        ) {
+            (Some(first), Some(last)) => Some((first.row().to_vec(), last.row().to_vec())),
+            _ => None,
+        };
         Ok(Arc::new(StoreFile {
             path: path.to_path_buf(),
             file,
@@ -254,6 +264,7 @@ impl StoreFile {
             index,
             bloom,
             meta,
+            rows,
         }))
     }
 
@@ -271,12 +282,9 @@ impl StoreFile {
 
     /// Whether `row` lies within the file's key range (false for an empty file).
     fn row_in_range(&self, row: &[u8]) -> bool {
-        match (
-            KeyRef::parse(&self.meta.first_key),
-            KeyRef::parse(&self.meta.last_key),
-        ) {
-            (Some(first), Some(last)) => first.row() <= row && row <= last.row(),
-            _ => self.meta.cell_count > 0,
+        match &self.rows {
+            Some((first, last)) => first.as_slice() <= row && row <= last.as_slice(),
+            None => self.meta.cell_count > 0,
         }
     }
 
