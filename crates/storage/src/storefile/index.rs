@@ -5,7 +5,7 @@
 use super::block::{Block, BlockBuilder, BlockIter};
 use super::coding::{get_varint64, put_varint64, DecodeResult, Malformed};
 use super::footer::BlockHandle;
-use cellar_model::key::compare_keys;
+use cellar_model::key::{compare_keys, KeyRef};
 use std::cmp::Ordering;
 
 /// Index entries are few and decoded once; a short restart interval buys nothing.
@@ -45,6 +45,24 @@ pub(crate) struct BlockIndex {
     keys: Vec<u8>,
     ends: Vec<usize>,
     handles: Vec<BlockHandle>,
+    /// Length of the row prefix every entry's row shares (that of the first and last rows:
+    /// rows sort as bytes, so every row between them has it too).
+    shared_row_prefix: usize,
+    /// Per entry, the 8 row bytes after the shared prefix (big-endian, zero-padded): a search
+    /// narrows over this dense array before comparing keys, instead of touching two cache
+    /// lines per step of a binary search over the keys (12 % of a cached Get).
+    row_chunks: Vec<u64>,
+}
+
+/// The 8 bytes of `row` after `skip` as a big-endian number, zero-padded. Rows that sort
+/// before one another (as bytes) never get a larger chunk.
+fn row_chunk(row: &[u8], skip: usize) -> u64 {
+    let mut b = [0u8; 8];
+    let rest = row.get(skip..).unwrap_or_default();
+    for (d, s) in b.iter_mut().zip(rest) {
+        *d = *s;
+    }
+    u64::from_be_bytes(b)
 }
 
 impl BlockIndex {
@@ -76,7 +94,26 @@ impl BlockIndex {
             idx.handles.push(handle);
             it.next()?;
         }
+        idx.index_rows();
         Ok(idx)
+    }
+
+    /// Fills `shared_row_prefix` and `row_chunks`.
+    fn index_rows(&mut self) {
+        let row = |k: &[u8]| KeyRef::parse(k).map(|k| k.row().to_vec());
+        let (Some(first), Some(last)) = (
+            row(self.key(0)),
+            self.len().checked_sub(1).and_then(|l| row(self.key(l))),
+        ) else {
+            return;
+        };
+        self.shared_row_prefix = first.iter().zip(&last).take_while(|(a, b)| a == b).count();
+        let chunks: Option<Vec<u64>> = (0..self.len())
+            .map(|i| KeyRef::parse(self.key(i)).map(|k| row_chunk(k.row(), self.shared_row_prefix)))
+            .collect();
+        // Keys that do not parse were refused by the ordering check; without chunks the
+        // search compares keys all the way.
+        self.row_chunks = chunks.unwrap_or_default();
     }
 
     pub(crate) fn len(&self) -> usize {
@@ -102,6 +139,23 @@ impl BlockIndex {
     /// entry ≥ `target`. `len()` if every block ends before `target`.
     pub(crate) fn find(&self, target: &[u8]) -> usize {
         let (mut lo, mut hi) = (0, self.len());
+        if let Some(t) = KeyRef::parse(target) {
+            let row = t.row();
+            if self.row_chunks.len() == self.len() && row.len() >= self.shared_row_prefix {
+                let prefix = self.key(0).get(2..2 + self.shared_row_prefix);
+                if prefix == row.get(..self.shared_row_prefix) {
+                    // Entries before `lo` have smaller rows, entries from `hi` on larger ones.
+                    let c = row_chunk(row, self.shared_row_prefix);
+                    lo = self.row_chunks.partition_point(|&x| x < c);
+                    hi = lo
+                        + self
+                            .row_chunks
+                            .get(lo..)
+                            .unwrap_or_default()
+                            .partition_point(|&x| x == c);
+                }
+            }
+        }
         while lo < hi {
             let mid = lo + (hi - lo) / 2;
             if compare_keys(self.key(mid), target) == Ordering::Less {
@@ -111,5 +165,69 @@ impl BlockIndex {
             }
         }
         lo
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use cellar_model::key::make_key;
+    use cellar_model::CellType;
+    use proptest::prelude::*;
+
+    fn index(rows: &[Vec<u8>]) -> BlockIndex {
+        let mut b = IndexBuilder::new();
+        for (i, r) in rows.iter().enumerate() {
+            let key = make_key(r, b"q", 1, CellType::Put, 1);
+            let handle = BlockHandle {
+                offset: i as u64 * 10,
+                size: 5,
+            };
+            b.add(&key, handle);
+        }
+        let block = Block::new(Bytes::copy_from_slice(b.finish())).expect("block");
+        BlockIndex::decode(block, rows.len() as u64 * 10).expect("index")
+    }
+
+    fn linear(idx: &BlockIndex, target: &[u8]) -> usize {
+        (0..idx.len())
+            .find(|&i| compare_keys(idx.key(i), target) != Ordering::Less)
+            .unwrap_or(idx.len())
+    }
+
+    proptest! {
+        /// The narrowed search finds what a scan of every entry finds, for rows with long
+        /// shared prefixes, rows that are prefixes of others, and targets anywhere.
+        #[test]
+        fn find_matches_a_linear_search(
+            mut rows in proptest::collection::btree_set(
+                (proptest::sample::select(vec![&b""[..], b"user", b"user00000"]),
+                 proptest::collection::vec(proptest::sample::select(vec![0u8, 1, b'0', b'5', 255]), 0..12))
+                    .prop_map(|(p, t)| [p, &t[..]].concat()),
+                1..60,
+            ).prop_map(|s| s.into_iter().collect::<Vec<_>>()),
+            targets in proptest::collection::vec(
+                (proptest::collection::vec(proptest::sample::select(vec![0u8, 1, b'0', b'5', b'u', 255]), 0..16),
+                 proptest::sample::select(vec![&b""[..], b"q", b"r"]),
+                 0u64..3),
+                1..40,
+            ),
+        ) {
+            rows.sort();
+            let idx = index(&rows);
+            for (row, q, ts) in targets {
+                let mut with_prefix = b"user0000".to_vec();
+                with_prefix.extend_from_slice(&row);
+                for r in [row, with_prefix] {
+                    let t = make_key(&r, q, ts, CellType::Put, 1);
+                    prop_assert_eq!(idx.find(&t), linear(&idx, &t), "row {:?}", r);
+                }
+            }
+            for (i, r) in rows.iter().enumerate() {
+                let t = make_key(r, b"q", 1, CellType::Put, 1);
+                prop_assert_eq!(idx.find(&t), i);
+            }
+        }
     }
 }
