@@ -3,12 +3,20 @@
 //!
 //! ```text
 //! entry*  |  restart: u32 LE × n  |  n: u32 LE
+//! entry*  |  restart: u32 LE × n  |  hint: u32 LE × n  |  prefix  |  p: u8  |  n | 1<<31: u32 LE
 //! entry = shared: varint | unshared: varint | value_len: varint | key[shared..] | value
 //! ```
 //!
+//! The second form (format version 2) carries restart hints: `prefix` is the `p` row bytes
+//! every key of the block shares, and restart `i`'s hint is the 4 row bytes after them
+//! (big-endian, zero-padded). A seek narrows its binary search over the dense hints before it
+//! decodes a restart key: each decoded restart key was a cache miss in a 64 KiB block (20 % of
+//! a cached Get).
+//!
 //! Invariants checked by [`Block::new`] (so the iterator may rely on them): the restart array
 //! fits, restart offsets are strictly increasing, the first is 0, and all lie inside the entry
-//! area. Entries themselves are checked as they are decoded.
+//! area; hints do not decrease. Entries themselves are checked as they are decoded; that the
+//! hints match the keys is checked by [`Block::check_entries`].
 
 mod builder;
 mod iter;
@@ -18,6 +26,20 @@ pub(crate) use iter::BlockIter;
 
 use super::coding::{get_slice, get_u32_le, get_varint32, DecodeResult, Malformed};
 use bytes::Bytes;
+use cellar_model::key::KeyRef;
+
+/// Set in the trailing count of a block that carries restart hints.
+pub(crate) const HINTED: u32 = 1 << 31;
+
+/// A row's 4 bytes after `skip`, big-endian, zero-padded: rows that sort before one another
+/// (as bytes) never get a larger hint.
+pub(crate) fn row_hint(row: &[u8], skip: usize) -> u32 {
+    let mut b = [0u8; 4];
+    for (d, s) in b.iter_mut().zip(row.get(skip..).unwrap_or_default()) {
+        *d = *s;
+    }
+    u32::from_be_bytes(b)
+}
 
 /// An uncompressed block, cheap to clone (the bytes are shared).
 #[derive(Clone, Debug, Default)]
@@ -26,6 +48,11 @@ pub(crate) struct Block {
     /// Where the restart array begins (= end of the entries).
     restarts_start: usize,
     num_restarts: usize,
+    /// Where the hint array begins, in a hinted block (0 otherwise: see `hinted`).
+    hints_start: usize,
+    /// The shared row prefix, `data[prefix.0..prefix.1]`, in a hinted block.
+    prefix: (usize, usize),
+    hinted: bool,
 }
 
 /// Where an entry's parts lie in the block, as decoded by [`Block::decode_entry`].
@@ -58,6 +85,16 @@ impl Block {
             }
             prev = Some(r);
         }
+        if block.hinted {
+            let mut prev = 0u32;
+            for i in 0..num_restarts {
+                let h = block.hint(i)?;
+                if h < prev {
+                    return Err(Malformed("restart hints out of order"));
+                }
+                prev = h;
+            }
+        }
         Ok(block)
     }
 
@@ -70,16 +107,78 @@ impl Block {
             .len()
             .checked_sub(4)
             .ok_or(Malformed("block shorter than its restart count"))?;
-        let num_restarts = get_u32_le(&data, count_pos)? as usize;
+        let count = get_u32_le(&data, count_pos)?;
+        let hinted = count & HINTED != 0;
+        let num_restarts = (count & !HINTED) as usize;
+        let too_large = Malformed("restart array larger than the block");
+        let (hints_start, prefix) = if hinted {
+            let p_pos = count_pos.checked_sub(1).ok_or(too_large)?;
+            let p = usize::from(*data.get(p_pos).ok_or(too_large)?);
+            let prefix_start = p_pos.checked_sub(p).ok_or(too_large)?;
+            let hints_start = num_restarts
+                .checked_mul(4)
+                .and_then(|n| prefix_start.checked_sub(n))
+                .ok_or(too_large)?;
+            (hints_start, (prefix_start, p_pos))
+        } else {
+            (count_pos, (0, 0))
+        };
         let restarts_start = num_restarts
             .checked_mul(4)
-            .and_then(|n| count_pos.checked_sub(n))
-            .ok_or(Malformed("restart array larger than the block"))?;
+            .and_then(|n| hints_start.checked_sub(n))
+            .ok_or(too_large)?;
         Ok(Block {
             data,
             restarts_start,
             num_restarts,
+            hints_start: if hinted { hints_start } else { 0 },
+            prefix,
+            hinted,
         })
+    }
+
+    /// Restart `i`'s hint (a hinted block, `i < num_restarts`).
+    #[inline]
+    fn hint(&self, i: usize) -> DecodeResult<u32> {
+        get_u32_le(&self.data, self.hints_start + 4 * i)
+    }
+
+    /// In a hinted block, the restarts `[lo, hi)` that `target` cannot be told apart from by
+    /// their hints: restarts before `lo` hold smaller keys than `target`, restarts from `hi`
+    /// on larger ones. `None` when the block has no hints or `target` lacks the block's row
+    /// prefix (then every restart may compare either way).
+    #[inline]
+    pub(crate) fn hint_range(&self, target: &[u8]) -> DecodeResult<Option<(usize, usize)>> {
+        if !self.hinted {
+            return Ok(None);
+        }
+        let Some(t) = KeyRef::parse(target) else {
+            return Ok(None);
+        };
+        let prefix = self
+            .data
+            .get(self.prefix.0..self.prefix.1)
+            .unwrap_or_default();
+        let row = t.row();
+        if !row.starts_with(prefix) {
+            return Ok(None);
+        }
+        let c = row_hint(row, prefix.len());
+        let first_where = |pred: &dyn Fn(u32) -> bool| -> DecodeResult<usize> {
+            let (mut lo, mut hi) = (0, self.num_restarts);
+            while lo < hi {
+                let mid = lo + (hi - lo) / 2;
+                if pred(self.hint(mid)?) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            Ok(lo)
+        };
+        let lo = first_where(&|h| h >= c)?;
+        let hi = first_where(&|h| h > c)?;
+        Ok(Some((lo, hi)))
     }
 
     /// The block's bytes (restart array included).
@@ -178,6 +277,20 @@ impl Block {
         if restart != self.num_restarts {
             return Err(Malformed("a restart point lies past the last entry"));
         }
+        if self.hinted {
+            let prefix = self
+                .data
+                .get(self.prefix.0..self.prefix.1)
+                .unwrap_or_default();
+            for i in 0..self.num_restarts {
+                let row = KeyRef::parse(self.restart_key(i)?)
+                    .ok_or(Malformed("a hinted block's restart key does not parse"))?
+                    .row();
+                if !row.starts_with(prefix) || row_hint(row, prefix.len()) != self.hint(i)? {
+                    return Err(Malformed("a restart hint does not match its key"));
+                }
+            }
+        }
         Ok(n)
     }
 }
@@ -231,5 +344,94 @@ mod tests {
         }
         let good = Block::new(Bytes::copy_from_slice(b.finish())).expect("block");
         assert_eq!(good.check_entries().expect("well-formed"), 4);
+    }
+
+    fn cell_block(rows: &[Vec<u8>], value_len: usize) -> Bytes {
+        let mut b = BlockBuilder::new(16);
+        for r in rows {
+            for q in [&b"a"[..], b"b"] {
+                let k = cellar_model::key::make_key(r, q, 5, cellar_model::CellType::Put, 1);
+                b.add(&k, &vec![7u8; value_len]);
+            }
+        }
+        Bytes::copy_from_slice(b.finish())
+    }
+
+    /// Seeks in a hinted block land where a scan of every entry says, for targets with and
+    /// without the block's row prefix; a hint that does not match its key fails the check.
+    #[test]
+    fn hinted_blocks_seek_like_a_linear_scan() {
+        use cellar_model::key::{compare_keys, make_key};
+        use cellar_model::CellType;
+        use std::cmp::Ordering;
+        let rows: Vec<Vec<u8>> = (0..60u32)
+            .map(|i| format!("user{:06}", i * 7).into_bytes())
+            .collect();
+        let data = cell_block(&rows, 300);
+        let block = Block::new(data.clone()).expect("block");
+        assert!(block.hinted && block.num_restarts() > 8);
+        assert_eq!(block.check_entries().expect("entries"), 120);
+        let mut all = Vec::new();
+        let mut it = BlockIter::new(block.clone());
+        it.seek_to_first().expect("first");
+        while it.valid() {
+            all.push(it.key().to_vec());
+            it.next().expect("next");
+        }
+        let mut targets: Vec<Vec<u8>> = Vec::new();
+        for i in 0..450u32 {
+            for q in [&b""[..], b"a", b"c"] {
+                targets.push(make_key(
+                    format!("user{i:06}").as_bytes(),
+                    q,
+                    5,
+                    CellType::Put,
+                    1,
+                ));
+            }
+        }
+        for r in [&b""[..], b"a", b"user", b"user0", b"zz", b"user000420\0"] {
+            targets.push(make_key(r, b"", 5, CellType::Put, 1));
+        }
+        for t in &targets {
+            it.seek(t).expect("seek");
+            let want = all.iter().find(|k| compare_keys(k, t) != Ordering::Less);
+            assert_eq!(
+                it.valid().then(|| it.key().to_vec()).as_ref(),
+                want,
+                "seek {t:?}"
+            );
+            it.seek_for_prev(t).expect("seek_for_prev");
+            let want = all
+                .iter()
+                .rev()
+                .find(|k| compare_keys(k, t) != Ordering::Greater);
+            assert_eq!(
+                it.valid().then(|| it.key().to_vec()).as_ref(),
+                want,
+                "prev {t:?}"
+            );
+        }
+        // Change restart 3's hint to its neighbour's: still in order, but wrong.
+        let mut bad = data.to_vec();
+        let at = block.hints_start + 4 * 3;
+        let next = bad[at + 4..at + 8].to_vec();
+        bad[at..at + 4].copy_from_slice(&next);
+        let bad = Block::new(Bytes::from(bad)).expect("hints still ascend");
+        let e = bad.check_entries().expect_err("the check reads the keys");
+        assert!(e.0.contains("hint"), "{}", e.0);
+    }
+
+    #[test]
+    fn hints_out_of_order_are_refused() {
+        let rows: Vec<Vec<u8>> = (0..40u32)
+            .map(|i| format!("r{i:04}").into_bytes())
+            .collect();
+        let data = cell_block(&rows, 1500);
+        let block = Block::new(data.clone()).expect("block");
+        let mut bad = data.to_vec();
+        let at = block.hints_start;
+        bad[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
+        assert!(Block::new(Bytes::from(bad)).is_err());
     }
 }

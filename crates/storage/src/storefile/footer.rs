@@ -15,7 +15,7 @@ use super::coding::{get_u32_le, get_u64_le, DecodeResult};
 /// "CellarSF", read as a big-endian u64 for [`cellar_model::Error::BadMagic`].
 pub const MAGIC: [u8; 8] = *b"CellarSF";
 /// The format version this build writes and the newest it reads.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 /// `compression: u8 | crc32c: u32 LE` after every block payload.
 pub(crate) const BLOCK_TRAILER_LEN: usize = 5;
 /// The version-independent tail: footer_len, version, crc, magic.

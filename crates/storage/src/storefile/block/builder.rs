@@ -9,7 +9,19 @@
 //!
 //! The caller adds keys in ascending order; the builder does not compare them.
 
-use crate::storefile::coding::put_varint32;
+use super::{row_hint, HINTED};
+use crate::storefile::coding::{get_slice, get_varint32, put_varint32};
+use cellar_model::key::KeyRef;
+
+/// The row of the key stored in full at `pos` of `buf` (a restart entry), if it is a cell key.
+fn restart_row(buf: &[u8], pos: usize) -> Option<&[u8]> {
+    let mut p = pos;
+    let _shared = get_varint32(buf, &mut p).ok()?;
+    let unshared = get_varint32(buf, &mut p).ok()? as usize;
+    let _value_len = get_varint32(buf, &mut p).ok()?;
+    let key = get_slice(buf, &mut p, unshared).ok()?;
+    KeyRef::parse(key).map(|k| k.row())
+}
 
 /// A run of entries after a restart point ends once it holds this many bytes.
 pub(crate) const RESTART_BYTES: usize = 2048;
@@ -78,7 +90,8 @@ impl BlockBuilder {
 
     /// The size [`BlockBuilder::finish`] would return now.
     pub(crate) fn estimated_size(&self) -> usize {
-        self.buf.len() + 4 * self.restarts.len() + 4
+        // Restart offsets and hints, a short prefix, the count.
+        self.buf.len() + 8 * self.restarts.len() + 16
     }
 
     /// Appends the restart array and returns the finished block. Call
@@ -88,12 +101,43 @@ impl BlockBuilder {
         if self.entries == 0 {
             self.restarts.clear();
         }
+        let hints = self.restart_hints();
         for r in &self.restarts {
             self.buf.extend_from_slice(&r.to_le_bytes());
         }
-        self.buf
-            .extend_from_slice(&(self.restarts.len() as u32).to_le_bytes());
+        let mut count = self.restarts.len() as u32;
+        if let Some((prefix, hints)) = hints {
+            for h in &hints {
+                self.buf.extend_from_slice(&h.to_le_bytes());
+            }
+            self.buf.extend_from_slice(&prefix);
+            self.buf.push(prefix.len() as u8);
+            count |= HINTED;
+        }
+        self.buf.extend_from_slice(&count.to_le_bytes());
         &self.buf
+    }
+
+    /// The row prefix every key shares and each restart's hint, when every restart key and
+    /// the last key are cell keys (index and data blocks; not bare byte strings).
+    fn restart_hints(&self) -> Option<(Vec<u8>, Vec<u32>)> {
+        if self.entries == 0 {
+            return None;
+        }
+        let first = restart_row(&self.buf, 0)?;
+        let last = KeyRef::parse(&self.last_key)?;
+        let prefix_len = first
+            .iter()
+            .zip(last.row())
+            .take_while(|(a, b)| a == b)
+            .count()
+            .min(usize::from(u8::MAX));
+        let hints = self
+            .restarts
+            .iter()
+            .map(|&r| restart_row(&self.buf, r as usize).map(|row| row_hint(row, prefix_len)))
+            .collect::<Option<Vec<u32>>>()?;
+        Some((first.get(..prefix_len)?.to_vec(), hints))
     }
 
     /// Empties the builder, keeping its buffers' capacity.

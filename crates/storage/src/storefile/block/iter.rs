@@ -168,31 +168,33 @@ impl BlockIter {
         })
     }
 
-    /// The last restart point whose key compares as `keep` (e.g. `< target`), or `None` if
-    /// even restart 0 does not.
-    fn last_restart_where(&self, keep: impl Fn(&[u8]) -> bool) -> DecodeResult<Option<usize>> {
+    /// The last restart point whose key compares as `keep` (`< target` or `<= target`), or
+    /// `None` if even restart 0 does not. The block's hints narrow the search first.
+    fn last_restart_where(
+        &self,
+        target: &[u8],
+        keep: impl Fn(&[u8]) -> bool,
+    ) -> DecodeResult<Option<usize>> {
         let n = self.block.num_restarts();
-        if n == 0 || !keep(self.block.restart_key(0)?) {
-            return Ok(None);
-        }
-        // Invariant: restart `lo` satisfies `keep`; restarts above `hi` do not.
-        let (mut lo, mut hi) = (0, n - 1);
+        // Restarts below `lo` keep, restarts from `hi` on do not; search the rest for the
+        // first that does not.
+        let (mut lo, mut hi) = self.block.hint_range(target)?.unwrap_or((0, n));
         while lo < hi {
-            let mid = lo + (hi - lo).div_ceil(2);
+            let mid = lo + (hi - lo) / 2;
             if keep(self.block.restart_key(mid)?) {
-                lo = mid;
+                lo = mid + 1;
             } else {
-                hi = mid - 1;
+                hi = mid;
             }
         }
-        Ok(Some(lo))
+        Ok(lo.checked_sub(1))
     }
 
     /// Positions at the first entry with key ≥ `target` (invalid if none).
     pub(crate) fn seek(&mut self, target: &[u8]) -> DecodeResult<()> {
         self.guarded(|it| {
             let start = it
-                .last_restart_where(|k| compare_keys(k, target) == Ordering::Less)?
+                .last_restart_where(target, |k| compare_keys(k, target) == Ordering::Less)?
                 .unwrap_or(0);
             if it.block.is_empty() {
                 it.invalidate();
@@ -214,7 +216,7 @@ impl BlockIter {
     pub(crate) fn seek_for_prev(&mut self, target: &[u8]) -> DecodeResult<()> {
         self.guarded(|it| {
             let Some(start) =
-                it.last_restart_where(|k| compare_keys(k, target) != Ordering::Greater)?
+                it.last_restart_where(target, |k| compare_keys(k, target) != Ordering::Greater)?
             else {
                 it.invalidate();
                 return Ok(());
