@@ -24,21 +24,16 @@ mod iter;
 pub(crate) use builder::BlockBuilder;
 pub(crate) use iter::BlockIter;
 
-use super::coding::{get_slice, get_u32_le, get_varint32, DecodeResult, Malformed};
+use super::coding::{get_slice, get_u32_le, get_varint32, row_chunk, DecodeResult, Malformed};
 use bytes::Bytes;
 use cellar_model::key::KeyRef;
 
 /// Set in the trailing count of a block that carries restart hints.
 pub(crate) const HINTED: u32 = 1 << 31;
 
-/// A row's 4 bytes after `skip`, big-endian, zero-padded: rows that sort before one another
-/// (as bytes) never get a larger hint.
+/// A row's 4 bytes after `skip`, big-endian, zero-padded: the top half of its [`row_chunk`].
 pub(crate) fn row_hint(row: &[u8], skip: usize) -> u32 {
-    let mut b = [0u8; 4];
-    for (d, s) in b.iter_mut().zip(row.get(skip..).unwrap_or_default()) {
-        *d = *s;
-    }
-    u32::from_be_bytes(b)
+    (row_chunk(row, skip) >> 32) as u32
 }
 
 /// An uncompressed block, cheap to clone (the bytes are shared).
@@ -143,6 +138,21 @@ impl Block {
         get_u32_le(&self.data, self.hints_start + 4 * i)
     }
 
+    /// The first restart whose hint satisfies `pred` (false, then true, over the restarts).
+    #[inline]
+    fn first_hint_where(&self, pred: impl Fn(u32) -> bool) -> DecodeResult<usize> {
+        let (mut lo, mut hi) = (0, self.num_restarts);
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if pred(self.hint(mid)?) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        Ok(lo)
+    }
+
     /// In a hinted block, the restarts `[lo, hi)` that `target` cannot be told apart from by
     /// their hints: restarts before `lo` hold smaller keys than `target`, restarts from `hi`
     /// on larger ones. `None` when the block has no hints or `target` lacks the block's row
@@ -164,20 +174,8 @@ impl Block {
             return Ok(None);
         }
         let c = row_hint(row, prefix.len());
-        let first_where = |pred: &dyn Fn(u32) -> bool| -> DecodeResult<usize> {
-            let (mut lo, mut hi) = (0, self.num_restarts);
-            while lo < hi {
-                let mid = lo + (hi - lo) / 2;
-                if pred(self.hint(mid)?) {
-                    hi = mid;
-                } else {
-                    lo = mid + 1;
-                }
-            }
-            Ok(lo)
-        };
-        let lo = first_where(&|h| h >= c)?;
-        let hi = first_where(&|h| h > c)?;
+        let lo = self.first_hint_where(|h| h >= c)?;
+        let hi = self.first_hint_where(|h| h > c)?;
         Ok(Some((lo, hi)))
     }
 

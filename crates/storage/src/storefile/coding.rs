@@ -115,6 +115,22 @@ pub(crate) fn put_length_prefixed(buf: &mut Vec<u8>, data: &[u8]) {
     buf.extend_from_slice(data);
 }
 
+/// How many leading bytes `a` and `b` have in common.
+pub(crate) fn shared_prefix_len(a: &[u8], b: &[u8]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+/// The 8 bytes of `row` after `skip` as a big-endian number, zero-padded: a row that sorts
+/// before another (as bytes) never gets a larger chunk, so a search may narrow over chunks
+/// before comparing whole keys (the block index, and blocks' restart hints: its top 4 bytes).
+pub(crate) fn row_chunk(row: &[u8], skip: usize) -> u64 {
+    let mut b = [0u8; 8];
+    for (d, s) in b.iter_mut().zip(row.get(skip..).unwrap_or_default()) {
+        *d = *s;
+    }
+    u64::from_be_bytes(b)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,7 +3,9 @@
 //! values are `offset: varint64 | size: varint64`. It is loaded whole when a file opens.
 
 use super::block::{Block, BlockBuilder, BlockIter};
-use super::coding::{get_varint64, put_varint64, DecodeResult, Malformed};
+use super::coding::{
+    get_varint64, put_varint64, row_chunk, shared_prefix_len, DecodeResult, Malformed,
+};
 use super::footer::BlockHandle;
 use cellar_model::key::{compare_keys, KeyRef};
 use std::cmp::Ordering;
@@ -54,17 +56,6 @@ pub(crate) struct BlockIndex {
     row_chunks: Vec<u64>,
 }
 
-/// The 8 bytes of `row` after `skip` as a big-endian number, zero-padded. Rows that sort
-/// before one another (as bytes) never get a larger chunk.
-fn row_chunk(row: &[u8], skip: usize) -> u64 {
-    let mut b = [0u8; 8];
-    let rest = row.get(skip..).unwrap_or_default();
-    for (d, s) in b.iter_mut().zip(rest) {
-        *d = *s;
-    }
-    u64::from_be_bytes(b)
-}
-
 impl BlockIndex {
     /// Decodes an index block. `data_end` is where the data-block area ends.
     pub(crate) fn decode(block: Block, data_end: u64) -> DecodeResult<BlockIndex> {
@@ -107,7 +98,7 @@ impl BlockIndex {
         ) else {
             return;
         };
-        self.shared_row_prefix = first.iter().zip(&last).take_while(|(a, b)| a == b).count();
+        self.shared_row_prefix = shared_prefix_len(&first, &last);
         let chunks: Option<Vec<u64>> = (0..self.len())
             .map(|i| KeyRef::parse(self.key(i)).map(|k| row_chunk(k.row(), self.shared_row_prefix)))
             .collect();

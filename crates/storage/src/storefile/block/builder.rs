@@ -10,7 +10,7 @@
 //! The caller adds keys in ascending order; the builder does not compare them.
 
 use super::{row_hint, HINTED};
-use crate::storefile::coding::{get_slice, get_varint32, put_varint32};
+use crate::storefile::coding::{get_slice, get_varint32, put_varint32, shared_prefix_len};
 use cellar_model::key::KeyRef;
 
 /// The row of the key stored in full at `pos` of `buf` (a restart entry), if it is a cell key.
@@ -57,11 +57,7 @@ impl BlockBuilder {
     pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) {
         let run_full = self.buf.len() - self.last_restart >= RESTART_BYTES;
         let shared = if self.counter < self.restart_interval && !run_full {
-            self.last_key
-                .iter()
-                .zip(key)
-                .take_while(|(a, b)| a == b)
-                .count()
+            shared_prefix_len(&self.last_key, key)
         } else {
             self.restarts.push(self.buf.len() as u32);
             self.last_restart = self.buf.len();
@@ -126,12 +122,7 @@ impl BlockBuilder {
         }
         let first = restart_row(&self.buf, 0)?;
         let last = KeyRef::parse(&self.last_key)?;
-        let prefix_len = first
-            .iter()
-            .zip(last.row())
-            .take_while(|(a, b)| a == b)
-            .count()
-            .min(usize::from(u8::MAX));
+        let prefix_len = shared_prefix_len(first, last.row()).min(usize::from(u8::MAX));
         let prefix = first.get(..prefix_len)?;
         let hints = self
             .restarts
