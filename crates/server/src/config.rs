@@ -208,6 +208,8 @@ pub struct StorageSection {
     pub compaction_min_files: usize,
     pub compaction_max_files: usize,
     pub compaction_ratio: f64,
+    /// Merge every run once the store is this many times its oldest run (0: never).
+    pub compaction_max_space_amp: f64,
     /// Compactions' shared bandwidth limit, bytes per second (0: none).
     pub compaction_bytes_per_sec: u64,
     /// Periodic major compaction: a store's oldest file age that triggers one (0: never).
@@ -305,6 +307,7 @@ impl Default for StorageSection {
             compaction_min_files: s.compaction_min_files,
             compaction_max_files: s.compaction_max_files,
             compaction_ratio: s.compaction_ratio,
+            compaction_max_space_amp: s.compaction_max_space_amp,
             compaction_bytes_per_sec: s.compaction_bytes_per_sec,
             major_compaction_period_ms: s.major_compaction_period_ms,
             major_compaction_jitter: s.major_compaction_jitter,
@@ -458,6 +461,12 @@ impl ServerConfig {
         if self.storage.compaction_ratio.is_nan() || self.storage.compaction_ratio <= 0.0 {
             return Err("storage.compaction_ratio must be positive".into());
         }
+        let amp = self.storage.compaction_max_space_amp;
+        if !(amp == 0.0 || amp >= 1.0) {
+            return Err(format!(
+                "storage.compaction_max_space_amp must be 0 (off) or at least 1, got {amp}"
+            ));
+        }
         let jitter = self.storage.major_compaction_jitter;
         if !(0.0..=1.0).contains(&jitter) {
             return Err(format!(
@@ -481,6 +490,7 @@ impl ServerConfig {
             compaction_min_files: s.compaction_min_files,
             compaction_max_files: s.compaction_max_files,
             compaction_ratio: s.compaction_ratio,
+            compaction_max_space_amp: s.compaction_max_space_amp,
             compaction_bytes_per_sec: s.compaction_bytes_per_sec,
             major_compaction_period_ms: s.major_compaction_period_ms,
             major_compaction_jitter: s.major_compaction_jitter,

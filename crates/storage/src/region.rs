@@ -21,6 +21,7 @@ pub mod edit;
 mod get;
 pub mod matcher;
 pub mod mvcc;
+pub mod runs;
 pub mod scanner;
 pub mod sink;
 pub mod split;
@@ -668,7 +669,7 @@ impl RegionInner {
             || self
                 .stores
                 .iter()
-                .any(|s| s.file_count() >= cfg.blocking_store_files)
+                .any(|s| s.run_count() >= cfg.blocking_store_files)
     }
 
     /// Holds a writer back while the region is over its memstore bound or a store has too many
@@ -1000,7 +1001,11 @@ impl RegionInner {
 
     fn store_wants_compaction(&self, s: &Store) -> bool {
         let v = s.view();
-        v.files.len() >= self.services.config.compaction_min_files
+        v.runs.len() >= self.services.config.compaction_min_files
+            || compaction::space_amp_exceeded(
+                &v.runs,
+                self.services.config.compaction_max_space_amp,
+            )
             || v.files.iter().any(|f| f.reference.is_some())
             || self.major_compaction_due(s, self.services.config.clock.now_millis())
     }

@@ -19,6 +19,9 @@ fn open(dir: &Path, clock: &Arc<ManualClock>, background: bool, ttl: Option<u64>
     let config = StorageConfig {
         major_compaction_period_ms: 7 * DAY_MS,
         major_compaction_jitter: 0.0,
+        // Overwrites here are whole files of the same rows; the space-amplification rule
+        // (tested in `region_sorted_runs.rs`) would merge them before the periodic rule could.
+        compaction_max_space_amp: 0.0,
         background,
         clock: Arc::clone(clock) as _,
         ..StorageConfig::default()

@@ -1,6 +1,7 @@
 //! Compaction: merging a store's files into one.
 //!
-//! Minor compactions pick files by HBase's ratio rule and keep every cell (delete markers must
+//! Minor compactions pick sorted runs (`runs.rs`: files with disjoint row ranges count as one)
+//! by HBase's ratio rule and keep every cell (delete markers must
 //! stay while files they mask are outside the compaction). Major compactions take every file
 //! and keep only what a reader could see: deleted, expired and excess-version cells and the
 //! delete markers go. A minor selection that happens to take every file of the store is run as
@@ -18,10 +19,11 @@
 //! not (see `store.rs`). Readers holding an input keep it until they finish.
 
 use super::matcher::{ReadSpec, RowMatcher};
+use super::runs::{Run, RunIter};
 use super::store::Store;
 use super::store_files::StoreFileHandle;
 use super::RegionInner;
-use crate::iter::MergeIter;
+use crate::iter::{CellIter, MergeIter};
 use cellar_model::key::KeyRef;
 use cellar_model::{Error, Result, TimeRange};
 use std::hash::{Hash, Hasher};
@@ -54,32 +56,43 @@ pub fn jittered_period(period_ms: u64, jitter: f64, store_key: (u64, &[u8])) -> 
 /// Compactions account their bytes to the throttle in steps of this much.
 const THROTTLE_EVERY: u64 = 256 * 1024;
 
-/// Picks files for a minor compaction (newest first in `files`): HBase's ratio rule. Walking
-/// from the oldest file, a file is skipped while it is larger than `ratio ×` the total of the
-/// newer files that would join it; the first file that passes starts the selection, which
-/// takes up to `max_files` files and needs at least `min_files`.
+/// Picks sorted runs for a minor compaction (`sizes`: the runs' bytes, newest first; returns
+/// the chosen runs' indexes into it): HBase's ratio rule, over runs instead of files. Walking
+/// from the oldest run, a run is skipped while it is larger than `ratio ×` the total of the
+/// newer runs that would join it; the first run that passes starts the selection, which takes
+/// up to `max_runs` runs and needs at least `min_runs`.
 pub fn select_minor(
-    files: &[Arc<StoreFileHandle>],
-    min_files: usize,
-    max_files: usize,
+    sizes: &[u64],
+    min_runs: usize,
+    max_runs: usize,
     ratio: f64,
-) -> Vec<Arc<StoreFileHandle>> {
-    let oldest_first: Vec<&Arc<StoreFileHandle>> = files.iter().rev().collect();
-    let sizes: Vec<u64> = oldest_first.iter().map(|f| f.size()).collect();
-    for start in 0..oldest_first.len() {
-        let end = (start + max_files).min(oldest_first.len());
-        if end - start < min_files {
+) -> std::ops::Range<usize> {
+    let n = sizes.len();
+    let oldest_first: Vec<u64> = sizes.iter().rev().copied().collect();
+    for start in 0..n {
+        let end = (start + max_runs).min(n);
+        if end - start < min_runs {
             break;
         }
-        let newer: u64 = sizes[start + 1..end].iter().sum();
-        if sizes[start] as f64 <= ratio * newer as f64 {
-            return oldest_first[start..end]
-                .iter()
-                .map(|f| Arc::clone(f))
-                .collect();
+        let newer: u64 = oldest_first.get(start + 1..end).unwrap_or(&[]).iter().sum();
+        if oldest_first
+            .get(start)
+            .is_some_and(|&s| s as f64 <= ratio * newer as f64)
+        {
+            // Oldest-first `start..end` is newest-first `n - end..n - start`.
+            return n - end..n - start;
         }
     }
-    Vec::new()
+    0..0
+}
+
+/// Whether `runs` (newest first) add up to more than `max_amp ×` the oldest (0: never).
+pub fn space_amp_exceeded(runs: &[Run], max_amp: f64) -> bool {
+    let (Some(oldest), true) = (runs.last(), runs.len() >= 2 && max_amp > 0.0) else {
+        return false;
+    };
+    let total: u64 = runs.iter().map(|r| r.size).sum();
+    total as f64 > max_amp * oldest.size as f64
 }
 
 impl RegionInner {
@@ -132,27 +145,33 @@ impl RegionInner {
         let _guard = store.compact_lock.lock();
         let view = store.view();
         let cfg = &self.services.config;
-        let inputs: Vec<Arc<StoreFileHandle>> = if major {
-            view.files.clone()
-        } else if view.files.len() >= cfg.blocking_store_files {
-            // Writers are held back: the ratio rule can settle at exactly this many files, so
+        let runs = &view.runs;
+        // Past the space limit every run is merged (then major: every file is taken).
+        let chosen: &[Run] = if major || space_amp_exceeded(runs, cfg.compaction_max_space_amp) {
+            runs
+        } else if runs.len() >= cfg.blocking_store_files {
+            // Writers are held back: the ratio rule can settle at exactly this many runs, so
             // merge the newest (smallest) ones regardless of it, as HBase does when "stuck".
-            view.files
-                .iter()
-                .take(cfg.compaction_max_files.max(2))
-                .cloned()
-                .collect()
+            runs.get(..cfg.compaction_max_files.max(2).min(runs.len()))
+                .unwrap_or(runs)
         } else {
-            select_minor(
-                &view.files,
+            let sizes: Vec<u64> = runs.iter().map(|r| r.size).collect();
+            let picked = select_minor(
+                &sizes,
                 cfg.compaction_min_files,
                 cfg.compaction_max_files,
                 cfg.compaction_ratio,
-            )
+            );
+            runs.get(picked).unwrap_or(&[])
         };
-        if inputs.len() < if major { 1 } else { 2 } {
+        // A major compaction of one run still rewrites it; a minor one merges two or more.
+        if chosen.len() < if major { 1 } else { 2 } {
             return Ok(Compacted::Nothing);
         }
+        let inputs: Vec<Arc<StoreFileHandle>> = chosen
+            .iter()
+            .flat_map(|r| r.files.iter().cloned())
+            .collect();
         // Every file taken: nothing outside the compaction can need what a major one drops.
         let major = major || inputs.len() == view.files.len();
         let bytes_in: u64 = inputs.iter().map(|f| f.size()).sum();
@@ -170,7 +189,7 @@ impl RegionInner {
             .max()
             .unwrap_or(0);
         // Throttled unless writers are waiting on this store's file count.
-        let throttle = (view.files.len() < cfg.blocking_store_files)
+        let throttle = (runs.len() < cfg.blocking_store_files)
             .then_some(&self.services.compaction_throttle)
             .filter(|t| t.rate() > 0);
         let output = store.write_file(number, Some(&inputs), |w| {
@@ -180,7 +199,18 @@ impl RegionInner {
             if major {
                 w.mark_major_compaction();
             }
-            let mut merge = MergeIter::new(inputs.iter().map(|f| f.iter(false)).collect());
+            // One source per run: a run's files are read one after another.
+            let mut merge = MergeIter::new(
+                chosen
+                    .iter()
+                    .map(|r| -> Box<dyn CellIter> {
+                        match r.files.as_slice() {
+                            [only] => only.iter(false),
+                            files => Box::new(RunIter::new(files.to_vec(), false)),
+                        }
+                    })
+                    .collect(),
+            );
             merge.seek_to_first()?;
             let mut matcher = RowMatcher::new(&store.family, &spec, now);
             let mut prev_key: Vec<u8> = Vec::new();

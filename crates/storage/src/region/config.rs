@@ -64,6 +64,11 @@ pub struct StorageConfig {
     /// A file joins a minor compaction if it is at most `ratio ×` the newer files' total
     /// size (HBase: 1.2).
     pub compaction_ratio: f64,
+    /// When a store's runs add up to more than this many times its oldest run (the overwritten
+    /// versions and deleted cells they may hold), every run is merged, major: the space a
+    /// store of overwrites takes stays bounded without waiting a week for the periodic major
+    /// compaction (RocksDB universal compaction's size-amplification rule). 0: off (HBase).
+    pub compaction_max_space_amp: f64,
     /// Compactions together read at most this many bytes per second of their inputs; 0: no
     /// limit. Not applied to a store whose file count holds writers back (`region/throttle.rs`).
     pub compaction_bytes_per_sec: u64,
@@ -105,6 +110,7 @@ impl Default for StorageConfig {
             compaction_min_files: 3,
             compaction_max_files: 10,
             compaction_ratio: 1.2,
+            compaction_max_space_amp: 1.5,
             compaction_bytes_per_sec: 0,
             major_compaction_period_ms: 7 * 24 * 3600 * 1000,
             major_compaction_jitter: 0.5,

@@ -3,6 +3,7 @@
 //! [`StoreView`] so a reader takes one consistent picture with one lock-free-ish Arc clone.
 
 use super::mvcc::ReadPoint;
+use super::runs::{group, Run, RunIter};
 use super::store_files::{
     marker_file_name, parse_number, read_marker, store_file_name, write_marker, StoreFileHandle,
 };
@@ -24,6 +25,23 @@ pub struct StoreView {
     pub snapshot: Option<Arc<Memstore>>,
     /// Newest first.
     pub files: Vec<Arc<StoreFileHandle>>,
+    /// The same files as sorted runs (`runs.rs`), newest run first.
+    pub runs: Vec<Run>,
+}
+
+impl StoreView {
+    pub fn new(
+        active: Arc<Memstore>,
+        snapshot: Option<Arc<Memstore>>,
+        files: Vec<Arc<StoreFileHandle>>,
+    ) -> StoreView {
+        StoreView {
+            active,
+            snapshot,
+            runs: group(&files),
+            files,
+        }
+    }
 }
 
 pub struct Store {
@@ -96,11 +114,7 @@ impl Store {
             )?);
         }
         files.sort_by_key(|f| std::cmp::Reverse(f.number));
-        let view = StoreView {
-            active: Arc::new(Memstore::new()),
-            snapshot: None,
-            files,
-        };
+        let view = StoreView::new(Arc::new(Memstore::new()), None, files);
         Ok((
             Store {
                 name: Bytes::copy_from_slice(family.name.as_bytes()),
@@ -149,6 +163,11 @@ impl Store {
         self.view.read().files.len()
     }
 
+    /// Sorted runs: what compaction counts (and writers are held back by).
+    pub fn run_count(&self) -> usize {
+        self.view.read().runs.len()
+    }
+
     /// Moves the active memstore aside for flushing (unless a failed flush left a snapshot,
     /// which is retried first). Called under the region's write lock.
     pub fn swap_for_flush(&self) {
@@ -160,6 +179,7 @@ impl Store {
             active: Arc::new(Memstore::new()),
             snapshot: Some(Arc::clone(&view.active)),
             files: view.files.clone(),
+            runs: view.runs.clone(),
         });
     }
 
@@ -186,11 +206,7 @@ impl Store {
         let mut files = Vec::with_capacity(view.files.len() + 1);
         files.push(handle);
         files.extend(view.files.iter().cloned());
-        *view = Arc::new(StoreView {
-            active: Arc::clone(&view.active),
-            snapshot: None,
-            files,
-        });
+        *view = Arc::new(StoreView::new(Arc::clone(&view.active), None, files));
         Ok(true)
     }
 
@@ -258,11 +274,11 @@ impl Store {
                 files.push(out);
             }
             files.sort_by_key(|f| std::cmp::Reverse(f.number));
-            *view = Arc::new(StoreView {
-                active: Arc::clone(&view.active),
-                snapshot: view.snapshot.clone(),
+            *view = Arc::new(StoreView::new(
+                Arc::clone(&view.active),
+                view.snapshot.clone(),
                 files,
-            });
+            ));
         }
         for input in inputs {
             input.mark_obsolete();
@@ -301,8 +317,26 @@ impl Store {
             Some((probe, _)) => memstore_sources_for_row(view, probe),
             None => memstore_sources(view),
         };
-        for f in candidate_files(view, start, end, time_range, row_probe) {
-            out.push(f.iter(fill_cache));
+        if row_probe.is_some() {
+            for f in candidate_files(view, start, end, time_range, row_probe) {
+                out.push(f.iter(fill_cache));
+            }
+            return out;
+        }
+        for run in &view.runs {
+            let files: Vec<&Arc<StoreFileHandle>> = run
+                .overlapping(start, end)
+                .iter()
+                .filter(|f| f.file.meta().max_timestamp >= time_range.min)
+                .collect();
+            match files.as_slice() {
+                [] => {}
+                [only] => out.push(only.iter(fill_cache)),
+                _ => out.push(Box::new(RunIter::new(
+                    files.into_iter().cloned().collect(),
+                    fill_cache,
+                ))),
+            }
         }
         out
     }
@@ -353,26 +387,35 @@ pub fn candidate_files<'v>(
     row_probe: Option<(&RowProbe<'_>, Option<&[Bytes]>)>,
 ) -> Vec<&'v Arc<StoreFileHandle>> {
     let mut out = Vec::new();
-    for f in &view.files {
-        // Cells older than the range may be delete markers, but a file whose newest cell is
-        // older than the range holds nothing the read needs.
-        if f.file.meta().max_timestamp < time_range.min {
-            continue;
-        }
-        let hit = match row_probe {
-            None => f.may_overlap_rows(start, end),
-            // The row first (its hash is computed once for all files), then the columns;
-            // family-wide delete markers live under the empty qualifier.
-            Some((probe, qualifiers)) => {
-                f.may_contain_row(probe)
-                    && qualifiers.is_none_or(|qs| {
-                        f.file.may_contain_probe_column(probe, b"")
-                            || qs.iter().any(|q| f.file.may_contain_probe_column(probe, q))
-                    })
-            }
+    // Per run, a binary search finds the one file that can hold a probed row.
+    for run in &view.runs {
+        let files = match row_probe {
+            None => run.overlapping(start, end),
+            Some((probe, _)) => run
+                .holding(probe.row())
+                .map_or(&[][..], std::slice::from_ref),
         };
-        if hit {
-            out.push(f);
+        for f in files {
+            // Cells older than the range may be delete markers, but a file whose newest cell
+            // is older than the range holds nothing the read needs.
+            if f.file.meta().max_timestamp < time_range.min {
+                continue;
+            }
+            let hit = match row_probe {
+                None => true,
+                // The row first (its hash is computed once for all files), then the columns;
+                // family-wide delete markers live under the empty qualifier.
+                Some((probe, qualifiers)) => {
+                    f.may_contain_row(probe)
+                        && qualifiers.is_none_or(|qs| {
+                            f.file.may_contain_probe_column(probe, b"")
+                                || qs.iter().any(|q| f.file.may_contain_probe_column(probe, q))
+                        })
+                }
+            };
+            if hit {
+                out.push(f);
+            }
         }
     }
     out

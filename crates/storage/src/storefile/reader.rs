@@ -280,6 +280,13 @@ impl StoreFile {
         self.file_id
     }
 
+    /// The rows of the file's first and last cells (`None` for a file without cells).
+    pub fn rows(&self) -> Option<(&[u8], &[u8])> {
+        self.rows
+            .as_ref()
+            .map(|(first, last)| (first.as_slice(), last.as_slice()))
+    }
+
     /// Whether `row` lies within the file's key range (false for an empty file).
     fn row_in_range(&self, row: &[u8]) -> bool {
         match &self.rows {
