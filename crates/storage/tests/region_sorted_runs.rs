@@ -218,3 +218,26 @@ fn overwrites_past_the_space_limit_merge_every_run() {
     assert_eq!(store_after(1200, 0.0).0, vec![Compacted::Nothing]);
     assert_eq!(store_after(400, 1.5).0, vec![Compacted::Nothing]);
 }
+
+/// A split of sequential data cuts the run, not one of its files, in the middle: a daughter
+/// gets about half the rows, not 1/16 of them.
+#[test]
+fn the_middle_row_of_sequential_files_is_the_middle_of_the_run() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let region = open(dir.path());
+    for f in 0..FILES {
+        for i in f * ROWS_PER_FILE..(f + 1) * ROWS_PER_FILE {
+            put(&region, i, b'a');
+        }
+        region.flush().expect("flush");
+    }
+    let n = FILES * ROWS_PER_FILE;
+    let mid = region.middle_row().expect("a middle row");
+    let (lo, hi) = (row(n * 35 / 100), row(n * 65 / 100));
+    assert!(
+        lo.as_slice() <= &mid[..] && &mid[..] <= hi.as_slice(),
+        "middle row {} of rows 0..{n}",
+        String::from_utf8_lossy(&mid)
+    );
+    region.close().expect("close");
+}

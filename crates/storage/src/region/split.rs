@@ -17,9 +17,11 @@ use std::path::PathBuf;
 use std::sync::atomic::Ordering;
 
 impl Region {
-    /// Where to split: the middle row of the largest store file of the largest store (HBase's
-    /// rule). `None` when the region holds too little to split, or the middle row is its first
-    /// row (a daughter would be empty).
+    /// Where to split: the middle row of the largest sorted run of the largest store (HBase's
+    /// rule is the largest file's middle; a run of sequential files is one file cut in pieces,
+    /// so its middle is the middle row of the file holding the run's middle byte). `None` when
+    /// the region holds too little to split, or the middle row is its first row (a daughter
+    /// would be empty).
     pub fn middle_row(&self) -> Option<Bytes> {
         let inner = &self.inner;
         let store = inner
@@ -27,7 +29,12 @@ impl Region {
             .iter()
             .max_by_key(|s| s.view().files.iter().map(|f| f.size()).sum::<u64>())?;
         let view = store.view();
-        let file = view.files.iter().max_by_key(|f| f.size())?;
+        let run = view.runs.iter().max_by_key(|r| r.size)?;
+        let mut before = 0u64;
+        let file = run.files.iter().find(|f| {
+            before += f.size();
+            before * 2 >= run.size
+        })?;
         let mid = file.file.middle_key()?;
         let row = KeyRef::parse(&mid)?.row().to_vec();
         let first = KeyRef::parse(&file.file.meta().first_key)?.row().to_vec();
