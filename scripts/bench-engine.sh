@@ -25,8 +25,17 @@ done
 
 need=()
 command -v c++ >/dev/null 2>&1 || need+=(g++)
-# bindgen (in librocksdb-sys) loads libclang at build time.
-ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+# bindgen (in librocksdb-sys) loads libclang at build time, by the unversioned names
+# libclang.so or libclang-N.so that libclang-dev installs (libclang-cpp.so, which compilers
+# bring along, is another library and does not do).
+has_libclang() {
+  local d
+  for d in /usr/lib/llvm-*/lib /usr/lib/x86_64-linux-gnu /usr/lib/aarch64-linux-gnu /usr/lib64 /usr/lib; do
+    compgen -G "$d/libclang.so" >/dev/null || compgen -G "$d/libclang-[0-9]*.so" >/dev/null && return 0
+  done
+  return 1
+}
+has_libclang || need+=(libclang-dev)
 if [[ ${#need[@]} -gt 0 ]]; then
   echo "bench-engine: installing ${need[*]}" >&2
   sudo_cmd=""
