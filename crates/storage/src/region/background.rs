@@ -1,5 +1,7 @@
-//! Flush and compaction threads shared by the regions of a server: one thread each, so a long
-//! compaction never delays a flush (which would hold writers back).
+//! Flush and compaction threads shared by the regions of a server: a flush thread, so a long
+//! compaction never delays a flush (which would hold writers back), and two compaction
+//! threads, so a long compaction does not hold back the small ones behind it (a store's
+//! compactions claim disjoint files: `compaction.rs`).
 
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -62,7 +64,8 @@ impl Background {
         let mut threads = Vec::new();
         for (kind, name) in [
             (Kind::Flush, "cellar-flush"),
-            (Kind::Compaction, "cellar-compact"),
+            (Kind::Compaction, "cellar-compact-1"),
+            (Kind::Compaction, "cellar-compact-2"),
         ] {
             let sh = Arc::clone(&shared);
             match thread::Builder::new()

@@ -13,6 +13,13 @@
 //! compaction in which no cell can have expired since (nothing to drop). Files record when they
 //! were written (`FileMeta::created_ms`); older files count from the region's open.
 //!
+//! Concurrency: two compactions of one store merge disjoint sets of runs (each claims its
+//! files; the other chooses among the rest), so while a long merge of the old runs goes on,
+//! the runs new flushes make are merged beside it instead of piling up until writers are held
+//! back (HBase's small and large compaction threads). A major compaction, which needs every
+//! file, waits for the compactions running to finish; the space rule applies only when no
+//! run is claimed.
+//!
 //! Crash safety: the output is written under a temporary name and synced; a marker naming the
 //! inputs is written; the output is renamed into place; only then are the inputs deleted.
 //! Opening a store finishes a compaction whose output exists and forgets one whose output does
@@ -51,6 +58,22 @@ pub fn jittered_period(period_ms: u64, jitter: f64, store_key: (u64, &[u8])) -> 
     let unit = (h.finish() >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0;
     let shift = period_ms as f64 * jitter.clamp(0.0, 1.0) * unit;
     (period_ms as f64 + shift).max(1.0) as u64
+}
+
+/// Files a compaction is merging, given back to the store when it ends (committed or not).
+struct Claim<'a> {
+    store: &'a Store,
+    numbers: Vec<u64>,
+}
+
+impl Drop for Claim<'_> {
+    fn drop(&mut self) {
+        let mut busy = self.store.compacting.lock();
+        for n in &self.numbers {
+            busy.remove(n);
+        }
+        self.store.compaction_done.notify_all();
+    }
 }
 
 /// Compactions account their bytes to the throttle in steps of this much.
@@ -142,28 +165,44 @@ impl RegionInner {
         let Some(store) = self.stores.get(i) else {
             return Ok(Compacted::Nothing);
         };
-        let _guard = store.compact_lock.lock();
-        let view = store.view();
         let cfg = &self.services.config;
+        let mut busy = store.compacting.lock();
+        if major {
+            // Every file: after the compactions running now.
+            while !busy.is_empty() {
+                store.compaction_done.wait(&mut busy);
+            }
+        }
+        let view = store.view();
         let runs = &view.runs;
+        // The runs no other compaction is merging.
+        let free: Vec<Run> = runs
+            .iter()
+            .filter(|r| r.files.iter().all(|f| !busy.contains(&f.number)))
+            .cloned()
+            .collect();
+        let all_free = free.len() == runs.len();
         // Past the space limit every run is merged (then major: every file is taken).
-        let chosen: &[Run] = if major || space_amp_exceeded(runs, cfg.compaction_max_space_amp) {
-            runs
-        } else if runs.len() >= cfg.blocking_store_files {
-            // Writers are held back: the ratio rule can settle at exactly this many runs, so
-            // merge the newest (smallest) ones regardless of it, as HBase does when "stuck".
-            runs.get(..cfg.compaction_max_files.max(2).min(runs.len()))
-                .unwrap_or(runs)
-        } else {
-            let sizes: Vec<u64> = runs.iter().map(|r| r.size).collect();
-            let picked = select_minor(
-                &sizes,
-                cfg.compaction_min_files,
-                cfg.compaction_max_files,
-                cfg.compaction_ratio,
-            );
-            runs.get(picked).unwrap_or(&[])
-        };
+        let chosen: Vec<Run> =
+            if major || (all_free && space_amp_exceeded(runs, cfg.compaction_max_space_amp)) {
+                free
+            } else if runs.len() >= cfg.blocking_store_files {
+                // Writers are held back: the ratio rule can settle at exactly this many runs,
+                // so merge the newest (smallest) ones regardless of it, as HBase does when
+                // "stuck".
+                free.into_iter()
+                    .take(cfg.compaction_max_files.max(2))
+                    .collect()
+            } else {
+                let sizes: Vec<u64> = free.iter().map(|r| r.size).collect();
+                let picked = select_minor(
+                    &sizes,
+                    cfg.compaction_min_files,
+                    cfg.compaction_max_files,
+                    cfg.compaction_ratio,
+                );
+                free.get(picked).map(<[Run]>::to_vec).unwrap_or_default()
+            };
         // A major compaction of one run still rewrites it; a minor one merges two or more.
         if chosen.len() < if major { 1 } else { 2 } {
             return Ok(Compacted::Nothing);
@@ -172,6 +211,12 @@ impl RegionInner {
             .iter()
             .flat_map(|r| r.files.iter().cloned())
             .collect();
+        busy.extend(inputs.iter().map(|f| f.number));
+        drop(busy);
+        let _claim = Claim {
+            store,
+            numbers: inputs.iter().map(|f| f.number).collect(),
+        };
         // Every file taken: nothing outside the compaction can need what a major one drops.
         let major = major || inputs.len() == view.files.len();
         let bytes_in: u64 = inputs.iter().map(|f| f.size()).sum();

@@ -15,7 +15,8 @@ use crate::storefile::{RowProbe, StoreFileOptions, StoreFileWriter};
 use bytes::Bytes;
 use cellar_model::key::KeyRef;
 use cellar_model::{FamilySchema, Result, TimeRange};
-use parking_lot::{Mutex, RwLock};
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -49,8 +50,12 @@ pub struct Store {
     pub name: Bytes,
     pub dir: PathBuf,
     view: RwLock<Arc<StoreView>>,
-    /// Serializes compactions of this store.
-    pub compact_lock: Mutex<()>,
+    /// Numbers of the files compactions are merging now. Two compactions of one store take
+    /// disjoint runs: new flushes are merged beside a long merge of the old runs instead of
+    /// piling up behind it until writers are held back (`compaction.rs`).
+    pub(crate) compacting: Mutex<HashSet<u64>>,
+    /// Signalled when a compaction lets its files go.
+    pub(crate) compaction_done: Condvar,
     fs: FsRef,
     cache: Option<Arc<BlockCache>>,
 }
@@ -121,7 +126,8 @@ impl Store {
                 family,
                 dir: dir.to_path_buf(),
                 view: RwLock::new(Arc::new(view)),
-                compact_lock: Mutex::new(()),
+                compacting: Mutex::new(HashSet::new()),
+                compaction_done: Condvar::new(),
                 fs: Arc::clone(fs),
                 cache,
             },
