@@ -4,7 +4,10 @@
 # the master reports an active region server, then prints `listening hbase=127.0.0.1:16020`.
 #
 # Usage: scripts/hbase/start.sh DATA_DIR
-# Env: HBASE_HEAP (default 2g), HBASE_START_TIMEOUT seconds (default 120), CELLAR_CACHE.
+# Env: HBASE_HEAP (default 2g), HBASE_START_TIMEOUT seconds (default 120), CELLAR_CACHE,
+#   HBASE_CLEANER_MS (unset: HBase's defaults): how long compacted store files (archive/) and
+#   old WAL segments (oldWALs/) are kept, and how often the master's cleaners run, for runs
+#   whose data would otherwise fill the disk (docs/hbase-side-by-side.md).
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -15,6 +18,15 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 mkdir -p "$1"
 data="$(cd "$1" && pwd)"
 heap="${HBASE_HEAP:-2g}"
+cleaner_ms="${HBASE_CLEANER_MS:-}"
+[[ -z "$cleaner_ms" || "$cleaner_ms" =~ ^[1-9][0-9]*$ ]] \
+  || { echo "start.sh: HBASE_CLEANER_MS must be a positive number of milliseconds" >&2; exit 2; }
+cleaner_props=""
+if [[ -n "$cleaner_ms" ]]; then
+  for key in hbase.master.hfilecleaner.ttl hbase.master.logcleaner.ttl hbase.master.cleaner.interval; do
+    cleaner_props+="  <property><name>$key</name><value>$cleaner_ms</value></property>"$'\n'
+  done
+fi
 timeout="${HBASE_START_TIMEOUT:-120}"
 
 if [[ -f "$data/hbase.pid" ]] && kill -0 "$(cat "$data/hbase.pid")" 2>/dev/null; then
@@ -55,7 +67,7 @@ cat > "$conf/hbase-site.xml" <<XML
   <property><name>hbase.master.info.bindAddress</name><value>127.0.0.1</value></property>
   <property><name>hbase.regionserver.info.bindAddress</name><value>127.0.0.1</value></property>
   <property><name>hbase.unsafe.stream.capability.enforce</name><value>false</value></property>
-</configuration>
+${cleaner_props}</configuration>
 XML
 
 cat > "$conf/log4j2.properties" <<PROPS
