@@ -747,8 +747,15 @@ mod tests {
             list.insert_all(keys.iter().map(|k| (&k[..], &b"v"[..])));
             all.extend(keys);
         }
+        let levels = assert_levels_in_order(&list, &mut all);
+        assert!(!levels[2].is_empty(), "hundreds of keys reach level 2");
+    }
+
+    /// Level 0 holds every key of `all` in order; every level above is sorted and a subset of
+    /// the one below. Returns the levels.
+    fn assert_levels_in_order(list: &SkipList, all: &mut [Vec<u8>]) -> Vec<Vec<Vec<u8>>> {
         all.sort_by(|a, b| compare_keys(a, b));
-        let levels = levels(&list);
+        let levels = levels(list);
         assert_eq!(levels[0], all, "level 0 holds every key in order");
         for (level, keys) in levels.iter().enumerate().skip(1) {
             assert!(
@@ -763,7 +770,7 @@ mod tests {
                 level - 1
             );
         }
-        assert!(!levels[2].is_empty(), "hundreds of keys reach level 2");
+        levels
     }
 
     /// One key per insert, as a writer of single puts does: runs of keys in order (each
@@ -786,16 +793,7 @@ mod tests {
                 all.push(k);
             }
         }
-        all.sort_by(|a, b| compare_keys(a, b));
-        let levels = levels(&list);
-        assert_eq!(levels[0], all, "level 0 holds every key in order");
-        for (level, keys) in levels.iter().enumerate().skip(1) {
-            assert!(
-                keys.windows(2)
-                    .all(|w| compare_keys(&w[0], &w[1]) == Ordering::Less),
-                "level {level} is sorted"
-            );
-        }
+        assert_levels_in_order(&list, &mut all);
         for k in &all {
             let row = KeyRef::parse(k)
                 .map(|p| p.row().to_vec())
