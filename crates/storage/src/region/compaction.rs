@@ -1,11 +1,11 @@
 //! Compaction: merging a store's files into one.
 //!
-//! Minor compactions pick sorted runs (`runs.rs`: files with disjoint row ranges count as one)
-//! by HBase's ratio rule and keep every cell (delete markers must
-//! stay while files they mask are outside the compaction). Major compactions take every file
-//! and keep only what a reader could see: deleted, expired and excess-version cells and the
-//! delete markers go. A minor selection that happens to take every file of the store is run as
-//! a major one (HBase's rule: with no file left out, nothing outside can need what it drops).
+//! Minor compactions pick sorted runs (`runs.rs`: files with disjoint row ranges count as
+//! one) by HBase's ratio rule and keep every cell (delete markers must stay while files they
+//! mask are outside the compaction). Major compactions take every file and keep only what a
+//! reader could see: deleted, expired and excess-version cells and the delete markers go. A
+//! minor selection that happens to take every file of the store is run as a major one
+//! (HBase's rule: with no file left out, nothing outside can need what it drops).
 //!
 //! Periodic major compaction (HBase's `hbase.hregion.majorcompaction`): a store whose oldest
 //! file is older than `major_compaction_period_ms`, moved per store by up to
