@@ -153,22 +153,32 @@ impl RunIter {
         self.current.as_mut()
     }
 
+    /// Positions file `i`'s iterator with `how`: `None` if there is no file `i` (the run is
+    /// then exhausted), else whether it stopped on an entry. An error leaves the run invalid.
+    fn position(
+        &mut self,
+        i: usize,
+        how: impl FnOnce(&mut dyn CellIter) -> Result<()>,
+    ) -> Result<Option<bool>> {
+        let Some(it) = self.open(i) else {
+            self.current = None;
+            return Ok(None);
+        };
+        match how(it.as_mut()) {
+            Ok(()) => Ok(Some(it.valid())),
+            Err(e) => {
+                self.current = None;
+                Err(e)
+            }
+        }
+    }
+
     /// From file `i` on, the first entry of the first file that has one.
     fn first_from(&mut self, mut i: usize) -> Result<()> {
-        loop {
-            let Some(it) = self.open(i) else {
-                self.current = None;
-                return Ok(());
-            };
-            if let Err(e) = it.seek_to_first() {
-                self.current = None;
-                return Err(e);
-            }
-            if it.valid() {
-                return Ok(());
-            }
+        while self.position(i, |it| it.seek_to_first())? == Some(false) {
             i += 1;
         }
+        Ok(())
     }
 }
 
@@ -186,17 +196,14 @@ impl CellIter for RunIter {
     }
 
     fn next(&mut self) -> Result<()> {
-        let Some(it) = self.current.as_mut() else {
-            return Ok(());
-        };
-        if let Err(e) = it.next() {
-            self.current = None;
-            return Err(e);
-        }
-        if it.valid() {
+        if self.current.is_none() {
             return Ok(());
         }
-        self.first_from(self.at + 1)
+        // `open` hands back the current file's iterator: this steps it.
+        if self.position(self.at, |it| it.next())? == Some(false) {
+            self.first_from(self.at + 1)?;
+        }
+        Ok(())
     }
 
     fn seek(&mut self, target: &[u8]) -> Result<()> {
@@ -204,18 +211,10 @@ impl CellIter for RunIter {
         let i = self
             .files
             .partition_point(|f| compare_keys(&f.file.meta().last_key, target) == Ordering::Less);
-        let Some(it) = self.open(i) else {
-            self.current = None;
-            return Ok(());
-        };
-        if let Err(e) = it.seek(target) {
-            self.current = None;
-            return Err(e);
+        if self.position(i, |it| it.seek(target))? == Some(false) {
+            self.first_from(i + 1)?;
         }
-        if it.valid() {
-            return Ok(());
-        }
-        self.first_from(i + 1)
+        Ok(())
     }
 
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()> {
@@ -226,12 +225,7 @@ impl CellIter for RunIter {
         });
         while i > 0 {
             i -= 1;
-            let Some(it) = self.open(i) else { break };
-            if let Err(e) = it.seek_for_prev(target) {
-                self.current = None;
-                return Err(e);
-            }
-            if it.valid() {
+            if self.position(i, |it| it.seek_for_prev(target))? == Some(true) {
                 return Ok(());
             }
         }
