@@ -60,6 +60,11 @@ pub type LockGuard = Box<dyn std::any::Any + Send + Sync>;
 pub trait RandomAccessFile: Send + Sync {
     /// Reads exactly `len` bytes at `offset`; reading past the end is an error naming the file.
     fn read_at(&self, offset: u64, len: usize) -> Result<Bytes>;
+    /// Asks for `offset..offset + len` to be read from the disk ahead of its use, in large
+    /// requests, without waiting for it: sequential readers (compactions, long scans) call it
+    /// ahead of where they read. Advice only: a file system without it ignores it, and so do
+    /// errors.
+    fn prefetch(&self, _offset: u64, _len: u64) {}
     fn len(&self) -> u64;
     fn is_empty(&self) -> bool {
         self.len() == 0

@@ -11,6 +11,16 @@ use crate::iter::CellIter;
 use cellar_model::Result;
 use std::sync::Arc;
 
+/// Readahead of an iterator that reads blocks in order: the first window after this many
+/// blocks in a row (a Get or a short scan reads one or two, and asks for nothing more)...
+const READAHEAD_AFTER: u32 = 2;
+/// ... of this many bytes, doubling with each block read in order ...
+const READAHEAD_START: u64 = 128 * 1024;
+/// ... up to this much ahead for scans that fill the block cache, and for those that do not
+/// (compactions, full scans) this much.
+const READAHEAD_MAX: u64 = 1024 * 1024;
+const READAHEAD_MAX_UNCACHED: u64 = 2 * 1024 * 1024;
+
 /// Iterator over a [`StoreFile`].
 pub struct StoreFileIter {
     file: Arc<StoreFile>,
@@ -18,6 +28,10 @@ pub struct StoreFileIter {
     /// The data block loaded into `block`, if any.
     loaded: Option<usize>,
     block: BlockIter,
+    /// Blocks loaded in order so far (each the one after the last).
+    in_order: u32,
+    /// The file offset readahead has been asked for up to.
+    ahead_to: u64,
 }
 
 impl StoreFileIter {
@@ -27,18 +41,51 @@ impl StoreFileIter {
             fill_cache,
             loaded: None,
             block: BlockIter::new(Default::default()),
+            in_order: 0,
+            ahead_to: 0,
         }
     }
 
     /// Makes data block `i` current (a no-op if it already is), leaving it unpositioned.
     fn load(&mut self, i: usize) -> Result<()> {
         if self.loaded != Some(i) {
+            self.read_ahead(i);
             self.loaded = None;
             let block = self.file.data_block(i, self.fill_cache)?;
             self.block.set_block(block);
             self.loaded = Some(i);
         }
         Ok(())
+    }
+
+    /// Before block `i` is loaded: once blocks are being read in order, asks the file to read
+    /// a growing window past `i` ahead of use (store files are read without the kernel's own
+    /// readahead; see `fs/local.rs`).
+    fn read_ahead(&mut self, i: usize) {
+        self.in_order = match self.loaded {
+            Some(prev) if prev + 1 == i => self.in_order.saturating_add(1),
+            _ => 0,
+        };
+        if self.in_order < READAHEAD_AFTER {
+            return;
+        }
+        let max = if self.fill_cache {
+            READAHEAD_MAX
+        } else {
+            READAHEAD_MAX_UNCACHED
+        };
+        let window = READAHEAD_START
+            .checked_shl(self.in_order - READAHEAD_AFTER)
+            .unwrap_or(max)
+            .min(max);
+        let at = self.file.block_offset(i);
+        // Asked again once less than half a window is left ahead of the block.
+        if at + window / 2 < self.ahead_to {
+            return;
+        }
+        let from = at.max(self.ahead_to);
+        self.file.prefetch(from, at + window - from);
+        self.ahead_to = at + window;
     }
 
     /// Converts a block-decoding defect into an error naming the file and the block.

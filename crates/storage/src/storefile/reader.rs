@@ -432,7 +432,12 @@ impl StoreFile {
         Ok(block)
     }
 
-    /// The offset of data block `i`, for error messages.
+    /// Asks for `offset..offset + len` of the file to be read ahead ([`RandomAccessFile::prefetch`]).
+    pub(crate) fn prefetch(&self, offset: u64, len: u64) {
+        self.file.prefetch(offset, len);
+    }
+
+    /// The offset of data block `i`, for error messages and readahead.
     pub(crate) fn block_offset(&self, i: usize) -> u64 {
         self.index.handle(i).map_or(0, |h| h.offset)
     }
