@@ -3,10 +3,12 @@
 //! Layout: [`args`] (flags), [`keys`] (key and value generation), [`engines`] (the [`Engine`]
 //! trait and one adapter per engine), [`workload`] (timed loops), [`sys`] (what `/proc` says
 //! about this process), [`report`] (results, JSON, the Markdown table), [`child`] (one engine in
-//! one process, driven over stdin/stdout) and [`driver`] (the parent that starts the children).
+//! one process, driven over stdin/stdout), [`driver`] (the parent that starts the children) and
+//! [`cgroup`] (`--read-memory`: the same memory for each engine's reads).
 //! How to run it and what it measures: `docs/engine-bench.md`.
 
 pub mod args;
+pub mod cgroup;
 pub mod child;
 pub mod driver;
 pub mod engines;

@@ -292,6 +292,13 @@ pub struct Args {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub region_gate: bool,
 
+    /// Caps each engine's memory (its process plus the page cache of its files) at this
+    /// many bytes from the first read workload on, with a memory cgroup per engine child
+    /// (Linux; root or a delegated cgroup). Without it both stores share the machine's page
+    /// cache and compete for it; 0: no cap.
+    #[arg(long, default_value = "0", value_parser = parse_size)]
+    pub read_memory: u64,
+
     /// Durability of each put: none (no WAL), sync (WAL handed to the OS), fsync (WAL
     /// fdatasync'ed per write).
     #[arg(long, value_enum, default_value_t = SyncMode::Sync)]
@@ -402,6 +409,12 @@ impl Args {
         }
         if self.cache_bytes < 1 << 20 {
             return bad(format!("--cache-bytes {} is below 1 MiB", self.cache_bytes));
+        }
+        if self.read_memory != 0 && self.read_memory < self.cache_bytes + (64 << 20) {
+            return bad(format!(
+                "--read-memory {} leaves no room beside the {}-byte block cache (give it at least 64 MiB more)",
+                self.read_memory, self.cache_bytes
+            ));
         }
         if self.memstore_bytes != 0 && self.memstore_bytes < 1 << 20 {
             return bad(format!(

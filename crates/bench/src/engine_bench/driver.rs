@@ -5,6 +5,7 @@
 //! and neither engine's caches or allocator state leak into the other's numbers.
 
 use crate::engine_bench::args::{Args, EngineChoice, EngineKind, Workload};
+use crate::engine_bench::cgroup::MemoryGroup;
 use crate::engine_bench::child::Reply;
 use crate::engine_bench::engines::{self, EngineConfig};
 use crate::engine_bench::error::{BenchError, Context, Result};
@@ -22,6 +23,8 @@ struct ChildProc {
     process: Child,
     stdin: ChildStdin,
     stdout: BufReader<ChildStdout>,
+    /// Its memory cgroup (`--read-memory`); dropped after the process.
+    memory: Option<MemoryGroup>,
 }
 
 impl ChildProc {
@@ -36,12 +39,39 @@ impl ChildProc {
         let (Some(stdin), Some(stdout)) = (process.stdin.take(), process.stdout.take()) else {
             return Err(BenchError::new("child pipes missing"));
         };
-        Ok(ChildProc {
+        let mut child = ChildProc {
             kind,
             process,
             stdin,
             stdout: BufReader::new(stdout),
-        })
+            memory: None,
+        };
+        if args.read_memory > 0 {
+            // Before its first command: everything the engine does is charged to the group.
+            let name = format!("cellar-engine-bench-{}-{kind}", std::process::id());
+            let group = MemoryGroup::create(&name)?;
+            group.add(child.process.id())?;
+            child.memory = Some(group);
+        }
+        Ok(child)
+    }
+
+    /// Caps the child's memory (`--read-memory`), if it has a group.
+    fn cap_memory(&self, bytes: u64) -> Result<()> {
+        let Some(group) = &self.memory else {
+            return Ok(());
+        };
+        let before = group.usage();
+        group.limit(bytes)?;
+        eprintln!(
+            "{}: memory capped at {} (was using {}, now {}) in {}",
+            self.kind,
+            report::mib(bytes),
+            before.map_or("?".into(), report::mib),
+            group.usage().map_or("?".into(), report::mib),
+            group.path().display()
+        );
+        Ok(())
     }
 
     /// Runs one workload in the child and returns its result.
@@ -105,6 +135,8 @@ impl Drop for ChildProc {
             let _ = self.process.kill();
             let _ = self.process.wait();
         }
+        // Removable only once its process is gone.
+        self.memory.take();
     }
 }
 
@@ -155,6 +187,12 @@ pub fn run(args: Args) -> Result<()> {
         args.threads,
         base.display()
     );
+    if args.read_memory > 0 {
+        eprintln!(
+            "memory: each engine's process and page cache capped at {} from the first read workload on (--read-memory)",
+            report::mib(args.read_memory)
+        );
+    }
     if args.benchmarks.contains(&Workload::Readrandom) && data <= args.cache_bytes {
         eprintln!(
             "note: the data ({}) fits in the cache ({}); readrandom will not be cache-missing",
@@ -206,7 +244,14 @@ fn run_children(args: &Args, engines: &[EngineKind], base: &Path) -> Result<Vec<
         .map(|&e| ChildProc::spawn(&exe, args, e, &engine_dir(base, e)))
         .collect::<Result<Vec<_>>>()?;
     let mut results = Vec::new();
+    let mut capped = false;
     for &w in &args.benchmarks {
+        if !w.writes() && !capped && args.read_memory > 0 {
+            for child in &children {
+                child.cap_memory(args.read_memory)?;
+            }
+            capped = true;
+        }
         for child in &mut children {
             let r = child.run(w)?;
             eprintln!("{}", report::summary_line(&r));
