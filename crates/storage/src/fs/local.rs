@@ -214,18 +214,41 @@ impl Mapping {
                 0,
             )
         };
-        if ptr == libc::MAP_FAILED {
-            return None;
+        // The kernel's default advice stays: `MADV_RANDOM` would end read-around on faults,
+        // but the kernel then also stops counting accesses through the mapping, and reclaim
+        // takes its pages first (at 10 M entries beside RocksDB, Cellar's Gets went to the
+        // disk most of the time: readrandom 0.23× RocksDB's). Faults on missing pages are
+        // avoided instead (`MappedFile::read_at`).
+        (ptr != libc::MAP_FAILED).then_some(Mapping { ptr, len })
+    }
+
+    /// Whether every page of `offset..offset + len` (inside the mapping) is in the page cache.
+    /// A failed query answers no (the caller then reads with `pread`).
+    fn resident(&self, offset: usize, len: usize) -> bool {
+        const CHUNK: usize = 64;
+        let page = page_size();
+        let mut at = offset - offset % page;
+        let end = offset.saturating_add(len).min(self.len);
+        let mut pages = [0u8; CHUNK];
+        while at < end {
+            let span = (end - at).min(CHUNK * page);
+            // SAFETY: `at..at + span` lies inside the mapping and starts on a page boundary;
+            // `pages` has room for the CHUNK pages `span` covers at most; mincore writes
+            // only that vector.
+            let rc = unsafe {
+                libc::mincore(
+                    self.ptr.cast::<u8>().add(at).cast(),
+                    span,
+                    pages.as_mut_ptr(),
+                )
+            };
+            let n = span.div_ceil(page);
+            if rc != 0 || pages.get(..n).is_none_or(|p| p.iter().any(|b| b & 1 == 0)) {
+                return false;
+            }
+            at += span;
         }
-        // No read-around on a fault (the device's readahead: 8 MiB on some disks), so a
-        // first touch that misses reads one page. The kernel also stops counting accesses
-        // through such a mapping for reclaim: that is why reads that go to the disk use
-        // `pread` (`MappedFile::read_at`), whose pages age as any read's do (when every read
-        // went through the mapping, at 10 M entries beside RocksDB Cellar's Gets went to the
-        // disk most of the time: readrandom 0.23× RocksDB's).
-        // SAFETY: advice on the mapping just made; failure only leaves the default.
-        unsafe { libc::madvise(ptr, len, libc::MADV_RANDOM) };
-        Some(Mapping { ptr, len })
+        true
     }
 
     /// Starts reading the pages of `offset..offset + len` (clamped to the mapping) in one
@@ -289,34 +312,38 @@ impl Drop for Mapping {
     }
 }
 
-/// A first-page touch slower than this went to the disk (a page already in memory, even
-/// without a page-table entry yet, takes a microsecond or two).
-const COLD_TOUCH: Duration = Duration::from_micros(20);
-/// Reads of a file after a cold touch that go through `pread`.
-const COLD_READS: u32 = 256;
+/// Reads of a file in a row whose pages were all in memory, after which its reads stop asking
+/// (`mincore`) and touch the mapping directly, timing the first touch.
+const TRUST_AFTER: u32 = 1024;
+/// A first touch slower than this went to the disk. A page in memory takes a microsecond or
+/// two; on a virtual machine, the first touch of a region the process has not mapped yet
+/// can take 20–40 µs (new page tables the host backs on demand).
+const COLD_TOUCH: Duration = Duration::from_micros(50);
 
-/// A store file read through its mapping while its pages are in memory, and with `pread`
-/// while its reads go to the disk.
+/// A store file read through its mapping where its pages are in memory, and with `pread`
+/// where they are not.
 struct MappedFile {
     /// The same file for `pread`, advised `POSIX_FADV_RANDOM` (no readahead past a read).
     pread: LocalRandomAccess,
     /// The mapping; `map` is all of it, as `Bytes` that keep it alive.
     mapping: Arc<Mapping>,
     map: Bytes,
-    /// Reads left that go through `pread` (see `read_at`).
-    cold_reads: AtomicU32,
+    /// Reads in a row whose pages were all in memory (see `read_at`).
+    resident_streak: AtomicU32,
 }
 
 impl RandomAccessFile for MappedFile {
-    /// A range in the page cache is a slice of the mapping: no copy, no system call. A range
-    /// that is not would be read by page faults, each reading around it by the device's
-    /// readahead (8 MiB on some disks) or, once the kernel gives up on read-around for the
-    /// file, one page per fault: sixteen waits on the disk for a 64 KiB block (readrandom p99
-    /// 1.5 ms against RocksDB's 0.2 ms at 10 M entries). And the pages it maps stay mapped:
-    /// under memory pressure the kernel must unmap each before reclaiming it. So while a
-    /// file's reads go to the disk they use `pread` (one request for exactly the range, its
-    /// pages left unmapped), as RocksDB does; a file is taken to be going to the disk for the
-    /// next reads once touching the first page of a range turns out slow.
+    /// A range whose pages are all in the page cache is a slice of the mapping: no copy. One
+    /// that is not is read with `pread`: one request for exactly the range, as RocksDB reads.
+    /// Through the mapping, a fault on a missing page reads around it by the device's
+    /// readahead (8 MiB on some disks) or, once the kernel gives up read-around for the file,
+    /// one page per fault (sixteen waits on the disk for a 64 KiB block: readrandom p99 1.5
+    /// ms against RocksDB's 0.2 ms at 10 M entries).
+    ///
+    /// Asking the kernel (`mincore`) costs ~1.3 µs on this project's benchmark machine, 15 %
+    /// of a Get that misses the block cache and hits the page cache. So a file whose last
+    /// `TRUST_AFTER` reads were all in memory is read without asking, its first page's touch
+    /// timed; a slow one (the disk: a read-around of the page) sends the file back to asking.
     fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
         super::check_read(
             self.pread.path.display(),
@@ -326,29 +353,25 @@ impl RandomAccessFile for MappedFile {
         )?;
         // check_read bounds offset + len by the length, which fits a usize.
         let start = offset as usize;
-        if len > 0 {
-            let left = self.cold_reads.load(Ordering::Relaxed);
-            if left > 0 {
-                let read = Instant::now();
-                let block = self.pread.read_at(offset, len);
-                // Back to the mapping after `COLD_READS` reads in a row from memory (a
-                // microsecond per page copied, and some slack, is what one takes).
-                let from_memory = COLD_TOUCH + Duration::from_micros(len as u64 / 4096);
-                let left = if read.elapsed() > from_memory {
-                    COLD_READS
-                } else {
-                    left - 1
-                };
-                // Racy on purpose: a count off by a few reads is fine.
-                self.cold_reads.store(left, Ordering::Relaxed);
-                return block;
-            }
+        if len == 0 {
+            return Ok(Bytes::new());
+        }
+        // Racy on purpose: a streak off by a few reads is fine.
+        let streak = self.resident_streak.load(Ordering::Relaxed);
+        if streak >= TRUST_AFTER {
             let touched = Instant::now();
             std::hint::black_box(self.map.get(start).copied());
-            if touched.elapsed() > COLD_TOUCH {
-                self.cold_reads.store(COLD_READS, Ordering::Relaxed);
-                return self.pread.read_at(offset, len);
+            if touched.elapsed() <= COLD_TOUCH {
+                return Ok(self.map.slice(start..start + len));
             }
+            self.resident_streak.store(0, Ordering::Relaxed);
+        }
+        if !self.mapping.resident(start, len) {
+            self.resident_streak.store(0, Ordering::Relaxed);
+            return self.pread.read_at(offset, len);
+        }
+        if streak < TRUST_AFTER {
+            self.resident_streak.store(streak + 1, Ordering::Relaxed);
         }
         Ok(self.map.slice(start..start + len))
     }
@@ -413,7 +436,7 @@ impl FileSystem for LocalFs {
                     },
                     map: Bytes::from_owner(SharedMapping(Arc::clone(&mapping))),
                     mapping,
-                    cold_reads: AtomicU32::new(0),
+                    resident_streak: AtomicU32::new(0),
                 }))
             }
             None => Ok(Arc::new(LocalRandomAccess {
@@ -606,7 +629,8 @@ mod tests {
 
     #[test]
     fn immutable_files_are_read_through_a_mapping_that_outlives_the_file() {
-        let tmp = tempfile::tempdir().expect("tempdir");
+        // On the disk the crate is on: a tmpfs `/tmp` keeps every page in memory.
+        let tmp = tempfile::tempdir_in(env!("CARGO_MANIFEST_DIR")).expect("tempdir");
         let path = tmp.path().join("f.sf");
         let data: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
         fs::write(&path, &data).expect("write");
@@ -625,17 +649,6 @@ mod tests {
         }
         let block = f.read_at(4_000, 3_000).expect("read");
         assert_eq!(&block[..], &data[4_000..7_000]);
-        // Pages dropped from memory are read back from the disk (the path a cold touch takes).
-        let synced = File::open(&path).expect("reopen");
-        synced.sync_all().expect("sync");
-        // SAFETY: advice on an open descriptor; no memory is passed.
-        unsafe { libc::posix_fadvise(synced.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
-        for _ in 0..3 {
-            assert_eq!(
-                &f.read_at(8_192, 1_808).expect("cold read")[..],
-                &data[8_192..]
-            );
-        }
         let err = f.read_at(9_000, 1_001).expect_err("past the end");
         assert!(err.to_string().contains("f.sf"), "{err}");
         // A slice stays readable after the handle closes and the file is deleted (the block
@@ -643,6 +656,37 @@ mod tests {
         drop(f);
         fs::remove_file(&path).expect("rm");
         assert_eq!(&block[..10], &data[4_000..4_010]);
+
+        // A page that is not in memory is read with pread (a copy, not a slice of the
+        // mapping); once pread has brought it back, reads of it are slices of the mapping.
+        let big = tmp.path().join("big.sf");
+        let data: Vec<u8> = (0..8u32 << 20).map(|i| (i % 253) as u8).collect();
+        fs::write(&big, &data).expect("write");
+        let synced = File::open(&big).expect("reopen");
+        synced.sync_all().expect("sync");
+        let f = LocalFs.open_immutable(&big).expect("open");
+        let first = f.read_at(0, 100).expect("read");
+        assert_eq!(&first[..], &data[..100]);
+        let base = first.as_ptr() as usize;
+        // SAFETY: advice on an open descriptor; no memory is passed. Drops the file's clean
+        // pages that no process maps: all but the first (large) folio, which the read above
+        // mapped.
+        unsafe { libc::posix_fadvise(synced.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        let at = 6_000_000;
+        let cold = f.read_at(at as u64, 70_000).expect("cold read");
+        assert_eq!(&cold[..], &data[at..at + 70_000]);
+        assert_ne!(
+            cold.as_ptr() as usize,
+            base + at,
+            "read through the mapping"
+        );
+        let warm = f.read_at(at as u64, 70_000).expect("warm read");
+        assert_eq!(&warm[..], &data[at..at + 70_000]);
+        assert_eq!(
+            warm.as_ptr() as usize,
+            base + at,
+            "not read through the mapping"
+        );
 
         // An empty file cannot be mapped: it is read with pread, and every read is past its end.
         let empty = tmp.path().join("empty.sf");
