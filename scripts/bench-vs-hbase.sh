@@ -14,9 +14,14 @@
 # (`rpc_bench floor-cpu`: a bare echo server's CPU per 1 KiB ping-pong and its round trips'
 # latency, on any CPU and on one), when rpc_bench is built next to the Cellar binary.
 #
+# --server-memory SIZE (e.g. 6G) puts each server in a memory cgroup of its own and, after the
+# load, caps it (its process plus the page cache of its files) at SIZE, so that when the data
+# outgrows memory both servers read from the disk alike instead of competing for one page
+# cache (needs root or a delegated cgroup; see docs/hbase-side-by-side.md).
+#
 # Usage: scripts/bench-vs-hbase.sh [--records N] [--ops N] [--threads "1 8"] [--passes N]
 #          [--workloads "load a c"] [--out FILE.json] [--cellar BIN] [--work DIR] [--no-cellar]
-#          [--no-native] [--no-ucx]
+#          [--no-native] [--no-ucx] [--server-memory SIZE]
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,7 +52,10 @@ while [[ $# -gt 0 ]]; do
     --no-cellar) with_cellar=0; shift ;;
     --no-native) with_native=0; shift ;;
     --no-ucx) with_ucx=0; shift ;;
-    -h|--help) sed -n '2,19p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    --server-memory) need_value "$@"
+      server_memory="$(numfmt --from=iec "${2%[bB]}" 2>/dev/null)" || die "--server-memory: '$2' is not a size (e.g. 6G)"
+      shift 2 ;;
+    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -77,7 +85,13 @@ cleanup() {
     kill -KILL "$cellar_pid" 2>/dev/null || true
   fi
   "$repo/scripts/hbase/stop.sh" "$work/hbase" >&2 || true
+  local g
+  for g in "${memory_groups[@]}"; do
+    for _ in $(seq 1 40); do rmdir "$g" 2>/dev/null && break; sleep 0.25; done
+    [[ -d "$g" ]] && echo "note: could not remove the memory cgroup $g" >&2
+  done
 }
+memory_groups=()
 trap cleanup EXIT
 trap 'exit 130' INT TERM
 
@@ -180,6 +194,46 @@ if (( with_cellar )); then
   [[ -n "$cellar_hbase_addr" ]] || die "cellar standalone printed no 'listening hbase=' line within 60 s"
   cellar_addr="$(sed -n 's/^listening native=//p' "$work/cellar.out" | head -n1)"
   echo "cellar pid $cellar_pid at $cellar_addr (hbase $cellar_hbase_addr), ready after ${cellar_startup_ms} ms" >&2
+fi
+
+# --- --server-memory: a memory cgroup per server -------------------------------------------
+# memory_group NAME PID: makes a group beside this script's own memory cgroup (cgroup v1's
+# memory hierarchy, or v2 with the memory controller) and moves PID into it.
+memory_limit_file=""
+memory_group() {
+  local base="" line path
+  while IFS= read -r line; do
+    if [[ "$line" =~ ^[0-9]+:([^:]*,)?memory(,[^:]*)?:(.*)$ ]] && [[ -d /sys/fs/cgroup/memory ]]; then
+      base="/sys/fs/cgroup/memory${BASH_REMATCH[3]}"; memory_limit_file=memory.limit_in_bytes; break
+    fi
+  done </proc/self/cgroup
+  if [[ -z "$base" ]] && grep -qw memory /sys/fs/cgroup/cgroup.controllers 2>/dev/null; then
+    path="$(sed -n 's/^0:://p' /proc/self/cgroup)"
+    base="/sys/fs/cgroup${path}"; memory_limit_file=memory.max
+  fi
+  [[ -n "$base" ]] || die "--server-memory needs a memory cgroup (cgroup v1 memory, or v2 with memory enabled)"
+  local dir="${base%/}/cellar-vs-hbase-$$-$1"
+  mkdir "$dir" || die "--server-memory: cannot create $dir (needs root or a delegated cgroup)"
+  memory_groups+=("$dir")
+  echo "$2" > "$dir/cgroup.procs" || die "--server-memory: cannot move process $2 into $dir"
+  [[ -f "$dir/$memory_limit_file" ]] || die "--server-memory: $dir has no $memory_limit_file"
+}
+# cap_memory: caps every server's group at --server-memory (once; after the first load).
+memory_capped=0
+cap_memory() {
+  (( server_memory > 0 && ! memory_capped )) || return 0
+  sync
+  local g
+  for g in "${memory_groups[@]}"; do
+    echo "$server_memory" > "$g/$memory_limit_file" \
+      || die "--server-memory: the kernel could not reclaim $g down to $server_memory bytes (a server's own memory is larger?)"
+    echo "memory: $(basename "$g") capped at $(numfmt --to=iec "$server_memory"), using $(numfmt --to=iec "$(cat "$g/memory.usage_in_bytes" 2>/dev/null || cat "$g/memory.current")")" >&2
+  done
+  memory_capped=1
+}
+if (( server_memory > 0 )); then
+  memory_group hbase "$hbase_pid"
+  (( with_cellar )) && memory_group cellar "$cellar_pid"
 fi
 
 # --- one phase ------------------------------------------------------------------------------
@@ -288,6 +342,7 @@ for pass in $(seq 1 "$passes"); do
     # The load always runs (the other workloads read what it wrote); it is reported if asked.
     mapfile -t order < <(rotated $((pass - 1)))
     for sys in "${order[@]}"; do run_phase "$sys" load "$t" "$pass"; done
+    cap_memory
     for w in $workloads; do
       [[ "$w" == load ]] && continue
       for sys in "${order[@]}"; do run_phase "$sys" "$w" "$t" "$pass"; done
@@ -300,6 +355,7 @@ measure_idle end
 python3 "$repo/scripts/hbase/summarize.py" --phases "$work/phases.tsv" --clk-tck "$clk_tck" \
   --workloads "$workloads" --out "$out" \
   --meta "records=$records" "ops=$ops" "passes=$passes" "threads=$threads" "${idle_meta[@]}" \
+    "server_memory_bytes=$server_memory" \
     "${floor_meta[@]}" \
     "startup_ms_hbase=$hbase_startup_ms" "startup_ms_cellar=$cellar_startup_ms"
 echo "startup: hbase ${hbase_startup_ms} ms, cellar ${cellar_startup_ms} ms" >&2
