@@ -88,7 +88,7 @@ cleanup() {
   local g
   for g in "${memory_groups[@]}"; do
     for _ in $(seq 1 40); do rmdir "$g" 2>/dev/null && break; sleep 0.25; done
-    [[ -d "$g" ]] && echo "note: could not remove the memory cgroup $g" >&2
+    if [[ -d "$g" ]]; then echo "note: could not remove the memory cgroup $g" >&2; fi
   done
 }
 memory_groups=()
@@ -164,41 +164,11 @@ else
   echo "note: no $rpc_bench (cargo build --release -p cellar-bench); the floor is not measured" >&2
 fi
 
-# --- servers --------------------------------------------------------------------------------
-now_ms() { date +%s%3N; }
-# Startup: from launch until the server answers (HBase: start.sh returns once the master sees
-# an active region server; Cellar: its `listening hbase=` line, printed once it serves).
-t0="$(now_ms)"
-"$repo/scripts/hbase/start.sh" "$work/hbase" >&2
-hbase_startup_ms=$(( $(now_ms) - t0 ))
-hbase_pid="$(cat "$work/hbase/hbase.pid")"
-hbase_addr=127.0.0.1:16020
-echo "hbase pid $hbase_pid, ready after ${hbase_startup_ms} ms" >&2
-
-cellar_addr=""
-cellar_hbase_addr=""
-cellar_startup_ms=""
-if (( with_cellar )); then
-  mkdir -p "$work/cellar-data"
-  t0="$(now_ms)"
-  "$cellar_bin" standalone --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --hbase-listen 127.0.0.1:0 \
-    --data-dir "$work/cellar-data" >"$work/cellar.out" 2>"$work/cellar.log" &
-  cellar_pid=$!
-  for _ in $(seq 1 6000); do
-    cellar_hbase_addr="$(sed -n 's/^listening hbase=//p' "$work/cellar.out" | head -n1)"
-    [[ -n "$cellar_hbase_addr" ]] && break
-    kill -0 "$cellar_pid" 2>/dev/null || { tail -n 20 "$work/cellar.log" >&2; die "cellar standalone exited at startup"; }
-    sleep 0.01
-  done
-  cellar_startup_ms=$(( $(now_ms) - t0 ))
-  [[ -n "$cellar_hbase_addr" ]] || die "cellar standalone printed no 'listening hbase=' line within 60 s"
-  cellar_addr="$(sed -n 's/^listening native=//p' "$work/cellar.out" | head -n1)"
-  echo "cellar pid $cellar_pid at $cellar_addr (hbase $cellar_hbase_addr), ready after ${cellar_startup_ms} ms" >&2
-fi
-
 # --- --server-memory: a memory cgroup per server -------------------------------------------
-# memory_group NAME PID: makes a group beside this script's own memory cgroup (cgroup v1's
-# memory hierarchy, or v2 with the memory controller) and moves PID into it.
+# memory_group NAME: makes a group beside this script's own memory cgroup (cgroup v1's
+# memory hierarchy, or v2 with the memory controller) and adds it to memory_groups. A server is
+# started inside its group (join_group in the subshell that starts it), so that everything
+# it ever allocates is charged there.
 memory_limit_file=""
 memory_group() {
   local base="" line path
@@ -215,8 +185,11 @@ memory_group() {
   local dir="${base%/}/cellar-vs-hbase-$$-$1"
   mkdir "$dir" || die "--server-memory: cannot create $dir (needs root or a delegated cgroup)"
   memory_groups+=("$dir")
-  echo "$2" > "$dir/cgroup.procs" || die "--server-memory: cannot move process $2 into $dir"
   [[ -f "$dir/$memory_limit_file" ]] || die "--server-memory: $dir has no $memory_limit_file"
+}
+# join_group DIR: moves the calling (sub)shell into DIR (nothing when DIR is empty).
+join_group() {
+  [[ -z "$1" ]] || echo "$BASHPID" > "$1/cgroup.procs" || die "--server-memory: cannot join $1"
 }
 # cap_memory: caps every server's group at --server-memory (once; after the first load).
 memory_capped=0
@@ -231,9 +204,45 @@ cap_memory() {
   done
   memory_capped=1
 }
+hbase_group=""
+cellar_group=""
 if (( server_memory > 0 )); then
-  memory_group hbase "$hbase_pid"
-  (( with_cellar )) && memory_group cellar "$cellar_pid"
+  memory_group hbase; hbase_group="${memory_groups[-1]}"
+  memory_group cellar; cellar_group="${memory_groups[-1]}"
+fi
+
+
+# --- servers --------------------------------------------------------------------------------
+now_ms() { date +%s%3N; }
+# Startup: from launch until the server answers (HBase: start.sh returns once the master sees
+# an active region server; Cellar: its `listening hbase=` line, printed once it serves).
+t0="$(now_ms)"
+( join_group "$hbase_group"; exec "$repo/scripts/hbase/start.sh" "$work/hbase" ) >&2
+hbase_startup_ms=$(( $(now_ms) - t0 ))
+hbase_pid="$(cat "$work/hbase/hbase.pid")"
+hbase_addr=127.0.0.1:16020
+echo "hbase pid $hbase_pid, ready after ${hbase_startup_ms} ms" >&2
+
+cellar_addr=""
+cellar_hbase_addr=""
+cellar_startup_ms=""
+if (( with_cellar )); then
+  mkdir -p "$work/cellar-data"
+  t0="$(now_ms)"
+  ( join_group "$cellar_group"
+    exec "$cellar_bin" standalone --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 --hbase-listen 127.0.0.1:0 \
+      --data-dir "$work/cellar-data" ) >"$work/cellar.out" 2>"$work/cellar.log" &
+  cellar_pid=$!
+  for _ in $(seq 1 6000); do
+    cellar_hbase_addr="$(sed -n 's/^listening hbase=//p' "$work/cellar.out" | head -n1)"
+    [[ -n "$cellar_hbase_addr" ]] && break
+    kill -0 "$cellar_pid" 2>/dev/null || { tail -n 20 "$work/cellar.log" >&2; die "cellar standalone exited at startup"; }
+    sleep 0.01
+  done
+  cellar_startup_ms=$(( $(now_ms) - t0 ))
+  [[ -n "$cellar_hbase_addr" ]] || die "cellar standalone printed no 'listening hbase=' line within 60 s"
+  cellar_addr="$(sed -n 's/^listening native=//p' "$work/cellar.out" | head -n1)"
+  echo "cellar pid $cellar_pid at $cellar_addr (hbase $cellar_hbase_addr), ready after ${cellar_startup_ms} ms" >&2
 fi
 
 # --- one phase ------------------------------------------------------------------------------
