@@ -62,10 +62,15 @@ impl StoreFileIter {
     /// a growing window past `i` ahead of use (store files are read without the kernel's own
     /// readahead; see `fs/local.rs`).
     fn read_ahead(&mut self, i: usize) {
-        self.in_order = match self.loaded {
-            Some(prev) if prev + 1 == i => self.in_order.saturating_add(1),
-            _ => 0,
-        };
+        match self.loaded {
+            Some(prev) if prev + 1 == i => self.in_order = self.in_order.saturating_add(1),
+            _ => {
+                // A jump (a seek): what was asked for ahead of the old position says nothing
+                // about the new one.
+                self.in_order = 0;
+                self.ahead_to = 0;
+            }
+        }
         if self.in_order < READAHEAD_AFTER {
             return;
         }
