@@ -185,8 +185,8 @@ impl RandomAccessFile for LocalRandomAccess {
     }
 }
 
-/// A read-only shared mapping of a whole file, unmapped when the file and the last [`Bytes`]
-/// slice of it drop (the block cache may hold slices after the file is closed or deleted).
+/// A read-only shared mapping of a whole file, unmapped when the last [`Bytes`] slice of it
+/// drops (the block cache may hold slices after the file is closed or deleted).
 struct Mapping {
     ptr: *mut libc::c_void,
     len: usize,
@@ -221,54 +221,58 @@ impl Mapping {
         // avoided instead (`MappedFile::read_at`).
         (ptr != libc::MAP_FAILED).then_some(Mapping { ptr, len })
     }
+}
 
-    /// Whether every page of `offset..offset + len` (inside the mapping) is in the page cache.
-    /// A failed query answers no (the caller then reads with `pread`).
-    fn resident(&self, offset: usize, len: usize) -> bool {
-        const CHUNK: usize = 64;
-        let page = page_size();
-        let mut at = offset - offset % page;
-        let end = offset.saturating_add(len).min(self.len);
-        let mut pages = [0u8; CHUNK];
-        while at < end {
-            let span = (end - at).min(CHUNK * page);
-            // SAFETY: `at..at + span` lies inside the mapping and starts on a page boundary;
-            // `pages` has room for the CHUNK pages `span` covers at most; mincore writes
-            // only that vector.
-            let rc = unsafe {
-                libc::mincore(
-                    self.ptr.cast::<u8>().add(at).cast(),
-                    span,
-                    pages.as_mut_ptr(),
-                )
-            };
-            let n = span.div_ceil(page);
-            if rc != 0 || pages.get(..n).is_none_or(|p| p.iter().any(|b| b & 1 == 0)) {
-                return false;
-            }
-            at += span;
+/// The pages of `map` (a whole mapping: it starts on a page boundary) that `offset..offset +
+/// len` touches, clamped to the mapping: the page-aligned start and the end.
+fn page_span(map: &[u8], offset: usize, len: usize) -> (usize, usize) {
+    let start = offset - offset % page_size();
+    (start, offset.saturating_add(len).min(map.len()))
+}
+
+/// Whether every page of `offset..offset + len` of the mapping `map` is in the page cache.
+/// A failed query answers no (the caller then reads with `pread`).
+fn resident(map: &[u8], offset: usize, len: usize) -> bool {
+    const CHUNK: usize = 64;
+    let page = page_size();
+    let (mut at, end) = page_span(map, offset, len);
+    let mut pages = [0u8; CHUNK];
+    while at < end {
+        let span = (end - at).min(CHUNK * page);
+        // SAFETY: `at..at + span` lies inside the mapping and starts on a page boundary;
+        // `pages` has room for the CHUNK pages `span` covers at most; mincore writes only
+        // that vector.
+        let rc = unsafe {
+            libc::mincore(
+                map.as_ptr().add(at).cast_mut().cast(),
+                span,
+                pages.as_mut_ptr(),
+            )
+        };
+        let n = span.div_ceil(page);
+        if rc != 0 || pages.get(..n).is_none_or(|p| p.iter().any(|b| b & 1 == 0)) {
+            return false;
         }
-        true
+        at += span;
     }
+    true
+}
 
-    /// Starts reading the pages of `offset..offset + len` (clamped to the mapping) in one
-    /// request if they are not in the page cache; returns without waiting for them.
-    fn will_need(&self, offset: usize, len: usize) {
-        let page = page_size();
-        let start = offset - offset % page;
-        let end = offset.saturating_add(len).min(self.len);
-        if start >= end {
-            return;
-        }
-        // SAFETY: `start..end` lies inside the mapping (`start` rounded down to a page
-        // boundary, the mapping itself starts on one); advice changes no memory.
-        unsafe {
-            libc::madvise(
-                self.ptr.cast::<u8>().add(start).cast(),
-                end - start,
-                libc::MADV_WILLNEED,
-            );
-        }
+/// Starts reading the pages of `offset..offset + len` of the mapping `map` in one request if
+/// they are not in the page cache; returns without waiting for them.
+fn will_need(map: &[u8], offset: usize, len: usize) {
+    let (start, end) = page_span(map, offset, len);
+    if start >= end {
+        return;
+    }
+    // SAFETY: `start..end` lies inside the mapping and starts on a page boundary; advice
+    // changes no memory.
+    unsafe {
+        libc::madvise(
+            map.as_ptr().add(start).cast_mut().cast(),
+            end - start,
+            libc::MADV_WILLNEED,
+        );
     }
 }
 
@@ -290,15 +294,6 @@ impl AsRef<[u8]> for Mapping {
         // outside Cellar while mapped would fault on access (SIGBUS), as in every engine that
         // maps its files.
         unsafe { std::slice::from_raw_parts(self.ptr.cast::<u8>(), self.len) }
-    }
-}
-
-/// A [`Mapping`] shared between a file's `Bytes` and the file (which advises on it).
-struct SharedMapping(Arc<Mapping>);
-
-impl AsRef<[u8]> for SharedMapping {
-    fn as_ref(&self) -> &[u8] {
-        self.0.as_ref().as_ref()
     }
 }
 
@@ -325,8 +320,7 @@ const COLD_TOUCH: Duration = Duration::from_micros(50);
 struct MappedFile {
     /// The same file for `pread`, advised `POSIX_FADV_RANDOM` (no readahead past a read).
     pread: LocalRandomAccess,
-    /// The mapping; `map` is all of it, as `Bytes` that keep it alive.
-    mapping: Arc<Mapping>,
+    /// The whole mapping, as `Bytes` that keep it alive.
     map: Bytes,
     /// Reads in a row whose pages were all in memory (see `read_at`).
     resident_streak: AtomicU32,
@@ -366,7 +360,7 @@ impl RandomAccessFile for MappedFile {
             }
             self.resident_streak.store(0, Ordering::Relaxed);
         }
-        if !self.mapping.resident(start, len) {
+        if !resident(&self.map, start, len) {
             self.resident_streak.store(0, Ordering::Relaxed);
             return self.pread.read_at(offset, len);
         }
@@ -378,7 +372,7 @@ impl RandomAccessFile for MappedFile {
 
     fn prefetch(&self, offset: u64, len: u64) {
         if let (Ok(offset), Ok(len)) = (usize::try_from(offset), usize::try_from(len)) {
-            self.mapping.will_need(offset, len);
+            will_need(&self.map, offset, len);
         }
     }
 
@@ -427,15 +421,13 @@ impl FileSystem for LocalFs {
             Some(map) => {
                 // SAFETY: advice on an open descriptor; no memory is passed.
                 unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_RANDOM) };
-                let mapping = Arc::new(map);
                 Ok(Arc::new(MappedFile {
                     pread: LocalRandomAccess {
                         path: path.to_path_buf(),
                         file,
                         len,
                     },
-                    map: Bytes::from_owner(SharedMapping(Arc::clone(&mapping))),
-                    mapping,
+                    map: Bytes::from_owner(map),
                     resident_streak: AtomicU32::new(0),
                 }))
             }
