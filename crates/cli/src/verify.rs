@@ -32,8 +32,8 @@ pub fn run(dir: &Path) -> Result<()> {
                 f.verify()?;
                 let m = f.meta();
                 println!(
-                    "  {}/{name}: {} cells ({} deletes), {} blocks, {} bytes, {}, bloom {}, max seq {}: ok",
-                    family.name, m.cell_count, m.delete_count, m.data_block_count, m.file_size, m.compression, m.bloom, m.max_seq
+                    "  {}/{name}: level {}, {} cells ({} deletes), {} blocks, {} bytes, {}, bloom {}, max seq {}: ok",
+                    family.name, m.level, m.cell_count, m.delete_count, m.data_block_count, m.file_size, m.compression, m.bloom, m.max_seq
                 );
                 files += 1;
                 cells += m.cell_count;

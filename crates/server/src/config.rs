@@ -1,7 +1,7 @@
 //! Server configuration: `cellar.toml`. Every option has a default (HBase's where HBase has
 //! one); an unknown key or a bad value is an error that names it. Reference: `docs/configuration.md`.
 
-use cellar_storage::region::StorageConfig;
+use cellar_storage::region::{CompactionStyle, StorageConfig};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -205,6 +205,14 @@ pub struct StorageSection {
     /// Bytes of fresh memstore chunks a background thread keeps faulted in, so writers never
     /// wait for the kernel to zero one (`chunk_pool::keep_ready`).
     pub memstore_chunks_ready_bytes: u64,
+    /// `leveled` (default) or `tiered` (HBase's ratio rule over whole runs).
+    pub compaction_style: String,
+    /// Leveled: the smallest size a level below level 0 is given.
+    pub level_base_bytes: u64,
+    /// Leveled: each level is this many times the one above it.
+    pub level_fanout: u64,
+    /// Leveled: the size compactions cut their output files at.
+    pub compaction_file_bytes: u64,
     pub compaction_min_files: usize,
     pub compaction_max_files: usize,
     pub compaction_ratio: f64,
@@ -304,6 +312,10 @@ impl Default for StorageSection {
             memstore_block_multiplier: s.memstore_block_multiplier,
             memstore_chunk_pool_bytes: cellar_storage::memstore::chunk_pool::DEFAULT_LIMIT as u64,
             memstore_chunks_ready_bytes: cellar_storage::memstore::chunk_pool::DEFAULT_READY as u64,
+            compaction_style: s.compaction_style.name().to_string(),
+            level_base_bytes: s.level_base_bytes,
+            level_fanout: s.level_fanout,
+            compaction_file_bytes: s.compaction_file_bytes,
             compaction_min_files: s.compaction_min_files,
             compaction_max_files: s.compaction_max_files,
             compaction_ratio: s.compaction_ratio,
@@ -403,6 +415,11 @@ impl ServerConfig {
                 "storage.compaction_min_files",
                 self.storage.compaction_min_files as u64,
             ),
+            ("storage.level_base_bytes", self.storage.level_base_bytes),
+            (
+                "storage.compaction_file_bytes",
+                self.storage.compaction_file_bytes,
+            ),
         ];
         for (key, v) in positive {
             if v == 0 {
@@ -458,6 +475,18 @@ impl ServerConfig {
                 "storage.compaction_max_files is below storage.compaction_min_files".into(),
             );
         }
+        if CompactionStyle::parse(&self.storage.compaction_style).is_none() {
+            return Err(format!(
+                "storage.compaction_style must be \"leveled\" or \"tiered\", got {:?}",
+                self.storage.compaction_style
+            ));
+        }
+        if self.storage.level_fanout < 2 {
+            return Err(format!(
+                "storage.level_fanout must be at least 2, got {}",
+                self.storage.level_fanout
+            ));
+        }
         if self.storage.compaction_ratio.is_nan() || self.storage.compaction_ratio <= 0.0 {
             return Err("storage.compaction_ratio must be positive".into());
         }
@@ -487,6 +516,12 @@ impl ServerConfig {
             block_cache_compressed: s.block_cache_compressed,
             memstore_flush_bytes: s.memstore_flush_bytes,
             memstore_block_multiplier: s.memstore_block_multiplier,
+            // Checked by `validate`.
+            compaction_style: CompactionStyle::parse(&s.compaction_style)
+                .unwrap_or(CompactionStyle::Leveled),
+            level_base_bytes: s.level_base_bytes,
+            level_fanout: s.level_fanout,
+            compaction_file_bytes: s.compaction_file_bytes,
             compaction_min_files: s.compaction_min_files,
             compaction_max_files: s.compaction_max_files,
             compaction_ratio: s.compaction_ratio,

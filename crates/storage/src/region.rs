@@ -19,6 +19,7 @@ pub mod config;
 pub mod descriptor;
 pub mod edit;
 mod get;
+pub mod levels;
 pub mod matcher;
 pub mod mvcc;
 pub mod runs;
@@ -30,7 +31,7 @@ pub mod store_files;
 pub mod throttle;
 
 pub use compaction::Compacted;
-pub use config::{Clock, ManualClock, StorageConfig, SystemClock};
+pub use config::{Clock, CompactionStyle, ManualClock, StorageConfig, SystemClock};
 pub use descriptor::RegionInfo;
 pub use scanner::RegionScanner;
 pub use sink::RowCells;
@@ -121,6 +122,17 @@ pub struct RegionStats {
     pub bytes_flushed: u64,
     pub bytes_compacted: u64,
     pub block_cache: CacheStats,
+}
+
+/// One store file, as [`Region::store_files`] describes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoreFileInfo {
+    pub number: u64,
+    pub level: u8,
+    /// First and last row (`None`: no cells, or a reference to a parent's file).
+    pub rows: Option<(Vec<u8>, Vec<u8>)>,
+    pub bytes: u64,
+    pub cells: u64,
 }
 
 /// Process-unique ids of open regions (the query cache's key): a region opened again is
@@ -504,6 +516,30 @@ impl Region {
     pub fn compact_stores(&self, major: bool) -> Result<Vec<Compacted>> {
         (0..self.inner.stores.len())
             .map(|i| self.inner.compact_store(i, major))
+            .collect()
+    }
+
+    /// The store files of `family` with the level each is kept at (`region/levels.rs`),
+    /// newest first; empty for an unknown family.
+    pub fn store_files(&self, family: &str) -> Vec<StoreFileInfo> {
+        let Some(store) = self.inner.stores.iter().find(|s| s.family.name == family) else {
+            return Vec::new();
+        };
+        store
+            .view()
+            .files
+            .iter()
+            .map(|f| StoreFileInfo {
+                number: f.number,
+                level: f.level(),
+                rows: f
+                    .file
+                    .rows()
+                    .filter(|_| f.reference.is_none())
+                    .map(|(a, b)| (a.to_vec(), b.to_vec())),
+                bytes: f.size(),
+                cells: f.file.meta().cell_count,
+            })
             .collect()
     }
 
@@ -980,20 +1016,37 @@ impl RegionInner {
         let weak = Arc::downgrade(self);
         self.services.background.submit_compaction(self.info.id, move || {
             let Some(r) = weak.upgrade() else { return };
-            for (i, s) in r.stores.iter().enumerate() {
-                if r.closed.load(Ordering::Acquire) {
+            // Leveled compaction works in steps (one file's range a time): go on while a
+            // store wants more; after a bound, queue again behind other regions' work.
+            const MAX_STEPS: usize = 64;
+            for step in 0..=MAX_STEPS {
+                if step == MAX_STEPS {
+                    r.request_compaction_if_needed();
                     return;
                 }
-                if !r.store_wants_compaction(s) {
-                    continue;
+                let mut progressed = false;
+                for (i, s) in r.stores.iter().enumerate() {
+                    if r.closed.load(Ordering::Acquire) {
+                        return;
+                    }
+                    if !r.store_wants_compaction(s) {
+                        continue;
+                    }
+                    // References to a parent's files are rewritten by a major compaction, so
+                    // the parent's files can be let go.
+                    let has_refs = s.view().files.iter().any(|f| f.reference.is_some());
+                    let now = r.services.config.clock.now_millis();
+                    let major = has_refs || r.major_compaction_due(s, now);
+                    match r.compact_store(i, major) {
+                        Ok(Compacted::Nothing) => {}
+                        Ok(_) => progressed = true,
+                        Err(e) => {
+                            tracing::error!(region = r.info.id, family = %s.family.name, error = %e, "background compaction failed");
+                        }
+                    }
                 }
-                // References to a parent's files are rewritten by a major compaction, so the
-                // parent's files can be let go.
-                let has_refs = s.view().files.iter().any(|f| f.reference.is_some());
-                let now = r.services.config.clock.now_millis();
-                let major = has_refs || r.major_compaction_due(s, now);
-                if let Err(e) = r.compact_store(i, major) {
-                    tracing::error!(region = r.info.id, family = %s.family.name, error = %e, "background compaction failed");
+                if !progressed {
+                    return;
                 }
             }
         });
@@ -1001,11 +1054,15 @@ impl RegionInner {
 
     fn store_wants_compaction(&self, s: &Store) -> bool {
         let v = s.view();
-        v.runs.len() >= self.services.config.compaction_min_files
-            || compaction::space_amp_exceeded(
-                &v.runs,
-                self.services.config.compaction_max_space_amp,
-            )
+        let cfg = &self.services.config;
+        let wants = match cfg.compaction_style {
+            CompactionStyle::Leveled => levels::wants_compaction(&v.files, &self.level_options()),
+            CompactionStyle::Tiered => {
+                v.runs.len() >= cfg.compaction_min_files
+                    || compaction::space_amp_exceeded(&v.runs, cfg.compaction_max_space_amp)
+            }
+        };
+        wants
             || v.files.iter().any(|f| f.reference.is_some())
             || self.major_compaction_due(s, self.services.config.clock.now_millis())
     }

@@ -102,4 +102,12 @@ pub struct FileMeta {
     pub created_ms: u64,
     /// Written by a major compaction: it holds only cells a reader could see.
     pub major_compaction: bool,
+    /// The level of leveled compaction the file was written for (0: a flush, or a file
+    /// written before levels existed). A hint: the store re-checks it on open
+    /// (`region/levels.rs`).
+    pub level: u8,
+    /// Markers that delete one version (`Delete`, `DeleteFamilyVersion`): a minor compaction
+    /// may drop an older version only where no file outside it holds one (`None`: not
+    /// counted, a file written before the field existed).
+    pub version_deletes: Option<u64>,
 }

@@ -1,8 +1,9 @@
 //! Two compactions of one store at once: a small one merges the runs new flushes made while a
-//! long one merges the old runs, instead of waiting behind it (`region/compaction.rs`).
+//! long one merges the old runs, instead of waiting behind it (`region/compaction.rs`; tiered
+//! compaction, whose runs are whole: leveled compaction's steps are in `region_leveled.rs`).
 
 use cellar_model::{FamilySchema, Get, RowMutation, TableSchema};
-use cellar_storage::region::{Compacted, Region, StorageConfig};
+use cellar_storage::region::{Compacted, CompactionStyle, Region, StorageConfig};
 use std::time::{Duration, Instant};
 
 fn write_file(region: &Region, rows: u32, tag: u8) {
@@ -33,6 +34,7 @@ fn a_small_compaction_runs_beside_a_long_one() {
         // The long compaction: ~3 MB read at 1 MiB/s, about three seconds.
         compaction_bytes_per_sec: 1024 * 1024,
         compaction_max_space_amp: 0.0,
+        compaction_style: CompactionStyle::Tiered,
         ..StorageConfig::default()
     };
     let region = Region::open_with_config(

@@ -2,7 +2,7 @@
 //! and the periodic one (`major_compaction_period_ms`, HBase's weekly major compaction).
 
 use cellar_model::{FamilySchema, Get, RowMutation, TableSchema};
-use cellar_storage::region::{Compacted, ManualClock, Region, StorageConfig};
+use cellar_storage::region::{Compacted, CompactionStyle, ManualClock, Region, StorageConfig};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -16,7 +16,18 @@ fn schema(ttl_secs: Option<u64>) -> TableSchema {
 }
 
 fn open(dir: &Path, clock: &Arc<ManualClock>, background: bool, ttl: Option<u64>) -> Region {
+    open_with_style(dir, clock, background, ttl, CompactionStyle::Leveled)
+}
+
+fn open_with_style(
+    dir: &Path,
+    clock: &Arc<ManualClock>,
+    background: bool,
+    ttl: Option<u64>,
+    compaction_style: CompactionStyle,
+) -> Region {
     let config = StorageConfig {
+        compaction_style,
         major_compaction_period_ms: 7 * DAY_MS,
         major_compaction_jitter: 0.0,
         // Overwrites here are whole files of the same rows; the space-amplification rule
@@ -48,7 +59,8 @@ fn value(region: &Region, row: &str) -> Option<u8> {
 fn a_minor_selection_of_every_file_drops_overwritten_versions() {
     let dir = tempfile::tempdir().expect("tempdir");
     let clock = Arc::new(ManualClock::new(T0));
-    let region = open(dir.path(), &clock, false, None);
+    // The ratio rule's selections (leveled compaction's are in `region_leveled.rs`).
+    let region = open_with_style(dir.path(), &clock, false, None, CompactionStyle::Tiered);
     // Three files of equal size: the ratio rule takes all three.
     for (ts, tag) in [(1, b'a'), (2, b'b'), (3, b'c')] {
         write_file(&region, 500, ts, tag);
@@ -70,7 +82,7 @@ fn a_minor_selection_of_every_file_drops_overwritten_versions() {
     assert_eq!(value(&region, "r00007"), Some(b'c'));
 
     // Three small files beside the big one: the ratio rule leaves the big one out, so the
-    // compaction is minor and keeps every cell.
+    // compaction is minor and keeps every version the reads see.
     for (ts, tag) in [(4, b'd'), (5, b'e'), (6, b'f')] {
         write_file(&region, 50, ts, tag);
     }

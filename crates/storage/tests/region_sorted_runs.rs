@@ -4,7 +4,7 @@
 //! would see in one file; files that overlap are still compacted by the ratio rule.
 
 use cellar_model::{FamilySchema, Get, RowMutation, Scan, TableSchema};
-use cellar_storage::region::{Compacted, Region, StorageConfig};
+use cellar_storage::region::{Compacted, CompactionStyle, Region, StorageConfig};
 use std::path::Path;
 
 const FILES: u32 = 8;
@@ -21,6 +21,8 @@ fn open_with_space_amp(dir: &Path, compaction_max_space_amp: f64) -> Region {
         background: false,
         compaction_min_files: 3,
         compaction_max_space_amp,
+        // Runs and the space rule are tiered compaction's (leveled: `region_leveled.rs`).
+        compaction_style: CompactionStyle::Tiered,
         ..StorageConfig::default()
     };
     Region::open_with_config(dir, TableSchema::new("t", vec![f]), config).expect("open")

@@ -711,13 +711,22 @@ fn storage(out: &mut Vec<Seed>) {
         store_files::store_file_name(2),
         store_files::ref_file_name(3),
     ];
-    let p = Path::new("/seed/marker");
-    store_files::write_marker(&fs, p, &inputs).expect("memory");
-    out.push((
-        "store_refs",
-        "marker".into(),
-        [&[1u8][..], &mem.get(p).expect("written")].concat(),
-    ));
+    for (name, outputs) in [
+        ("marker", None),
+        ("marker-v2", Some(vec![store_files::store_file_name(4)])),
+    ] {
+        let p = Path::new("/seed/marker");
+        let marker = store_files::Marker {
+            inputs: inputs.clone(),
+            outputs,
+        };
+        store_files::write_marker(&fs, p, &marker).expect("memory");
+        out.push((
+            "store_refs",
+            name.into(),
+            [&[1u8][..], &mem.get(p).expect("written")].concat(),
+        ));
+    }
 
     let key1 = make_key(b"row1", b"q", 5, CellType::Put, 11);
     let key2 = make_key(b"row1", b"", 5, CellType::DeleteFamily, 11);

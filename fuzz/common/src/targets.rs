@@ -650,10 +650,10 @@ pub fn store_refs(data: &[u8]) {
     mem.put(path, file);
     let again = Path::new("/t/f/0000000000000002.x");
     if marker {
-        if let Ok(Some(inputs)) = store_files::read_marker(&fs, path) {
-            store_files::write_marker(&fs, again, &inputs).expect("writes to memory");
+        if let Ok(Some(marker)) = store_files::read_marker(&fs, path) {
+            store_files::write_marker(&fs, again, &marker).expect("writes to memory");
             let back = store_files::read_marker(&fs, again).expect("reads from memory");
-            assert_eq!(back, Some(inputs), "compaction marker does not round-trip");
+            assert_eq!(back, Some(marker), "compaction marker does not round-trip");
         }
     } else if let Ok(r) = store_files::Reference::read(&fs, path) {
         r.write(&fs, again).expect("writes to memory");

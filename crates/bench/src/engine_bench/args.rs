@@ -292,6 +292,11 @@ pub struct Args {
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub region_gate: bool,
 
+    /// Cellar's compaction style: `leveled` (the default, as RocksDB's) or `tiered` (HBase's
+    /// ratio rule over whole runs).
+    #[arg(long, default_value = "leveled", value_parser = parse_compaction_style)]
+    pub compaction_style: String,
+
     /// Caps each engine's memory (its process plus the page cache of its files) at this
     /// many bytes from the first read workload on, with a memory cgroup per engine child
     /// (Linux; root or a delegated cgroup). Without it both stores share the machine's page
@@ -476,6 +481,7 @@ impl Args {
         flag("db-dir", db_dir.display().to_string());
         flag("seed", self.seed.to_string());
         flag("region-gate", self.region_gate.to_string());
+        flag("compaction-style", self.compaction_style.clone());
         if self.cache_compressed {
             v.push("--cache-compressed".into());
         }
@@ -494,6 +500,13 @@ pub fn decimal_digits(n: u64) -> usize {
         rest /= 10;
     }
     digits
+}
+
+/// `leveled` or `tiered`.
+fn parse_compaction_style(s: &str) -> std::result::Result<String, String> {
+    cellar_storage::region::CompactionStyle::parse(s)
+        .map(|c| c.name().to_string())
+        .ok_or_else(|| format!("{s:?} is not a compaction style (leveled or tiered)"))
 }
 
 #[cfg(test)]
@@ -594,6 +607,8 @@ mod tests {
             "--region-gate",
             "false",
             "--cache-compressed",
+            "--compaction-style",
+            "tiered",
         ]);
         let dir = std::path::Path::new("/tmp/x y");
         let line = a.child_command_line(EngineKind::Rocksdb, dir);
@@ -612,6 +627,7 @@ mod tests {
             crate::engine_bench::engines::EngineConfig::from_args(&a)
         );
         assert!(!c.region_gate && c.cache_compressed);
+        assert_eq!(c.compaction_style, "tiered");
     }
 
     #[test]

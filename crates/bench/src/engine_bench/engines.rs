@@ -31,6 +31,8 @@ pub struct EngineConfig {
     pub region_gate: bool,
     /// Cellar's block cache keeps blocks compressed.
     pub cache_compressed: bool,
+    /// Cellar's compaction style.
+    pub compaction_style: cellar_storage::region::CompactionStyle,
 }
 
 impl EngineConfig {
@@ -44,6 +46,8 @@ impl EngineConfig {
             sync: a.sync,
             region_gate: a.region_gate,
             cache_compressed: a.cache_compressed,
+            compaction_style: cellar_storage::region::CompactionStyle::parse(&a.compaction_style)
+                .unwrap_or(cellar_storage::region::CompactionStyle::Leveled),
         }
     }
 

@@ -44,6 +44,34 @@ impl Clock for ManualClock {
     }
 }
 
+/// What a store's compactions merge.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CompactionStyle {
+    /// Levels of disjoint files, each ~`level_fanout` times the one above (`levels.rs`):
+    /// space within ~1.1× the live data, few runs per read.
+    Leveled,
+    /// HBase's ratio rule over whole sorted runs, plus the space-amplification rule
+    /// (`compaction_max_space_amp`): less rewriting, more space and more runs per read.
+    Tiered,
+}
+
+impl CompactionStyle {
+    pub fn name(self) -> &'static str {
+        match self {
+            CompactionStyle::Leveled => "leveled",
+            CompactionStyle::Tiered => "tiered",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<CompactionStyle> {
+        match s {
+            "leveled" => Some(CompactionStyle::Leveled),
+            "tiered" => Some(CompactionStyle::Tiered),
+            _ => None,
+        }
+    }
+}
+
 /// Tuning of the engine. Defaults follow HBase's where HBase has one.
 #[derive(Clone)]
 pub struct StorageConfig {
@@ -57,7 +85,10 @@ pub struct StorageConfig {
     pub memstore_flush_bytes: u64,
     /// Writers wait once memstores reach `flush_bytes × multiplier` (HBase: 4).
     pub memstore_block_multiplier: u64,
-    /// A minor compaction needs at least this many eligible files (HBase: 3).
+    /// How a store chooses what to merge (`compaction.rs`, `levels.rs`).
+    pub compaction_style: CompactionStyle,
+    /// A minor compaction needs at least this many eligible files (HBase: 3); leveled: level 0
+    /// files that start a merge into the level below.
     pub compaction_min_files: usize,
     /// and takes at most this many (HBase: 10).
     pub compaction_max_files: usize,
@@ -69,6 +100,14 @@ pub struct StorageConfig {
     /// store of overwrites takes stays bounded without waiting a week for the periodic major
     /// compaction (RocksDB universal compaction's size-amplification rule). 0: off (HBase).
     pub compaction_max_space_amp: f64,
+    /// Leveled: the smallest size a level below level 0 is given (RocksDB's
+    /// `max_bytes_for_level_base`: 256 MiB).
+    pub level_base_bytes: u64,
+    /// Leveled: each level is this many times the size of the one above it (RocksDB: 10).
+    pub level_fanout: u64,
+    /// Leveled: compactions write files of about this size, ending at a row boundary
+    /// (RocksDB's `target_file_size_base`: 64 MiB).
+    pub compaction_file_bytes: u64,
     /// Compactions together read at most this many bytes per second of their inputs; 0: no
     /// limit. Not applied to a store whose file count holds writers back (`region/throttle.rs`).
     pub compaction_bytes_per_sec: u64,
@@ -107,11 +146,15 @@ impl Default for StorageConfig {
             block_cache_compressed: false,
             memstore_flush_bytes: 128 * 1024 * 1024,
             memstore_block_multiplier: 4,
+            compaction_style: CompactionStyle::Leveled,
             compaction_min_files: 3,
             compaction_max_files: 10,
             compaction_ratio: 1.2,
             compaction_max_space_amp: 1.5,
             compaction_bytes_per_sec: 0,
+            level_base_bytes: 256 * 1024 * 1024,
+            level_fanout: 10,
+            compaction_file_bytes: 64 * 1024 * 1024,
             major_compaction_period_ms: 7 * 24 * 3600 * 1000,
             major_compaction_jitter: 0.5,
             blocking_store_files: 16,

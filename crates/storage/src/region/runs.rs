@@ -49,7 +49,8 @@ impl Run {
                 &[]
             };
         }
-        // A run of several files holds only plain files with cells (see `group`).
+        // A run of several files holds only files with cells (see `group`); a reference is
+        // found by its parent's rows, a superset of its own.
         let from = self
             .files
             .partition_point(|f| rows_of(f).is_some_and(|(_, last)| last < start));
@@ -80,15 +81,18 @@ fn rows_of(f: &StoreFileHandle) -> Option<(&[u8], &[u8])> {
     f.file.rows()
 }
 
-/// Groups `files` into sorted runs, newest run first. Plain files with cells are placed by
-/// their first row, each into the run whose last file ends closest below it (the fewest runs
-/// any grouping can have: as many as files overlap at the most-overlapped row); references
-/// (half of a parent's file) and files without readable rows are runs of their own.
+/// Groups `files` into sorted runs, newest run first. Files with cells are placed by their
+/// first row, each into the run whose last file ends closest below it (the fewest runs any
+/// grouping can have: as many as files overlap at the most-overlapped row); files without
+/// readable rows are runs of their own. A reference (part of a parent's file) is placed by
+/// its parent file's rows, a superset of its own: references to disjoint files (a daughter's
+/// view of a parent's level) are one run, and a search by row may meet a reference that
+/// holds nothing of it, which its own row check then rules out.
 pub fn group(files: &[Arc<StoreFileHandle>]) -> Vec<Run> {
     let mut runs: Vec<Run> = Vec::new();
     let mut plain: Vec<&Arc<StoreFileHandle>> = Vec::new();
     for f in files {
-        if f.reference.is_none() && rows_of(f).is_some() {
+        if rows_of(f).is_some() {
             plain.push(f);
         } else {
             runs.push(Run::single(f));

@@ -2,10 +2,12 @@
 //! snapshot being flushed, and the store files, published together as an immutable
 //! [`StoreView`] so a reader takes one consistent picture with one lock-free-ish Arc clone.
 
+use super::levels::{check_levels, Busy};
 use super::mvcc::ReadPoint;
 use super::runs::{group, Run, RunIter};
 use super::store_files::{
-    marker_file_name, parse_number, read_marker, store_file_name, write_marker, StoreFileHandle,
+    marker_file_name, parse_number, read_marker, store_file_name, write_marker, Marker,
+    StoreFileHandle,
 };
 use crate::block_cache::{BlockCache, Priority};
 use crate::fs::{tmp_path, FsRef};
@@ -16,7 +18,6 @@ use bytes::Bytes;
 use cellar_model::key::KeyRef;
 use cellar_model::{FamilySchema, Result, TimeRange};
 use parking_lot::{Condvar, Mutex, RwLock};
-use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -50,12 +51,19 @@ pub struct Store {
     pub name: Bytes,
     pub dir: PathBuf,
     view: RwLock<Arc<StoreView>>,
-    /// Numbers of the files compactions are merging now. Two compactions of one store take
-    /// disjoint runs: new flushes are merged beside a long merge of the old runs instead of
-    /// piling up behind it until writers are held back (`compaction.rs`).
-    pub(crate) compacting: Mutex<HashSet<u64>>,
+    /// The files compactions are merging now and the level ranges they write. Two
+    /// compactions of one store take disjoint files: new flushes are merged beside a long
+    /// merge of the old ones instead of piling up behind it until writers are held back
+    /// (`compaction.rs`, `levels.rs`).
+    pub(crate) compacting: Mutex<Busy>,
     /// Signalled when a compaction lets its files go.
     pub(crate) compaction_done: Condvar,
+    /// Per level, the last row of the file leveled compaction merged down last: the next
+    /// merge takes the file after it (`levels.rs`).
+    pub(crate) level_cursors: Mutex<Vec<Vec<u8>>>,
+    /// Markers of committed compactions whose inputs a reader may still hold: deleted once
+    /// the inputs are gone (`cleanup_markers`), else on the next open.
+    pending_markers: Mutex<Vec<u64>>,
     fs: FsRef,
     cache: Option<Arc<BlockCache>>,
 }
@@ -71,28 +79,48 @@ impl Store {
     ) -> Result<(Store, u64)> {
         crate::fs::create_dir_durable(fs.as_ref(), dir)?;
         let mut names = fs.list(dir)?;
-        for name in names.iter().filter(|n| n.ends_with(".tmp")) {
-            fs.delete(&dir.join(name))?;
-        }
-        names.retain(|n| !n.ends_with(".tmp"));
-        // A marker whose output exists means the compaction committed: its inputs must go.
+        // Markers first. A version 2 marker is written once every output is complete (synced
+        // under its `.tmp` name): it commits the compaction. Outputs still under their `.tmp`
+        // names are renamed into place (the crash came between two renames) and the inputs
+        // that are left go. An output that is in neither place was merged away by a later
+        // compaction (a marker outlives its compaction while a reader holds an input). A
+        // version 1 marker (no outputs named) committed if its one output is in place. A
+        // damaged marker changes nothing.
         for name in names.clone().iter().filter(|n| n.ends_with(".compaction")) {
             let Some((number, _)) = parse_number(name) else {
                 continue;
             };
             let marker = dir.join(name);
-            let output_done = names.contains(&store_file_name(number));
-            if let (true, Some(inputs)) = (output_done, read_marker(fs, &marker)?) {
-                for input in &inputs {
-                    if names.contains(input) {
-                        fs.delete(&dir.join(input))?;
+            match read_marker(fs, &marker)? {
+                Some(Marker {
+                    inputs,
+                    outputs: Some(outputs),
+                }) => {
+                    for output in &outputs {
+                        let tmp = format!("{output}.tmp");
+                        if !names.contains(output) && names.contains(&tmp) {
+                            fs.rename(&dir.join(&tmp), &dir.join(output))?;
+                            names.retain(|n| *n != tmp);
+                            names.push(output.clone());
+                        }
                     }
+                    delete_listed(fs, dir, &mut names, &inputs)?;
                 }
-                names.retain(|n| !inputs.contains(n));
+                Some(Marker {
+                    inputs,
+                    outputs: None,
+                }) if names.contains(&store_file_name(number)) => {
+                    delete_listed(fs, dir, &mut names, &inputs)?;
+                }
+                _ => {}
             }
             fs.delete(&marker)?;
             names.retain(|n| n != name);
         }
+        for name in names.iter().filter(|n| n.ends_with(".tmp")) {
+            fs.delete(&dir.join(name))?;
+        }
+        names.retain(|n| !n.ends_with(".tmp"));
         fs.sync_dir(dir)?;
         let priority = if family.in_memory {
             Priority::InMemory
@@ -119,6 +147,7 @@ impl Store {
             )?);
         }
         files.sort_by_key(|f| std::cmp::Reverse(f.number));
+        check_levels(&files);
         let view = StoreView::new(Arc::new(Memstore::new()), None, files);
         Ok((
             Store {
@@ -126,8 +155,10 @@ impl Store {
                 family,
                 dir: dir.to_path_buf(),
                 view: RwLock::new(Arc::new(view)),
-                compacting: Mutex::new(HashSet::new()),
+                compacting: Mutex::new(Busy::default()),
                 compaction_done: Condvar::new(),
+                level_cursors: Mutex::new(Vec::new()),
+                pending_markers: Mutex::new(Vec::new()),
                 fs: Arc::clone(fs),
                 cache,
             },
@@ -195,7 +226,7 @@ impl Store {
         let Some(snapshot) = self.view().snapshot.clone() else {
             return Ok(false);
         };
-        let handle = self.write_file(number, None, |w| {
+        let handle = self.write_file(number, |w| {
             w.set_created_ms(now_ms);
             let mut it = snapshot.iter();
             it.seek_to_first()?;
@@ -216,56 +247,102 @@ impl Store {
         Ok(true)
     }
 
-    /// Writes a new store file through `fill`, syncs it and renames it into place. With
-    /// `replaces`, a compaction marker naming those inputs is written before the rename.
+    /// Writes a new store file through `fill`, syncs it and renames it into place.
     pub fn write_file(
         &self,
         number: u64,
-        replaces: Option<&[Arc<StoreFileHandle>]>,
         fill: impl FnOnce(&mut StoreFileWriter) -> Result<()>,
     ) -> Result<Arc<StoreFileHandle>> {
+        let (mut writer, pending) = self.create_output(number)?;
+        fill(&mut writer)?;
+        writer.finish()?;
+        let mut installed = self.install(vec![pending], None)?;
+        installed.pop().ok_or_else(|| {
+            cellar_model::Error::corruption(self.dir.display(), 0, "an installed file is missing")
+        })
+    }
+
+    /// Starts store file `number` under its temporary name. The [`PendingFile`] deletes it
+    /// unless it is installed (a full disk must not stay full of half-written files until
+    /// the next open).
+    pub fn create_output(&self, number: u64) -> Result<(StoreFileWriter, PendingFile)> {
         let path = self.dir.join(store_file_name(number));
         let tmp = tmp_path(&path);
-        let written =
-            StoreFileWriter::create(&self.fs, &tmp, StoreFileOptions::from_family(&self.family))
-                .and_then(|mut writer| {
-                    fill(&mut writer)?;
-                    writer.finish().map(drop)
-                });
-        if let Err(e) = written {
-            // A full disk must not stay full of half-written files until the next open.
-            if let Err(d) = self.fs.delete(&tmp) {
-                tracing::debug!(file = %tmp.display(), error = %d, "cannot delete a half-written store file; it goes on the next open");
+        let pending = PendingFile {
+            number,
+            tmp,
+            path,
+            fs: Arc::clone(&self.fs),
+            installed: false,
+        };
+        let writer = StoreFileWriter::create(
+            &self.fs,
+            &pending.tmp,
+            StoreFileOptions::from_family(&self.family),
+        )?;
+        Ok((writer, pending))
+    }
+
+    /// Renames finished (synced) files into place and opens them. With `replaces` (a
+    /// compaction's inputs and its marker's number), a marker naming the inputs and `files`
+    /// is written first: it commits the compaction, and a crash (or a failed rename) part way
+    /// through is finished on the next open.
+    pub fn install(
+        &self,
+        mut files: Vec<PendingFile>,
+        replaces: Option<(&[Arc<StoreFileHandle>], u64)>,
+    ) -> Result<Vec<Arc<StoreFileHandle>>> {
+        if let Some((inputs, number)) = replaces {
+            let name = |p: &Path| p.file_name().map(|n| n.to_string_lossy().into_owned());
+            let marker = Marker {
+                inputs: inputs.iter().filter_map(|h| name(&h.own_path)).collect(),
+                outputs: Some(files.iter().filter_map(|f| name(&f.path)).collect()),
+            };
+            write_marker(&self.fs, &self.dir.join(marker_file_name(number)), &marker)?;
+        }
+        for i in 0..files.len() {
+            let renamed = files
+                .get(i)
+                .map_or(Ok(()), |f| self.fs.rename(&f.tmp, &f.path));
+            if let Err(e) = renamed {
+                if replaces.is_some() {
+                    // The marker committed the compaction: the next open renames the rest.
+                    for f in &mut files {
+                        f.installed = true;
+                    }
+                }
+                return Err(e);
             }
-            return Err(e);
+            if let Some(f) = files.get_mut(i) {
+                f.installed = true;
+            }
         }
-        if let Some(inputs) = replaces {
-            let names: Vec<String> = inputs
-                .iter()
-                .filter_map(|h| {
-                    h.own_path
-                        .file_name()
-                        .map(|n| n.to_string_lossy().into_owned())
-                })
-                .collect();
-            write_marker(&self.fs, &self.dir.join(marker_file_name(number)), &names)?;
-        }
-        self.fs.rename(&tmp, &path)?;
         self.fs.sync_dir(&self.dir)?;
         let priority = if self.family.in_memory {
             Priority::InMemory
         } else {
             Priority::Normal
         };
-        StoreFileHandle::open(&self.fs, path, number, self.cache.clone(), priority)
+        files
+            .iter()
+            .map(|f| {
+                StoreFileHandle::open(
+                    &self.fs,
+                    f.path.clone(),
+                    f.number,
+                    self.cache.clone(),
+                    priority,
+                )
+            })
+            .collect()
     }
 
-    /// Replaces `inputs` by `output` in the published file set; the inputs' files are deleted
-    /// once no reader holds them, then the compaction marker goes.
+    /// Replaces `inputs` by `outputs` in the published file set; the inputs' files are
+    /// deleted once no reader holds them, then the compaction marker (`number`) goes.
     pub fn commit_compaction(
         &self,
         inputs: &[Arc<StoreFileHandle>],
-        output: Option<Arc<StoreFileHandle>>,
+        outputs: Vec<Arc<StoreFileHandle>>,
         number: u64,
     ) -> Result<()> {
         {
@@ -276,9 +353,7 @@ impl Store {
                 .filter(|f| !inputs.iter().any(|i| i.number == f.number))
                 .cloned()
                 .collect();
-            if let Some(out) = output {
-                files.push(out);
-            }
+            files.extend(outputs);
             files.sort_by_key(|f| std::cmp::Reverse(f.number));
             *view = Arc::new(StoreView::new(
                 Arc::clone(&view.active),
@@ -289,22 +364,45 @@ impl Store {
         for input in inputs {
             input.mark_obsolete();
         }
-        self.cleanup_markers(number)
+        self.pending_markers.lock().push(number);
+        Ok(())
     }
 
-    /// Deletes the marker of compaction `number` if all its inputs are gone.
-    fn cleanup_markers(&self, number: u64) -> Result<()> {
-        let marker = self.dir.join(marker_file_name(number));
-        if !self.fs.exists(&marker)? {
-            return Ok(());
-        }
-        let inputs = read_marker(&self.fs, &marker)?.unwrap_or_default();
-        for input in &inputs {
-            if self.fs.exists(&self.dir.join(input))? {
-                return Ok(()); // a reader still holds it; the next open finishes the job
+    /// Deletes the markers of committed compactions whose inputs are all gone (callers let
+    /// their own handles of the inputs go first). One whose inputs a reader still holds is
+    /// kept for a later call, or the next open.
+    pub fn cleanup_markers(&self) -> Result<()> {
+        let pending = std::mem::take(&mut *self.pending_markers.lock());
+        let mut kept = Vec::new();
+        let mut result = Ok(());
+        for number in pending {
+            match self.marker_done(number) {
+                Ok(true) => {}
+                Ok(false) => kept.push(number),
+                Err(e) => {
+                    kept.push(number);
+                    result = Err(e);
+                }
             }
         }
-        self.fs.delete(&marker)
+        self.pending_markers.lock().extend(kept);
+        result
+    }
+
+    /// Deletes marker `number` if its inputs are gone; whether it is gone.
+    fn marker_done(&self, number: u64) -> Result<bool> {
+        let marker = self.dir.join(marker_file_name(number));
+        if !self.fs.exists(&marker)? {
+            return Ok(true);
+        }
+        let inputs = read_marker(&self.fs, &marker)?.map_or_else(Vec::new, |m| m.inputs);
+        for input in &inputs {
+            if self.fs.exists(&self.dir.join(input))? {
+                return Ok(false);
+            }
+        }
+        self.fs.delete(&marker)?;
+        Ok(true)
     }
 
     /// Sources for a read of rows `[start, end)`: memstores and the store files that may hold
@@ -345,6 +443,38 @@ impl Store {
             }
         }
         out
+    }
+}
+
+/// Deletes the files of `names` that `listed` names, and forgets them.
+fn delete_listed(fs: &FsRef, dir: &Path, names: &mut Vec<String>, listed: &[String]) -> Result<()> {
+    for file in listed {
+        if names.contains(file) {
+            fs.delete(&dir.join(file))?;
+        }
+    }
+    names.retain(|n| !listed.contains(n));
+    Ok(())
+}
+
+/// A store file written under its temporary name, not yet in the store: deleted when dropped
+/// unless [`Store::install`] renamed it into place.
+pub struct PendingFile {
+    pub number: u64,
+    tmp: PathBuf,
+    path: PathBuf,
+    fs: FsRef,
+    installed: bool,
+}
+
+impl Drop for PendingFile {
+    fn drop(&mut self) {
+        if self.installed {
+            return;
+        }
+        if let Err(e) = self.fs.delete(&self.tmp) {
+            tracing::debug!(file = %self.tmp.display(), error = %e, "cannot delete a half-written store file; it goes on the next open");
+        }
     }
 }
 

@@ -4,9 +4,10 @@
 //! Directory of a store: `<region>/<family hex>/`, holding
 //! - `<number:016x>.sf`: store files;
 //! - `<number:016x>.ref`: references to a parent's store file, restricted to a row range;
-//! - `<number:016x>.compaction`: a compaction's inputs, written before its output is renamed
-//!   into place, so a crash between the rename and the deletion of the inputs is finished on
-//!   open instead of leaving the same cells twice;
+//! - `<number:016x>.compaction`: a compaction's inputs and outputs, written before its first
+//!   output is renamed into place, so a crash part way through is finished (every output in
+//!   place: the inputs go) or undone (the outputs in place go) on open instead of leaving the
+//!   same cells twice;
 //! - `*.tmp`: half-written files, deleted on open.
 //!
 //! Formats in `docs/region-layout.md`.
@@ -19,7 +20,7 @@ use crate::storefile::{RowProbe, StoreFile};
 use cellar_model::key::KeyRef;
 use cellar_model::{Error, Result};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
 use std::sync::Arc;
 
 /// Process-unique ids for the block cache: two opens of one file are two ids.
@@ -125,16 +126,36 @@ impl Reference {
     }
 }
 
-/// Writes the list of a compaction's input file names.
-pub fn write_marker(fs: &FsRef, path: &Path, inputs: &[String]) -> Result<()> {
-    let body = inputs.join("\n");
+/// A compaction marker: the files a compaction replaces and the files it writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Marker {
+    pub inputs: Vec<String>,
+    /// `None` in a version 1 marker, which names no outputs: its one output is the store file
+    /// with the marker's own number.
+    pub outputs: Option<Vec<String>>,
+}
+
+/// First line of a version 2 marker (version 1 has no header: every line is an input).
+const MARKER_V2: &str = "cellar-compaction v2";
+
+/// Writes a compaction marker (version 2; version 1 when it names no outputs).
+pub fn write_marker(fs: &FsRef, path: &Path, marker: &Marker) -> Result<()> {
+    let body = match &marker.outputs {
+        None => marker.inputs.join("\n"),
+        Some(outputs) => {
+            let mut lines = vec![MARKER_V2.to_string()];
+            lines.extend(marker.inputs.iter().map(|n| format!("in {n}")));
+            lines.extend(outputs.iter().map(|n| format!("out {n}")));
+            lines.join("\n")
+        }
+    };
     let text = format!("{body}\ncrc={:08x}\n", crc32c::crc32c(body.as_bytes()));
     write_atomic(fs.as_ref(), path, text.as_bytes())
 }
 
-/// The inputs a marker lists; `None` if the marker is damaged (it was written atomically, so
-/// damage means outside interference: the caller keeps every file, losing nothing).
-pub fn read_marker(fs: &FsRef, path: &Path) -> Result<Option<Vec<String>>> {
+/// The marker at `path`; `None` if it is damaged (it was written atomically, so damage means
+/// outside interference: the caller keeps every file, losing nothing).
+pub fn read_marker(fs: &FsRef, path: &Path) -> Result<Option<Marker>> {
     let data = read_all(fs.as_ref(), path)?;
     let Ok(text) = std::str::from_utf8(&data) else {
         return Ok(None);
@@ -147,15 +168,35 @@ pub fn read_marker(fs: &FsRef, path: &Path) -> Result<Option<Vec<String>>> {
     if format!("crc={:08x}\n", crc32c::crc32c(body.as_bytes())) != crc {
         return Ok(None);
     }
-    // Each line names a file; an empty line names none (and could not be written back).
     // Lines end at '\n' alone, as `write_marker` joins them: `str::lines` would also drop a
-    // '\r' that is part of a name.
-    Ok(Some(
-        body.split('\n')
-            .filter(|l| !l.is_empty())
+    // '\r' that is part of a name. An empty name names no file (and could not be written
+    // back).
+    let lines = body.split('\n');
+    if body.split('\n').next() == Some(MARKER_V2) {
+        let (mut inputs, mut outputs) = (Vec::new(), Vec::new());
+        for line in lines.skip(1) {
+            if let Some(name) = line.strip_prefix("in ") {
+                inputs.extend((!name.is_empty()).then(|| name.to_owned()));
+            } else if let Some(name) = line.strip_prefix("out ") {
+                outputs.extend((!name.is_empty()).then(|| name.to_owned()));
+            } else {
+                return Ok(None);
+            }
+        }
+        return Ok(Some(Marker {
+            inputs,
+            outputs: Some(outputs),
+        }));
+    }
+    // The header is no file's name (a version 1 marker starting with it would read back as
+    // version 2).
+    Ok(Some(Marker {
+        inputs: lines
+            .filter(|l| !l.is_empty() && *l != MARKER_V2)
             .map(str::to_owned)
             .collect(),
-    ))
+        outputs: None,
+    }))
 }
 
 /// An open store file (or reference) in a store's file set. When a compaction replaces it, it
@@ -166,6 +207,10 @@ pub struct StoreFileHandle {
     pub own_path: PathBuf,
     pub file: Arc<StoreFile>,
     pub reference: Option<Reference>,
+    /// The compaction level the store keeps the file at (`levels.rs`): starts as the one
+    /// written in the file (0 for a reference) and changes when a compaction moves the file
+    /// down without rewriting it.
+    level: AtomicU8,
     obsolete: AtomicBool,
     fs: FsRef,
     cache: Option<Arc<BlockCache>>,
@@ -189,15 +234,30 @@ impl StoreFileHandle {
             .as_ref()
             .map_or(own_path.as_path(), |r| r.parent.as_path());
         let file = StoreFile::open(fs, data_path, next_file_id(), cache.clone(), priority)?;
+        let level = if reference.is_some() {
+            0
+        } else {
+            file.meta().level
+        };
         Ok(Arc::new(StoreFileHandle {
             number,
             own_path,
             file,
             reference,
+            level: AtomicU8::new(level),
             obsolete: AtomicBool::new(false),
             fs: Arc::clone(fs),
             cache,
         }))
+    }
+
+    pub fn level(&self) -> u8 {
+        self.level.load(Ordering::Acquire)
+    }
+
+    /// Moves the file to `level` (callers hold the store's compaction lock).
+    pub fn set_level(&self, level: u8) {
+        self.level.store(level, Ordering::Release);
     }
 
     pub fn mark_obsolete(&self) {
@@ -290,11 +350,12 @@ mod tests {
         text.extend_from_slice(format!("\ncrc={:08x}\n", crc32c::crc32c(body)).as_bytes());
         let path = dir.path().join("0000000000000001.compaction");
         std::fs::write(&path, &text).expect("write");
-        let inputs = read_marker(&fs, &path).expect("read").expect("intact");
-        assert_eq!(inputs, vec!["rc=81cc2ce0".to_string()]);
+        let marker = read_marker(&fs, &path).expect("read").expect("intact");
+        assert_eq!(marker.inputs, vec!["rc=81cc2ce0".to_string()]);
+        assert_eq!(marker.outputs, None);
         let again = dir.path().join("0000000000000002.compaction");
-        write_marker(&fs, &again, &inputs).expect("write marker");
-        assert_eq!(read_marker(&fs, &again).expect("read"), Some(inputs));
+        write_marker(&fs, &again, &marker).expect("write marker");
+        assert_eq!(read_marker(&fs, &again).expect("read"), Some(marker));
     }
 
     /// Found by the `store_refs` fuzz target: a name ending in '\r' lost it when read
@@ -303,9 +364,38 @@ mod tests {
     fn a_carriage_return_stays_part_of_a_name() {
         let dir = tempfile::tempdir().expect("temp dir");
         let fs: FsRef = Arc::new(LocalFs);
-        let names = vec!["a\r\r".to_string(), "b".to_string()];
-        let path = dir.path().join("0000000000000001.compaction");
-        write_marker(&fs, &path, &names).expect("write marker");
-        assert_eq!(read_marker(&fs, &path).expect("read"), Some(names));
+        for outputs in [None, Some(vec!["c\r".to_string()])] {
+            let marker = Marker {
+                inputs: vec!["a\r\r".to_string(), "b".to_string()],
+                outputs,
+            };
+            let path = dir.path().join("0000000000000001.compaction");
+            write_marker(&fs, &path, &marker).expect("write marker");
+            assert_eq!(read_marker(&fs, &path).expect("read"), Some(marker));
+        }
+    }
+
+    /// Version 2 names the outputs; a line that is neither an input nor an output makes the
+    /// marker damaged (every file is kept).
+    #[test]
+    fn a_version_2_marker_names_inputs_and_outputs() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let fs: FsRef = Arc::new(LocalFs);
+        let path = dir.path().join("0000000000000003.compaction");
+        let marker = Marker {
+            inputs: vec![store_file_name(1), store_file_name(2)],
+            outputs: Some(vec![store_file_name(3), store_file_name(4)]),
+        };
+        write_marker(&fs, &path, &marker).expect("write marker");
+        let text = std::fs::read_to_string(&path).expect("read");
+        assert!(
+            text.starts_with("cellar-compaction v2\nin 0000000000000001.sf\n"),
+            "{text}"
+        );
+        assert_eq!(read_marker(&fs, &path).expect("read"), Some(marker));
+        let body = "cellar-compaction v2\nin a\nsideways b";
+        let text = format!("{body}\ncrc={:08x}\n", crc32c::crc32c(body.as_bytes()));
+        std::fs::write(&path, text).expect("write");
+        assert_eq!(read_marker(&fs, &path).expect("read"), None);
     }
 }

@@ -6,10 +6,14 @@
 //! data_block_count | raw_data_bytes            (varint64 each)
 //! compression: u8 | bloom: u8
 //! created_ms: varint64 | flags: u8     (appended later; absent in older files)
+//! level: u8                            (appended later; absent in older files)
+//! version_deletes: varint64            (appended later; absent in older files)
 //! ```
 //!
 //! Readers ignore bytes after these fields: later versions may append fields without breaking
-//! older readers; a file that ends after `bloom` has `created_ms` 0 (unknown) and no flags. `format_version` and `file_size` come from the footer and the file itself.
+//! older readers; a file that ends after `bloom` has `created_ms` 0 (unknown) and no flags, one
+//! that ends after `flags` has level 0, one that ends after `level` an unknown count of
+//! version deletes. `format_version` and `file_size` come from the footer and the file itself.
 
 use super::coding::{
     get_length_prefixed, get_varint64, put_length_prefixed, put_varint64, DecodeResult, Malformed,
@@ -36,6 +40,10 @@ pub(crate) fn encode(m: &FileMeta) -> Vec<u8> {
     out.push(m.bloom.code());
     put_varint64(&mut out, m.created_ms);
     out.push(if m.major_compaction { FLAG_MAJOR } else { 0 });
+    out.push(m.level);
+    if let Some(n) = m.version_deletes {
+        put_varint64(&mut out, n);
+    }
     out
 }
 
@@ -68,7 +76,17 @@ pub(crate) fn decode(data: &[u8]) -> DecodeResult<FileMeta> {
         let Some(&flags) = data.get(p) else {
             return Err(Malformed("metadata block truncated"));
         };
+        p += 1;
         (created, flags)
+    };
+    // Appended after `flags`: the compaction level the file was written for, then the count
+    // of markers that delete one version.
+    let level = data.get(p).copied().unwrap_or(0);
+    let version_deletes = if p + 1 < data.len() {
+        p += 1;
+        Some(get_varint64(data, &mut p)?)
+    } else {
+        None
     };
     Ok(FileMeta {
         format_version: 0,
@@ -86,6 +104,8 @@ pub(crate) fn decode(data: &[u8]) -> DecodeResult<FileMeta> {
         bloom,
         created_ms,
         major_compaction: flags & FLAG_MAJOR != 0,
+        level,
+        version_deletes,
     })
 }
 
@@ -111,15 +131,25 @@ mod tests {
             bloom: BloomType::RowCol,
             created_ms: 1_790_000_000_000,
             major_compaction: true,
+            level: 3,
+            version_deletes: Some(2),
         };
         let mut raw = encode(&m);
         assert_eq!(decode(&raw), Ok(m.clone()));
         raw.extend_from_slice(b"future");
         assert_eq!(decode(&raw), Ok(m));
-        let first_version_len = raw.len() - 6 - 7;
-        for cut in (0..raw.len() - 6).filter(|&c| c != first_version_len) {
+        // Valid lengths: the first version (no created_ms, flags, level, version deletes),
+        // up to the flags, up to the level, and whole.
+        let whole = raw.len() - 6;
+        let (to_level, to_flags) = (whole - 1, whole - 2);
+        let first_version_len = to_flags - 1 - 6;
+        for cut in (0..whole).filter(|&c| ![first_version_len, to_flags, to_level].contains(&c)) {
             assert!(decode(&raw[..cut]).is_err(), "cut at {cut}");
         }
+        let old = decode(&raw[..to_level]).expect("up to the level");
+        assert_eq!((old.level, old.version_deletes), (3, None));
+        let older = decode(&raw[..to_flags]).expect("up to the flags");
+        assert_eq!((older.level, older.version_deletes), (0, None));
     }
 
     #[test]
@@ -129,11 +159,14 @@ mod tests {
             last_key: b"b".to_vec(),
             created_ms: 5,
             major_compaction: true,
+            level: 2,
+            version_deletes: Some(0),
             ..FileMeta::default()
         };
         let raw = encode(&m);
-        // Version 1 ended after `bloom`: one varint byte of created_ms and the flags byte.
-        let old = decode(&raw[..raw.len() - 2]).expect("old metadata");
+        // Version 1 ended after `bloom`: one varint byte of created_ms, the flags byte, the
+        // level byte and one varint byte of version deletes.
+        let old = decode(&raw[..raw.len() - 4]).expect("old metadata");
         assert_eq!(old.created_ms, 0);
         assert!(!old.major_compaction);
         assert_eq!(old.first_key, m.first_key);

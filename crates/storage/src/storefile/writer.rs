@@ -89,6 +89,7 @@ impl StoreFileWriter {
             bloom: BloomBuilder::new(bloom, opts.bloom_bits_per_key),
             meta: FileMeta {
                 format_version: FORMAT_VERSION,
+                version_deletes: Some(0),
                 min_timestamp: u64::MAX,
                 compression: opts.compression,
                 bloom,
@@ -140,6 +141,12 @@ impl StoreFileWriter {
         if parsed.cell_type().is_some_and(CellType::is_delete) {
             m.delete_count += 1;
         }
+        if matches!(
+            parsed.cell_type(),
+            Some(CellType::Delete | CellType::DeleteFamilyVersion)
+        ) {
+            *m.version_deletes.get_or_insert(0) += 1;
+        }
         m.raw_data_bytes += (key.len() + value.len()) as u64;
         self.bloom.add(&parsed);
         self.data.add(key, value);
@@ -183,6 +190,11 @@ impl StoreFileWriter {
     /// Records that the file is a major compaction's output.
     pub fn mark_major_compaction(&mut self) {
         self.meta.major_compaction = true;
+    }
+
+    /// Records the compaction level the file is written for.
+    pub fn set_level(&mut self, level: u8) {
+        self.meta.level = level;
     }
 
     /// Bytes written so far plus the pending block (for splitting compaction output).

@@ -58,6 +58,7 @@ impl CellarEngine {
             memstore_flush_bytes: config.effective_memstore_bytes(),
             region_gate: config.region_gate,
             block_cache_compressed: config.cache_compressed,
+            compaction_style: config.compaction_style,
             ..StorageConfig::default()
         };
         let region = Region::open_with_config(dir, schema, storage)
