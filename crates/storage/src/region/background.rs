@@ -156,6 +156,9 @@ impl Drop for Background {
     }
 }
 
+/// How often an idle worker wakes to look for idle memstore chunks.
+const IDLE_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
+
 fn worker(sh: Arc<Shared>, kind: Kind) {
     loop {
         let q = {
@@ -169,7 +172,14 @@ fn worker(sh: Arc<Shared>, kind: Kind) {
                     *st.running.entry(kind).or_default() += 1;
                     break q;
                 }
-                sh.work.wait(&mut st);
+                // The flush thread, with nothing to do for a while, gives idle memstore
+                // chunks back to the OS (`chunk_pool::trim_if_idle`).
+                let idle = sh.work.wait_for(&mut st, IDLE_CHECK).timed_out();
+                if idle && kind == Kind::Flush {
+                    parking_lot::MutexGuard::unlocked(&mut st, || {
+                        crate::memstore::chunk_pool::trim_if_idle();
+                    });
+                }
             }
         };
         let region = q.region;
