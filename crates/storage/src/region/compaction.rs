@@ -1,29 +1,36 @@
-//! Compaction: merging a store's files into one.
+//! Compaction: merging a store's files into fewer.
 //!
-//! Minor compactions pick sorted runs (`runs.rs`: files with disjoint row ranges count as
-//! one) by HBase's ratio rule and keep every cell (delete markers must stay while files they
-//! mask are outside the compaction). Major compactions take every file and keep only what a
-//! reader could see: deleted, expired and excess-version cells and the delete markers go. A
-//! minor selection that happens to take every file of the store is run as a major one
-//! (HBase's rule: with no file left out, nothing outside can need what it drops).
+//! What to merge comes from the store's compaction style (`StorageConfig::compaction_style`):
+//! leveled (`levels.rs`, the default: one file's range into the level below, outputs cut
+//! into `compaction_file_bytes` files) or tiered (HBase's ratio rule over sorted runs,
+//! `runs.rs`: files with disjoint row ranges count as one; one output file). A minor
+//! compaction drops the cells its inputs' delete markers mask and the versions beyond the
+//! family's limit (HBase's minor compaction) and keeps the markers, which files outside it may
+//! need; in rows where a file outside may hold a marker deleting one version, it keeps every
+//! cell (that marker could uncover a version the merge would drop). Major compactions take
+//! every file and keep only what a reader could see: deleted, expired and excess-version cells
+//! and the delete markers go. A selection that happens to take every file of the store is run
+//! as a major one (HBase's rule: with no file left out, nothing outside can need what it
+//! drops).
 //!
 //! Periodic major compaction (HBase's `hbase.hregion.majorcompaction`): a store whose oldest
 //! file is older than `major_compaction_period_ms`, moved per store by up to
-//! `major_compaction_jitter` of it, is major compacted, unless it is one file written by a major
-//! compaction in which no cell can have expired since (nothing to drop). Files record when they
+//! `major_compaction_jitter` of it, is major compacted, unless every file was written by a
+//! major compaction and no cell in them can have expired since (nothing to drop). Files record when they
 //! were written (`FileMeta::created_ms`); older files count from the region's open.
 //!
-//! Concurrency: two compactions of one store merge disjoint sets of runs (each claims its
-//! files; the other chooses among the rest), so while a long merge of the old runs goes on,
-//! the runs new flushes make are merged beside it instead of piling up until writers are held
-//! back (HBase's small and large compaction threads). A major compaction, which needs every
+//! Concurrency: two compactions of one store merge disjoint sets of files (each claims its
+//! files, and a leveled one the rows it writes into its level; the other chooses among the
+//! rest), so while a long merge goes on, the files new flushes make are merged beside it
+//! instead of piling up until writers are held back (HBase's small and large compaction
+//! threads). A major compaction, which needs every
 //! file, waits for the compactions running to finish; the space rule applies only when no
 //! run is claimed.
 //!
-//! Crash safety: the output is written under a temporary name and synced; a marker naming the
-//! inputs is written; the output is renamed into place; only then are the inputs deleted.
-//! Opening a store finishes a compaction whose output exists and forgets one whose output does
-//! not (see `store.rs`). Readers holding an input keep it until they finish.
+//! Crash safety: the outputs are written under temporary names and synced; a marker naming
+//! the inputs and the outputs is written (it commits the compaction); the outputs are renamed
+//! into place; only then are the inputs deleted. Opening a store finishes a compaction whose
+//! marker exists (`store.rs`). Readers holding an input keep it until they finish.
 
 use super::config::CompactionStyle;
 use super::levels::{self, LevelOptions, MAX_LEVEL};
