@@ -1,8 +1,11 @@
-//! The `cellar` binary: `standalone` (the server), `shell`, and `verify`.
+//! The `cellar` binary: `standalone`, `master` and `regionserver` (the servers), `shell`,
+//! `bench`, `cert` and `verify`.
 
 mod bench;
+mod cert;
 mod shell;
 mod standalone;
+mod tls_args;
 mod verify;
 
 use cellar_server::node::NodeRole;
@@ -36,6 +39,8 @@ enum Command {
     /// latency breakdown, charts (report), and the chaos workloads (linkedlist,
     /// linearizability).
     Bench(bench::Args),
+    /// A development CA and TLS certificates for servers and users (`cellar cert create`).
+    Cert(cert::Args),
     /// HBase-shell-like console; `-e "CMD; CMD"` runs commands and exits.
     Shell(shell::Args),
     /// Check a region directory: descriptor, every block of every store file (checksums),
@@ -62,6 +67,7 @@ fn main() -> ExitCode {
         Command::Master(args) => standalone::run(args, NodeRole::Master),
         Command::Regionserver(args) => standalone::run(args, NodeRole::RegionServer),
         Command::Shell(args) => shell::run(args),
+        Command::Cert(args) => cert::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Verify { dir } => verify::run(&dir).map_err(|e| e.to_string()),
     };

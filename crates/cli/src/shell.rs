@@ -25,10 +25,16 @@ pub struct Args {
     /// the script and makes the exit status non-zero.
     #[arg(short = 'e', long, value_name = "COMMANDS")]
     pub execute: Option<String>,
+    #[command(flatten)]
+    pub tls: crate::tls_args::ClientTlsArgs,
 }
 
 pub fn run(args: Args) -> Result<(), String> {
-    let mut cluster = client::RemoteCluster::new(args.connect);
+    let config = cellar_client::ClientConfig {
+        tls: args.tls.config()?,
+        ..cellar_client::ClientConfig::default()
+    };
+    let mut cluster = client::RemoteCluster::new(args.connect, config);
     if let Some(script) = args.execute {
         let stdout = std::io::stdout();
         return repl::run_script(

@@ -35,6 +35,21 @@ pub struct Args {
     /// coordination in process].
     #[arg(long, value_name = "HOST:PORT[,HOST:PORT...]")]
     zk: Option<String>,
+    /// Serve TLS on every port (native, HBase, HTTP) with this certificate chain (PEM, leaf
+    /// first); needs --tls-key. `cellar cert` makes a development CA and certificates.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Require client certificates signed by this CA (PEM); a certificate's CN (else its first
+    /// SAN) is the user. `tls.client_auth = "optional"` in the config lets clients in without.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_client_ca: Option<PathBuf>,
+    /// The CA (PEM) this server trusts when it calls the other servers of its cluster
+    /// [default: --tls-client-ca].
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    tls_ca: Option<PathBuf>,
     /// A cellar.toml; the flags above override it (keys: docs/configuration.md).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -79,6 +94,19 @@ impl Args {
         if let Some(hbase) = self.hbase_listen {
             config.hbase_listen = if hbase == "off" { String::new() } else { hbase };
         }
+        if let Some(cert) = self.tls_cert {
+            config.tls.cert = Some(cert);
+        }
+        if let Some(key) = self.tls_key {
+            config.tls.key = Some(key);
+        }
+        if let Some(ca) = self.tls_client_ca {
+            config.tls.client_ca = Some(ca);
+        }
+        if let Some(ca) = self.tls_ca {
+            config.tls.ca = Some(ca);
+        }
+        config.validate()?;
         Ok(config)
     }
 }
@@ -169,6 +197,9 @@ fn announce(server: &Node) {
     let _ = writeln!(out, "listening http={}", server.http_addr());
     if let Some(hbase) = server.hbase_addr() {
         let _ = writeln!(out, "listening hbase={hbase}");
+    }
+    if let Some(auth) = server.tls_client_auth() {
+        let _ = writeln!(out, "tls=on client_certificates={auth}");
     }
     let _ = writeln!(out, "data_dir={}", server.location());
     let _ = writeln!(out, "coordination={}", server.coordination().describe());

@@ -7,6 +7,7 @@ use crate::error::{Error, Handling, Result};
 use crate::location::{LocationCache, RegionLocation};
 use crate::retry::Retrier;
 use crate::table::Table;
+use crate::tls::TlsClientConfig;
 use crate::transport::Transport;
 use cellar_proto::pb::{self, ErrorCode, Method};
 use prost::Message;
@@ -41,6 +42,9 @@ pub struct ClientConfig {
     /// others in flight the progress thread serves them all. Zero leaves every answer to the
     /// connection's progress thread.
     pub ucx_drive: Duration,
+    /// TLS for every connection (`--tls-ca`, and `--tls-cert`/`--tls-key` for servers that
+    /// require a client certificate); `None`: plaintext.
+    pub tls: Option<TlsClientConfig>,
 }
 
 impl Default for ClientConfig {
@@ -53,6 +57,7 @@ impl Default for ClientConfig {
             max_frame_bytes: cellar_proto::frame::DEFAULT_MAX_FRAME_BYTES,
             transport: Transport::Tcp,
             ucx_drive: Duration::from_micros(200),
+            tls: None,
         }
     }
 }
@@ -185,6 +190,7 @@ impl Inner {
                 self.config.max_frame_bytes,
                 self.config.transport,
                 self.config.ucx_drive,
+                self.config.tls.as_ref(),
             )
             .await
     }

@@ -8,6 +8,7 @@
 //! the next call.
 
 use crate::error::{Error, Result};
+use crate::tls::TlsClientConfig;
 use crate::transport::{LinkSlot, Peer, Route, Transport};
 use bytes::{Buf, Bytes, BytesMut};
 use cellar_proto::frame::{self, PREAMBLE};
@@ -19,14 +20,18 @@ use std::io;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt, BufWriter};
-use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufWriter};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::AbortHandle;
 
 /// Request frames queued for the writer before callers wait for room.
 const OUTGOING_QUEUE: usize = 1024;
+
+/// A connection's read side: a TCP socket's, or a TLS session's.
+type ReadSide = Box<dyn AsyncRead + Send + Unpin>;
+/// A connection's write side.
+type WriteSide = Box<dyn AsyncWrite + Send + Unpin>;
 
 /// A successful call's answer: the method's encoded response message and its cell block.
 #[derive(Debug, Clone, Default)]
@@ -120,13 +125,26 @@ impl Connection {
         transport: Transport,
         ucx_drive: Duration,
         links: &LinkSlot,
+        tls: Option<&TlsClientConfig>,
     ) -> Result<Connection> {
         let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
             .await
             .map_err(|_| Error::Timeout(timeout))?
             .map_err(|e| Error::Io(io::Error::new(e.kind(), format!("connect to {addr}: {e}"))))?;
         stream.set_nodelay(true)?;
-        let (mut rd, mut wr) = stream.into_split();
+        let (mut rd, mut wr): (ReadSide, WriteSide) = match tls {
+            None => {
+                let (rd, wr) = stream.into_split();
+                (Box::new(rd), Box::new(wr))
+            }
+            Some(tls) => {
+                let stream = tokio::time::timeout(timeout, tls.connect(addr, stream))
+                    .await
+                    .map_err(|_| Error::Timeout(timeout))??;
+                let (rd, wr) = tokio::io::split(stream);
+                (Box::new(rd), Box::new(wr))
+            }
+        };
         tokio::time::timeout(timeout, handshake(&mut rd, &mut wr, addr, max_frame_bytes))
             .await
             .map_err(|_| Error::Timeout(timeout))??;
@@ -145,8 +163,16 @@ impl Connection {
             ucx: None,
             ucx_drive,
         };
-        if transport != Transport::Tcp {
-            conn.hello(addr, transport, links).await?;
+        match transport {
+            Transport::Tcp => {}
+            // UCX carries no encryption: a TLS connection keeps its calls on TCP.
+            Transport::Auto if tls.is_some() => {}
+            Transport::Ucx if tls.is_some() => {
+                return Err(Error::Transport(format!(
+                    "{addr}: UCX carries no encryption, so TLS connections keep their calls on TCP (use transport tcp or auto with TLS)"
+                )))
+            }
+            _ => conn.hello(addr, transport, links).await?,
         }
         tracing::debug!(addr, ucx = conn.ucx.is_some(), "connected");
         Ok(conn)
@@ -329,14 +355,22 @@ impl Drop for ForgetOnDrop<'_> {
 /// Sends our preamble and checks the server's: the same eight bytes, or an error frame
 /// (call id 0) saying why the server will not talk.
 async fn handshake(
-    rd: &mut OwnedReadHalf,
-    wr: &mut OwnedWriteHalf,
+    rd: &mut ReadSide,
+    wr: &mut WriteSide,
     addr: &str,
     max_frame_bytes: u32,
 ) -> Result<()> {
     wr.write_all(&PREAMBLE).await?;
+    wr.flush().await?;
     let mut reply = [0u8; 8];
     rd.read_exact(&mut reply).await.map_err(|e| {
+        // A TLS 1.3 server refuses a client certificate (or its absence) after the client's
+        // side of the handshake: the refusal arrives as an alert on the first read.
+        if let Some(tls) = e.get_ref().and_then(|i| i.downcast_ref::<rustls::Error>()) {
+            return Error::Tls(format!(
+                "{addr} refused the TLS session: {tls} (does it require a client certificate, --tls-cert and --tls-key, signed by a CA it trusts?)"
+            ));
+        }
         Error::Io(io::Error::new(
             e.kind(),
             format!("{addr} closed the connection during the preamble exchange: {e}"),
@@ -361,7 +395,7 @@ async fn handshake(
     Err(Error::Protocol(format!("{addr}: {bad}")))
 }
 
-async fn write_frames(wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>, shared: Arc<Shared>) {
+async fn write_frames(wr: WriteSide, mut rx: mpsc::Receiver<Bytes>, shared: Arc<Shared>) {
     let mut out = BufWriter::new(wr);
     while let Some(first) = rx.recv().await {
         let mut result = out.write_all(&first).await;
@@ -382,7 +416,7 @@ async fn write_frames(wr: OwnedWriteHalf, mut rx: mpsc::Receiver<Bytes>, shared:
     }
 }
 
-async fn read_frames(mut rd: OwnedReadHalf, max_frame_bytes: u32, shared: Arc<Shared>) {
+async fn read_frames(mut rd: ReadSide, max_frame_bytes: u32, shared: Arc<Shared>) {
     let err = loop {
         match read_frame(&mut rd, max_frame_bytes).await {
             Ok(None) => break Error::Closed,
@@ -399,7 +433,7 @@ async fn read_frames(mut rd: OwnedReadHalf, max_frame_bytes: u32, shared: Arc<Sh
 }
 
 /// One frame body; `None` when the server closed the connection between frames.
-async fn read_frame(rd: &mut OwnedReadHalf, max_frame_bytes: u32) -> Result<Option<Bytes>> {
+async fn read_frame(rd: &mut ReadSide, max_frame_bytes: u32) -> Result<Option<Bytes>> {
     let mut len = [0u8; 4];
     match rd.read_exact(&mut len).await {
         Ok(_) => {}
@@ -465,6 +499,7 @@ impl Pool {
         max_frame_bytes: u32,
         transport: Transport,
         ucx_drive: Duration,
+        tls: Option<&TlsClientConfig>,
     ) -> Result<Arc<Connection>> {
         let slot = self
             .slots
@@ -485,6 +520,7 @@ impl Pool {
             transport,
             ucx_drive,
             &self.links,
+            tls,
         )
         .await?;
         let c = Arc::new(c);

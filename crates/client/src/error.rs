@@ -28,6 +28,10 @@ pub enum Error {
     /// it); retrying cannot help.
     #[error("transport unavailable: {0}")]
     Transport(String),
+    /// TLS could not be set up: a certificate or key file, or the handshake (an untrusted or
+    /// expired certificate, one for another host, a server without TLS). Retrying cannot help.
+    #[error("tls: {0}")]
+    Tls(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;
@@ -75,7 +79,8 @@ impl Error {
             Error::Protocol(_)
             | Error::Timeout(_)
             | Error::RetriesExhausted { .. }
-            | Error::Transport(_) => Handling::Fail,
+            | Error::Transport(_)
+            | Error::Tls(_) => Handling::Fail,
         }
     }
 
@@ -115,6 +120,7 @@ impl Clone for Error {
             },
             Error::Closed => Error::Closed,
             Error::Transport(m) => Error::Transport(m.clone()),
+            Error::Tls(m) => Error::Tls(m.clone()),
         }
     }
 }

@@ -36,6 +36,7 @@ mod row;
 mod scanner;
 mod table;
 mod timing;
+mod tls;
 mod transport;
 
 pub use admin::{Admin, ServerLoad, Status, TableInfo};
@@ -47,6 +48,7 @@ pub use row::Row;
 pub use scanner::Scanner;
 pub use table::{BatchOp, BatchOutcome, Table};
 pub use timing::CallTiming;
+pub use tls::TlsClientConfig;
 pub use transport::{parse_url, Transport};
 
 pub use cellar_model::{

@@ -33,6 +33,64 @@ pub struct ServerConfig {
     pub split: SplitConfig,
     pub storage: StorageSection,
     pub cluster: ClusterConfig,
+    pub tls: TlsConfig,
+}
+
+/// TLS on every listener: native, HBase and HTTP (`docs/security.md`). Off until `cert` and
+/// `key` are set; then every port speaks only TLS 1.2 or 1.3.
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsConfig {
+    /// The server's certificate chain (PEM), leaf first.
+    pub cert: Option<PathBuf>,
+    /// Its private key (PEM: PKCS#8, PKCS#1 or SEC1).
+    pub key: Option<PathBuf>,
+    /// CA certificates (PEM) that sign client certificates. Set: clients are asked for a
+    /// certificate, and its subject's CN (else its first SAN) is the user.
+    pub client_ca: Option<PathBuf>,
+    /// With `client_ca`: whether a client must present a certificate (`required`, HBase's
+    /// `NEED`) or may connect without one (`optional`, HBase's `WANT`).
+    pub client_auth: ClientAuth,
+    /// CA certificates (PEM) this server trusts when it calls other servers of its cluster
+    /// (its own certificate is its client certificate then); default: `client_ca`.
+    pub ca: Option<PathBuf>,
+    /// How often the files are checked for changes: a changed certificate, key or CA bundle
+    /// serves new connections without a restart.
+    pub reload_check_ms: u64,
+}
+
+/// Whether a TLS port requires client certificates.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum ClientAuth {
+    #[default]
+    Required,
+    Optional,
+}
+
+impl Default for TlsConfig {
+    fn default() -> Self {
+        TlsConfig {
+            cert: None,
+            key: None,
+            client_ca: None,
+            client_auth: ClientAuth::Required,
+            ca: None,
+            reload_check_ms: 1000,
+        }
+    }
+}
+
+impl TlsConfig {
+    /// Whether the listeners serve TLS.
+    pub fn enabled(&self) -> bool {
+        self.cert.is_some()
+    }
+
+    /// How often the files are checked for changes.
+    pub fn reload_interval(&self) -> Duration {
+        Duration::from_millis(self.reload_check_ms)
+    }
 }
 
 /// Where a server's files live, from `root` (docs/design/0004-cluster.md §4).
@@ -257,6 +315,7 @@ impl Default for ServerConfig {
             split: SplitConfig::default(),
             storage: StorageSection::default(),
             cluster: ClusterConfig::default(),
+            tls: TlsConfig::default(),
         }
     }
 }
@@ -390,6 +449,7 @@ impl ServerConfig {
             ),
             ("scanner.max_result_bytes", self.scanner.max_result_bytes),
             ("split.initial_bytes", self.split.initial_bytes),
+            ("tls.reload_check_ms", self.tls.reload_check_ms),
             ("split.check_interval_ms", self.split.check_interval_ms),
             (
                 "cluster.zookeeper_session_timeout_ms",
@@ -504,6 +564,18 @@ impl ServerConfig {
         }
         if self.storage.compaction_check_interval_ms == 0 {
             return Err("storage.compaction_check_interval_ms must be at least 1".into());
+        }
+        let tls = &self.tls;
+        match (&tls.cert, &tls.key) {
+            (Some(_), None) => return Err("tls.cert is set without tls.key (--tls-key)".into()),
+            (None, Some(_)) => return Err("tls.key is set without tls.cert (--tls-cert)".into()),
+            (None, None) if tls.client_ca.is_some() => {
+                return Err(
+                    "tls.client_ca needs tls.cert and tls.key: client certificates are asked for only over TLS"
+                        .into(),
+                )
+            }
+            _ => {}
         }
         Ok(())
     }

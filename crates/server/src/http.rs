@@ -11,8 +11,8 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpListener;
 use tokio::sync::{watch, Semaphore};
 
 const MAX_HEAD_BYTES: usize = 8 * 1024;
@@ -41,6 +41,9 @@ pub struct Sources {
     pub hbase_metrics: Option<Arc<RpcMetrics>>,
     pub handler: Arc<dyn Handler>,
     pub info: StatusInfo,
+    /// HTTPS, when the node has TLS (its certificate, and client certificates when the
+    /// node's client CA is set).
+    pub tls: Option<Arc<crate::security::TlsServer>>,
 }
 
 /// A running HTTP endpoint. Dropping it shuts it down.
@@ -80,6 +83,7 @@ impl HttpServer {
         let sources = Arc::new(Served {
             sources,
             http_addr: local_addr,
+            tls_metrics: RpcMetrics::default(),
         });
         runtime.spawn(accept_loop(listener, sources, stopped));
         tracing::info!(addr = %local_addr, "HTTP metrics and status listening");
@@ -115,6 +119,8 @@ impl Drop for HttpServer {
 struct Served {
     sources: Sources,
     http_addr: SocketAddr,
+    /// Failed handshakes and plaintext clients of the HTTPS port.
+    tls_metrics: RpcMetrics,
 }
 
 async fn accept_loop(listener: TcpListener, served: Arc<Served>, mut stop: watch::Receiver<bool>) {
@@ -132,7 +138,12 @@ async fn accept_loop(listener: TcpListener, served: Arc<Served>, mut stop: watch
             Ok((stream, peer)) => {
                 let served = served.clone();
                 tokio::spawn(async move {
-                    if let Err(e) = serve(stream, &served).await {
+                    let served = &served;
+                    let result = match served.sources.tls.as_deref() {
+                        None => serve(stream, served).await,
+                        Some(tls) => serve_tls(tls, stream, peer, served).await,
+                    };
+                    if let Err(e) = result {
                         tracing::debug!(%peer, error = %e, "HTTP connection failed");
                     }
                     drop(slot);
@@ -163,7 +174,35 @@ impl Response {
     }
 }
 
-async fn serve(mut stream: TcpStream, served: &Served) -> std::io::Result<()> {
+/// One HTTPS connection: the handshake, then the request as over plain HTTP; a plaintext
+/// request gets a 400 saying the port needs HTTPS.
+async fn serve_tls(
+    tls: &crate::security::TlsServer,
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    served: &Served,
+) -> std::io::Result<()> {
+    use crate::security::tls::Accepted;
+    match tls
+        .accept(stream, READ_TIMEOUT, peer, &served.tls_metrics, "HTTP")
+        .await
+    {
+        Accepted::Tls { stream, .. } => serve(*stream, served).await,
+        Accepted::Plaintext(stream) => {
+            let response = Response::text(
+                "400 Bad Request",
+                "this port serves only HTTPS: use https:// (and the CA that signed the server's certificate)\n",
+            );
+            write_response(stream, &response, false).await
+        }
+        Accepted::Failed => Ok(()),
+    }
+}
+
+async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    served: &Served,
+) -> std::io::Result<()> {
     let (response, head_only) =
         match tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await {
             Err(_) => (
@@ -184,6 +223,15 @@ async fn serve(mut stream: TcpStream, served: &Served) -> std::io::Result<()> {
                 Ok((method, path)) => (route(method, path, served).await, method == "HEAD"),
             },
         };
+    write_response(stream, &response, head_only).await
+}
+
+/// Writes `response` and closes the connection.
+async fn write_response<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
+    response: &Response,
+    head_only: bool,
+) -> std::io::Result<()> {
     let mut out = format!(
         "HTTP/1.1 {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\n",
         response.status,
@@ -224,7 +272,7 @@ enum Head {
 }
 
 /// Reads the request head (up to the blank line) and returns its first line.
-async fn read_head(stream: &mut TcpStream) -> std::io::Result<Head> {
+async fn read_head<S: AsyncRead + Unpin>(stream: &mut S) -> std::io::Result<Head> {
     let mut buf = Vec::with_capacity(1024);
     let mut chunk = [0u8; 1024];
     loop {

@@ -20,6 +20,7 @@ pub mod region_server;
 pub mod router;
 pub mod rpc;
 pub mod scanners;
+pub mod security;
 pub mod service;
 pub mod split;
 /// The standalone server is a [`node::Node`] in the standalone role.

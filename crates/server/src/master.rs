@@ -69,6 +69,8 @@ pub struct Assignment {
     /// When the balancer last ran.
     balanced_at: Mutex<std::time::Instant>,
     balancer_period: Duration,
+    /// TLS for calls to region servers, when the cluster has it.
+    peer_tls: Option<cellar_client::TlsClientConfig>,
 }
 
 impl Assignment {
@@ -79,6 +81,7 @@ impl Assignment {
         me: ServerName,
         skip_wal_errors: bool,
         balancer_period: Duration,
+        peer_tls: Option<cellar_client::TlsClientConfig>,
     ) -> Result<Arc<Assignment>, String> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
@@ -113,6 +116,7 @@ impl Assignment {
             balancer_on: std::sync::atomic::AtomicBool::new(balancer_on),
             balanced_at: Mutex::new(std::time::Instant::now()),
             balancer_period,
+            peer_tls,
         }))
     }
 
@@ -173,6 +177,7 @@ impl Assignment {
             None => {
                 let config = ClientConfig {
                     rpc_timeout: self.call_timeout,
+                    tls: self.peer_tls.clone(),
                     ..ClientConfig::default()
                 };
                 let target = addr.clone();

@@ -162,6 +162,11 @@ pub struct RpcMetrics {
     stalled_connections: AtomicUsize,
     /// Connections closed because a handshake, a frame or a write did not finish in time.
     connection_timeouts: AtomicU64,
+    /// TLS handshakes that failed (an untrusted, expired or missing client certificate, a
+    /// client that gave up) on a TLS port.
+    tls_handshake_failures: AtomicU64,
+    /// Plaintext clients turned away from a TLS port.
+    tls_plaintext_refused: AtomicU64,
 }
 
 /// Why a call was refused as busy.
@@ -193,6 +198,8 @@ impl Default for RpcMetrics {
             refused_in_flight: AtomicU64::new(0),
             stalled_connections: AtomicUsize::new(0),
             connection_timeouts: AtomicU64::new(0),
+            tls_handshake_failures: AtomicU64::new(0),
+            tls_plaintext_refused: AtomicU64::new(0),
         }
     }
 }
@@ -300,6 +307,24 @@ impl RpcMetrics {
 
     pub(crate) fn connection_timed_out(&self) {
         self.connection_timeouts.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn tls_handshake_failed(&self) {
+        self.tls_handshake_failures.fetch_add(1, Relaxed);
+    }
+
+    pub(crate) fn tls_plaintext_refused(&self) {
+        self.tls_plaintext_refused.fetch_add(1, Relaxed);
+    }
+
+    /// Failed TLS handshakes since start.
+    pub fn tls_handshake_failures(&self) -> u64 {
+        self.tls_handshake_failures.load(Relaxed)
+    }
+
+    /// Plaintext clients turned away from a TLS port since start.
+    pub fn tls_plaintext_refusals(&self) -> u64 {
+        self.tls_plaintext_refused.load(Relaxed)
     }
 
     /// Bytes of requests read and not yet answered plus answers not yet written, now.
@@ -516,6 +541,20 @@ fn render_overload(out: &mut String, prefix: &str, front: &str, rpc: &RpcMetrics
         "counter",
         &format!("{front}: connections closed because a handshake, a frame or a write did not finish in time."),
         rpc.connection_timeouts(),
+    );
+    single(
+        out,
+        &format!("{prefix}_tls_handshake_failures_total"),
+        "counter",
+        &format!("{front}: TLS handshakes that failed (untrusted, expired or missing client certificate)."),
+        rpc.tls_handshake_failures(),
+    );
+    single(
+        out,
+        &format!("{prefix}_tls_plaintext_refused_total"),
+        "counter",
+        &format!("{front}: plaintext connections turned away from a TLS port."),
+        rpc.tls_plaintext_refusals(),
     );
 }
 

@@ -64,6 +64,8 @@ pub struct Node {
     /// Watches a region server's session.
     watcher: Option<std::thread::JoinHandle<()>>,
     watcher_stop: Arc<AtomicBool>,
+    /// With TLS: whether client certificates are required, optional or not asked for.
+    tls_client_auth: Option<&'static str>,
 }
 
 impl Node {
@@ -117,6 +119,16 @@ impl Node {
         }
         // First: a coordination service that cannot be reached is an error before anything
         // is opened.
+        // TLS files that do not load stop the start, naming the file.
+        let tls = crate::security::TlsServer::from_config(&config.tls)?;
+        let peer_tls = peer_tls(&config, role)?;
+        let tls_client_auth = tls.as_ref().map(|t| {
+            match (t.asks_for_client_certificates(), config.tls.client_auth) {
+                (false, _) => "none",
+                (true, crate::config::ClientAuth::Required) => "required",
+                (true, crate::config::ClientAuth::Optional) => "optional",
+            }
+        });
         let coordination = connect_coordination(&config)?;
         // A start that fails from here withdraws what it announced (an active master's node
         // would otherwise keep the next master waiting for a whole session timeout).
@@ -173,7 +185,7 @@ impl Node {
                 startcode,
                 ..Opening::standalone()
             },
-            NodeRole::Master => prepare_master(&coordination, &fs, &config, &me)?,
+            NodeRole::Master => prepare_master(&coordination, &fs, &config, &me, &peer_tls)?,
             NodeRole::RegionServer => prepare_region_server(&coordination, &fs, &config, &me)?,
         };
         let region_server = RegionServer::open_as(&config, advertised.clone(), fs.clone(), opening)
@@ -192,7 +204,13 @@ impl Node {
                 return Err(format!("cannot start the RPC threads: {e}"));
             }
         };
-        let rpc = match RpcServer::start_in(listener, &config.rpc, handler.clone(), core.clone()) {
+        let rpc = match RpcServer::start_in(
+            listener,
+            &config.rpc,
+            handler.clone(),
+            core.clone(),
+            tls.clone(),
+        ) {
             Ok(rpc) => rpc,
             Err(e) => {
                 close_region_server(&region_server);
@@ -203,14 +221,16 @@ impl Node {
         };
         let hbase = match hbase_listener {
             None => None,
-            Some(listener) => match start_hbase(listener, &config, &region_server, &fs, core) {
-                Ok(h) => Some(h),
-                Err(e) => {
-                    rpc.shutdown();
-                    close_region_server(&region_server);
-                    return Err(e);
+            Some(listener) => {
+                match start_hbase(listener, &config, &region_server, &fs, core, tls.clone()) {
+                    Ok(h) => Some(h),
+                    Err(e) => {
+                        rpc.shutdown();
+                        close_region_server(&region_server);
+                        return Err(e);
+                    }
                 }
-            },
+            }
         };
         let data_dir = if config.root.starts_with("hdfs://") {
             config.data_dir.clone()
@@ -233,6 +253,7 @@ impl Node {
                 started,
                 coordination: Some(coordination.clone()),
             },
+            tls,
         };
         let http = match HttpServer::start_on(http_listener, sources) {
             Ok(http) => http,
@@ -255,6 +276,7 @@ impl Node {
             location,
             coordination,
             fenced: Arc::new(AtomicBool::new(false)),
+            tls_client_auth,
             watcher: None,
             watcher_stop: Arc::new(AtomicBool::new(false)),
         };
@@ -266,7 +288,7 @@ impl Node {
                 server.watch_session();
                 server
                     .region_server
-                    .set_split_requester(split_requester(server.coordination.clone()));
+                    .set_split_requester(split_requester(server.coordination.clone(), peer_tls));
                 Ok(())
             }
         };
@@ -383,6 +405,12 @@ impl Node {
         self.hbase.as_ref().map(HbaseServer::local_addr)
     }
 
+    /// With TLS on every port: whether client certificates are `required`, `optional` or
+    /// not asked for (`none`); `None` without TLS.
+    pub fn tls_client_auth(&self) -> Option<&'static str> {
+        self.tls_client_auth
+    }
+
     /// The metrics and status address actually bound.
     pub fn http_addr(&self) -> SocketAddr {
         self.http.local_addr()
@@ -439,6 +467,7 @@ fn start_hbase(
     rs: &Arc<RegionServer>,
     fs: &FsRef,
     core: Arc<RpcCore>,
+    tls: Option<Arc<crate::security::TlsServer>>,
 ) -> Result<HbaseServer, String> {
     let bound = listener.local_addr().map_err(|e| {
         format!(
@@ -453,7 +482,7 @@ fn start_hbase(
         .unwrap_or(advertised.clone());
     let cluster_id = cluster_id(&**fs, &config.data_dir)?;
     let service = HbaseService::new(rs.clone(), host, bound.port(), cluster_id);
-    HbaseServer::start_in(listener, &config.rpc, Arc::new(service), core)
+    HbaseServer::start_in(listener, &config.rpc, Arc::new(service), core, tls)
         .map_err(|e| format!("cannot start the HBase RPC server on {bound}: {e}"))
 }
 
@@ -478,9 +507,37 @@ fn cluster_id(fs: &dyn FileSystem, data_dir: &Path) -> Result<String, String> {
     Ok(id)
 }
 
+/// The TLS a server's calls to other servers of its cluster use: its own certificate as the
+/// client certificate, and `tls.ca` (else `tls.client_ca`) as the CA it trusts. A standalone
+/// server calls no other server.
+fn peer_tls(
+    config: &ServerConfig,
+    role: NodeRole,
+) -> Result<Option<cellar_client::TlsClientConfig>, String> {
+    let tls = &config.tls;
+    let (Some(cert), Some(key)) = (&tls.cert, &tls.key) else {
+        return Ok(None);
+    };
+    let Some(ca) = tls.ca.as_ref().or(tls.client_ca.as_ref()) else {
+        if role == NodeRole::Standalone {
+            return Ok(None);
+        }
+        return Err(format!(
+            "{} calls other servers of its cluster over TLS: set tls.ca (or tls.client_ca) to the CA that signs their certificates",
+            role.command()
+        ));
+    };
+    cellar_client::TlsClientConfig::from_files(ca, Some(cert), Some(key))
+        .map(Some)
+        .map_err(|e| format!("{e} (tls.ca, tls.cert, tls.key)"))
+}
+
 /// How a region server asks the active master (found through coordination) to split a
 /// region at a row: SPLIT_TABLE with that row, as a client would.
-fn split_requester(c: CoordRef) -> crate::region_server::SplitRequester {
+fn split_requester(
+    c: CoordRef,
+    tls: Option<cellar_client::TlsClientConfig>,
+) -> crate::region_server::SplitRequester {
     let client: Arc<parking_lot::Mutex<Option<(String, cellar_client::blocking::Client)>>> =
         Arc::new(parking_lot::Mutex::new(None));
     Arc::new(move |table: &str, row: bytes::Bytes| {
@@ -496,6 +553,7 @@ fn split_requester(c: CoordRef) -> crate::region_server::SplitRequester {
         if fresh {
             let config = cellar_client::ClientConfig {
                 retries: 0,
+                tls: tls.clone(),
                 ..cellar_client::ClientConfig::default()
             };
             let connected =
@@ -529,6 +587,7 @@ fn prepare_master(
     fs: &FsRef,
     config: &ServerConfig,
     me: &ServerRecord,
+    peer_tls: &Option<cellar_client::TlsClientConfig>,
 ) -> Result<Opening, String> {
     let on = c.describe();
     let mut waiting = false;
@@ -565,6 +624,7 @@ fn prepare_master(
         me.name.clone(),
         config.storage.wal_skip_errors,
         Duration::from_millis(config.cluster.balancer_period_ms),
+        peer_tls.clone(),
     )?;
     let split = assignment
         .split_dead_logs()

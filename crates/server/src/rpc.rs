@@ -146,16 +146,17 @@ impl RpcServer {
         config: &RpcConfig,
         handler: Arc<dyn Handler>,
     ) -> std::io::Result<RpcServer> {
-        RpcServer::start_in(listener, config, handler, RpcCore::start(config)?)
+        RpcServer::start_in(listener, config, handler, RpcCore::start(config)?, None)
     }
 
     /// Serves on an already bound listener with the node's runtime and handler pool (`core`,
-    /// shared with its other front ends).
+    /// shared with its other front ends), over TLS when `tls` is given.
     pub fn start_in(
         listener: std::net::TcpListener,
         config: &RpcConfig,
         handler: Arc<dyn Handler>,
         core: Arc<RpcCore>,
+        tls: Option<Arc<crate::security::TlsServer>>,
     ) -> std::io::Result<RpcServer> {
         listener.set_nonblocking(true)?;
         let local_addr = listener.local_addr()?;
@@ -164,6 +165,7 @@ impl RpcServer {
             TcpListener::from_std(listener)?
         };
         let metrics = Arc::new(RpcMetrics::default());
+        let tls_on = tls.is_some();
         let shared = Arc::new(Shared {
             handler,
             queue: core.queue().clone(),
@@ -171,6 +173,7 @@ impl RpcServer {
             budget: budget::ServerBudget::new(config.max_in_flight_bytes, metrics.clone()),
             limits: connection::Limits::from_config(config),
             ucx: std::sync::OnceLock::new(),
+            tls,
         });
         let (stop, stopped) = watch::channel(false);
         let serving = shared.clone();
@@ -181,7 +184,7 @@ impl RpcServer {
                 connection::serve(stream, id, peer, serving.clone(), stop)
             },
         ));
-        tracing::info!(addr = %local_addr, handlers = config.handler_count, io_threads = config.io_threads, "native RPC listening");
+        tracing::info!(addr = %local_addr, handlers = config.handler_count, io_threads = config.io_threads, tls = tls_on, "native RPC listening");
         Ok(RpcServer {
             local_addr,
             metrics,

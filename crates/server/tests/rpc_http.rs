@@ -37,6 +37,7 @@ fn servers() -> (RpcServer, HttpServer, Arc<TestHandler>) {
     let http = HttpServer::start(
         "127.0.0.1:0",
         Sources {
+            tls: None,
             metrics: rpc.metrics(),
             hbase_metrics: None,
             handler: handler.clone(),

@@ -792,4 +792,43 @@ fn text(out: &mut Vec<Seed>) {
     for (i, c) in configs.iter().enumerate() {
         out.push(("config", format!("config-{i}"), c.as_bytes().to_vec()));
     }
+    // Certificates `cellar cert` made once (a client's, CN alice; a server's for
+    // db.example.com), as DER: fixed text, so the seeds do not change from run to run.
+    for (i, pem) in [CLIENT_CERT_PEM, SERVER_CERT_PEM].iter().enumerate() {
+        out.push(("cert_identity", format!("cert-{i}"), pem_body(pem)));
+    }
+}
+
+const CLIENT_CERT_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBeTCCASCgAwIBAgIUK1XBLztrNSzv5qLDAtgGL7j+sGMwCgYIKoZIzj0EAwIw\nIDEeMBwGA1UEAwwVQ2VsbGFyIGRldmVsb3BtZW50IENBMB4XDTI2MTEyNjEyNDgw\nOFoXDTI3MTEyNzEyNDgwOFowEDEOMAwGA1UEAwwFYWxpY2UwWTATBgcqhkjOPQIB\nBggqhkjOPQMBBwNCAAQllUmk/H/+49GEXYsVTQi7kDBL2OfJGRKTpL34vIq4rN0h\nxXWJIVntP/FOcV+o4+uYsp5ie4pRvvnBj9dk5FWjo0gwRjAfBgNVHSMEGDAWgBTa\nKLCQNZJiHZxaWQiKkENTq51DFDAOBgNVHQ8BAf8EBAMCBaAwEwYDVR0lBAwwCgYI\nKwYBBQUHAwIwCgYIKoZIzj0EAwIDRwAwRAIgXts+FjuUXbf5OfAdhknKfDPs+8QY\nLewD/X+MGGEwho0CIGJWwefIXd+UhaGKScxBUD15gr1IIIlXR38oKV8wBe1j\n-----END CERTIFICATE-----";
+
+const SERVER_CERT_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBpzCCAU6gAwIBAgIUWe6YOOswqA0vxKmlKwUJIW4EV9MwCgYIKoZIzj0EAwIw\nIDEeMBwGA1UEAwwVQ2VsbGFyIGRldmVsb3BtZW50IENBMB4XDTI2MTEyNjEyNDgw\nOFoXDTI3MTEyNzEyNDgwOFowGTEXMBUGA1UEAwwOZGIuZXhhbXBsZS5jb20wWTAT\nBgcqhkjOPQIBBggqhkjOPQMBBwNCAAQ/OKrUnfC5nR3C18M62SFk5BZJBr5lCLav\nPc+A4fJrM35ngtfMPcPVbu4/SWeKueN48fv1EtiznZySZzv9lY6Ko20wazAfBgNV\nHSMEGDAWgBTaKLCQNZJiHZxaWQiKkENTq51DFDAZBgNVHREEEjAQgg5kYi5leGFt\ncGxlLmNvbTAOBgNVHQ8BAf8EBAMCBaAwHQYDVR0lBBYwFAYIKwYBBQUHAwEGCCsG\nAQUFBwMCMAoGCCqGSM49BAMCA0cAMEQCIQCxZlX8Umx6l2O4hUgRz+ahq3OIkNy/\ng1b4PZjKVhIrjQIfZFYiekkIXtWjYdwyv8L17aI0ytG2h3M7em8h3vS2Jw==\n-----END CERTIFICATE-----";
+
+/// The DER bytes of a one-certificate PEM text.
+fn pem_body(pem: &str) -> Vec<u8> {
+    let b64: String = pem
+        .lines()
+        .filter(|l| !l.starts_with("-----"))
+        .collect();
+    base64_decode(&b64)
+}
+
+fn base64_decode(s: &str) -> Vec<u8> {
+    let value = |c: u8| match c {
+        b'A'..=b'Z' => c - b'A',
+        b'a'..=b'z' => c - b'a' + 26,
+        b'0'..=b'9' => c - b'0' + 52,
+        b'+' => 62,
+        _ => 63,
+    };
+    let digits: Vec<u8> = s.bytes().filter(|&c| c != b'=').map(value).collect();
+    let mut out = Vec::with_capacity(digits.len() * 3 / 4);
+    for chunk in digits.chunks(4) {
+        let n = chunk
+            .iter()
+            .enumerate()
+            .fold(0u32, |n, (i, &d)| n | u32::from(d) << (18 - 6 * i));
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..chunk.len()]);
+    }
+    out
 }

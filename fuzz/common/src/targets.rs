@@ -42,6 +42,7 @@ pub const ALL: &[(&str, Target)] = &[
     ("shell_parser", shell_parser),
     ("filter_lang", filter_lang),
     ("config", config),
+    ("cert_identity", cert_identity),
 ];
 
 /// A decoded message, encoded again, decodes to a message that encodes to the same bytes.
@@ -779,5 +780,13 @@ pub fn config(data: &[u8]) {
     let text = String::from_utf8_lossy(data);
     if let Ok(c) = cellar_server::ServerConfig::from_toml(&text) {
         let _ = c.storage_config();
+    }
+}
+
+/// A client certificate as the TLS handshake hands it over (DER): the user it names, if any,
+/// is one a permission or an audit line can hold.
+pub fn cert_identity(data: &[u8]) {
+    if let Ok(user) = cellar_server::security::identity::user_from_certificate(data) {
+        assert!(cellar_server::security::identity::check_user(&user).is_ok());
     }
 }

@@ -5,22 +5,27 @@ use super::exec::{Cluster, Rows, TableState};
 use super::format::to_string_binary;
 use bytes::Bytes;
 use cellar_client::blocking::{Admin, Client};
-use cellar_client::{RegionLocation, Status, TableInfo};
+use cellar_client::{ClientConfig, RegionLocation, Status, TableInfo};
 use cellar_model::{Cell, FamilySchema, Get, RowMutation, Scan, TableSchema};
 
 pub struct RemoteCluster {
     addr: String,
+    config: ClientConfig,
     client: Option<Client>,
 }
 
 impl RemoteCluster {
-    pub fn new(addr: String) -> RemoteCluster {
-        RemoteCluster { addr, client: None }
+    pub fn new(addr: String, config: ClientConfig) -> RemoteCluster {
+        RemoteCluster {
+            addr,
+            config,
+            client: None,
+        }
     }
 
     fn client(&mut self) -> Result<&Client, String> {
         if self.client.is_none() {
-            let client = Client::connect(&self.addr)
+            let client = Client::connect_with(&self.addr, self.config.clone())
                 .map_err(|e| format!("cannot connect to {}: {e}", self.addr))?;
             self.client = Some(client);
         }

@@ -49,6 +49,8 @@ pub(crate) struct Shared {
     pub limits: Limits,
     /// Whether any call may be served on the reactor (`rpc.inline_gets` or `inline_puts`).
     pub inline: bool,
+    /// TLS on this port, when configured.
+    pub tls: Option<Arc<crate::security::TlsServer>>,
 }
 
 /// A call waiting for a handler thread.
@@ -144,8 +146,21 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) {
-    let (io, writer) = stream::open(
+    let Some((socket, origin)) = stream::begin(
         stream,
+        shared.tls.as_deref(),
+        &shared.limits,
+        &shared.metrics,
+        peer,
+        "HBase",
+    )
+    .await
+    else {
+        return;
+    };
+    let (io, writer) = stream::open(
+        socket,
+        origin,
         &shared.metrics,
         &shared.budget,
         &shared.limits,
@@ -345,6 +360,12 @@ impl Reader {
         let mut p = [0u8; 6];
         p.copy_from_slice(&self.io.buf[..6]);
         self.io.consume(6);
+        if self.io.origin.plaintext_on_tls_port {
+            return Err(self.fatal(
+                ex::FATAL_CONNECTION,
+                "this port serves only TLS: set hbase.client.netty.tls.enabled=true and a trust store (hbase.rpc.tls.truststore.location)".into(),
+            ));
+        }
         match hbase_wire::classify_preamble(&p) {
             Preamble::Hbase { auth } if auth == hbase_wire::AUTH_SIMPLE => Ok(true),
             Preamble::Hbase { auth } => Err(self.fatal(

@@ -33,12 +33,13 @@ struct Running {
 
 impl HbaseServer {
     /// Serves `service` on an already bound listener with the node's runtime and handler
-    /// pool.
+    /// pool, over TLS when `tls` is given.
     pub fn start_in(
         listener: std::net::TcpListener,
         config: &RpcConfig,
         service: Arc<HbaseService>,
         core: Arc<RpcCore>,
+        tls: Option<Arc<crate::security::TlsServer>>,
     ) -> std::io::Result<HbaseServer> {
         listener.set_nonblocking(true)?;
         let local_addr = listener.local_addr()?;
@@ -47,6 +48,7 @@ impl HbaseServer {
             TcpListener::from_std(listener)?
         };
         let metrics = Arc::new(RpcMetrics::default());
+        let tls_on = tls.is_some();
         let shared = Arc::new(Shared {
             service,
             queue: core.queue().clone(),
@@ -57,6 +59,7 @@ impl HbaseServer {
             ),
             limits: crate::rpc::connection::Limits::from_config(config),
             inline: config.inline_gets || config.inline_puts,
+            tls,
         });
         let (stop, stopped) = watch::channel(false);
         // Connection ids of this front end live in their own range, so scanners of the two
@@ -68,7 +71,7 @@ impl HbaseServer {
                 connection::serve(stream, (1 << 62) | id, peer, shared.clone(), stop)
             },
         ));
-        tracing::info!(addr = %local_addr, "HBase RPC listening");
+        tracing::info!(addr = %local_addr, tls = tls_on, "HBase RPC listening");
         Ok(HbaseServer {
             local_addr,
             metrics,

@@ -68,6 +68,8 @@ pub(crate) struct Shared {
     pub limits: Limits,
     /// The UCX worker, started by the first client that asks for it (or why it cannot be).
     pub ucx: OnceLock<Result<Arc<UcxFront>, String>>,
+    /// TLS on this port, when configured.
+    pub tls: Option<Arc<crate::security::TlsServer>>,
 }
 
 impl Shared {
@@ -102,8 +104,21 @@ pub(crate) async fn serve(
     shutdown: watch::Receiver<bool>,
 ) {
     tracing::debug!(conn = conn_id, %peer, "connection opened");
-    let (io, writer) = stream::open(
+    let Some((socket, origin)) = stream::begin(
         stream,
+        shared.tls.as_deref(),
+        &shared.limits,
+        &shared.metrics,
+        peer,
+        "native",
+    )
+    .await
+    else {
+        return;
+    };
+    let (io, writer) = stream::open(
+        socket,
+        origin,
         &shared.metrics,
         &shared.budget,
         &shared.limits,
@@ -208,6 +223,16 @@ impl Reader {
         p.copy_from_slice(&self.io.buf[..8]);
         self.io.consume(8);
         self.io.frame_done();
+        if self.io.origin.plaintext_on_tls_port {
+            let msg = "this port serves only TLS: connect with TLS (the client's --tls-ca) or to a plaintext port".to_string();
+            self.shared
+                .metrics
+                .record_error(pb::ErrorCode::MalformedRequest);
+            self.send_raw(
+                error_frame(0, rpc_error(pb::ErrorCode::MalformedRequest, msg.clone())).0,
+            )?;
+            return Err(End::Protocol(msg));
+        }
         match check_preamble(&p) {
             Ok(()) => self.send_raw(Bytes::from_static(&PREAMBLE)),
             Err(e) => {
@@ -398,6 +423,12 @@ impl Reader {
                 Ok(h) => h,
                 Err(e) => return refuse(pb::ErrorCode::MalformedRequest, e.to_string()),
             };
+        if self.io.origin.tls {
+            return refuse(
+                pb::ErrorCode::TransportUnavailable,
+                "UCX carries no encryption: calls of a TLS connection stay on it".into(),
+            );
+        }
         if hello.transport != "ucx" {
             return refuse(
                 pb::ErrorCode::TransportUnavailable,

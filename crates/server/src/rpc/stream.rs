@@ -29,9 +29,11 @@ use bytes::{Buf, Bytes, BytesMut};
 use std::future::Future;
 use std::io::IoSlice;
 use std::net::SocketAddr;
+use std::pin::Pin;
 use std::sync::Arc;
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::tcp::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
@@ -58,6 +60,131 @@ const MAX_IOV: usize = 2 * WRITE_BATCH_FRAMES;
 /// connection, and the reset can discard the frame).
 const LINGER: Duration = Duration::from_millis(500);
 
+/// An accepted connection's socket: TCP, or a TLS session over it (`crate::security::tls`).
+pub(crate) enum Socket {
+    Tcp(TcpStream),
+    Tls(Box<tokio_rustls::server::TlsStream<TcpStream>>),
+}
+
+/// What a connection's transport told about it before its protocol began.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Origin {
+    /// The connection is TLS.
+    pub tls: bool,
+    /// The user its client certificate names, if it presented one.
+    pub cert_user: Option<Arc<str>>,
+    /// A plaintext client on a TLS port: its protocol answers its first bytes with an error
+    /// saying the port needs TLS, then closes.
+    pub plaintext_on_tls_port: bool,
+}
+
+/// Begins a connection of a front end: over TLS when the port has it (`tls`), else as it is.
+/// `None`: the TLS handshake failed (logged and counted) and the connection is dropped.
+pub(crate) async fn begin(
+    stream: TcpStream,
+    tls: Option<&crate::security::TlsServer>,
+    limits: &Limits,
+    metrics: &RpcMetrics,
+    peer: SocketAddr,
+    what: &str,
+) -> Option<(Socket, Origin)> {
+    let Some(tls) = tls else {
+        return Some((Socket::Tcp(stream), Origin::default()));
+    };
+    use crate::security::tls::Accepted;
+    match tls
+        .accept(stream, limits.handshake_timeout, peer, metrics, what)
+        .await
+    {
+        Accepted::Tls { stream, user } => Some((
+            Socket::Tls(stream),
+            Origin {
+                tls: true,
+                cert_user: user.map(Arc::from),
+                plaintext_on_tls_port: false,
+            },
+        )),
+        Accepted::Plaintext(stream) => Some((
+            Socket::Tcp(stream),
+            Origin {
+                plaintext_on_tls_port: true,
+                ..Origin::default()
+            },
+        )),
+        Accepted::Failed => None,
+    }
+}
+
+/// A connection's read side.
+enum ReadSide {
+    Tcp(OwnedReadHalf),
+    Tls(tokio::io::ReadHalf<tokio_rustls::server::TlsStream<TcpStream>>),
+}
+
+impl AsyncRead for ReadSide {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            ReadSide::Tcp(r) => Pin::new(r).poll_read(cx, buf),
+            ReadSide::Tls(r) => Pin::new(r).poll_read(cx, buf),
+        }
+    }
+}
+
+/// A connection's write side.
+enum WriteSide {
+    Tcp(OwnedWriteHalf),
+    Tls(tokio::io::WriteHalf<tokio_rustls::server::TlsStream<TcpStream>>),
+}
+
+impl AsyncWrite for WriteSide {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            WriteSide::Tcp(w) => Pin::new(w).poll_write(cx, buf),
+            WriteSide::Tls(w) => Pin::new(w).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[IoSlice<'_>],
+    ) -> Poll<std::io::Result<usize>> {
+        match self.get_mut() {
+            WriteSide::Tcp(w) => Pin::new(w).poll_write_vectored(cx, bufs),
+            WriteSide::Tls(w) => Pin::new(w).poll_write_vectored(cx, bufs),
+        }
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        match self {
+            WriteSide::Tcp(w) => w.is_write_vectored(),
+            WriteSide::Tls(w) => w.is_write_vectored(),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            WriteSide::Tcp(w) => Pin::new(w).poll_flush(cx),
+            WriteSide::Tls(w) => Pin::new(w).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<std::io::Result<()>> {
+        match self.get_mut() {
+            WriteSide::Tcp(w) => Pin::new(w).poll_shutdown(cx),
+            WriteSide::Tls(w) => Pin::new(w).poll_shutdown(cx),
+        }
+    }
+}
+
 /// Why a connection's reader stopped.
 #[derive(Debug)]
 pub(crate) enum End {
@@ -78,7 +205,9 @@ pub(crate) enum End {
 
 /// The read side of a connection, with what bounds it.
 pub(crate) struct Inbound {
-    rd: OwnedReadHalf,
+    rd: ReadSide,
+    /// What the transport told about the connection (TLS, the certificate's user).
+    pub origin: Origin,
     /// Input read and not yet consumed.
     pub buf: BytesMut,
     /// The bytes in `buf`, counted as in flight.
@@ -102,19 +231,33 @@ pub(crate) type Writer = JoinHandle<std::io::Result<()>>;
 
 /// Starts serving `stream`: counts it open and starts its writer.
 pub(crate) fn open(
-    stream: TcpStream,
+    socket: Socket,
+    origin: Origin,
     metrics: &Arc<RpcMetrics>,
     budget: &Arc<ServerBudget>,
     limits: &Limits,
     shutdown: watch::Receiver<bool>,
 ) -> (Inbound, Writer) {
     metrics.connection_opened();
-    let (rd, wr) = stream.into_split();
+    if let Some(user) = &origin.cert_user {
+        tracing::debug!(user = %user, "connection of a client certificate's user");
+    }
+    let (rd, wr) = match socket {
+        Socket::Tcp(stream) => {
+            let (rd, wr) = stream.into_split();
+            (ReadSide::Tcp(rd), WriteSide::Tcp(wr))
+        }
+        Socket::Tls(stream) => {
+            let (rd, wr) = tokio::io::split(*stream);
+            (ReadSide::Tls(rd), WriteSide::Tls(wr))
+        }
+    };
     let (tx, rx) = mpsc::unbounded_channel();
     let writer = tokio::spawn(write_loop(wr, rx, metrics.clone(), limits.write_timeout));
     let budget = budget.connection(limits.connection_bytes);
     let inbound = Inbound {
         rd,
+        origin,
         buf: BytesMut::new(),
         buffered: budget.charge(0),
         budget,
@@ -316,7 +459,7 @@ impl Inbound {
 }
 
 /// Reads and drops input for a moment after an error frame (see [`LINGER`]).
-async fn linger(mut rd: OwnedReadHalf) {
+async fn linger(mut rd: ReadSide) {
     let mut scratch = vec![0u8; 8192];
     let _ = tokio::time::timeout(LINGER, async {
         let mut total = 0usize;
@@ -358,7 +501,7 @@ struct ReadWait<'a, G> {
 /// a frame grows by [`READ_CHUNK`] (doubling as the frame keeps coming), so memory follows
 /// what arrived, never what a length prefix announced.
 async fn read_more<G: Future<Output = ()>>(
-    rd: &mut OwnedReadHalf,
+    rd: &mut ReadSide,
     buf: &mut BytesMut,
     wait: ReadWait<'_, G>,
     metrics: &RpcMetrics,
@@ -373,6 +516,12 @@ async fn read_more<G: Future<Output = ()>>(
     if *shutdown.borrow() {
         return Read::Shutdown;
     }
+    let rd = match rd {
+        ReadSide::Tcp(rd) => rd,
+        ReadSide::Tls(rd) => {
+            return read_tls(rd, buf, shutdown, writer_gone, deadline, metrics).await;
+        }
+    };
     loop {
         // With a buffer in hand, try first: the input may be there already.
         if buf.capacity() > 0 {
@@ -433,10 +582,51 @@ async fn read_more<G: Future<Output = ()>>(
     }
 }
 
+/// [`read_more`] over TLS: a TLS session has no readiness of its own to wait on without a
+/// buffer (a record may hold no application data), so a TLS connection reads into a buffer
+/// even while idle (the [`FIRST_READ`] bytes, beside rustls' own).
+async fn read_tls<G: Future<Output = ()>>(
+    rd: &mut tokio::io::ReadHalf<tokio_rustls::server::TlsStream<TcpStream>>,
+    buf: &mut BytesMut,
+    shutdown: &mut watch::Receiver<bool>,
+    mut writer_gone: Pin<&mut G>,
+    deadline: Option<Instant>,
+    metrics: &RpcMetrics,
+) -> Read {
+    if buf.capacity() - buf.len() < MIN_READ {
+        if buf.is_empty() {
+            *buf = BytesMut::with_capacity(FIRST_READ);
+        } else {
+            buf.reserve(READ_CHUNK);
+        }
+    }
+    let deadline = async {
+        match deadline {
+            Some(d) => tokio::time::sleep_until(d.into()).await,
+            None => std::future::pending().await,
+        }
+    };
+    // `read_buf` is cancel safe: a branch that wins first leaves no bytes half-read.
+    tokio::select! {
+        biased;
+        _ = super::stopped(shutdown) => Read::Shutdown,
+        _ = &mut writer_gone => Read::WriterGone,
+        _ = deadline => Read::TimedOut,
+        read = rd.read_buf(buf) => match read {
+            Ok(0) => Read::Eof,
+            Ok(n) => {
+                metrics.add_bytes_in(n);
+                Read::Data
+            }
+            Err(e) => Read::Io(e),
+        },
+    }
+}
+
 /// Writes frames as they come, several per write when several are waiting. A frame's
 /// in-flight slot and bytes are let go once it is written.
 async fn write_loop(
-    mut wr: OwnedWriteHalf,
+    mut wr: WriteSide,
     mut rx: mpsc::UnboundedReceiver<Outgoing>,
     metrics: Arc<RpcMetrics>,
     timeout: Duration,
@@ -476,7 +666,7 @@ async fn write_loop(
 /// Writes every buffer of `bufs` in order (`writev`, many at once), emptying `bufs`. A write
 /// that makes no progress for `timeout` fails with `TimedOut`: the client stopped reading.
 async fn write_all_timed(
-    wr: &mut OwnedWriteHalf,
+    wr: &mut WriteSide,
     bufs: &mut Vec<Bytes>,
     timeout: Duration,
 ) -> std::io::Result<()> {
