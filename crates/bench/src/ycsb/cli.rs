@@ -57,7 +57,9 @@ querycache (true: the load phase creates the family with QUERY_CACHE => true),
 preparedscan (true: scans are executions of one prepared scan, seed 003's Prepared Scan),
 scancompress (true: scan results travel zstd-compressed),
 scancaching (rows per scan call; default: the scan's length, at most 1000),
-zipfianconstant (requestdistribution=zipfian's exponent, default 0.99).
+zipfianconstant (requestdistribution=zipfian's exponent, default 0.99),
+tls.ca, tls.cert, tls.key (TLS: the CA that signs the server's certificate, and the client
+certificate and key for servers that require one).
 
 Results are printed to stdout in YCSB's format ([OVERALL], [READ], ... lines).
 ",

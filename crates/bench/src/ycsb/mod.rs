@@ -105,6 +105,7 @@ pub fn main(phase: &str, args: Vec<String>) -> Result<(), String> {
             scan_compress: props.get_bool("scancompress", false)?,
             scan_caching: u32::try_from(props.get_u64("scancaching", 0)?)
                 .map_err(|_| "property scancaching is too large".to_string())?,
+            tls: tls_config(&props)?,
         },
     )?;
     eprintln!(
@@ -155,4 +156,23 @@ pub fn main(phase: &str, args: Vec<String>) -> Result<(), String> {
             .map_err(|e| format!("--json {}: cannot write: {e}", path.display()))?;
     }
     closed
+}
+
+/// The client's TLS from the properties `tls.ca` (turns TLS on), `tls.cert` and `tls.key`.
+fn tls_config(props: &Properties) -> Result<Option<cellar_client::TlsClientConfig>, String> {
+    let ca = props.get_str("tls.ca", "");
+    if ca.is_empty() {
+        return Ok(None);
+    }
+    let cert = props.get_str("tls.cert", "");
+    let key = props.get_str("tls.key", "");
+    let path = |s: &str| (!s.is_empty()).then(|| std::path::PathBuf::from(s));
+    let (cert, key) = (path(&cert), path(&key));
+    cellar_client::TlsClientConfig::from_files(
+        std::path::Path::new(&ca),
+        cert.as_deref(),
+        key.as_deref(),
+    )
+    .map(Some)
+    .map_err(|e| format!("properties tls.ca/tls.cert/tls.key: {e}"))
 }

@@ -34,6 +34,8 @@ pub struct TargetOptions {
     pub scan_compress: bool,
     /// Rows per scan call (property `scancaching`, Cellar's; 0: the scan's length, at most 1000).
     pub scan_caching: u32,
+    /// TLS to the server (properties `tls.ca`, `tls.cert`, `tls.key`, Cellar's).
+    pub tls: Option<cellar_client::TlsClientConfig>,
 }
 
 /// Parses the `durability` property: HBase's names.
@@ -170,6 +172,7 @@ impl CellarDb {
     ) -> Result<CellarDb, String> {
         let config = cellar_client::ClientConfig {
             transport,
+            tls: opts.tls.clone(),
             ..cellar_client::ClientConfig::default()
         };
         let client = blocking::Client::connect_with(addr, config)
@@ -488,6 +491,7 @@ mod tests {
             prepared_scan: false,
             scan_compress: false,
             scan_caching: 0,
+            tls: None,
             durability: Durability::UseDefault,
         }
     }
