@@ -6,7 +6,8 @@
 # `cellar regionserver`s on a ZooKeeper this script starts, scripts/zookeeper.sh) with nothing
 # but `hbase.zookeeper.quorum` and `zookeeper.znode.parent` — then the `kill -9` test
 # (scripts/hbase-kill.sh: the Java client writes while Cellar is killed and restarted; counted as
-# one test), then the Java client over TLS (scripts/hbase-tls.sh: each case one test), then the
+# one test), then the Java client over TLS and with access control (scripts/hbase-security.sh:
+# each case one test), then the
 # real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
 #   hbase-compat: N tests passed, M failed; ycsb: ok|failed|skipped
 # and exits non-zero on any failure. See docs/hbase-compat-tests.md.
@@ -201,23 +202,24 @@ if (( with_kill && ! against_hbase )); then
   fi
 fi
 
-# --- TLS: the Java client with HBase's TLS settings (Cellar only: it starts its own servers) ---
+# --- Security: the Java client over TLS and with access control (Cellar only: it starts its
+# own servers) ---
 if (( ! against_hbase )); then
-  echo "running the TLS cases (scripts/hbase-tls.sh)..." >&2
+  echo "running the TLS and access-control cases (scripts/hbase-security.sh)..." >&2
   tls_result=""
   if [[ -s "$work/kill.classpath" ]] || mvn -B -q -f "$suite/pom.xml" dependency:build-classpath \
        -Dmdep.includeScope=test -Dmdep.outputFile="$work/kill.classpath" >&2; then
-    timeout 900 "$repo/scripts/hbase-tls.sh" --cellar "$cellar_bin" --work "$work/tls" \
+    timeout 900 "$repo/scripts/hbase-security.sh" --cellar "$cellar_bin" --work "$work/security" \
       --classpath "$suite/target/test-classes:$(cat "$work/kill.classpath")" \
-      2>&1 | tee "$work/tls.log" >&2
-    tls_result="$(grep -E '^hbase-tls: [0-9]+ passed, [0-9]+ failed' "$work/tls.log" | tail -n1)"
+      2>&1 | tee "$work/security.log" >&2
+    tls_result="$(grep -E '^hbase-security: [0-9]+ passed, [0-9]+ failed' "$work/security.log" | tail -n1)"
   fi
   if [[ -n "$tls_result" ]]; then
-    read -r tls_passed tls_failed < <(sed -E 's/^hbase-tls: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/' <<<"$tls_result")
+    read -r tls_passed tls_failed < <(sed -E 's/^hbase-security: ([0-9]+) passed, ([0-9]+) failed.*/\1 \2/' <<<"$tls_result")
     passed=$((passed + tls_passed))
     failed=$((failed + tls_failed))
   else
-    echo "hbase-tls: no result" >&2
+    echo "hbase-security: no result" >&2
     failed=$((failed + 1))
   fi
 fi

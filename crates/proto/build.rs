@@ -2,7 +2,7 @@
 //! `proto/cellar.proto` is Cellar's native protocol; `proto/hbase/*.proto` is Cellar's own
 //! subset of the HBase 2.x wire format (package `hbase.pb`).
 
-const HBASE_PROTOS: [&str; 13] = [
+const HBASE_PROTOS: [&str; 14] = [
     "hbase/HBase.proto",
     "hbase/ClusterStatus.proto",
     "hbase/Cell.proto",
@@ -16,6 +16,7 @@ const HBASE_PROTOS: [&str; 13] = [
     "hbase/Master.proto",
     "hbase/Admin.proto",
     "hbase/ZooKeeper.proto",
+    "hbase/AccessControl.proto",
 ];
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {

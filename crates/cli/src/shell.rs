@@ -27,11 +27,19 @@ pub struct Args {
     pub execute: Option<String>,
     #[command(flatten)]
     pub tls: crate::tls_args::ClientTlsArgs,
+    /// The user to say you are to a server that takes your word (no client certificate;
+    /// `security.simple_users`) [default: $USER].
+    #[arg(long, value_name = "NAME")]
+    pub user: Option<String>,
 }
 
 pub fn run(args: Args) -> Result<(), String> {
     let config = cellar_client::ClientConfig {
         tls: args.tls.config()?,
+        user: args
+            .user
+            .or_else(|| std::env::var("USER").ok())
+            .filter(|u| !u.is_empty()),
         ..cellar_client::ClientConfig::default()
     };
     let mut cluster = client::RemoteCluster::new(args.connect, config);

@@ -7,7 +7,7 @@ use crate::location::RegionLocation;
 use bytes::Bytes;
 use cellar_model::{FamilySchema, TableSchema};
 use cellar_proto::convert;
-use cellar_proto::pb::{self, ErrorCode, Method};
+use cellar_proto::pb::{self, ErrorCode, Method, Permission, PermissionScope};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -229,6 +229,56 @@ fn status_from_pb(r: pb::StatusResponse) -> Status {
 }
 
 impl Admin {
+    /// Grants `actions` (HBase's letters, `"RW"`) to `user` (or `@group`) at `scope` (the
+    /// default scope is global), adding to what it holds there. Needs ADMIN at the scope.
+    pub async fn grant(&self, user: &str, scope: PermissionScope, actions: &str) -> Result<()> {
+        let req = pb::GrantRequest {
+            permission: Some(Permission {
+                user: user.to_string(),
+                scope: Some(scope),
+                actions: actions.to_string(),
+            }),
+        };
+        self.inner.master_call(Method::Grant, &req, true).await?;
+        Ok(())
+    }
+
+    /// Takes `actions` (all when `None`) from what `user` holds at exactly `scope`.
+    pub async fn revoke(
+        &self,
+        user: &str,
+        scope: PermissionScope,
+        actions: Option<&str>,
+    ) -> Result<()> {
+        let req = pb::RevokeRequest {
+            permission: Some(Permission {
+                user: user.to_string(),
+                scope: Some(scope),
+                actions: actions.unwrap_or_default().to_string(),
+            }),
+        };
+        self.inner.master_call(Method::Revoke, &req, true).await?;
+        Ok(())
+    }
+
+    /// The grants at and inside `scope` (all when `None`), of `user` when given.
+    pub async fn user_permissions(
+        &self,
+        scope: Option<PermissionScope>,
+        user: Option<&str>,
+    ) -> Result<Vec<Permission>> {
+        let req = pb::UserPermissionsRequest {
+            scope,
+            user: user.unwrap_or_default().to_string(),
+        };
+        let r: pb::UserPermissionsResponse = self
+            .inner
+            .master_call(Method::UserPermissions, &req, true)
+            .await?
+            .decode("UserPermissionsResponse")?;
+        Ok(r.permissions)
+    }
+
     /// Runs the balancer now: `(regions moved, whether the balancer is on)`.
     pub async fn balance(&self) -> Result<(u32, bool)> {
         let r: pb::BalanceResponse = self

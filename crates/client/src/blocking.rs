@@ -270,6 +270,30 @@ impl Admin {
         block_on(self.inner.balance())?
     }
 
+    /// See [`crate::Admin::grant`].
+    pub fn grant(&self, user: &str, scope: crate::PermissionScope, actions: &str) -> Result<()> {
+        block_on(self.inner.grant(user, scope, actions))?
+    }
+
+    /// See [`crate::Admin::revoke`].
+    pub fn revoke(
+        &self,
+        user: &str,
+        scope: crate::PermissionScope,
+        actions: Option<&str>,
+    ) -> Result<()> {
+        block_on(self.inner.revoke(user, scope, actions))?
+    }
+
+    /// See [`crate::Admin::user_permissions`].
+    pub fn user_permissions(
+        &self,
+        scope: Option<crate::PermissionScope>,
+        user: Option<&str>,
+    ) -> Result<Vec<crate::Permission>> {
+        block_on(self.inner.user_permissions(scope, user))?
+    }
+
     /// See [`crate::Admin::balance_switch`].
     pub fn balance_switch(&self, on: bool) -> Result<bool> {
         block_on(self.inner.balance_switch(on))?

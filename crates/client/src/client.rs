@@ -45,6 +45,10 @@ pub struct ClientConfig {
     /// TLS for every connection (`--tls-ca`, and `--tls-cert`/`--tls-key` for servers that
     /// require a client certificate); `None`: plaintext.
     pub tls: Option<TlsClientConfig>,
+    /// The user this client says it is (HBase's SIMPLE authentication), sent with every
+    /// request; servers take it only where they allow (`docs/security.md`), and a client
+    /// certificate's user wins over it. `None`: no user.
+    pub user: Option<String>,
 }
 
 impl Default for ClientConfig {
@@ -58,6 +62,7 @@ impl Default for ClientConfig {
             transport: Transport::Tcp,
             ucx_drive: Duration::from_micros(200),
             tls: None,
+            user: None,
         }
     }
 }
@@ -183,16 +188,7 @@ impl Inner {
     }
 
     pub async fn connection(&self, addr: &str) -> Result<Arc<Connection>> {
-        self.pool
-            .get(
-                addr,
-                self.config.rpc_timeout,
-                self.config.max_frame_bytes,
-                self.config.transport,
-                self.config.ucx_drive,
-                self.config.tls.as_ref(),
-            )
-            .await
+        self.pool.get(addr, &self.config).await
     }
 
     /// A call to the server given to `connect` (admin and location calls). A call whose

@@ -7,8 +7,8 @@
 //! retry logic treats as "look the region up again", and the pool opens a new connection on
 //! the next call.
 
+use crate::client::ClientConfig;
 use crate::error::{Error, Result};
-use crate::tls::TlsClientConfig;
 use crate::transport::{LinkSlot, Peer, Route, Transport};
 use bytes::{Buf, Bytes, BytesMut};
 use cellar_proto::frame::{self, PREAMBLE};
@@ -113,20 +113,19 @@ pub(crate) struct Connection {
     ucx: Option<Route>,
     /// How long a caller drives the UCX worker while it waits (`ClientConfig::ucx_drive`).
     ucx_drive: Duration,
+    /// The user every request says it is from (`ClientConfig::user`); empty: none.
+    user: String,
 }
 
 impl Connection {
     /// Connects, exchanges preambles, starts the reader and writer tasks and, for `ucx` or
     /// `auto`, moves the calls to UCX.
-    pub async fn open(
-        addr: &str,
-        timeout: Duration,
-        max_frame_bytes: u32,
-        transport: Transport,
-        ucx_drive: Duration,
-        links: &LinkSlot,
-        tls: Option<&TlsClientConfig>,
-    ) -> Result<Connection> {
+    pub async fn open(addr: &str, config: &ClientConfig, links: &LinkSlot) -> Result<Connection> {
+        let timeout = config.rpc_timeout;
+        let max_frame_bytes = config.max_frame_bytes;
+        let transport = config.transport;
+        let ucx_drive = config.ucx_drive;
+        let tls = config.tls.as_ref();
         let stream = tokio::time::timeout(timeout, TcpStream::connect(addr))
             .await
             .map_err(|_| Error::Timeout(timeout))?
@@ -162,6 +161,7 @@ impl Connection {
             timeout,
             ucx: None,
             ucx_drive,
+            user: config.user.clone().unwrap_or_default(),
         };
         match transport {
             Transport::Tcp => {}
@@ -271,6 +271,7 @@ impl Connection {
             method: method as i32,
             timeout_ms: self.timeout.as_millis().min(u32::MAX as u128) as u32,
             want_timing: stamps.is_some(),
+            user: self.user.clone(),
         };
         let mut buf = BytesMut::new();
         frame::encode_request(&mut buf, &header, param, cellblock);
@@ -492,15 +493,7 @@ pub(crate) struct Pool {
 
 impl Pool {
     /// The live connection to `addr`, connecting (once, however many callers ask) if needed.
-    pub async fn get(
-        &self,
-        addr: &str,
-        timeout: Duration,
-        max_frame_bytes: u32,
-        transport: Transport,
-        ucx_drive: Duration,
-        tls: Option<&TlsClientConfig>,
-    ) -> Result<Arc<Connection>> {
+    pub async fn get(&self, addr: &str, config: &ClientConfig) -> Result<Arc<Connection>> {
         let slot = self
             .slots
             .lock()
@@ -513,16 +506,7 @@ impl Pool {
                 return Ok(c.clone());
             }
         }
-        let c = Connection::open(
-            addr,
-            timeout,
-            max_frame_bytes,
-            transport,
-            ucx_drive,
-            &self.links,
-            tls,
-        )
-        .await?;
+        let c = Connection::open(addr, config, &self.links).await?;
         let c = Arc::new(c);
         *conn = Some(c.clone());
         Ok(c)

@@ -56,4 +56,4 @@ pub use cellar_model::{
     FamilySchema, Filter, Get, ListOp, RowMutation, RowRange, Scan, TableSchema, TimeRange,
     LATEST_TIMESTAMP,
 };
-pub use cellar_proto::pb::ErrorCode;
+pub use cellar_proto::pb::{ErrorCode, Permission, PermissionScope};

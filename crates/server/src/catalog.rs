@@ -8,6 +8,7 @@
 
 pub mod names;
 mod namespaces;
+mod permissions;
 
 use crate::meta::{RegionRecord, TableRecord, META_TABLE};
 use crate::region_server::{RegionServer, RegionWork, ServerError};
@@ -187,6 +188,7 @@ impl RegionServer {
         self.meta()?.delete_table(&name)?;
         self.router.remove_table(&name);
         self.forget_regions(&name, &t)?;
+        self.forget_permissions_of(&crate::security::acl::Scope::table(&name))?;
         self.services
             .fs
             .delete_dir_all(&names::table_dir(self.data_dir(), &name))?;

@@ -34,6 +34,55 @@ pub struct ServerConfig {
     pub storage: StorageSection,
     pub cluster: ClusterConfig,
     pub tls: TlsConfig,
+    pub security: SecurityConfig,
+}
+
+/// Who may do what (`docs/security.md`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct SecurityConfig {
+    /// Check every call of both front ends against the granted permissions (HBase's
+    /// `hbase.security.authorization`). Off: everyone may do everything.
+    pub authorization: bool,
+    /// Users, and `@groups`, who may do everything (HBase's `hbase.superuser`). The user
+    /// running the server and the user of the server's own certificate always are.
+    pub superusers: Vec<String>,
+    /// Groups and their members: `ops = ["alice", "bob"]` (HBase asks the OS; a grant to
+    /// `@ops` is a grant to each member).
+    pub groups: std::collections::BTreeMap<String, Vec<String>>,
+    /// Whose word is taken for who a client is when it presents no certificate (HBase's SIMPLE
+    /// authentication): `loopback` (clients on this machine), `always`, or `never`.
+    pub simple_users: SimpleUsers,
+    /// The audit log: authentication failures and denied calls, one JSON line each; empty:
+    /// `<data_dir>/audit.log` (a local path even with an HDFS root).
+    pub audit_log: Option<PathBuf>,
+    /// A file holding the token `/metrics` and `/status` require (`Authorization: Bearer
+    /// TOKEN`); unset: no token. With TLS and a client CA, a client certificate also lets a
+    /// scraper in.
+    pub http_token_file: Option<PathBuf>,
+}
+
+/// Whose word is taken for a connection's user without a certificate.
+#[derive(Debug, Clone, Copy, Deserialize, PartialEq, Eq, Default)]
+#[serde(rename_all = "lowercase")]
+pub enum SimpleUsers {
+    #[default]
+    Loopback,
+    Always,
+    Never,
+}
+
+impl Default for SecurityConfig {
+    fn default() -> Self {
+        SecurityConfig {
+            authorization: false,
+            superusers: Vec::new(),
+            groups: std::collections::BTreeMap::new(),
+            simple_users: SimpleUsers::Loopback,
+            audit_log: None,
+            http_token_file: None,
+        }
+    }
 }
 
 /// TLS on every listener: native, HBase and HTTP (`docs/security.md`). Off until `cert` and
@@ -316,6 +365,7 @@ impl Default for ServerConfig {
             storage: StorageSection::default(),
             cluster: ClusterConfig::default(),
             tls: TlsConfig::default(),
+            security: SecurityConfig::default(),
         }
     }
 }
@@ -564,6 +614,21 @@ impl ServerConfig {
         }
         if self.storage.compaction_check_interval_ms == 0 {
             return Err("storage.compaction_check_interval_ms must be at least 1".into());
+        }
+        for who in &self.security.superusers {
+            if who.is_empty() || who == "@" {
+                return Err("security.superusers holds an empty name".into());
+            }
+        }
+        for (group, members) in &self.security.groups {
+            if group.is_empty() || group.starts_with('@') {
+                return Err(format!(
+                    "security.groups: {group:?} is not a group name (no leading '@' here)"
+                ));
+            }
+            if members.iter().any(|m| m.is_empty()) {
+                return Err(format!("security.groups.{group} holds an empty user name"));
+            }
         }
         let tls = &self.tls;
         match (&tls.cert, &tls.key) {

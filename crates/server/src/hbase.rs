@@ -13,6 +13,7 @@
 //! `hbase:meta` is answered from [`meta_view`]: rows in HBase's format (region names with
 //! their MD5 suffix, [`names`]) computed from the catalog, not stored twice.
 
+mod access;
 mod admin_service;
 mod client;
 mod cluster_status;
@@ -58,12 +59,15 @@ pub(crate) fn now_ms() -> u64 {
 }
 
 /// Who is calling and what they negotiated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallCtx {
     /// Ties scanners to the connection that opened them.
     pub conn_id: u64,
     /// The connection header named a cell block codec: results may travel in cell blocks.
     pub cell_blocks: bool,
+    /// Who the calls are from: the client certificate's user, else the connection header's
+    /// (HBase's SIMPLE authentication; the server decides whether to take it).
+    pub caller: crate::security::Caller,
 }
 
 /// A call answered on the network reactor.
@@ -152,7 +156,8 @@ impl HbaseService {
         param: &Bytes,
         cellblock: &Bytes,
     ) -> Option<Inline> {
-        if service != "ClientService" {
+        // Checked calls take the handler pool's path, where the checks are.
+        if service != "ClientService" || self.rs.authz.enabled() {
             return None;
         }
         match method {

@@ -15,12 +15,19 @@
 //!   entry of its descriptor. Namespaces that only exist because a table is named in them
 //!   have no row.
 //!
+//! - one row per object with granted permissions (`docs/security.md`), keyed `@acl/<object>`
+//!   (object: empty for global grants, `@<namespace>`, or a table name; no table or namespace
+//!   name holds `@` or `/`), family `table`: one column per grant, its qualifier
+//!   `security::acl::encode_key(user, scope)`, its value the actions as HBase writes them
+//!   (`RWXCA` letters).
+//!
 //! Every change of one row is one atomic row mutation. Cells are written with strictly
 //! increasing timestamps (never below the largest found in meta), so a column deleted and
 //! written again within one millisecond is not hidden by its own delete marker.
 
 use crate::region_server::ServerError;
 use crate::router::{HostedRegion, RegionState, TableState};
+use crate::security::acl::{self, Actions, Permission, Scope};
 use bytes::Bytes;
 use cellar_model::{Cell, Durability, Error, FamilySchema, RowMutation, Scan, TableSchema};
 use cellar_proto::{convert, pb};
@@ -128,12 +135,21 @@ fn namespace_row(name: &str) -> Bytes {
     Bytes::from(format!("{name}:"))
 }
 
+/// The prefix of the rows holding granted permissions.
+pub const ACL_ROW_PREFIX: &[u8] = b"@acl/";
+
+/// The row of `scope`'s object's grants.
+fn acl_row(scope: &Scope) -> Bytes {
+    Bytes::from([ACL_ROW_PREFIX, scope.object().as_bytes()].concat())
+}
+
 /// Everything meta holds.
 #[derive(Debug, Default)]
 pub struct MetaContents {
     pub tables: Vec<TableRecord>,
     pub regions: Vec<RegionRecord>,
     pub namespaces: Vec<NamespaceRecord>,
+    pub permissions: Vec<Permission>,
 }
 
 /// Reads and writes the meta table through its hosted region.
@@ -301,6 +317,31 @@ impl Meta {
         self.write(RowMutation::new(namespace_row(name)).delete_family(TABLE, ts))
     }
 
+    /// Writes what `user` holds at `scope` (all of it: the caller merged the actions); no
+    /// actions removes the grant.
+    pub fn put_permission(
+        &self,
+        user: &str,
+        scope: &Scope,
+        actions: Actions,
+    ) -> Result<(), ServerError> {
+        let ts = self.next_ts();
+        let key = acl::encode_key(user, scope);
+        let m = RowMutation::new(acl_row(scope));
+        let m = if actions.is_empty() {
+            m.delete_column(TABLE, &key, ts)
+        } else {
+            m.put(TABLE, &key, ts, Bytes::from(actions.to_string()))
+        };
+        self.write(m)
+    }
+
+    /// Removes every grant of one object (a table dropped, a namespace removed).
+    pub fn delete_permissions_of(&self, scope: &Scope) -> Result<(), ServerError> {
+        let ts = self.next_ts();
+        self.write(RowMutation::new(acl_row(scope)).delete_family(TABLE, ts))
+    }
+
     /// Reads every row. Also moves the timestamp source past every timestamp found.
     pub fn load(&self) -> Result<MetaContents, ServerError> {
         let scanner = self.hosted.with(|r| Ok(r.scan(&Scan::new())?))?;
@@ -316,7 +357,11 @@ impl Meta {
             if !info.is_empty() {
                 out.regions.push(parse_region(&row, &info)?);
             }
-            if column(&table, NAMESPACE).is_some() {
+            if row.starts_with(ACL_ROW_PREFIX) {
+                for c in &table {
+                    out.permissions.push(parse_permission(&row, c)?);
+                }
+            } else if column(&table, NAMESPACE).is_some() {
                 out.namespaces.push(parse_namespace(&row, &table)?);
             } else if !table.is_empty() {
                 out.tables.push(parse_table(&row, &table)?);
@@ -378,6 +423,24 @@ fn parse_table(row: &[u8], cells: &[&Cell]) -> Result<TableRecord, ServerError> 
             .and_then(|v| u64_value(v))
             .map_or(0, |n| u32::try_from(n).unwrap_or(u32::MAX)),
         truncate_to: column(cells, TRUNCATE).and_then(|v| u64_value(v)),
+    })
+}
+
+fn parse_permission(row: &[u8], cell: &Cell) -> Result<Permission, ServerError> {
+    let (user, scope) = acl::decode_key(&cell.qualifier).map_err(|e| corrupt(row, &e))?;
+    let actions = std::str::from_utf8(&cell.value)
+        .map_err(|_| corrupt(row, "a permission's actions are not text"))
+        .and_then(|a| Actions::parse(a).map_err(|e| corrupt(row, &e)))?;
+    if acl_row(&scope) != row {
+        return Err(corrupt(
+            row,
+            "a permission is stored in another object's row",
+        ));
+    }
+    Ok(Permission {
+        user,
+        scope,
+        actions,
     })
 }
 

@@ -118,6 +118,8 @@ pub struct RegionServer {
     /// Held while the server runs: a second server on the same directory is refused. Let go
     /// at shutdown, even if something still holds the server.
     lock: Mutex<Option<cellar_storage::fs::LockGuard>>,
+    /// Who may do what (`docs/security.md`); every check passes when authorization is off.
+    pub(crate) authz: Arc<crate::security::Authz>,
 }
 
 impl RegionServer {
@@ -169,6 +171,18 @@ impl RegionServer {
         );
         cellar_storage::memstore::chunk_pool::keep_ready(
             usize::try_from(config.storage.memstore_chunks_ready_bytes).unwrap_or(usize::MAX),
+        );
+        let authz = Arc::new(
+            crate::security::Authz::new(
+                &config.security,
+                own_users(config),
+                &config
+                    .security
+                    .audit_log
+                    .clone()
+                    .unwrap_or_else(|| config.data_dir.join("audit.log")),
+            )
+            .map_err(ServerError::InvalidArgument)?,
         );
         let clock = Arc::clone(&storage.clock);
         let (services, records) = StorageServices::open(fs, &wal_dir, storage)?;
@@ -231,6 +245,7 @@ impl RegionServer {
             workers: Workers::new(),
             services,
             lock: Mutex::new(lock),
+            authz,
         });
         if server.meta.is_some() {
             if let Err(e) = server.recover(&records) {
@@ -481,4 +496,31 @@ fn lock_data_dir(
         }
         Err(e) => Err(e.into()),
     }
+}
+
+/// The users a server counts as superusers by itself: the one running it, and the one its
+/// own certificate names (a cluster's servers call each other with it).
+fn own_users(config: &ServerConfig) -> Vec<String> {
+    let mut users = Vec::new();
+    if let Ok(u) = std::env::var("USER") {
+        if !u.is_empty() {
+            users.push(u);
+        }
+    }
+    if let Some(cert) = &config.tls.cert {
+        match crate::security::tls::read_certs(cert, "tls.cert") {
+            Ok(certs) => {
+                if let Some(user) = certs
+                    .first()
+                    .and_then(|c| crate::security::identity::user_from_certificate(c).ok())
+                {
+                    users.push(user);
+                }
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot read the server's certificate for its user")
+            }
+        }
+    }
+    users
 }

@@ -36,10 +36,22 @@ use tokio::task::JoinSet;
 pub use self::core::RpcCore;
 pub use connection::MAX_IN_FLIGHT_PER_CONNECTION;
 
-/// Who is calling: lets the handler tie state (open scanners) to a connection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Who is calling: lets the handler tie state (open scanners) to a connection, and check what
+/// its caller may do.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallContext {
     pub conn_id: u64,
+    pub caller: crate::security::Caller,
+}
+
+impl CallContext {
+    /// A call from inside the server (tests, the server's own work): a superuser's.
+    pub fn internal(conn_id: u64) -> CallContext {
+        CallContext {
+            conn_id,
+            caller: crate::security::Caller::internal(),
+        }
+    }
 }
 
 /// A successful call's answer: the encoded response message and its cell block.

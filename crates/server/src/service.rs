@@ -9,6 +9,9 @@ use crate::region_server::{DeferredPut, RegionServer, ServerError};
 use crate::router::{RegionLocation, RegionState, TableState};
 use crate::rpc::{CallContext, Handler, Inline, Reply};
 use crate::scanners::{ResultFormat, ScanBatch};
+use crate::security::acl::{namespace_of, Action, Actions, Permission, Scope};
+use crate::security::authz::restrict;
+use crate::security::Caller;
 use bytes::{Bytes, BytesMut};
 use cellar_model::Cell;
 use cellar_proto::cellblock::{CellBlockWriter, CellReader};
@@ -82,10 +85,11 @@ impl RegionServer {
             Method::Get => {
                 let req: pb::GetRequest = decode(param, "GetRequest")?;
                 let r = region_ref(req.region, "GetRequest")?;
-                let get = convert::get_from_pb(
+                let mut get = convert::get_from_pb(
                     req.get
                         .ok_or_else(|| ServerError::invalid("GetRequest has no get"))?,
                 )?;
+                self.check_read(&ctx.caller, &r.table, &mut get.columns, "get")?;
                 let cells = self.get(&r.table, r.region_id, &get)?;
                 let mut out = BytesMut::new();
                 let result = convert::result_to_pb(&cells, false, &mut out);
@@ -105,6 +109,7 @@ impl RegionServer {
                 let (mutation, kind) =
                     convert::mutation_from_pb(&m, &mut CellReader::new(cellblock))?;
                 let condition = req.condition.map(convert::condition_from_pb).transpose()?;
+                self.check_mutation(&ctx.caller, &r.table, &mutation, kind, condition.as_ref())?;
                 let outcome =
                     self.mutate(&r.table, r.region_id, &mutation, kind, condition.as_ref())?;
                 let mut out = BytesMut::new();
@@ -120,7 +125,7 @@ impl RegionServer {
             }
             Method::Multi => {
                 let req: pb::MultiRequest = decode(param, "MultiRequest")?;
-                let (resp, out) = self.multi(req, cellblock);
+                let (resp, out) = self.multi(&ctx.caller, req, cellblock);
                 Ok(reply(&resp, out))
             }
             Method::ScanOpen => {
@@ -130,7 +135,7 @@ impl RegionServer {
                     req.scan
                         .ok_or_else(|| ServerError::invalid("ScanOpenRequest has no scan"))?,
                 )?;
-                let (scan, format) = if req.prepared != 0 {
+                let (mut scan, format) = if req.prepared != 0 {
                     let p = self.prepared.execute(ctx.conn_id, req.prepared)?;
                     if p.table != r.table {
                         return Err(ServerError::invalid(format!(
@@ -152,6 +157,7 @@ impl RegionServer {
                 } else {
                     (asked, ResultFormat::CellBlock)
                 };
+                self.check_read(&ctx.caller, &r.table, &mut scan.columns, "scan")?;
                 let batch =
                     self.scan_open(ctx.conn_id, &r.table, r.region_id, &scan, req.rows, format)?;
                 let (results, out, encoding) = encode_batch(&batch);
@@ -181,10 +187,11 @@ impl RegionServer {
             }
             Method::PrepareScan => {
                 let req: pb::PrepareScanRequest = decode(param, "PrepareScanRequest")?;
-                let scan = convert::scan_from_pb(
+                let mut scan = convert::scan_from_pb(
                     req.scan
                         .ok_or_else(|| ServerError::invalid("PrepareScanRequest has no scan"))?,
                 )?;
+                self.check_read(&ctx.caller, &req.table, &mut scan.columns, "prepare a scan")?;
                 let handle = self.prepare_scan(ctx.conn_id, &req.table, scan, req.compress)?;
                 Ok(reply(
                     &pb::PrepareScanResponse {
@@ -211,7 +218,15 @@ impl RegionServer {
                     convert::schema_from_pb(req.schema.ok_or_else(|| {
                         ServerError::invalid("CreateTableRequest has no schema")
                     })?)?;
+                self.authz.require_any(
+                    &ctx.caller,
+                    &[Action::Create, Action::Admin],
+                    &Scope::Namespace(namespace_of(&schema.name).to_string()),
+                    "create a table",
+                )?;
+                let name = schema.name.clone();
                 self.create_table(schema, &req.split_keys)?;
+                self.grant_owner(&ctx.caller, &name)?;
                 empty()
             }
             Method::DeleteTable
@@ -222,6 +237,23 @@ impl RegionServer {
             | Method::FlushTable => {
                 let req: pb::TableRequest = decode(param, "TableRequest")?;
                 let t = req.table.as_str();
+                if method == Method::DescribeTable {
+                    if !self.authz.sees_table(&ctx.caller, t) && !is_meta(t) {
+                        self.authz.require(
+                            &ctx.caller,
+                            Action::Admin,
+                            &Scope::table(t),
+                            "describe a table",
+                        )?;
+                    }
+                } else {
+                    self.authz.require_any(
+                        &ctx.caller,
+                        &[Action::Admin, Action::Create],
+                        &Scope::table(t),
+                        admin_what(method),
+                    )?;
+                }
                 match method {
                     Method::DeleteTable => self.delete_table(t)?,
                     Method::DisableTable => self.disable_table(t)?,
@@ -242,6 +274,12 @@ impl RegionServer {
             }
             Method::AlterTable => {
                 let req: pb::AlterTableRequest = decode(param, "AlterTableRequest")?;
+                self.authz.require_any(
+                    &ctx.caller,
+                    &[Action::Admin, Action::Create],
+                    &Scope::table(&req.table),
+                    "alter a table",
+                )?;
                 let put = req
                     .put_families
                     .into_iter()
@@ -252,15 +290,46 @@ impl RegionServer {
             }
             Method::ListTables => Ok(reply(
                 &pb::ListTablesResponse {
-                    tables: self.list_tables().iter().map(table_info_to_pb).collect(),
+                    tables: self
+                        .list_tables()
+                        .iter()
+                        .filter(|t| self.authz.sees_table(&ctx.caller, &t.schema.name))
+                        .map(table_info_to_pb)
+                        .collect(),
                 },
                 BytesMut::new(),
             )),
             Method::Status => Ok(reply(&status_to_pb(self.status()), BytesMut::new())),
             Method::CompactTable => {
                 let req: pb::CompactTableRequest = decode(param, "CompactTableRequest")?;
+                self.authz.require_any(
+                    &ctx.caller,
+                    &[Action::Admin, Action::Create],
+                    &Scope::table(&req.table),
+                    "compact a table",
+                )?;
                 self.compact_table(&req.table, req.major)?;
                 empty()
+            }
+            Method::OpenRegion
+            | Method::CloseRegion
+            | Method::FlushRegion
+            | Method::PrepareSplit
+            | Method::SplitRegion
+            | Method::Balance
+            | Method::BalanceSwitch
+            | Method::MoveRegion
+            | Method::AssignRegion
+            | Method::UnassignRegion
+                if self.authz.enabled() =>
+            {
+                self.authz.require(
+                    &ctx.caller,
+                    Action::Admin,
+                    &Scope::Global,
+                    admin_what(method),
+                )?;
+                self.dispatch_unchecked(ctx, method, param, cellblock)
             }
             Method::OpenRegion => {
                 let req: pb::OpenRegionRequest = decode(param, "OpenRegionRequest")?;
@@ -345,16 +414,135 @@ impl RegionServer {
             }
             Method::SplitTable => {
                 let req: pb::SplitTableRequest = decode(param, "SplitTableRequest")?;
+                self.authz.require_any(
+                    &ctx.caller,
+                    &[Action::Admin, Action::Create],
+                    &Scope::table(&req.table),
+                    "split a table",
+                )?;
                 self.split_table(&req.table, req.split_row)?;
                 empty()
             }
+            Method::Grant | Method::Revoke => {
+                let (perm, what) = if method == Method::Grant {
+                    let req: pb::GrantRequest = decode(param, "GrantRequest")?;
+                    (req.permission, "GrantRequest")
+                } else {
+                    let req: pb::RevokeRequest = decode(param, "RevokeRequest")?;
+                    (req.permission, "RevokeRequest")
+                };
+                let perm =
+                    perm.ok_or_else(|| ServerError::invalid(format!("{what} has no permission")))?;
+                let scope = scope_from_pb(perm.scope.as_ref())?;
+                if method == Method::Grant {
+                    let actions =
+                        Actions::parse(&perm.actions).map_err(ServerError::InvalidArgument)?;
+                    self.grant(
+                        &ctx.caller,
+                        &Permission {
+                            user: perm.user,
+                            scope,
+                            actions,
+                        },
+                    )?;
+                } else {
+                    let actions = if perm.actions.is_empty() {
+                        None
+                    } else {
+                        Some(Actions::parse(&perm.actions).map_err(ServerError::InvalidArgument)?)
+                    };
+                    self.revoke(&ctx.caller, &perm.user, &scope, actions)?;
+                }
+                empty()
+            }
+            Method::UserPermissions => {
+                let req: pb::UserPermissionsRequest = decode(param, "UserPermissionsRequest")?;
+                let scope = req
+                    .scope
+                    .as_ref()
+                    .map(|s| scope_from_pb(Some(s)))
+                    .transpose()?;
+                let user = (!req.user.is_empty()).then_some(req.user.as_str());
+                let list = self.user_permissions(&ctx.caller, scope.as_ref(), user)?;
+                Ok(reply(
+                    &pb::UserPermissionsResponse {
+                        permissions: list.iter().map(permission_to_pb).collect(),
+                    },
+                    BytesMut::new(),
+                ))
+            }
         }
+    }
+
+    /// The region-control and balancing calls once their ADMIN check passed.
+    fn dispatch_unchecked(
+        &self,
+        ctx: &CallContext,
+        method: Method,
+        param: Bytes,
+        cellblock: Bytes,
+    ) -> Result<Reply, ServerError> {
+        let internal = CallContext::internal(ctx.conn_id);
+        self.dispatch(&internal, method, param, cellblock)
+    }
+
+    /// Narrows a read of `table` to the columns `caller` may see; refused when none.
+    pub(crate) fn check_read(
+        &self,
+        caller: &Caller,
+        table: &str,
+        columns: &mut Vec<cellar_model::Column>,
+        what: &str,
+    ) -> Result<(), ServerError> {
+        if !self.authz.enabled() || is_meta(table) {
+            return Ok(());
+        }
+        let view = self.authz.read_view(caller, table, what)?;
+        if restrict(columns, &view) {
+            Ok(())
+        } else {
+            // Only columns it may not read were asked for: refused (and audited) as HBase does.
+            self.authz
+                .require(caller, Action::Read, &Scope::table(table), what)
+        }
+    }
+
+    /// WRITE on every family a mutation touches; READ too on a condition's family.
+    pub(crate) fn check_mutation(
+        &self,
+        caller: &Caller,
+        table: &str,
+        m: &cellar_model::RowMutation,
+        kind: pb::MutationKind,
+        condition: Option<&cellar_model::Condition>,
+    ) -> Result<(), ServerError> {
+        if !self.authz.enabled() {
+            return Ok(());
+        }
+        let what = match (kind, condition.is_some()) {
+            (_, true) => "check and mutate",
+            (pb::MutationKind::Increment, _) => "increment",
+            (pb::MutationKind::Append, _) => "append",
+            _ => "put or delete",
+        };
+        self.authz
+            .require_write(caller, table, m.entries.iter().map(|e| &e.family[..]), what)?;
+        if let Some(c) = condition {
+            self.authz
+                .require(caller, Action::Read, &Scope::family(table, &c.family), what)?;
+        }
+        Ok(())
     }
 
     /// MULTI: each action on its own region, failing on its own. Cells of the request block
     /// belong to the mutations in action order; results' cells go to the response block in
     /// result order.
-    fn multi(&self, req: pb::MultiRequest, cellblock: Bytes) -> (pb::MultiResponse, BytesMut) {
+    fn multi(
+        &self,
+        caller: &Caller,
+        req: pb::MultiRequest,
+        cellblock: Bytes,
+    ) -> (pb::MultiResponse, BytesMut) {
         let mut reader = CellReader::new(cellblock);
         let mut out = BytesMut::new();
         let mut results = Vec::with_capacity(req.actions.len());
@@ -367,13 +555,15 @@ impl RegionServer {
                     "action {index} has no operation"
                 ))),
                 Some(pb::action::Op::Get(g)) => region_ref(action.region, "action").and_then(|r| {
-                    let get = convert::get_from_pb(g)?;
+                    let mut get = convert::get_from_pb(g)?;
+                    self.check_read(caller, &r.table, &mut get.columns, "get")?;
                     self.get(&r.table, r.region_id, &get).map(Some)
                 }),
                 Some(pb::action::Op::Mutation(m)) => convert::mutation_from_pb(&m, &mut reader)
                     .map_err(ServerError::from)
                     .and_then(|(mutation, kind)| {
                         let r = region_ref(action.region, "action")?;
+                        self.check_mutation(caller, &r.table, &mutation, kind, None)?;
                         let o = self.mutate(&r.table, r.region_id, &mutation, kind, None)?;
                         Ok((kind != pb::MutationKind::PutDelete).then_some(o.cells))
                     }),
@@ -498,12 +688,16 @@ impl Handler for RegionServer {
     /// would wait is finished on the handler pool; everything else goes to the pool.
     fn call_inline(
         &self,
-        _ctx: &CallContext,
+        ctx: &CallContext,
         method: Method,
         param: &Bytes,
         cellblock: &Bytes,
     ) -> Option<Inline> {
         if self.check_running().is_err() {
+            return None;
+        }
+        // Checked calls take the handler pool's path, where the checks are.
+        if self.authz.enabled() && ctx.caller.protocol != "internal" {
             return None;
         }
         match method {
@@ -666,5 +860,98 @@ fn status_to_pb(s: ServerStatus) -> pb::StatusResponse {
             })
             .collect(),
         balancer_on: s.balancer_on,
+    }
+}
+
+/// Whether `table` is the meta table: every caller may read it (HBase lets every client
+/// locate regions).
+fn is_meta(table: &str) -> bool {
+    table == crate::meta::META_TABLE
+}
+
+/// How refusals name an admin call.
+fn admin_what(method: Method) -> &'static str {
+    match method {
+        Method::DeleteTable => "delete a table",
+        Method::DisableTable => "disable a table",
+        Method::EnableTable => "enable a table",
+        Method::TruncateTable => "truncate a table",
+        Method::FlushTable => "flush a table",
+        Method::OpenRegion => "open a region",
+        Method::CloseRegion => "close a region",
+        Method::FlushRegion => "flush a region",
+        Method::PrepareSplit | Method::SplitRegion => "split a region",
+        Method::Balance => "run the balancer",
+        Method::BalanceSwitch => "switch the balancer",
+        Method::MoveRegion => "move a region",
+        Method::AssignRegion => "assign a region",
+        Method::UnassignRegion => "unassign a region",
+        _ => "administer",
+    }
+}
+
+/// A permission scope from the wire: nothing set is global.
+pub fn scope_from_pb(s: Option<&pb::PermissionScope>) -> Result<Scope, ServerError> {
+    let Some(s) = s else {
+        return Ok(Scope::Global);
+    };
+    match (s.namespace.is_empty(), s.table.is_empty()) {
+        (true, true) => {
+            if s.family.is_some() || s.qualifier.is_some() {
+                return Err(ServerError::invalid(
+                    "a permission's family needs its table",
+                ));
+            }
+            Ok(Scope::Global)
+        }
+        (false, true) => {
+            if s.family.is_some() || s.qualifier.is_some() {
+                return Err(ServerError::invalid(
+                    "a namespace permission names no family",
+                ));
+            }
+            Ok(Scope::Namespace(s.namespace.clone()))
+        }
+        (true, false) => {
+            if s.qualifier.is_some() && s.family.is_none() {
+                return Err(ServerError::invalid(
+                    "a permission's qualifier needs its family",
+                ));
+            }
+            Ok(Scope::Table {
+                table: crate::catalog::names::canonical(&s.table)?,
+                family: s.family.clone(),
+                qualifier: s.qualifier.clone(),
+            })
+        }
+        (false, false) => Err(ServerError::invalid(
+            "a permission names a namespace or a table, not both",
+        )),
+    }
+}
+
+/// A permission for the wire.
+pub fn permission_to_pb(p: &Permission) -> pb::Permission {
+    let scope = match &p.scope {
+        Scope::Global => pb::PermissionScope::default(),
+        Scope::Namespace(ns) => pb::PermissionScope {
+            namespace: ns.clone(),
+            ..Default::default()
+        },
+        Scope::Table {
+            table,
+            family,
+            qualifier,
+        } => pb::PermissionScope {
+            table: table.clone(),
+            family: family.clone(),
+            qualifier: qualifier.clone(),
+            ..Default::default()
+        },
+    };
+    pb::Permission {
+        user: p.user.clone(),
+        scope: Some(scope),
+        actions: p.actions.to_string(),
     }
 }

@@ -404,7 +404,7 @@ fn flush_compact_split_status_and_meta() {
 fn bad_calls_get_clear_errors() {
     let ts = TestServer::start();
     let r = ts.server();
-    let ctx = cellar_server::rpc::CallContext { conn_id: 1 };
+    let ctx = cellar_server::rpc::CallContext::internal(1);
     use cellar_server::rpc::Handler;
     for m in [Method::Ping, Method::Unspecified] {
         let e = r
@@ -477,7 +477,7 @@ fn tables_states_and_data_survive_restarts() {
     use cellar_server::rpc::Handler;
     let e = s
         .call(
-            &cellar_server::rpc::CallContext { conn_id: 1 },
+            &cellar_server::rpc::CallContext::internal(1),
             Method::ListTables,
             Bytes::new(),
             Bytes::new(),

@@ -586,7 +586,7 @@ fn inline_gets_are_served_from_memory_and_decline_cold_blocks() {
         }
         .encode_to_vec()
         .into();
-        let ctx = CallContext { conn_id: 1 };
+        let ctx = CallContext::internal(1);
         ts.server()
             .call_inline(&ctx, Method::Get, &param, &Bytes::new())
             .map(|r| {
@@ -611,7 +611,7 @@ fn inline_gets_are_served_from_memory_and_decline_cold_blocks() {
     assert_eq!(&from_pool[0].value[..], b"v1");
     assert_eq!(inline(&ts).expect("cached now"), from_pool);
     // Other methods always go to the pool.
-    let ctx = CallContext { conn_id: 1 };
+    let ctx = CallContext::internal(1);
     assert!(ts
         .server()
         .call_inline(&ctx, Method::Multi, &Bytes::new(), &Bytes::new())
@@ -638,7 +638,7 @@ fn inline_puts_apply_plain_puts_and_decline_the_rest() {
         .into();
         ts.server()
             .call_inline(
-                &CallContext { conn_id: 1 },
+                &CallContext::internal(1),
                 Method::Mutate,
                 &param,
                 &cells.freeze(),

@@ -233,6 +233,7 @@ fn native(out: &mut Vec<Seed>) {
             method: *m as i32,
             timeout_ms: 1000,
             want_timing: false,
+            user: String::new(),
         };
         let mut f = BytesMut::new();
         frame::encode_frame_raw(&mut f, &header, param, cells);
@@ -796,6 +797,24 @@ fn text(out: &mut Vec<Seed>) {
     // db.example.com), as DER: fixed text, so the seeds do not change from run to run.
     for (i, pem) in [CLIENT_CERT_PEM, SERVER_CERT_PEM].iter().enumerate() {
         out.push(("cert_identity", format!("cert-{i}"), pem_body(pem)));
+    }
+    use cellar_server::security::acl::{encode_key, Scope};
+    let scopes = [
+        Scope::Global,
+        Scope::Namespace("ns".into()),
+        Scope::table("ns:t"),
+        Scope::family("t", b"f"),
+        Scope::Table {
+            table: "t".into(),
+            family: Some(Bytes::from_static(b"f")),
+            qualifier: Some(Bytes::from_static(b"q\x00")),
+        },
+    ];
+    for (i, scope) in scopes.iter().enumerate() {
+        let mut record = encode_key(if i % 2 == 0 { "alice" } else { "@ops" }, scope);
+        record.push(0xff);
+        record.extend_from_slice(b"RWXCA");
+        out.push(("permission_record", format!("grant-{i}"), record));
     }
 }
 

@@ -43,6 +43,7 @@ pub const ALL: &[(&str, Target)] = &[
     ("filter_lang", filter_lang),
     ("config", config),
     ("cert_identity", cert_identity),
+    ("permission_record", permission_record),
 ];
 
 /// A decoded message, encoded again, decodes to a message that encodes to the same bytes.
@@ -188,6 +189,22 @@ pub fn native_request(data: &[u8]) {
     use pb::Method as M;
     match method {
         M::Unspecified | M::Ping | M::ListTables | M::Status => {}
+        M::Grant | M::Revoke => {
+            let perm = if method == M::Grant {
+                decode::<pb::GrantRequest>(&param, "GrantRequest").and_then(|r| r.permission)
+            } else {
+                decode::<pb::RevokeRequest>(&param, "RevokeRequest").and_then(|r| r.permission)
+            };
+            if let Some(p) = perm {
+                let _ = cellar_server::service::scope_from_pb(p.scope.as_ref());
+                let _ = cellar_server::security::acl::Actions::parse(&p.actions);
+            }
+        }
+        M::UserPermissions => {
+            if let Some(r) = decode::<pb::UserPermissionsRequest>(&param, "UserPermissionsRequest") {
+                let _ = cellar_server::service::scope_from_pb(r.scope.as_ref());
+            }
+        }
         M::LocateRegion => {
             decode::<pb::LocateRegionRequest>(&param, "LocateRegionRequest");
         }
@@ -788,5 +805,23 @@ pub fn config(data: &[u8]) {
 pub fn cert_identity(data: &[u8]) {
     if let Ok(user) = cellar_server::security::identity::user_from_certificate(data) {
         assert!(cellar_server::security::identity::check_user(&user).is_ok());
+    }
+}
+
+/// A stored grant as meta holds it (`security::acl`): a record that decodes encodes to the
+/// same bytes, and an actions value parses or is refused, never panics.
+pub fn permission_record(data: &[u8]) {
+    use cellar_server::security::acl;
+    let (key, value) = match data.iter().position(|&b| b == 0xff) {
+        Some(i) => (&data[..i], &data[i + 1..]),
+        None => (data, &[][..]),
+    };
+    if let Ok((user, scope)) = acl::decode_key(key) {
+        assert_eq!(acl::encode_key(&user, &scope), key, "a permission record does not round-trip");
+    }
+    if let Ok(text) = std::str::from_utf8(value) {
+        if let Ok(actions) = acl::Actions::parse(text) {
+            assert_eq!(acl::Actions::parse(&actions.to_string()), Ok(actions));
+        }
     }
 }

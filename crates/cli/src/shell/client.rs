@@ -226,6 +226,26 @@ impl Cluster for RemoteCluster {
         }
         Ok(lines)
     }
+    fn grant(
+        &mut self,
+        user: &str,
+        actions: &str,
+        scope: cellar_client::PermissionScope,
+    ) -> Result<(), String> {
+        self.admin()?.grant(user, scope, actions).map_err(msg)
+    }
+
+    fn revoke(&mut self, user: &str, scope: cellar_client::PermissionScope) -> Result<(), String> {
+        self.admin()?.revoke(user, scope, None).map_err(msg)
+    }
+
+    fn user_permissions(
+        &mut self,
+        scope: Option<cellar_client::PermissionScope>,
+    ) -> Result<Vec<cellar_client::Permission>, String> {
+        self.admin()?.user_permissions(scope, None).map_err(msg)
+    }
+
     fn balance_switch(&mut self, on: bool) -> Result<bool, String> {
         self.admin()?.balance_switch(on).map_err(msg)
     }

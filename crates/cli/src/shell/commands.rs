@@ -96,6 +96,20 @@ pub enum Action {
         table: String,
         row: Option<Bytes>,
     },
+    /// `grant 'user', 'RW'[, '@ns' | 'table'[, 'family'[, 'qualifier']]]`.
+    Grant {
+        user: String,
+        actions: String,
+        scope: cellar_client::PermissionScope,
+    },
+    /// `revoke 'user'[, '@ns' | 'table'[, 'family'[, 'qualifier']]]`: everything the user
+    /// holds there.
+    Revoke {
+        user: String,
+        scope: cellar_client::PermissionScope,
+    },
+    /// `user_permission[ '@ns' | 'table']`.
+    UserPermission(Option<cellar_client::PermissionScope>),
     Help(Option<String>),
     Exit,
 }
@@ -156,7 +170,7 @@ pub struct CommandHelp {
     pub summary: &'static str,
 }
 
-pub const GROUPS: &[&str] = &["general", "ddl", "dml", "tools"];
+pub const GROUPS: &[&str] = &["general", "ddl", "dml", "tools", "security"];
 
 pub const COMMANDS: &[CommandHelp] = &[
     CommandHelp { name: "status", group: "general", usage: "status\nstatus 'detailed'", summary: "Show the cluster's servers, regions and tables; 'detailed' lists every region server\nand the regions on it." },
@@ -185,6 +199,9 @@ SKIP, WHILE and parentheses." },
     CommandHelp { name: "flush", group: "tools", usage: "flush 't'", summary: "Write a table's memstores to store files." },
     CommandHelp { name: "major_compact", group: "tools", usage: "major_compact 't'", summary: "Rewrite each store of a table into one file, dropping deleted and expired cells." },
     CommandHelp { name: "split", group: "tools", usage: "split 't'[, 'split row']", summary: "Split a table's regions (the one holding the row, at that row)." },
+    CommandHelp { name: "grant", group: "security", usage: "grant 'user' | '@group', 'RWXCA'[, '@ns' | 'table'[, 'family'[, 'qualifier']]]", summary: "Give a user or group permissions (R read, W write, X exec, C create, A admin): globally, on a namespace, a table, a family or a column." },
+    CommandHelp { name: "revoke", group: "security", usage: "revoke 'user' | '@group'[, '@ns' | 'table'[, 'family'[, 'qualifier']]]", summary: "Take back every permission a user or group holds at exactly that scope." },
+    CommandHelp { name: "user_permission", group: "security", usage: "user_permission[ '@ns' | 'table']", summary: "List the permissions granted globally, on a namespace, or on a table (its families and columns too)." },
     CommandHelp { name: "balance_switch", group: "tools", usage: "balance_switch true|false", summary: "Turn the balancer on or off (a cluster's master); prints whether it was on." },
     CommandHelp { name: "balancer", group: "tools", usage: "balancer", summary: "Run the balancer now: even out region counts across region servers." },
     CommandHelp { name: "move", group: "tools", usage: "move 'REGION'[, 'SERVER']", summary: "Move a region (id, name or encoded name) to a region server (host,port,startcode or\nnative host:port), or to the least loaded other one." },
@@ -343,6 +360,31 @@ pub fn translate(cmd: &Command) -> Result<Action, String> {
                 }
             };
             Action::Status { detailed }
+        }
+        "grant" => {
+            args.count(2, 5)?;
+            let user = args.text(&args.values[0], "user")?;
+            let actions = args.text(&args.values[1], "permissions")?;
+            let scope = permission_scope(&args, 2)?;
+            Action::Grant {
+                user,
+                actions,
+                scope,
+            }
+        }
+        "revoke" => {
+            args.count(1, 4)?;
+            let user = args.text(&args.values[0], "user")?;
+            let scope = permission_scope(&args, 1)?;
+            Action::Revoke { user, scope }
+        }
+        "user_permission" => {
+            args.count(0, 1)?;
+            Action::UserPermission(if args.values.is_empty() {
+                None
+            } else {
+                Some(permission_scope(&args, 0)?)
+            })
         }
         "balance_switch" => {
             args.count(1, 1)?;
@@ -910,6 +952,31 @@ fn scan(args: &Args<'_>) -> Result<Action, String> {
     })
 }
 
+/// The scope of `grant` / `revoke` / `user_permission` from argument `from` on: none (global),
+/// `'@ns'`, or `'table'[, 'family'[, 'qualifier']]`.
+fn permission_scope(args: &Args, from: usize) -> Result<cellar_client::PermissionScope, String> {
+    let mut scope = cellar_client::PermissionScope::default();
+    let Some(first) = args.opt(from) else {
+        return Ok(scope);
+    };
+    let first = args.text(first, "table or @namespace")?;
+    if let Some(ns) = first.strip_prefix('@') {
+        if args.values.len() > from + 1 {
+            return Err("a namespace permission names no family or column".into());
+        }
+        scope.namespace = ns.to_string();
+        return Ok(scope);
+    }
+    scope.table = first;
+    if let Some(f) = args.opt(from + 1) {
+        scope.family = Some(Bytes::from(args.bytes(f, "family")?));
+    }
+    if let Some(q) = args.opt(from + 2) {
+        scope.qualifier = Some(Bytes::from(args.bytes(q, "qualifier")?));
+    }
+    Ok(scope)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::parser::parse_script;
@@ -1227,6 +1294,42 @@ mod tests {
         );
         assert!(error("status 'loud'").contains("unknown format"));
         assert_eq!(action("balance_switch false"), Action::BalanceSwitch(false));
+        let scope = |ns: &str, table: &str, f: Option<&str>, q: Option<&str>| {
+            cellar_client::PermissionScope {
+                namespace: ns.into(),
+                table: table.into(),
+                family: f.map(|f| Bytes::copy_from_slice(f.as_bytes())),
+                qualifier: q.map(|q| Bytes::copy_from_slice(q.as_bytes())),
+            }
+        };
+        assert_eq!(
+            action("grant 'bob', 'RW', 't', 'f', 'q'"),
+            Action::Grant {
+                user: "bob".into(),
+                actions: "RW".into(),
+                scope: scope("", "t", Some("f"), Some("q"))
+            }
+        );
+        assert_eq!(
+            action("grant '@ops', 'A'"),
+            Action::Grant {
+                user: "@ops".into(),
+                actions: "A".into(),
+                scope: scope("", "", None, None)
+            }
+        );
+        assert_eq!(
+            action("revoke 'bob', '@ns'"),
+            Action::Revoke {
+                user: "bob".into(),
+                scope: scope("ns", "", None, None)
+            }
+        );
+        assert_eq!(action("user_permission"), Action::UserPermission(None));
+        assert_eq!(
+            action("user_permission 't'"),
+            Action::UserPermission(Some(scope("", "t", None, None)))
+        );
         assert_eq!(action("balancer"), Action::Balancer);
         assert_eq!(
             action("move '42', 'h,1,2'"),

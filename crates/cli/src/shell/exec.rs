@@ -66,6 +66,17 @@ pub trait Cluster {
     fn move_region(&mut self, region: &str, server: Option<&str>) -> Result<(), String>;
     fn assign(&mut self, region: &str) -> Result<(), String>;
     fn unassign(&mut self, region: &str) -> Result<(), String>;
+    fn grant(
+        &mut self,
+        user: &str,
+        actions: &str,
+        scope: cellar_client::PermissionScope,
+    ) -> Result<(), String>;
+    fn revoke(&mut self, user: &str, scope: cellar_client::PermissionScope) -> Result<(), String>;
+    fn user_permissions(
+        &mut self,
+        scope: Option<cellar_client::PermissionScope>,
+    ) -> Result<Vec<cellar_client::Permission>, String>;
 }
 
 /// Whether the shell goes on after a command.
@@ -355,6 +366,23 @@ pub fn execute(
         Action::Flush(table) => cluster.flush(&table)?,
         Action::MajorCompact(table) => cluster.major_compact(&table)?,
         Action::Split { table, row } => cluster.split(&table, row.as_deref())?,
+        Action::Grant {
+            user,
+            actions,
+            scope,
+        } => cluster.grant(&user, &actions, scope)?,
+        Action::Revoke { user, scope } => cluster.revoke(&user, scope)?,
+        Action::UserPermission(scope) => {
+            let list = cluster.user_permissions(scope)?;
+            print(
+                out,
+                format::header("User", "Namespace,Table,Family,Qualifier:Permission"),
+            )?;
+            for p in &list {
+                print(out, format::line(&p.user, &format::permission(p)))?;
+            }
+            lines.push(format::rows(list.len() as u64));
+        }
     }
     for line in lines {
         print(out, line)?;

@@ -145,6 +145,26 @@ impl Cluster for Fake {
         }
         Ok(lines)
     }
+    fn grant(
+        &mut self,
+        user: &str,
+        actions: &str,
+        scope: cellar_client::PermissionScope,
+    ) -> Result<(), String> {
+        self.calls.push(format!("grant {user} {actions} {scope:?}"));
+        Ok(())
+    }
+    fn revoke(&mut self, user: &str, scope: cellar_client::PermissionScope) -> Result<(), String> {
+        self.calls.push(format!("revoke {user} {scope:?}"));
+        Ok(())
+    }
+    fn user_permissions(
+        &mut self,
+        scope: Option<cellar_client::PermissionScope>,
+    ) -> Result<Vec<cellar_client::Permission>, String> {
+        self.calls.push(format!("user_permission {scope:?}"));
+        Ok(Vec::new())
+    }
     fn balance_switch(&mut self, on: bool) -> Result<bool, String> {
         self.calls.push(format!("balance_switch {on}"));
         Ok(true)

@@ -141,6 +141,39 @@ pub fn family_description(f: &FamilySchema) -> String {
     )
 }
 
+/// A permission as HBase's `user_permission` shows it: `namespace,table,family,qualifier:
+/// [Permission: actions=READ,WRITE]`.
+pub fn permission(p: &cellar_client::Permission) -> String {
+    let scope = p.scope.clone().unwrap_or_default();
+    let (ns, table) = if !scope.table.is_empty() {
+        match scope.table.split_once(':') {
+            Some((ns, t)) => (ns.to_string(), t.to_string()),
+            None => ("default".to_string(), scope.table.clone()),
+        }
+    } else {
+        (scope.namespace.clone(), String::new())
+    };
+    let bin = |b: &Option<bytes::Bytes>| b.as_deref().map(to_string_binary).unwrap_or_default();
+    let actions: Vec<&str> = p
+        .actions
+        .chars()
+        .filter_map(|c| match c {
+            'R' => Some("READ"),
+            'W' => Some("WRITE"),
+            'X' => Some("EXEC"),
+            'C' => Some("CREATE"),
+            'A' => Some("ADMIN"),
+            _ => None,
+        })
+        .collect();
+    format!(
+        "{ns},{table},{},{}: [Permission: actions={}]",
+        bin(&scope.family),
+        bin(&scope.qualifier),
+        actions.join(",")
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

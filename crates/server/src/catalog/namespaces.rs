@@ -72,6 +72,7 @@ impl RegionServer {
         }
         self.meta()?.delete_namespace(name)?;
         self.namespaces.write().remove(name);
+        self.forget_permissions_of(&crate::security::acl::Scope::Namespace(name.to_string()))?;
         Ok(())
     }
 

@@ -162,6 +162,50 @@ fn user_region(target: &RegionTarget) -> Result<(&str, u64)> {
     }
 }
 
+// ---- Permissions ----
+
+/// Narrows a read of a user region to what the caller may see (meta: everyone may read).
+fn check_read(
+    svc: &HbaseService,
+    ctx: &CallCtx,
+    target: &RegionTarget,
+    columns: &mut Vec<cellar_model::Column>,
+    what: &str,
+) -> Result<()> {
+    match target {
+        RegionTarget::Meta => Ok(()),
+        RegionTarget::User { table, .. } => {
+            Ok(svc.rs.check_read(&ctx.caller, table, columns, what)?)
+        }
+    }
+}
+
+/// WRITE on the families a mutation touches; READ on a condition's family too (a filter
+/// condition reads the row: READ on the table).
+fn check_mutation(
+    svc: &HbaseService,
+    ctx: &CallCtx,
+    table: &str,
+    m: &RowMutation,
+    kind: MutationKind,
+    condition: Option<&convert::HCondition>,
+) -> Result<()> {
+    let column = match condition {
+        Some(convert::HCondition::Column(c)) => Some(c),
+        Some(convert::HCondition::RowFilter { .. }) => {
+            svc.rs.authz.require(
+                &ctx.caller,
+                crate::security::acl::Action::Read,
+                &crate::security::acl::Scope::table(table),
+                "check and mutate",
+            )?;
+            None
+        }
+        None => None,
+    };
+    Ok(svc.rs.check_mutation(&ctx.caller, table, m, kind, column)?)
+}
+
 // ---- Get ----
 
 /// The cells a Get selects, from meta or a user region.
@@ -216,7 +260,8 @@ pub(crate) fn get(
     target: &RegionTarget,
     g: &hbase::Get,
 ) -> Result<HReply> {
-    let (get, exists_only) = convert::get_from_hbase(g)?;
+    let (mut get, exists_only) = convert::get_from_hbase(g)?;
+    check_read(svc, ctx, target, &mut get.columns, "get")?;
     let cells = read_row(svc, target, &get)?;
     Ok(get_reply(ctx, &cells, exists_only))
 }
@@ -291,6 +336,7 @@ pub(crate) fn mutate(
         .as_ref()
         .map(convert::condition_from_hbase)
         .transpose()?;
+    check_mutation(svc, ctx, table, &m.mutation, m.kind, condition.as_ref())?;
     let outcome = svc.rs.mutate_checked(
         table,
         region_id,
@@ -465,6 +511,7 @@ fn run_action(
         if m_ready.whole_row_delete {
             m_ready.expand_whole_row(families(svc, table)?, convert::mutation_timestamp(m));
         }
+        check_mutation(svc, ctx, table, &m_ready.mutation, m_ready.kind, None)?;
         let outcome = svc
             .rs
             .mutate(table, region_id, &m_ready.mutation, m_ready.kind, None)?;
@@ -477,7 +524,8 @@ fn run_action(
         ));
     }
     if let Some(g) = &a.get {
-        let (get, exists_only) = convert::get_from_hbase(g)?;
+        let (mut get, exists_only) = convert::get_from_hbase(g)?;
+        check_read(svc, ctx, target, &mut get.columns, "get")?;
         let row = read_row(svc, target, &get)?;
         return Ok(get_result(ctx, &row, exists_only, out));
     }
@@ -544,6 +592,7 @@ fn atomic_region_action(
     let (_, region_id) = user_region(target)?;
     let condition = condition.map(convert::condition_from_hbase).transpose()?;
     let (mutation, kind, return_results) = merge(&decoded)?;
+    check_mutation(svc, ctx, table, &mutation, kind, condition.as_ref())?;
     let outcome = svc.rs.mutate_checked(
         table,
         region_id,
@@ -704,7 +753,9 @@ pub(crate) fn scan(
             ))
         }
         RegionTarget::User { table, region_id } => {
-            let scan = convert::scan_from_hbase(s, limit)?;
+            let mut scan = convert::scan_from_hbase(s, limit)?;
+            svc.rs
+                .check_read(&ctx.caller, &table, &mut scan.columns, "scan")?;
             let batch = svc.rs.scan_open(
                 ctx.conn_id,
                 &table,

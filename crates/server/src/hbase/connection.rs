@@ -170,6 +170,12 @@ pub(crate) async fn serve(
         ctx: CallCtx {
             conn_id,
             cell_blocks: false,
+            caller: crate::security::Caller {
+                user: io.origin.cert_user.clone(),
+                certified: io.origin.cert_user.is_some(),
+                peer: Some(peer.ip()),
+                protocol: "hbase",
+            },
         },
         service_name: Arc::from(""),
         shared: shared.clone(),
@@ -448,6 +454,15 @@ impl Reader {
             }
         }
         self.service_name = Arc::from(header.service_name.as_deref().unwrap_or(""));
+        if !self.ctx.caller.certified {
+            // HBase's SIMPLE authentication: the client says who it is.
+            self.ctx.caller.user = header
+                .user_info
+                .as_ref()
+                .map(|u| u.effective_user.as_str())
+                .filter(|u| !u.is_empty())
+                .map(Arc::from);
+        }
         Ok(())
     }
 
@@ -598,7 +613,7 @@ impl Reader {
             .map(|t| received + Duration::from_millis(u64::from(t)));
         let call = HCall {
             hbase: self.shared.service.clone(),
-            ctx: self.ctx,
+            ctx: self.ctx.clone(),
             call_id,
             service: self.service_name.clone(),
             method,

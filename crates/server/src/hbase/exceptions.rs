@@ -30,6 +30,7 @@ pub const WRONG_VERSION: &str = "org.apache.hadoop.hbase.ipc.WrongVersionExcepti
 pub const BAD_AUTH: &str = "org.apache.hadoop.hbase.ipc.BadAuthException";
 pub const SECURITY_NOT_ENABLED: &str = "org.apache.hadoop.hbase.ipc.SecurityNotEnabledException";
 pub const REQUEST_TOO_BIG: &str = "org.apache.hadoop.hbase.exceptions.RequestTooBigException";
+pub const ACCESS_DENIED: &str = "org.apache.hadoop.hbase.security.AccessDeniedException";
 
 /// An error on its way to an HBase client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -107,6 +108,9 @@ impl From<ServerError> for HbaseError {
             | ServerError::UnknownMethod(_) => (DO_NOT_RETRY, true),
             ServerError::Stopping => (SERVER_STOPPED, false),
             ServerError::Internal(_) => (IO, false),
+            ServerError::PermissionDenied(_) | ServerError::Unauthenticated(_) => {
+                (ACCESS_DENIED, true)
+            }
             ServerError::Storage(s) => match s {
                 StorageError::NoSuchFamily(_) => (NO_SUCH_FAMILY, true),
                 StorageError::WrongRegion(_) | StorageError::Closed(_) => {

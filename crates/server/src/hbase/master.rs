@@ -13,6 +13,7 @@ use super::{meta_view, CallCtx, HReply, HbaseError, HbaseService};
 use crate::catalog::names as catalog_names;
 use crate::meta::META_TABLE;
 use crate::router::TableState;
+use crate::security::acl::{namespace_of, Action, Scope};
 use bytes::Bytes;
 use cellar_model::TableSchema;
 use cellar_proto::hbase;
@@ -93,12 +94,19 @@ pub(super) fn table_of(t: &hbase::TableName, what: &str) -> Result<String, Hbase
 
 pub(crate) fn call(
     svc: &HbaseService,
-    _ctx: &CallCtx,
+    ctx: &CallCtx,
     method: &str,
     param: Bytes,
 ) -> Result<HReply, HbaseError> {
     let rs = &svc.rs;
     let procs = &svc.procedures;
+    if needs_global_admin(method) {
+        rs.authz
+            .require(&ctx.caller, Action::Admin, &Scope::Global, method)?;
+    }
+    if let Some(answer) = super::access::call(svc, ctx, method, &param) {
+        return answer;
+    }
     match method {
         "IsMasterRunning" => {
             decode::<hbase::IsMasterRunningRequest>("IsMasterRunningRequest", &param)?;
@@ -154,7 +162,15 @@ pub(crate) fn call(
         "CreateTable" => {
             let req: hbase::CreateTableRequest = decode("CreateTableRequest", &param)?;
             let schema = schema::table_from_pb(&req.table_schema)?;
+            svc.rs.authz.require_any(
+                &ctx.caller,
+                &[Action::Create, Action::Admin],
+                &Scope::Namespace(namespace_of(&schema.name).to_string()),
+                "create a table",
+            )?;
+            let name = schema.name.clone();
             rs.create_table(schema, &req.split_keys)?;
+            rs.grant_owner(&ctx.caller, &name)?;
             let proc_id = procs.run(|| Ok(()));
             Ok(HReply::message(&hbase::CreateTableResponse {
                 proc_id: Some(proc_id),
@@ -163,6 +179,7 @@ pub(crate) fn call(
         "DeleteTable" => {
             let req: hbase::DeleteTableRequest = decode("DeleteTableRequest", &param)?;
             let table = table_of(&req.table_name, "DeleteTableRequest")?;
+            table_admin(svc, ctx, &table, "delete a table")?;
             rs.delete_table(&table)?;
             let proc_id = procs.run(|| Ok(()));
             Ok(HReply::message(&hbase::DeleteTableResponse {
@@ -172,6 +189,7 @@ pub(crate) fn call(
         "DisableTable" => {
             let req: hbase::DisableTableRequest = decode("DisableTableRequest", &param)?;
             let table = table_of(&req.table_name, "DisableTableRequest")?;
+            table_admin(svc, ctx, &table, "disable a table")?;
             let proc_id = procs.run(|| Ok(rs.disable_table(&table)?));
             Ok(HReply::message(&hbase::DisableTableResponse {
                 proc_id: Some(proc_id),
@@ -180,6 +198,7 @@ pub(crate) fn call(
         "EnableTable" => {
             let req: hbase::EnableTableRequest = decode("EnableTableRequest", &param)?;
             let table = table_of(&req.table_name, "EnableTableRequest")?;
+            table_admin(svc, ctx, &table, "enable a table")?;
             let proc_id = procs.run(|| Ok(rs.enable_table(&table)?));
             Ok(HReply::message(&hbase::EnableTableResponse {
                 proc_id: Some(proc_id),
@@ -188,6 +207,7 @@ pub(crate) fn call(
         "truncateTable" => {
             let req: hbase::TruncateTableRequest = decode("TruncateTableRequest", &param)?;
             let table = table_of(&req.table_name, "TruncateTableRequest")?;
+            table_admin(svc, ctx, &table, "truncate a table")?;
             let preserve = req.preserve_splits();
             let proc_id = procs.run(|| truncate(svc, &table, preserve));
             Ok(HReply::message(&hbase::TruncateTableResponse {
@@ -197,6 +217,7 @@ pub(crate) fn call(
         "ModifyTable" => {
             let req: hbase::ModifyTableRequest = decode("ModifyTableRequest", &param)?;
             let table = table_of(&req.table_name, "ModifyTableRequest")?;
+            table_admin(svc, ctx, &table, "modify a table")?;
             let wanted = schema::table_from_pb(&req.table_schema)?;
             if wanted.name != table {
                 return Err(HbaseError::do_not_retry(format!(
@@ -218,6 +239,7 @@ pub(crate) fn call(
                 (req.table_name, req.column_families)
             };
             let table = table_of(&table, method)?;
+            table_admin(svc, ctx, &table, "modify a table")?;
             let family = schema::family_from_pb(&table, &family)?;
             let current = current_schema(svc, &table)?;
             let exists = current.family(family.name.as_bytes()).is_some();
@@ -242,6 +264,7 @@ pub(crate) fn call(
         "DeleteColumn" => {
             let req: hbase::DeleteColumnRequest = decode("DeleteColumnRequest", &param)?;
             let table = table_of(&req.table_name, "DeleteColumnRequest")?;
+            table_admin(svc, ctx, &table, "modify a table")?;
             let family = String::from_utf8_lossy(&req.column_name).into_owned();
             let current = current_schema(svc, &table)?;
             if current.family(&req.column_name).is_none() {
@@ -263,6 +286,7 @@ pub(crate) fn call(
         "FlushTable" => {
             let req: hbase::FlushTableRequest = decode("FlushTableRequest", &param)?;
             let table = table_of(&req.table_name, "FlushTableRequest")?;
+            table_admin(svc, ctx, &table, "flush a table")?;
             // Cellar flushes whole regions: a family list flushes them all, which is a superset.
             let proc_id = procs.run(|| Ok(rs.flush_table(&table)?));
             Ok(HReply::message(&hbase::FlushTableResponse {
@@ -275,6 +299,12 @@ pub(crate) fn call(
             let req: hbase::SplitTableRegionRequest = decode("SplitTableRegionRequest", &param)?;
             let info = &req.region_info;
             let table = table_of(&info.table_name, "SplitTableRegionRequest")?;
+            svc.rs.authz.require(
+                &ctx.caller,
+                Action::Admin,
+                &Scope::table(&table),
+                "split a region",
+            )?;
             let row = req.split_row.filter(|r| !r.is_empty());
             rs.split_region_by_id(&table, info.region_id, row)?;
             let proc_id = procs.run(|| Ok(()));
@@ -623,4 +653,59 @@ fn modify(svc: &HbaseService, table: &str, wanted: TableSchema) -> Result<(), Hb
         return Ok(());
     }
     Ok(svc.rs.alter_table(table, put, &delete)?)
+}
+
+/// Master calls that change the cluster rather than a table need global ADMIN (HBase's
+/// AccessController: namespaces, the balancer, and anything this front end does not list as
+/// a read or check by table).
+fn needs_global_admin(method: &str) -> bool {
+    !matches!(
+        method,
+        "IsMasterRunning"
+            | "GetClusterStatus"
+            | "IsBalancerEnabled"
+            | "IsMasterInMaintenanceMode"
+            | "ListDecommissionedRegionServers"
+            | "CreateTable"
+            | "DeleteTable"
+            | "DisableTable"
+            | "EnableTable"
+            | "truncateTable"
+            | "ModifyTable"
+            | "AddColumn"
+            | "ModifyColumn"
+            | "DeleteColumn"
+            | "FlushTable"
+            | "SplitRegion"
+            | "GetSchemaAlterStatus"
+            | "getProcedureResult"
+            | "GetTableDescriptors"
+            | "GetTableNames"
+            | "GetTableState"
+            | "ListTableDescriptorsByNamespace"
+            | "ListTableNamesByNamespace"
+            | "ListNamespaceDescriptors"
+            | "ListNamespaces"
+            | "GetNamespaceDescriptor"
+            | "Grant"
+            | "Revoke"
+            | "GetUserPermissions"
+            | "HasUserPermissions"
+            | "getSecurityCapabilities"
+    )
+}
+
+/// ADMIN or CREATE on `table` (HBase's rule for table DDL, flushes and compactions).
+fn table_admin(
+    svc: &HbaseService,
+    ctx: &CallCtx,
+    table: &str,
+    what: &str,
+) -> Result<(), HbaseError> {
+    Ok(svc.rs.authz.require_any(
+        &ctx.caller,
+        &[Action::Admin, Action::Create],
+        &Scope::table(table),
+        what,
+    )?)
 }

@@ -43,6 +43,13 @@ pub enum ServerError {
     Stopping,
     #[error("internal error: {0}")]
     Internal(String),
+    /// The caller may not do this; the message names the user, the action and the object
+    /// (HBase's `AccessDeniedException` wording).
+    #[error("{0}")]
+    PermissionDenied(String),
+    /// The caller is not known (no certificate, and no user the server may take its word for).
+    #[error("{0}")]
+    Unauthenticated(String),
     #[error(transparent)]
     Storage(#[from] StorageError),
 }
@@ -81,6 +88,8 @@ impl ServerError {
             ServerError::UnknownMethod(_) => C::UnknownMethod,
             ServerError::Stopping => C::ServerStopping,
             ServerError::Internal(_) => C::Internal,
+            ServerError::PermissionDenied(_) => C::PermissionDenied,
+            ServerError::Unauthenticated(_) => C::Unauthenticated,
             ServerError::Storage(e) => match e {
                 StorageError::Io { .. } | StorageError::WalFailed(_) => C::Io,
                 StorageError::Checksum { .. }

@@ -27,6 +27,7 @@ impl RegionServer {
             }
         }
         let contents = self.meta()?.load()?;
+        self.authz.load(contents.permissions);
         *self.namespaces.write() = contents
             .namespaces
             .into_iter()

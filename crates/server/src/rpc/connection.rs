@@ -13,7 +13,7 @@ use super::respond::{error_frame, reply_frame, rpc_error, Outgoing, Responder, S
 use super::route::{self, busy_in_flight};
 use super::stream::{self, End, Inbound};
 use super::ucx::{Attached, UcxFront};
-use super::{Handler, Reply};
+use super::{CallContext, Handler, Reply};
 use crate::metrics::{Overload, RpcMetrics};
 use bytes::Bytes;
 use cellar_proto::frame::{check_preamble, decode_param, peek_request_header, PREAMBLE};
@@ -124,8 +124,15 @@ pub(crate) async fn serve(
         &shared.limits,
         shutdown,
     );
+    let caller = crate::security::Caller {
+        user: io.origin.cert_user.clone(),
+        certified: io.origin.cert_user.is_some(),
+        peer: Some(peer.ip()),
+        protocol: "native",
+    };
     let mut reader = Reader {
         conn_id,
+        caller,
         shared: shared.clone(),
         io,
         ucx: None,
@@ -150,6 +157,9 @@ pub(crate) async fn serve(
 
 struct Reader {
     conn_id: u64,
+    /// Who the connection's calls are from: its certificate's user, else the user its latest
+    /// request header named (HBase's SIMPLE; the server decides whether to take it).
+    caller: crate::security::Caller,
     shared: Arc<Shared>,
     io: Inbound,
     /// Set once the client moved its calls to UCX (TRANSPORT_HELLO).
@@ -393,7 +403,17 @@ impl Reader {
                 .record_call(req.method, received.elapsed());
             return send(respond, frame);
         }
-        match route::serve(&self.shared, self.conn_id, req, respond) {
+        if !self.caller.certified
+            && !req.header.user.is_empty()
+            && self.caller.user.as_deref() != Some(req.header.user.as_str())
+        {
+            self.caller.user = Some(Arc::from(req.header.user.as_str()));
+        }
+        let ctx = CallContext {
+            conn_id: self.conn_id,
+            caller: self.caller.clone(),
+        };
+        match route::serve(&self.shared, ctx, req, respond) {
             route::Served::Queued => Ok(()),
             route::Served::Answer(frame, respond) => send(respond, frame),
             // Not refused for its size, unlike a handler's answer (`Responder::send_read`):
@@ -450,6 +470,7 @@ impl Reader {
         };
         match front.attach(
             self.conn_id,
+            self.caller.clone(),
             self.io.budget.clone(),
             hello.worker_address.to_vec(),
             hello.client_peer_id,

@@ -177,9 +177,9 @@ impl PendingWrite for Finished {
     }
 }
 
-/// Serves one decoded call of connection `conn_id`: PING and refusals at once, the handler's
+/// Serves one decoded call of the connection and caller `ctx` names: PING and refusals at once, the handler's
 /// fast path where the request was read, the rest on the handler pool.
-pub(crate) fn serve(shared: &Shared, conn_id: u64, req: Request, respond: Responder) -> Served {
+pub(crate) fn serve(shared: &Shared, ctx: CallContext, req: Request, respond: Responder) -> Served {
     let Request {
         header,
         method,
@@ -203,7 +203,6 @@ pub(crate) fn serve(shared: &Shared, conn_id: u64, req: Request, respond: Respon
         let error = rpc_error(code, format!("{} {message}", method.as_str_name()));
         return Served::Answer(error_frame(header.call_id, error), respond);
     }
-    let ctx = CallContext { conn_id };
     // Read from the clock only for calls that asked for their stage times.
     let inline_started = header.want_timing.then(Instant::now);
     let inline = catch_unwind(AssertUnwindSafe(|| {

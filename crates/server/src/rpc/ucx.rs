@@ -39,6 +39,9 @@ use tokio::sync::Semaphore;
 /// One connection's UCX side, as its progress thread sees it.
 struct Peer {
     conn_id: u64,
+    /// Who its calls are from (the TCP connection's caller; UCX connections are never TLS, so
+    /// the user is the one request headers name).
+    caller: crate::security::Caller,
     slots: Arc<Semaphore>,
     budget: Arc<ConnBudget>,
 }
@@ -80,6 +83,7 @@ impl UcxFront {
     pub fn attach(
         &self,
         conn_id: u64,
+        caller: crate::security::Caller,
         budget: Arc<ConnBudget>,
         address: Vec<u8>,
         client_peer_id: u32,
@@ -96,6 +100,7 @@ impl UcxFront {
             runtime: self.runtime.clone(),
             peer: Peer {
                 conn_id,
+                caller,
                 slots: Arc::new(Semaphore::new(MAX_IN_FLIGHT_PER_CONNECTION)),
                 budget,
             },
@@ -290,8 +295,16 @@ impl Events for Serve {
             permit,
             charge,
         };
-        let conn_id = self.peer.conn_id;
-        match route::serve(&shared, conn_id, req, respond) {
+        if !req.header.user.is_empty()
+            && self.peer.caller.user.as_deref() != Some(req.header.user.as_str())
+        {
+            self.peer.caller.user = Some(Arc::from(req.header.user.as_str()));
+        }
+        let ctx = crate::rpc::CallContext {
+            conn_id: self.peer.conn_id,
+            caller: self.peer.caller.clone(),
+        };
+        match route::serve(&shared, ctx, req, respond) {
             route::Served::Queued => {}
             route::Served::Answer(frame, respond) => {
                 drop(respond);

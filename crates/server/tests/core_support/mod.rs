@@ -143,7 +143,7 @@ impl TestServer {
         cells: Bytes,
     ) -> Result<(Resp, Bytes), pb::RpcError> {
         let reply = self.server().call(
-            &CallContext { conn_id: conn },
+            &CallContext::internal(conn),
             method,
             req.encode_to_vec().into(),
             cells,

@@ -58,10 +58,12 @@ fn fixture() -> Fixture {
 const PB: CallCtx = CallCtx {
     conn_id: 7,
     cell_blocks: false,
+    caller: crate::security::Caller::internal(),
 };
 const BLOCKS: CallCtx = CallCtx {
     conn_id: 7,
     cell_blocks: true,
+    caller: crate::security::Caller::internal(),
 };
 
 fn b(s: &str) -> Bytes {

@@ -11,6 +11,7 @@ use prost::Message;
 pub(crate) const CTX: CallCtx = CallCtx {
     conn_id: 1,
     cell_blocks: false,
+    caller: crate::security::Caller::internal(),
 };
 
 /// A service on its own data directory; the server is shut down when dropped.

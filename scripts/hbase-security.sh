@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The unmodified HBase 2.6 Java client over TLS against Cellar (HBase's own settings:
+# The unmodified HBase 2.6 Java client over TLS, and with access control, against Cellar (HBase's own settings:
 # hbase.client.netty.tls.enabled, PEM trust and key stores). Certificates come from
 # `cellar cert`; each case is one TlsProbe run (java/hbase-compat-tests) that must succeed or
 # fail the way it says:
@@ -9,24 +9,28 @@
 #     serves only TLS);
 #   - a server certificate for another host: the client refuses the server;
 #   - client certificates optional: a client without one works.
+# Then access control (AclProbe, users named by HADOOP_USER_NAME, HBase's SIMPLE
+# authentication, on a server with security.authorization on): AccessControlClient.grant and
+# getUserPermissions as a superuser; the granted user reads only its family and gets
+# AccessDeniedException for the rest; revoke; everything refused afterwards.
 # Ends with one line
-#   hbase-tls: N passed, M failed
+#   hbase-security: N passed, M failed
 # and exits non-zero on a failure. Called by scripts/hbase-compat.sh.
 #
-# Usage: scripts/hbase-tls.sh --cellar BIN --classpath CP --work DIR
+# Usage: scripts/hbase-security.sh --cellar BIN --classpath CP --work DIR
 set -uo pipefail
 
 cellar_bin=""
 classpath=""
 work=""
-fail() { echo "hbase-tls: $*" >&2; echo "hbase-tls: 0 passed, 1 failed"; exit 1; }
+fail() { echo "hbase-security: $*" >&2; echo "hbase-security: 0 passed, 1 failed"; exit 1; }
 need_value() { [[ $# -ge 2 && -n "$2" ]] || fail "option $1 needs a value"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --cellar) need_value "$@"; cellar_bin="$2"; shift 2 ;;
     --classpath) need_value "$@"; classpath="$2"; shift 2 ;;
     --work) need_value "$@"; work="$2"; shift 2 ;;
-    -h|--help) sed -n '2,16p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,20p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) fail "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -89,10 +93,10 @@ probe() {
   out="$(grep '^tls-probe:' "$work/probe-$what.out" | tail -n1)"
   if [[ "$out" == "tls-probe: passed"* ]]; then
     passed=$((passed + 1))
-    echo "hbase-tls: $what: ${out#tls-probe: }" | cut -c1-300 >&2
+    echo "hbase-security: $what: ${out#tls-probe: }" | cut -c1-300 >&2
   else
     failed=$((failed + 1))
-    echo "hbase-tls: $what FAILED: ${out:-no result (log: $work/probe-$what.log)}" >&2
+    echo "hbase-security: $what FAILED: ${out:-no result (log: $work/probe-$what.log)}" >&2
     tail -n 5 "$work/probe-$what.log" >&2
   fi
 }
@@ -107,16 +111,16 @@ if start_server required "${tls[@]}" --tls-client-ca "$certs/ca.pem"; then
   probe plaintext-client plain - "serves only TLS"
   grep -q "plaintext client on the HBase TLS port" "$work/required/cellar.log" \
     && passed=$((passed + 1)) \
-    || { failed=$((failed + 1)); echo "hbase-tls: the server logged no line for the plaintext client" >&2; }
+    || { failed=$((failed + 1)); echo "hbase-security: the server logged no line for the plaintext client" >&2; }
 else
-  failed=$((failed + 1)); echo "hbase-tls: the TLS server did not start" >&2
+  failed=$((failed + 1)); echo "hbase-security: the TLS server did not start" >&2
 fi
 stop_server
 
 if start_server elsewhere --tls-cert "$certs/elsewhere.pem" --tls-key "$certs/elsewhere.key"; then
   probe server-certificate-for-another-host "$certs/ca.pem" - "Failed to verify both host address and host name"
 else
-  failed=$((failed + 1)); echo "hbase-tls: the server with another host's certificate did not start" >&2
+  failed=$((failed + 1)); echo "hbase-security: the server with another host's certificate did not start" >&2
 fi
 stop_server
 
@@ -125,9 +129,38 @@ if start_server optional "${tls[@]}" --tls-client-ca "$certs/ca.pem" --config "$
   probe optional-without-certificate "$certs/ca.pem" - ok
   probe optional-with-certificate "$certs/ca.pem" "$certs/alice.keystore.pem" ok
 else
-  failed=$((failed + 1)); echo "hbase-tls: the optional-certificate server did not start" >&2
+  failed=$((failed + 1)); echo "hbase-security: the optional-certificate server did not start" >&2
 fi
 stop_server
 
-echo "hbase-tls: ${passed} passed, ${failed} failed"
+# acl MODE USER: one AclProbe run as USER against $addr.
+acl() {
+  local mode="$1" user="$2" out
+  HADOOP_USER_NAME="$user" timeout 180 java "${java_flags[@]}" -cp "$classpath" \
+    org.cellar.hbasecompat.AclProbe "$mode" "$addr" >"$work/acl-$mode.out" 2>"$work/acl-$mode.log"
+  out="$(grep '^acl-probe:' "$work/acl-$mode.out" | tail -n1)"
+  if [[ "$out" == "acl-probe: passed"* ]]; then
+    passed=$((passed + 1))
+    echo "hbase-security: acl $mode as $user: passed" >&2
+  else
+    failed=$((failed + 1))
+    echo "hbase-security: acl $mode as $user FAILED: ${out:-no result (log: $work/acl-$mode.log)}" | cut -c1-2000 >&2
+    tail -n 5 "$work/acl-$mode.log" >&2
+  fi
+}
+printf '[security]\nauthorization = true\nsuperusers = ["admin"]\n' >"$work/acl.toml"
+if start_server acl --config "$work/acl.toml"; then
+  acl grant admin
+  acl user bob
+  acl revoke admin
+  acl denied bob
+  grep -q '"user":"bob"' "$work/acl/data/audit.log" 2>/dev/null \
+    && passed=$((passed + 1)) \
+    || { failed=$((failed + 1)); echo "hbase-security: the audit log has no line for bob's denied calls" >&2; }
+else
+  failed=$((failed + 1)); echo "hbase-security: the server with access control did not start" >&2
+fi
+stop_server
+
+echo "hbase-security: ${passed} passed, ${failed} failed"
 (( failed == 0 ))

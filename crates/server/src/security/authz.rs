@@ -1,0 +1,533 @@
+//! Authorization: who a call's caller is ([`Caller`] → [`Subject`]) and whether the granted
+//! permissions ([`super::acl`]) let it do what it asks. One [`Authz`] per server, shared by
+//! both front ends; with `security.authorization` off every check passes at once.
+//!
+//! Who the caller is: the user of its client certificate; else, where `security.simple_users`
+//! allows it, the user the client says it is (HBase's SIMPLE authentication: the connection
+//! header's user on the HBase port, the request header's `user` on the native one); else
+//! nobody, and every call is refused as unauthenticated. Superusers (configured, the user
+//! running the server, the user of the server's own certificate) may do everything.
+//!
+//! Refusals are `ServerError::PermissionDenied` / `Unauthenticated` in HBase's wording
+//! (`Insufficient permissions for user 'bob' (table=t, action=WRITE)`), and each is one line in
+//! the audit log.
+
+use super::acl::{Action, Permission, Permissions, Scope, Subject};
+use super::audit::{AuditLog, Event, Record};
+use crate::config::{SecurityConfig, SimpleUsers};
+use crate::region_server::ServerError;
+use bytes::Bytes;
+use parking_lot::RwLock;
+use std::collections::{BTreeMap, HashMap};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+/// Who sent a call, as its connection knows it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Caller {
+    /// The user: the client certificate's, or the one the client claims.
+    pub user: Option<Arc<str>>,
+    /// `user` comes from a certificate the TLS handshake checked.
+    pub certified: bool,
+    /// The client's address.
+    pub peer: Option<IpAddr>,
+    /// `native` or `hbase`.
+    pub protocol: &'static str,
+}
+
+impl Caller {
+    /// A caller inside the server (the master's own calls, tests): a superuser.
+    pub const fn internal() -> Caller {
+        Caller {
+            user: None,
+            certified: true,
+            peer: None,
+            protocol: "internal",
+        }
+    }
+}
+
+/// What a caller may read of a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadView {
+    /// Everything.
+    All,
+    /// Only these families (`None`: all of it) or columns.
+    Columns(BTreeMap<Bytes, Option<Vec<Bytes>>>),
+}
+
+/// A server's authorization.
+pub struct Authz {
+    enabled: bool,
+    superusers: Vec<String>,
+    /// user → the groups it is in.
+    groups: HashMap<String, Vec<String>>,
+    simple: SimpleUsers,
+    permissions: RwLock<Permissions>,
+    audit: Option<AuditLog>,
+}
+
+impl Authz {
+    /// From the configuration; `own_users` are superusers too (the process's user, the user
+    /// of the server's certificate). The audit log is opened when authorization is on.
+    pub fn new(
+        config: &SecurityConfig,
+        own_users: Vec<String>,
+        audit_path: &std::path::Path,
+    ) -> Result<Authz, String> {
+        let mut groups: HashMap<String, Vec<String>> = HashMap::new();
+        for (group, members) in &config.groups {
+            for m in members {
+                groups.entry(m.clone()).or_default().push(group.clone());
+            }
+        }
+        let mut superusers = config.superusers.clone();
+        superusers.extend(own_users);
+        let audit = if config.authorization {
+            Some(AuditLog::open(audit_path)?)
+        } else {
+            None
+        };
+        Ok(Authz {
+            enabled: config.authorization,
+            superusers,
+            groups,
+            simple: config.simple_users,
+            permissions: RwLock::new(Permissions::default()),
+            audit,
+        })
+    }
+
+    /// Authorization off: every check passes.
+    pub fn disabled() -> Authz {
+        Authz {
+            enabled: false,
+            superusers: Vec::new(),
+            groups: HashMap::new(),
+            simple: SimpleUsers::Loopback,
+            permissions: RwLock::new(Permissions::default()),
+            audit: None,
+        }
+    }
+
+    pub fn enabled(&self) -> bool {
+        self.enabled
+    }
+
+    /// Replaces the permissions (loaded from meta).
+    pub fn load(&self, list: Vec<Permission>) {
+        *self.permissions.write() = Permissions::from_list(list);
+    }
+
+    /// The permissions now.
+    pub fn permissions(&self) -> Permissions {
+        self.permissions.read().clone()
+    }
+
+    /// Changes the permissions with `f` (after meta has the change).
+    pub fn update<T>(&self, f: impl FnOnce(&mut Permissions) -> T) -> T {
+        f(&mut self.permissions.write())
+    }
+
+    /// The configured superusers that are users (not `@groups`).
+    pub fn superuser_names(&self) -> Vec<String> {
+        self.superusers
+            .iter()
+            .filter(|s| !s.starts_with('@'))
+            .cloned()
+            .collect()
+    }
+
+    /// The subject a named user would be (for checking someone else's permissions).
+    pub fn subject_of(&self, user: &str) -> Subject {
+        let groups = self.groups.get(user).cloned().unwrap_or_default();
+        let superuser = self.is_superuser(user, &groups);
+        Subject {
+            user: user.to_string(),
+            groups,
+            superuser,
+        }
+    }
+
+    fn is_superuser(&self, user: &str, groups: &[String]) -> bool {
+        self.superusers.iter().any(|s| match s.strip_prefix('@') {
+            Some(g) => groups.iter().any(|mine| mine == g),
+            None => s == user,
+        })
+    }
+
+    /// The subject of `caller`, or why it has none (audited).
+    pub fn subject(&self, caller: &Caller) -> Result<Subject, ServerError> {
+        if caller.protocol == "internal" {
+            return Ok(Subject {
+                user: "(server)".into(),
+                groups: Vec::new(),
+                superuser: true,
+            });
+        }
+        let Some(user) = caller.user.as_deref() else {
+            return Err(self.unauthenticated(
+                caller,
+                "this server checks permissions and does not know who you are: present a client certificate (TLS with a client CA), or a user where security.simple_users lets the server take your word",
+            ));
+        };
+        if !caller.certified {
+            let taken = match self.simple {
+                SimpleUsers::Always => true,
+                SimpleUsers::Never => false,
+                SimpleUsers::Loopback => caller.peer.is_some_and(|p| p.is_loopback()),
+            };
+            if !taken {
+                return Err(self.unauthenticated(
+                    caller,
+                    &format!(
+                        "the server does not take your word that you are '{user}' (security.simple_users = {:?}): present a client certificate",
+                        self.simple
+                    ),
+                ));
+            }
+        }
+        Ok(self.subject_of(user))
+    }
+
+    /// Passes when `caller` may do `action` at `scope`; `what` names the call in refusals.
+    pub fn require(
+        &self,
+        caller: &Caller,
+        action: Action,
+        scope: &Scope,
+        what: &str,
+    ) -> Result<(), ServerError> {
+        self.require_any(caller, &[action], scope, what)
+    }
+
+    /// Passes when `caller` may do any one of `actions` at `scope` (HBase's "ADMIN or CREATE").
+    pub fn require_any(
+        &self,
+        caller: &Caller,
+        actions: &[Action],
+        scope: &Scope,
+        what: &str,
+    ) -> Result<(), ServerError> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let who = self.subject(caller)?;
+        let perms = self.permissions.read();
+        if actions.iter().any(|a| perms.allows(&who, *a, scope)) {
+            return Ok(());
+        }
+        drop(perms);
+        let names: Vec<&str> = actions.iter().map(|a| a.name()).collect();
+        Err(self.denied(caller, &who.user, &names.join("|"), scope, what))
+    }
+
+    /// Passes when `caller` may write every family in `families` of `table`.
+    pub fn require_write<'a>(
+        &self,
+        caller: &Caller,
+        table: &str,
+        families: impl IntoIterator<Item = &'a [u8]>,
+        what: &str,
+    ) -> Result<(), ServerError> {
+        if !self.enabled {
+            return Ok(());
+        }
+        let who = self.subject(caller)?;
+        let perms = self.permissions.read();
+        let table_scope = Scope::table(table);
+        if perms.allows(&who, Action::Write, &table_scope) {
+            return Ok(());
+        }
+        let mut any = false;
+        for f in families {
+            any = true;
+            let scope = Scope::family(table, f);
+            if !perms.allows(&who, Action::Write, &scope) {
+                drop(perms);
+                return Err(self.denied(caller, &who.user, "WRITE", &scope, what));
+            }
+        }
+        if any {
+            return Ok(());
+        }
+        // A whole-row delete touches every family: it needs the whole table.
+        drop(perms);
+        Err(self.denied(caller, &who.user, "WRITE", &table_scope, what))
+    }
+
+    /// What `caller` may read of `table`: all of it, some families or columns (the rest of a
+    /// read's cells are left out, as HBase's access filter does), or nothing (refused).
+    pub fn read_view(
+        &self,
+        caller: &Caller,
+        table: &str,
+        what: &str,
+    ) -> Result<ReadView, ServerError> {
+        if !self.enabled {
+            return Ok(ReadView::All);
+        }
+        let who = self.subject(caller)?;
+        let perms = self.permissions.read();
+        match perms.allowed_columns(&who, Action::Read, table) {
+            None => Ok(ReadView::All),
+            Some(cols) if !cols.is_empty() => Ok(ReadView::Columns(cols)),
+            Some(_) => {
+                drop(perms);
+                Err(self.denied(caller, &who.user, "READ", &Scope::table(table), what))
+            }
+        }
+    }
+
+    /// Whether `caller` has any permission on `table` (what listing tables shows).
+    pub fn sees_table(&self, caller: &Caller, table: &str) -> bool {
+        if !self.enabled {
+            return true;
+        }
+        let Ok(who) = self.subject(caller) else {
+            return false;
+        };
+        let perms = self.permissions.read();
+        Action::ALL
+            .iter()
+            .any(|a| perms.allows_some_of_table(&who, *a, table))
+    }
+
+    fn denied(
+        &self,
+        caller: &Caller,
+        user: &str,
+        action: &str,
+        scope: &Scope,
+        what: &str,
+    ) -> ServerError {
+        let message = format!(
+            "Insufficient permissions for user '{user}' ({scope}, action={action}) to {what}"
+        );
+        if let Some(log) = &self.audit {
+            log.record(&Record {
+                event: Event::Denied,
+                user: Some(user),
+                address: caller.peer,
+                protocol: caller.protocol,
+                action,
+                object: &scope.to_string(),
+                reason: &message,
+            });
+        }
+        ServerError::PermissionDenied(message)
+    }
+
+    fn unauthenticated(&self, caller: &Caller, why: &str) -> ServerError {
+        if let Some(log) = &self.audit {
+            log.record(&Record {
+                event: Event::AuthenticationFailed,
+                user: caller.user.as_deref(),
+                address: caller.peer,
+                protocol: caller.protocol,
+                action: "",
+                object: "",
+                reason: why,
+            });
+        }
+        ServerError::Unauthenticated(why.to_string())
+    }
+
+    /// Records an authentication failure the front end saw (a refused TLS handshake is in the
+    /// server log; this is for failures past it).
+    pub fn audit_authentication_failure(&self, caller: &Caller, why: &str) {
+        let _ = self.unauthenticated(caller, why);
+    }
+}
+
+/// Narrows a read's columns to what `view` lets its caller see: no columns (every family)
+/// becomes the visible families and columns; a family asked for whole keeps only its visible
+/// columns; columns outside the view go. False when nothing is left to read.
+pub fn restrict(columns: &mut Vec<cellar_model::query::Column>, view: &ReadView) -> bool {
+    use cellar_model::query::Column;
+    let ReadView::Columns(visible) = view else {
+        return true;
+    };
+    let whole = |f: &Bytes, quals: &Option<Vec<Bytes>>| -> Vec<Column> {
+        match quals {
+            None => vec![Column {
+                family: f.clone(),
+                qualifier: None,
+            }],
+            Some(qs) => qs
+                .iter()
+                .map(|q| Column {
+                    family: f.clone(),
+                    qualifier: Some(q.clone()),
+                })
+                .collect(),
+        }
+    };
+    if columns.is_empty() {
+        *columns = visible.iter().flat_map(|(f, q)| whole(f, q)).collect();
+        return !columns.is_empty();
+    }
+    let asked = std::mem::take(columns);
+    for c in asked {
+        match (visible.get(&c.family), &c.qualifier) {
+            (None, _) => {}
+            (Some(None), _) => columns.push(c),
+            (Some(Some(qs)), Some(q)) => {
+                if qs.contains(q) {
+                    columns.push(c);
+                }
+            }
+            (Some(quals @ Some(_)), None) => columns.extend(whole(&c.family, quals)),
+        }
+    }
+    !columns.is_empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::security::acl::Actions;
+    use cellar_model::query::Column;
+
+    fn authz(simple: SimpleUsers) -> Authz {
+        let config = SecurityConfig {
+            authorization: true,
+            superusers: vec!["@admins".into()],
+            groups: [("admins".to_string(), vec!["root".to_string()])].into(),
+            simple_users: simple,
+            ..SecurityConfig::default()
+        };
+        let dir = tempfile::tempdir().expect("tmp");
+        let a = Authz::new(
+            &config,
+            vec!["server".into()],
+            &dir.path().join("audit.log"),
+        )
+        .expect("authz");
+        a.load(vec![Permission {
+            user: "alice".into(),
+            scope: Scope::family("t", b"f"),
+            actions: Actions::parse("RW").expect("codes"),
+        }]);
+        a
+    }
+
+    fn caller(user: Option<&str>, certified: bool, peer: [u8; 4]) -> Caller {
+        Caller {
+            user: user.map(Arc::from),
+            certified,
+            peer: Some(IpAddr::from(peer)),
+            protocol: "native",
+        }
+    }
+
+    #[test]
+    fn users_are_taken_from_certificates_or_where_simple_users_allows() {
+        let a = authz(SimpleUsers::Loopback);
+        let scope = Scope::family("t", b"f");
+        assert!(a
+            .require(
+                &caller(Some("alice"), true, [10, 0, 0, 1]),
+                Action::Read,
+                &scope,
+                "get"
+            )
+            .is_ok());
+        assert!(a
+            .require(
+                &caller(Some("alice"), false, [127, 0, 0, 1]),
+                Action::Read,
+                &scope,
+                "get"
+            )
+            .is_ok());
+        let far = a.require(
+            &caller(Some("alice"), false, [10, 0, 0, 1]),
+            Action::Read,
+            &scope,
+            "get",
+        );
+        assert!(
+            matches!(far, Err(ServerError::Unauthenticated(_))),
+            "{far:?}"
+        );
+        let nobody = a.require(
+            &caller(None, false, [127, 0, 0, 1]),
+            Action::Read,
+            &scope,
+            "get",
+        );
+        assert!(matches!(nobody, Err(ServerError::Unauthenticated(_))));
+        let never = authz(SimpleUsers::Never);
+        assert!(never
+            .require(
+                &caller(Some("alice"), false, [127, 0, 0, 1]),
+                Action::Read,
+                &scope,
+                "get"
+            )
+            .is_err());
+        // Superusers through a group, and the server's own user.
+        assert!(a
+            .require(
+                &caller(Some("root"), true, [10, 0, 0, 1]),
+                Action::Admin,
+                &Scope::Global,
+                "x"
+            )
+            .is_ok());
+        assert!(a
+            .require(
+                &caller(Some("server"), true, [10, 0, 0, 1]),
+                Action::Admin,
+                &Scope::Global,
+                "x"
+            )
+            .is_ok());
+    }
+
+    #[test]
+    fn refusals_name_user_scope_and_action() {
+        let a = authz(SimpleUsers::Loopback);
+        let bob = caller(Some("bob"), true, [127, 0, 0, 1]);
+        let e = a
+            .require(&bob, Action::Write, &Scope::table("t"), "put")
+            .expect_err("bob has nothing");
+        assert_eq!(
+            e.to_string(),
+            "Insufficient permissions for user 'bob' (table=t, action=WRITE) to put"
+        );
+        let alice = caller(Some("alice"), true, [127, 0, 0, 1]);
+        assert!(a.require_write(&alice, "t", [&b"f"[..]], "put").is_ok());
+        assert!(a
+            .require_write(&alice, "t", [&b"f"[..], &b"g"[..]], "put")
+            .is_err());
+        assert!(a
+            .require_write(&alice, "t", std::iter::empty(), "delete the row")
+            .is_err());
+    }
+
+    #[test]
+    fn reads_are_narrowed_to_what_may_be_seen() {
+        let a = authz(SimpleUsers::Loopback);
+        let alice = caller(Some("alice"), true, [127, 0, 0, 1]);
+        let view = a.read_view(&alice, "t", "get").expect("some of it");
+        let col = |f: &str, q: Option<&str>| Column {
+            family: Bytes::copy_from_slice(f.as_bytes()),
+            qualifier: q.map(|q| Bytes::copy_from_slice(q.as_bytes())),
+        };
+        let mut all = Vec::new();
+        assert!(restrict(&mut all, &view));
+        assert_eq!(all, vec![col("f", None)]);
+        let mut mixed = vec![col("f", Some("q")), col("g", None)];
+        assert!(restrict(&mut mixed, &view));
+        assert_eq!(mixed, vec![col("f", Some("q"))]);
+        let mut none = vec![col("g", None)];
+        assert!(!restrict(&mut none, &view));
+        let bob = caller(Some("bob"), true, [127, 0, 0, 1]);
+        assert!(matches!(
+            a.read_view(&bob, "t", "get"),
+            Err(ServerError::PermissionDenied(_))
+        ));
+    }
+}
