@@ -351,3 +351,104 @@ fn a_renewed_certificate_serves_new_connections_without_a_restart() {
         .output()
         .contains("TLS certificate, key and CA reloaded"));
 }
+
+#[test]
+fn http_endpoints_take_a_token_or_a_client_certificate() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let token_file = tmp.path().join("http.token");
+    std::fs::write(&token_file, "s3cret-token-0123456789\n").expect("token");
+    let config = tmp.path().join("cellar.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[security]\nhttp_token_file = {:?}\n",
+            token_file.display().to_string()
+        ),
+    )
+    .expect("config");
+    // Plain HTTP: the token is what lets a scraper in.
+    let plain = Server::start_in(&tmp.path().join("plain"), Some(&config));
+    let http = plain.http.clone().expect("http");
+    let answer = http_get_plain(&http, "/metrics");
+    assert!(answer.starts_with("HTTP/1.1 401"), "{answer}");
+    assert!(answer.contains("WWW-Authenticate: Bearer"), "{answer}");
+    let mut s = std::net::TcpStream::connect(&http).expect("connect");
+    write!(
+        s,
+        "GET /status HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer s3cret-token-0123456789\r\n\r\n"
+    )
+    .expect("send");
+    let mut ok = String::new();
+    let _ = s.read_to_string(&mut ok);
+    assert!(ok.starts_with("HTTP/1.1 200"), "{ok}");
+    let mut s = std::net::TcpStream::connect(&http).expect("connect");
+    write!(
+        s,
+        "GET /status HTTP/1.1\r\nAuthorization: Bearer wrong\r\n\r\n"
+    )
+    .expect("send");
+    let mut wrong = String::new();
+    let _ = s.read_to_string(&mut wrong);
+    assert!(wrong.starts_with("HTTP/1.1 401"), "{wrong}");
+    drop(plain);
+
+    // HTTPS with a client certificate needs no token.
+    let certs = tmp.path().join("certs");
+    make_certs(&certs);
+    let server = tls_server(&certs, &tmp.path().join("tls"), &["--config", p(&config)]);
+    let metrics = https_get(server.http.as_deref().expect("http"), &certs, "/metrics");
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+}
+
+#[test]
+fn a_certificate_names_the_user_and_refused_handshakes_are_audited() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let certs = tmp.path().join("certs");
+    make_certs(&certs);
+    cert(&["client", "admin", "--dir", p(&certs)]);
+    cert(&["client", "old", "--dir", p(&certs), "--expired"]);
+    let config = tmp.path().join("cellar.toml");
+    std::fs::write(
+        &config,
+        "[security]\nauthorization = true\nsuperusers = [\"admin\"]\n",
+    )
+    .expect("config");
+    let data = tmp.path().join("data");
+    let server = tls_server(&certs, &data, &["--config", p(&config)]);
+    let admin =
+        connect(&server.native, client_tls(&certs, "ca.pem", Some("admin"))).expect("admin");
+    admin
+        .admin()
+        .create_table(TableSchema::new("t", vec![FamilySchema::new("f")]), vec![])
+        .expect("the certificate's user is a superuser");
+    admin
+        .admin()
+        .grant(
+            "alice",
+            cellar_client::PermissionScope {
+                table: "t".into(),
+                ..Default::default()
+            },
+            "R",
+        )
+        .expect("grant");
+    // Alice's certificate makes her alice, whatever she claims.
+    let mut claim = client_tls(&certs, "ca.pem", Some("alice"));
+    claim.user = Some("admin".into());
+    let alice = Client::connect_with(&server.native, claim).expect("alice");
+    alice.table("t").get(Get::new("r")).expect("alice reads");
+    let e = alice
+        .table("t")
+        .put(RowMutation::new("r").put(b"f", b"q", cellar_client::LATEST_TIMESTAMP, "x"))
+        .expect_err("alice may not write");
+    assert!(e.to_string().contains("user 'alice'"), "{e}");
+    // An expired certificate is refused in the handshake, and the refusal is audited.
+    assert!(connect(&server.native, client_tls(&certs, "ca.pem", Some("old"))).is_err());
+    let audited = wait_for(Duration::from_secs(10), || {
+        let log = std::fs::read_to_string(data.join("audit.log")).ok()?;
+        log.lines()
+            .any(|l| l.contains("\"authentication_failed\"") && l.contains("TLS handshake"))
+            .then_some(())
+    });
+    assert!(audited.is_some(), "no audit line for the refused handshake");
+}

@@ -44,6 +44,9 @@ pub struct Sources {
     /// HTTPS, when the node has TLS (its certificate, and client certificates when the
     /// node's client CA is set).
     pub tls: Option<Arc<crate::security::TlsServer>>,
+    /// A token every request must bring (`Authorization: Bearer TOKEN`), unless it came with
+    /// a client certificate the TLS handshake checked (`security.http_token_file`).
+    pub token: Option<String>,
 }
 
 /// A running HTTP endpoint. Dropping it shuts it down.
@@ -140,7 +143,7 @@ async fn accept_loop(listener: TcpListener, served: Arc<Served>, mut stop: watch
                 tokio::spawn(async move {
                     let served = &served;
                     let result = match served.sources.tls.as_deref() {
-                        None => serve(stream, served).await,
+                        None => serve(stream, served, false).await,
                         Some(tls) => serve_tls(tls, stream, peer, served).await,
                     };
                     if let Err(e) = result {
@@ -187,7 +190,7 @@ async fn serve_tls(
         .accept(stream, READ_TIMEOUT, peer, &served.tls_metrics, "HTTP")
         .await
     {
-        Accepted::Tls { stream, .. } => serve(*stream, served).await,
+        Accepted::Tls { stream, user } => serve(*stream, served, user.is_some()).await,
         Accepted::Plaintext(stream) => {
             let response = Response::text(
                 "400 Bad Request",
@@ -199,9 +202,12 @@ async fn serve_tls(
     }
 }
 
+/// One request. `certified`: the client presented a certificate the handshake checked, which
+/// lets it in without the token.
 async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
     mut stream: S,
     served: &Served,
+    certified: bool,
 ) -> std::io::Result<()> {
     let (response, head_only) =
         match tokio::time::timeout(READ_TIMEOUT, read_head(&mut stream)).await {
@@ -218,8 +224,15 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 false,
             ),
             Ok(Ok(Head::Closed)) => return Ok(()),
-            Ok(Ok(Head::Line(line))) => match parse_request_line(&line) {
+            Ok(Ok(Head::Line(line, authorization))) => match parse_request_line(&line) {
                 Err(why) => (Response::text("400 Bad Request", format!("{why}\n")), false),
+                Ok((method, _)) if !certified && !token_ok(served, authorization.as_deref()) => (
+                    Response::text(
+                        "401 Unauthorized",
+                        "this endpoint needs a token (Authorization: Bearer TOKEN) or a client certificate\n",
+                    ),
+                    method == "HEAD",
+                ),
                 Ok((method, path)) => (route(method, path, served).await, method == "HEAD"),
             },
         };
@@ -240,6 +253,9 @@ async fn write_response<S: AsyncRead + AsyncWrite + Unpin>(
     );
     if response.status.starts_with("405") {
         out.push_str("Allow: GET, HEAD\r\n");
+    }
+    if response.status.starts_with("401") {
+        out.push_str("WWW-Authenticate: Bearer\r\n");
     }
     out.push_str("\r\n");
     if !head_only {
@@ -264,8 +280,8 @@ async fn write_response<S: AsyncRead + AsyncWrite + Unpin>(
 }
 
 enum Head {
-    /// The request line.
-    Line(String),
+    /// The request line, and the `Authorization` header's value if there is one.
+    Line(String, Option<String>),
     TooLarge,
     /// The client closed before sending a whole head.
     Closed,
@@ -284,15 +300,45 @@ async fn read_head<S: AsyncRead + Unpin>(stream: &mut S) -> std::io::Result<Head
         let end = find(&buf, b"\r\n\r\n").or_else(|| find(&buf, b"\n\n"));
         if let Some(end) = end {
             let head = &buf[..end];
-            let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
+            let mut lines = head.split(|&b| b == b'\n');
+            let first = lines.next().unwrap_or_default();
+            let authorization = lines.find_map(|l| {
+                let l = String::from_utf8_lossy(l);
+                let (name, value) = l.split_once(':')?;
+                name.trim()
+                    .eq_ignore_ascii_case("authorization")
+                    .then(|| value.trim().to_string())
+            });
             return Ok(Head::Line(
                 String::from_utf8_lossy(first).trim_end().to_string(),
+                authorization,
             ));
         }
         if buf.len() > MAX_HEAD_BYTES {
             return Ok(Head::TooLarge);
         }
     }
+}
+
+/// Whether a request may in without a certificate: no token is configured, or it brings it.
+fn token_ok(served: &Served, authorization: Option<&str>) -> bool {
+    let Some(token) = &served.sources.token else {
+        return true;
+    };
+    let given = authorization
+        .and_then(|a| {
+            a.strip_prefix("Bearer ")
+                .or_else(|| a.strip_prefix("bearer "))
+        })
+        .map(str::trim);
+    // Compared in constant time: a mismatch position must not show in the timing.
+    given.is_some_and(|g| {
+        g.len() == token.len()
+            && g.bytes()
+                .zip(token.bytes())
+                .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+                == 0
+    })
 }
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {

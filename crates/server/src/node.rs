@@ -122,6 +122,26 @@ impl Node {
         // TLS files that do not load stop the start, naming the file.
         let tls = crate::security::TlsServer::from_config(&config.tls)?;
         let peer_tls = peer_tls(&config, role)?;
+        let http_token = match &config.security.http_token_file {
+            None => None,
+            Some(path) => {
+                let text = std::fs::read_to_string(path).map_err(|e| {
+                    format!(
+                        "cannot read security.http_token_file {}: {e}",
+                        path.display()
+                    )
+                })?;
+                let token = text.trim().to_string();
+                if token.len() < 16 {
+                    return Err(format!(
+                        "security.http_token_file {}: the token is {} characters; use at least 16",
+                        path.display(),
+                        token.len()
+                    ));
+                }
+                Some(token)
+            }
+        };
         let tls_client_auth = tls.as_ref().map(|t| {
             match (t.asks_for_client_certificates(), config.tls.client_auth) {
                 (false, _) => "none",
@@ -195,6 +215,9 @@ impl Node {
                     config.data_dir.display()
                 )
             })?;
+        if let (Some(tls), Some(log)) = (&tls, region_server.authz.audit_log()) {
+            tls.set_audit(log);
+        }
         let handler: Arc<dyn Handler> = region_server.clone();
         // One runtime and one handler pool for both front ends.
         let core = match RpcCore::start(&config.rpc) {
@@ -254,6 +277,7 @@ impl Node {
                 coordination: Some(coordination.clone()),
             },
             tls,
+            token: http_token,
         };
         let http = match HttpServer::start_on(http_listener, sources) {
             Ok(http) => http,

@@ -38,6 +38,7 @@ fn servers() -> (RpcServer, HttpServer, Arc<TestHandler>) {
         "127.0.0.1:0",
         Sources {
             tls: None,
+            token: None,
             metrics: rpc.metrics(),
             hbase_metrics: None,
             handler: handler.clone(),

@@ -59,7 +59,8 @@ scancompress (true: scan results travel zstd-compressed),
 scancaching (rows per scan call; default: the scan's length, at most 1000),
 zipfianconstant (requestdistribution=zipfian's exponent, default 0.99),
 tls.ca, tls.cert, tls.key (TLS: the CA that signs the server's certificate, and the client
-certificate and key for servers that require one).
+certificate and key for servers that require one), user (the user to say you are to a
+server that checks permissions and takes clients' word).
 
 Results are printed to stdout in YCSB's format ([OVERALL], [READ], ... lines).
 ",

@@ -106,6 +106,7 @@ pub fn main(phase: &str, args: Vec<String>) -> Result<(), String> {
             scan_caching: u32::try_from(props.get_u64("scancaching", 0)?)
                 .map_err(|_| "property scancaching is too large".to_string())?,
             tls: tls_config(&props)?,
+            user: Some(props.get_str("user", "")).filter(|u| !u.is_empty()),
         },
     )?;
     eprintln!(

@@ -36,6 +36,8 @@ pub struct TargetOptions {
     pub scan_caching: u32,
     /// TLS to the server (properties `tls.ca`, `tls.cert`, `tls.key`, Cellar's).
     pub tls: Option<cellar_client::TlsClientConfig>,
+    /// The user the client says it is (property `user`, Cellar's; HBase's SIMPLE).
+    pub user: Option<String>,
 }
 
 /// Parses the `durability` property: HBase's names.
@@ -173,6 +175,7 @@ impl CellarDb {
         let config = cellar_client::ClientConfig {
             transport,
             tls: opts.tls.clone(),
+            user: opts.user.clone(),
             ..cellar_client::ClientConfig::default()
         };
         let client = blocking::Client::connect_with(addr, config)
@@ -492,6 +495,7 @@ mod tests {
             scan_compress: false,
             scan_caching: 0,
             tls: None,
+            user: None,
             durability: Durability::UseDefault,
         }
     }

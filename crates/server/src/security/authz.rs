@@ -64,7 +64,7 @@ pub struct Authz {
     groups: HashMap<String, Vec<String>>,
     simple: SimpleUsers,
     permissions: RwLock<Permissions>,
-    audit: Option<AuditLog>,
+    audit: Option<Arc<AuditLog>>,
 }
 
 impl Authz {
@@ -84,7 +84,7 @@ impl Authz {
         let mut superusers = config.superusers.clone();
         superusers.extend(own_users);
         let audit = if config.authorization {
-            Some(AuditLog::open(audit_path)?)
+            Some(Arc::new(AuditLog::open(audit_path)?))
         } else {
             None
         };
@@ -112,6 +112,12 @@ impl Authz {
 
     pub fn enabled(&self) -> bool {
         self.enabled
+    }
+
+    /// The audit log, when authorization is on (the TLS listeners write their refused
+    /// handshakes to it too).
+    pub fn audit_log(&self) -> Option<Arc<AuditLog>> {
+        self.audit.clone()
     }
 
     /// Replaces the permissions (loaded from meta).

@@ -27,6 +27,8 @@ pub struct TlsServer {
     files: Files,
     interval: Duration,
     state: Mutex<State>,
+    /// Where refused handshakes are audited, once the server's authorization is up.
+    audit: std::sync::OnceLock<Arc<super::audit::AuditLog>>,
 }
 
 #[derive(Debug, Clone)]
@@ -86,6 +88,7 @@ impl TlsServer {
                 next_check: Instant::now() + config.reload_interval(),
                 reloads: 0,
             }),
+            audit: std::sync::OnceLock::new(),
         })))
     }
 
@@ -117,6 +120,25 @@ impl TlsServer {
             }
         }
         state.config.clone()
+    }
+
+    /// Audits refused handshakes in `log` from now on.
+    pub fn set_audit(&self, log: Arc<super::audit::AuditLog>) {
+        let _ = self.audit.set(log);
+    }
+
+    fn audit_failure(&self, peer: std::net::SocketAddr, what: &str, reason: &str) {
+        if let Some(log) = self.audit.get() {
+            log.record(&super::audit::Record {
+                event: super::audit::Event::AuthenticationFailed,
+                user: None,
+                address: Some(peer.ip()),
+                protocol: what,
+                action: "TLS handshake",
+                object: "",
+                reason,
+            });
+        }
     }
 
     /// How many times the files were reloaded since start.
@@ -161,6 +183,7 @@ impl TlsServer {
             Ok(Err(e)) => {
                 metrics.tls_handshake_failed();
                 tracing::warn!(%peer, error = %e, "TLS handshake on the {what} port failed");
+                self.audit_failure(peer, what, &format!("TLS handshake failed: {e}"));
                 return Accepted::Failed;
             }
             Err(_) => {
@@ -182,6 +205,7 @@ impl TlsServer {
                 Err(e) => {
                     metrics.tls_handshake_failed();
                     tracing::warn!(%peer, error = %e, "client certificate on the {what} port names no user; closing");
+                    self.audit_failure(peer, what, &e);
                     return Accepted::Failed;
                 }
             },

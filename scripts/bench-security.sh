@@ -1,17 +1,21 @@
 #!/usr/bin/env bash
-# TLS on and off side by side: two `cellar standalone` servers, the same but for TLS (one with
-# `--tls-cert/--tls-key/--tls-client-ca` from `cellar cert create`, clients presenting a
-# certificate), loaded with the same YCSB records. Then, per pass, Gets (workloadc) and Puts
-# (update-only) from the native client (`cellar bench run`) and from the unmodified HBase 2.6
-# Java client (the real YCSB core with Cellar's HBase binding, HBase's own TLS settings)
-# against each server in turn, the order rotated from pass to pass. Reports per client,
-# operation and server the median over passes of throughput, p50 and p99 latency and the
-# server's CPU time per operation (/proc/PID/stat), and TLS's ratio to plaintext.
+# What security costs, side by side: three `cellar standalone` servers, the same but for
+#   plain  no TLS, no permission checks;
+#   tls    TLS on every port (`--tls-cert/--tls-key/--tls-client-ca` from `cellar cert create`,
+#          clients presenting a certificate);
+#   acl    no TLS, `security.authorization` on: every call checked, the benchmark's user
+#          granted READ and WRITE on the table (not a superuser, so every check runs);
+# loaded with the same YCSB records. Then, per pass, Gets (workloadc) and Puts (update-only)
+# from the native client (`cellar bench run`) and from the unmodified HBase 2.6 Java client
+# (the real YCSB core with Cellar's HBase binding, HBase's own TLS settings) against each
+# server in turn, the order rotated from pass to pass. Reports per client, operation and
+# server the median over passes of throughput, p50 and p99 latency and the server's CPU time
+# per operation (/proc/PID/stat), and each server's ratio to plain.
 #
-# Usage: scripts/bench-tls.sh [--records N] [--ops N] [--threads N] [--passes N] [--no-java]
+# Usage: scripts/bench-security.sh [--records N] [--ops N] [--threads N] [--passes N] [--no-java]
 #          [--out FILE.json] [--cellar BIN] [--work DIR]
 # Defaults: 100000 records, 100000 operations per run, 4 threads, 3 passes.
-# Results: docs/benchmarks.md ("TLS").
+# Results: docs/benchmarks.md ("Security").
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -23,7 +27,7 @@ java=1
 out=""
 cellar_bin="${CARGO_TARGET_DIR:-$repo/target}/release/cellar"
 work=""
-die() { echo "bench-tls: $*" >&2; exit 1; }
+die() { echo "bench-security: $*" >&2; exit 1; }
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -43,9 +47,9 @@ for n in "$records" "$ops" "$threads" "$passes"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "'$n' is not a positive count"
 done
 [[ -x "$cellar_bin" ]] || die "no Cellar binary at $cellar_bin (cargo build --release, or --cellar BIN)"
-work="${work:-$(mktemp -d -t cellar-bench-tls.XXXXXX)}"
+work="${work:-$(mktemp -d -t cellar-bench-security.XXXXXX)}"
 mkdir -p "$work"
-out="${out:-$work/bench-tls.json}"
+out="${out:-$work/bench-security.json}"
 tck="$(getconf CLK_TCK)"
 echo "work dir: $work" >&2
 
@@ -87,21 +91,29 @@ start() {
 }
 start plain
 start tls --tls-cert "$certs/server.pem" --tls-key "$certs/server.key" --tls-client-ca "$certs/ca.pem"
-names=(plain tls)
+printf '[security]\nauthorization = true\nsuperusers = ["loader"]\n' >"$work/acl.toml"
+start acl --config "$work/acl.toml"
+names=(plain tls acl)
 declare -A nprops jprops
 nprops[plain]=""
 nprops[tls]="-p tls.ca=$certs/ca.pem -p tls.cert=$certs/bench.pem -p tls.key=$certs/bench.key"
 jprops[plain]=""
+nprops[acl]="-p user=bench"
+jprops[acl]=""
 jprops[tls]="-p hbase.client.netty.tls.enabled=true -p hbase.rpc.tls.truststore.location=$certs/ca.pem
   -p hbase.rpc.tls.truststore.type=PEM -p hbase.rpc.tls.keystore.location=$certs/bench.keystore.pem
   -p hbase.rpc.tls.keystore.type=PEM"
 for name in "${names[@]}"; do
   echo "loading $name ($records records)..." >&2
+  load_props="${nprops[$name]}"
+  [[ "$name" == acl ]] && load_props="-p user=loader"
   # shellcheck disable=SC2086 # the properties split into words on purpose
-  "$cellar_bin" bench load -P "$repo/workloads/workloada" -p recordcount="$records" ${nprops[$name]} \
+  "$cellar_bin" bench load -P "$repo/workloads/workloada" -p recordcount="$records" $load_props \
     -threads 4 --db "cellar://${native[$name]}" >"$work/$name/load.out" 2>&1 \
     || { tail -n 20 "$work/$name/load.out" >&2; die "loading '$name' failed"; }
 done
+"$cellar_bin" shell --connect "${native[acl]}" --user loader -e "grant 'bench', 'RW', 'usertable'" \
+  >"$work/acl/grant.out" 2>&1 || { cat "$work/acl/grant.out" >&2; die "granting the benchmark's user failed"; }
 
 # --- the Java client ---------------------------------------------------------------------------
 cp=""
@@ -139,7 +151,7 @@ run() {
       --json "$file.json" >"$file.out" 2>&1 || { tail -n 20 "$file.out" >&2; die "native $op on '$name' failed"; }
   else
     # shellcheck disable=SC2086
-    timeout 900 java "${hbase_client_java_flags[@]}" -cp "$cp" site.ycsb.Client -t \
+    HADOOP_USER_NAME=bench timeout 900 java "${hbase_client_java_flags[@]}" -cp "$cp" site.ycsb.Client -t \
       -db org.cellar.ycsb.HBaseClient -P "$repo/workloads/workloadc" "${mix[@]}" \
       -p recordcount="$records" -p operationcount="$ops" -p columnfamily=family \
       -p hbase.client.registry.impl=org.apache.hadoop.hbase.client.RpcConnectionRegistry \
@@ -164,7 +176,7 @@ else:
     p50, p99 = val(kind, "50thPercentileLatency(us)"), val(kind, "99thPercentileLatency(us)")
     failed = len(re.findall(rf"^\[{kind}-FAILED\]", text, re.M))
 if failed or not ops:
-    sys.exit(f"bench-tls: {client} {op} on {name}: {failed} failed operations, {ops} done ({file})")
+    sys.exit(f"bench-security: {client} {op} on {name}: {failed} failed operations, {ops} done ({file})")
 print(json.dumps({"client": client, "op": op, "variant": name, "pass": int(pas),
                   "ops_per_sec": tput, "p50_us": p50, "p99_us": p99,
                   "server_cpu_us_per_op": int(ticks) / int(tck) * 1e6 / ops}))
@@ -177,8 +189,8 @@ clients=(native)
 for pass in $(seq 1 "$passes"); do
   for client in "${clients[@]}"; do
     for op in get put; do
-      for i in 0 1; do
-        run "$client" "$op" "${names[$(( (i + pass - 1) % 2 ))]}" "$pass"
+      for i in 0 1 2; do
+        run "$client" "$op" "${names[$(( (i + pass - 1) % 3 ))]}" "$pass"
       done
     done
   done
@@ -191,15 +203,15 @@ rows = [json.loads(l) for l in open(results)]
 def med(c, o, v, k):
     return statistics.median(r[k] for r in rows if (r["client"], r["op"], r["variant"]) == (c, o, v))
 print(f"{records} records, {ops} operations per run, {threads} threads, median of {passes} passes, "
-      "plain and TLS servers alternating, order rotated per pass")
+      "the servers in turn, order rotated per pass")
 print()
-print("| client | op | server | ops/s | p50 µs | p99 µs | server CPU µs/op | TLS/plain ops/s | TLS/plain CPU |")
+print("| client | op | server | ops/s | p50 µs | p99 µs | server CPU µs/op | ops/s vs plain | CPU vs plain |")
 print("|---|---|---|---:|---:|---:|---:|---:|---:|")
 summary = []
 for c in dict.fromkeys(r["client"] for r in rows):
     for o in ("get", "put"):
         base = {k: med(c, o, "plain", k) for k in ("ops_per_sec", "server_cpu_us_per_op")}
-        for v in ("plain", "tls"):
+        for v in ("plain", "tls", "acl"):
             s = {k: med(c, o, v, k) for k in ("ops_per_sec", "p50_us", "p99_us", "server_cpu_us_per_op")}
             s.update(client=c, op=o, variant=v)
             summary.append(s)
@@ -207,7 +219,7 @@ for c in dict.fromkeys(r["client"] for r in rows):
             cpu = "" if v == "plain" else f'{s["server_cpu_us_per_op"] / base["server_cpu_us_per_op"]:.2f}'
             print(f'| {c} | {o} | {v} | {s["ops_per_sec"]:,.0f} | {s["p50_us"]:g} | {s["p99_us"]:g} | '
                   f'{s["server_cpu_us_per_op"]:.1f} | {ratio} | {cpu} |')
-json.dump({"tool": "bench-tls", "records": int(records), "operations": int(ops),
+json.dump({"tool": "bench-security", "records": int(records), "operations": int(ops),
            "threads": int(threads), "passes": int(passes), "summary": summary, "runs": rows},
           open(out, "w"), indent=1)
 print()
