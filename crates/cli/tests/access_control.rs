@@ -119,6 +119,16 @@ fn permissions_at_every_scope_decide_what_each_user_may_do() {
         bob.admin().grant("bob", scope("t", None), "RWXCA"),
         "bob granting himself",
     );
+    denied(
+        bob.admin().balance_switch(false),
+        "bob switching the balancer",
+    );
+    // A superuser's cluster calls pass the check (and are answered as without it).
+    let balanced = admin.admin().balance();
+    assert!(
+        !matches!(&balanced, Err(e) if e.code() == Some(ErrorCode::PermissionDenied)),
+        "{balanced:?}"
+    );
 
     // READ on family f: reads see f only; asking for g alone is refused.
     admin

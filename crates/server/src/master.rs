@@ -178,6 +178,9 @@ impl Assignment {
                 let config = ClientConfig {
                     rpc_timeout: self.call_timeout,
                     tls: self.peer_tls.clone(),
+                    // Without certificates, servers say who they are: the user running them,
+                    // a superuser on each (`security::authz::process_user`).
+                    user: crate::security::authz::process_user(),
                     ..ClientConfig::default()
                 };
                 let target = addr.clone();

@@ -64,6 +64,9 @@ pub struct Node {
     /// Watches a region server's session.
     watcher: Option<std::thread::JoinHandle<()>>,
     watcher_stop: Arc<AtomicBool>,
+    /// A cluster region server's copy of the grants, kept from the master's (stopped with the
+    /// watcher).
+    acl_sync: Option<std::thread::JoinHandle<()>>,
     /// With TLS: whether client certificates are required, optional or not asked for.
     tls_client_auth: Option<&'static str>,
 }
@@ -303,6 +306,7 @@ impl Node {
             tls_client_auth,
             watcher: None,
             watcher_stop: Arc::new(AtomicBool::new(false)),
+            acl_sync: None,
         };
         // Last: announced only once everything serves.
         let announced = match role {
@@ -310,6 +314,7 @@ impl Node {
             NodeRole::Master => server.announce_master(&me),
             NodeRole::RegionServer => {
                 server.watch_session();
+                server.sync_permissions(peer_tls.clone());
                 server
                     .region_server
                     .set_split_requester(split_requester(server.coordination.clone(), peer_tls));
@@ -356,6 +361,55 @@ impl Node {
         match spawned {
             Ok(h) => self.watcher = Some(h),
             Err(e) => tracing::error!(error = %e, "cannot start the session watcher"),
+        }
+    }
+
+    /// A cluster region server checks calls against the master's grants (meta lives there):
+    /// with authorization on, it asks the active master for every grant each second, as this
+    /// server (its certificate's user, else the user running it: a superuser there), and
+    /// checks against the last answer. Until the first answer only superusers pass. A grant
+    /// or revoke reaches region servers within about a second (HBase's reach them through
+    /// ZooKeeper, also asynchronously).
+    fn sync_permissions(&mut self, tls: Option<cellar_client::TlsClientConfig>) {
+        if !self.region_server.authz.enabled() {
+            return;
+        }
+        let c = self.coordination.clone();
+        let rs = Arc::clone(&self.region_server);
+        let stop = Arc::clone(&self.watcher_stop);
+        let spawned = std::thread::Builder::new()
+            .name("cellar-acl-sync".into())
+            .spawn(move || {
+                let mut client: Option<(String, cellar_client::blocking::Client)> = None;
+                let mut failing = false;
+                while !stop.load(Ordering::SeqCst) {
+                    match fetch_permissions(&c, &mut client, &tls) {
+                        Ok(list) => {
+                            if failing {
+                                tracing::info!("permissions fetched from the master again");
+                            }
+                            failing = false;
+                            rs.authz.load(list);
+                        }
+                        Err(e) => {
+                            if !failing {
+                                tracing::warn!(error = %e, "cannot fetch the permissions from the master; checking against the last ones");
+                            }
+                            failing = true;
+                            client = None;
+                        }
+                    }
+                    for _ in 0..10 {
+                        if stop.load(Ordering::SeqCst) {
+                            return;
+                        }
+                        std::thread::sleep(Duration::from_millis(100));
+                    }
+                }
+            });
+        match spawned {
+            Ok(h) => self.acl_sync = Some(h),
+            Err(e) => tracing::error!(error = %e, "cannot start the permission sync"),
         }
     }
 
@@ -461,11 +515,15 @@ impl Node {
             coordination,
             watcher,
             watcher_stop,
+            acl_sync,
             ..
         } = self;
         watcher_stop.store(true, Ordering::SeqCst);
         if let Some(w) = watcher {
             let _ = w.join();
+        }
+        if let Some(a) = acl_sync {
+            let _ = a.join();
         }
         // Withdrawn first, so that nobody is sent here while the server stops.
         coordination.close();
@@ -556,6 +614,50 @@ fn peer_tls(
         .map_err(|e| format!("{e} (tls.ca, tls.cert, tls.key)"))
 }
 
+/// Every grant, from the active master.
+fn fetch_permissions(
+    c: &CoordRef,
+    client: &mut Option<(String, cellar_client::blocking::Client)>,
+    tls: &Option<cellar_client::TlsClientConfig>,
+) -> Result<Vec<crate::security::acl::Permission>, String> {
+    let master = c
+        .active_master()
+        .map_err(|e| e.to_string())?
+        .ok_or_else(|| "no active master".to_string())?;
+    let fresh = client
+        .as_ref()
+        .is_none_or(|(addr, _)| *addr != master.native_addr);
+    if fresh {
+        let config = cellar_client::ClientConfig {
+            retries: 0,
+            rpc_timeout: Duration::from_secs(10),
+            tls: tls.clone(),
+            user: crate::security::authz::process_user(),
+            ..cellar_client::ClientConfig::default()
+        };
+        let connected = cellar_client::blocking::Client::connect_with(&master.native_addr, config)
+            .map_err(|e| format!("master {}: {e}", master.native_addr))?;
+        *client = Some((master.native_addr.clone(), connected));
+    }
+    let (_, cl) = client.as_ref().ok_or("no master connection")?;
+    let list = cl
+        .admin()
+        .user_permissions(None, None)
+        .map_err(|e| format!("master {}: {e}", master.native_addr))?;
+    list.into_iter()
+        .map(|p| {
+            let scope =
+                crate::service::scope_from_pb(p.scope.as_ref()).map_err(|e| e.to_string())?;
+            let actions = crate::security::acl::Actions::parse(&p.actions)?;
+            Ok(crate::security::acl::Permission {
+                user: p.user,
+                scope,
+                actions,
+            })
+        })
+        .collect()
+}
+
 /// How a region server asks the active master (found through coordination) to split a
 /// region at a row: SPLIT_TABLE with that row, as a client would.
 fn split_requester(
@@ -578,6 +680,7 @@ fn split_requester(
             let config = cellar_client::ClientConfig {
                 retries: 0,
                 tls: tls.clone(),
+                user: crate::security::authz::process_user(),
                 ..cellar_client::ClientConfig::default()
             };
             let connected =

@@ -501,12 +501,7 @@ fn lock_data_dir(
 /// The users a server counts as superusers by itself: the one running it, and the one its
 /// own certificate names (a cluster's servers call each other with it).
 fn own_users(config: &ServerConfig) -> Vec<String> {
-    let mut users = Vec::new();
-    if let Ok(u) = std::env::var("USER") {
-        if !u.is_empty() {
-            users.push(u);
-        }
-    }
+    let mut users: Vec<String> = crate::security::authz::process_user().into_iter().collect();
     if let Some(cert) = &config.tls.cert {
         match crate::security::tls::read_certs(cert, "tls.cert") {
             Ok(certs) => {
