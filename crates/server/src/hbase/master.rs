@@ -337,7 +337,7 @@ pub(crate) fn call(
                     req.namespace.as_deref(),
                     req.include_sys_tables(),
                 )?;
-                user_tables(svc)
+                user_tables(svc, ctx)
                     .into_iter()
                     .filter(|(n, _)| pick.matches(n))
                     .map(|(_, s)| s)
@@ -365,7 +365,7 @@ pub(crate) fn call(
                 req.include_sys_tables(),
             )?;
             Ok(HReply::message(&hbase::GetTableNamesResponse {
-                table_names: user_tables(svc)
+                table_names: user_tables(svc, ctx)
                     .into_iter()
                     .filter(|(n, _)| pick.matches(n))
                     .map(|(n, _)| names::table_to_pb(&n))
@@ -396,7 +396,7 @@ pub(crate) fn call(
             if !rs.namespaces().contains_key(&ns) {
                 return Err(namespace_not_found(&ns));
             }
-            let tables: Vec<_> = user_tables(svc)
+            let tables: Vec<_> = user_tables(svc, ctx)
                 .into_iter()
                 .filter(|(n, _)| catalog_names::split(n).0 == ns)
                 .collect();
@@ -534,13 +534,14 @@ fn current_schema(svc: &HbaseService, table: &str) -> Result<TableSchema, HbaseE
         .ok_or_else(|| table_not_found(table))
 }
 
-/// User tables and their schemas, by name.
-fn user_tables(svc: &HbaseService) -> Vec<(String, TableSchema)> {
+/// User tables and their schemas, by name: those the caller holds any permission on.
+fn user_tables(svc: &HbaseService, ctx: &CallCtx) -> Vec<(String, TableSchema)> {
     svc.rs
         .router
         .tables()
         .into_iter()
         .filter(|(n, _)| !catalog_names::is_system(n))
+        .filter(|(n, _)| svc.rs.authz.sees_table(&ctx.caller, n))
         .map(|(n, r)| (n, (*r.schema).clone()))
         .collect()
 }
