@@ -71,7 +71,13 @@ pub(crate) fn get_inline(
     let RegionTarget::User { table, region_id } = region(&req.region).ok()? else {
         return None;
     };
-    let (get, exists_only) = convert::get_from_hbase(&req.get).ok()?;
+    let (mut get, exists_only) = convert::get_from_hbase(&req.get).ok()?;
+    // Refused here, it is refused (and audited) again on the handler pool.
+    crate::security::authz::quietly(|| {
+        svc.rs
+            .check_read(&ctx.caller, &table, &mut get.columns, "get")
+    })
+    .ok()?;
     let reply = if ctx.cell_blocks && !exists_only && get.filter.is_none() {
         // The common Get: cells go from the memstore or block straight into the answer.
         let mut block = CellBlockWriter::default();
@@ -109,6 +115,7 @@ pub(crate) fn get_inline(
 /// wait ([`crate::region_server::RegionServer::mutate_deferred`]).
 pub(crate) fn mutate_inline(
     svc: &HbaseService,
+    ctx: &CallCtx,
     param: &Bytes,
     cellblock: &Bytes,
 ) -> Option<Inline> {
@@ -132,6 +139,11 @@ pub(crate) fn mutate_inline(
     if m.kind != MutationKind::PutDelete || m.whole_row_delete {
         return None;
     }
+    crate::security::authz::quietly(|| {
+        svc.rs
+            .check_mutation(&ctx.caller, &table, &m.mutation, m.kind, None)
+    })
+    .ok()?;
     let pending = match svc.rs.mutate_deferred(&table, region_id, &m.mutation)? {
         Ok(p) => p,
         Err(e) => return Some(Inline::Ready(Err(e.into()))),

@@ -22,6 +22,25 @@ use std::collections::{BTreeMap, HashMap};
 use std::net::IpAddr;
 use std::sync::Arc;
 
+thread_local! {
+    /// Set while a check runs on the network reactor ([`quietly`]).
+    static QUIET: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with refusals not audited: the reactor's fast paths check first and, when refused,
+/// hand the call to the handler pool, whose check refuses it again and writes the one audit
+/// line (no file write on the reactor, no line twice).
+pub fn quietly<T>(f: impl FnOnce() -> T) -> T {
+    QUIET.with(|q| q.set(true));
+    let out = f();
+    QUIET.with(|q| q.set(false));
+    out
+}
+
+fn audit_on() -> bool {
+    !QUIET.with(|q| q.get())
+}
+
 /// Who sent a call, as its connection knows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Caller {
@@ -310,7 +329,7 @@ impl Authz {
         let message = format!(
             "Insufficient permissions for user '{user}' ({scope}, action={action}) to {what}"
         );
-        if let Some(log) = &self.audit {
+        if let Some(log) = self.audit.as_ref().filter(|_| audit_on()) {
             log.record(&Record {
                 event: Event::Denied,
                 user: Some(user),
@@ -325,7 +344,7 @@ impl Authz {
     }
 
     fn unauthenticated(&self, caller: &Caller, why: &str) -> ServerError {
-        if let Some(log) = &self.audit {
+        if let Some(log) = self.audit.as_ref().filter(|_| audit_on()) {
             log.record(&Record {
                 event: Event::AuthenticationFailed,
                 user: caller.user.as_deref(),

@@ -864,7 +864,7 @@ impl Fixture {
             r#type: 1,
             value: crate::hbase::names::region_name(table, b"", *region_id),
         };
-        mutate_inline(&self.svc, &Bytes::from(r.encode_to_vec()), &block)
+        mutate_inline(&self.svc, &PB, &Bytes::from(r.encode_to_vec()), &block)
     }
 }
 
