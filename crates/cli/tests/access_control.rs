@@ -327,7 +327,7 @@ fn permissions_at_every_scope_decide_what_each_user_may_do() {
         && d["user"] == "bob"
         && d["address"] == "127.0.0.1"
         && d["action"] == "WRITE"
-        && d["object"] == "table=t, family=f"));
+        && d["object"] == "table=t, family=f, qualifier=q"));
     assert!(denials
         .iter()
         .any(|d| d["event"] == "authentication_failed"));

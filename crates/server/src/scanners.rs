@@ -150,6 +150,11 @@ impl ScannerRegistry {
             .ok_or(ServerError::UnknownScanner(id))
     }
 
+    /// The connection that opened scanner `id`, if it is open.
+    pub fn owner(&self, id: u64) -> Option<u64> {
+        self.open.lock().get(&id).map(|s| s.conn_id)
+    }
+
     fn remove(&self, id: u64) {
         self.open.lock().remove(&id);
     }

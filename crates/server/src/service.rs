@@ -174,6 +174,7 @@ impl RegionServer {
             }
             Method::ScanNext => {
                 let req: pb::ScanNextRequest = decode(param, "ScanNextRequest")?;
+                self.check_scanner_owner(ctx.conn_id, req.scanner_id)?;
                 let batch = self.scan_next(req.scanner_id, req.rows)?;
                 let (results, out, encoding) = encode_batch(&batch);
                 Ok(reply(
@@ -209,6 +210,7 @@ impl RegionServer {
             }
             Method::ScanClose => {
                 let req: pb::ScanCloseRequest = decode(param, "ScanCloseRequest")?;
+                self.check_scanner_owner(ctx.conn_id, req.scanner_id)?;
                 self.scan_close(req.scanner_id);
                 empty()
             }
@@ -525,8 +527,14 @@ impl RegionServer {
             (pb::MutationKind::Append, _) => "append",
             _ => "put or delete",
         };
-        self.authz
-            .require_write(caller, table, m.entries.iter().map(|e| &e.family[..]), what)?;
+        let columns = m.entries.iter().map(|e| {
+            let whole_family = matches!(
+                e.cell_type,
+                cellar_model::CellType::DeleteFamily | cellar_model::CellType::DeleteFamilyVersion
+            );
+            (&e.family[..], (!whole_family).then_some(&e.qualifier[..]))
+        });
+        self.authz.require_write(caller, table, columns, what)?;
         if let Some(c) = condition {
             self.authz
                 .require(caller, Action::Read, &Scope::family(table, &c.family), what)?;

@@ -80,8 +80,13 @@ fn main() -> Result<(), String> {
         let started = Instant::now();
         for _ in 0..checks {
             if name.starts_with("put") {
-                black_box(a.require_write(&c, "usertable", [&b"family"[..]], "put"))
-                    .map_err(|e| e.to_string())?;
+                black_box(a.require_write(
+                    &c,
+                    "usertable",
+                    [(&b"family"[..], Some(&b"field0"[..]))],
+                    "put",
+                ))
+                .map_err(|e| e.to_string())?;
             } else {
                 black_box(a.read_view(&c, "usertable", "get")).map_err(|e| e.to_string())?;
             }

@@ -40,13 +40,18 @@ pub fn at_eof(s: &mut TcpStream) -> bool {
 
 /// A connection that has sent the HBase preamble and a header for `service`.
 pub fn open(addr: &str, service: &str) -> TcpStream {
+    open_as(addr, service, "cellar-test")
+}
+
+/// [`open`] as `user` (the connection header's user: HBase's SIMPLE authentication).
+pub fn open_as(addr: &str, service: &str, user: &str) -> TcpStream {
     let mut s = connect(addr);
     let mut out = BytesMut::new();
     out.extend_from_slice(&hbase_wire::HBAS_MAGIC);
     out.extend_from_slice(&[hbase_wire::RPC_VERSION, hbase_wire::AUTH_SIMPLE]);
     let header = hbase::ConnectionHeader {
         user_info: Some(hbase::UserInformation {
-            effective_user: "cellar-test".into(),
+            effective_user: user.into(),
             real_user: None,
         }),
         service_name: Some(service.into()),
@@ -137,7 +142,12 @@ pub struct Conn {
 impl Conn {
     /// Connects and sends the preamble and a connection header naming `service`.
     pub fn open(addr: &str, service: &str) -> Conn {
-        let stream = open(addr, service);
+        Conn::open_as(addr, service, "cellar-test")
+    }
+
+    /// [`Conn::open`] as `user`.
+    pub fn open_as(addr: &str, service: &str, user: &str) -> Conn {
+        let stream = open_as(addr, service, user);
         stream.set_nodelay(true).expect("nodelay");
         Conn {
             stream,

@@ -99,6 +99,19 @@ impl RegionServer {
         Ok(())
     }
 
+    /// With authorization on, a scanner serves only the connection that opened it (its rows
+    /// were checked for that connection's user), as HBase checks a scanner's owner: another
+    /// connection is told the scanner is unknown.
+    pub fn check_scanner_owner(&self, conn_id: u64, scanner_id: u64) -> Result<(), ServerError> {
+        if !self.authz.enabled() {
+            return Ok(());
+        }
+        match self.scanners.owner(scanner_id) {
+            Some(owner) if owner != conn_id => Err(ServerError::UnknownScanner(scanner_id)),
+            _ => Ok(()),
+        }
+    }
+
     /// A grant names a user and an object that exists.
     fn check_grant_target(&self, user: &str, scope: &Scope) -> Result<(), ServerError> {
         crate::security::identity::check_user(user.trim_start_matches('@'))

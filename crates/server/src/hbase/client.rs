@@ -716,6 +716,9 @@ pub(crate) fn scan(
     resolve: impl Fn(&hbase::RegionSpecifier) -> Result<RegionTarget>,
 ) -> Result<HReply> {
     if let Some(id) = req.scanner_id {
+        if id != META_SCANNER_ID {
+            svc.rs.check_scanner_owner(ctx.conn_id, id)?;
+        }
         if req.close_scanner.unwrap_or(false) {
             svc.rs.scan_close(id);
             return Ok(HReply::message(&hbase::ScanResponse {

@@ -247,12 +247,13 @@ impl Authz {
         Err(self.denied(caller, &who.user, &names.join("|"), scope, what))
     }
 
-    /// Passes when `caller` may write every family in `families` of `table`.
+    /// Passes when `caller` may write every column in `columns` of `table`: (family,
+    /// qualifier), the qualifier `None` for what touches the whole family (a family delete).
     pub fn require_write<'a>(
         &self,
         caller: &Caller,
         table: &str,
-        families: impl IntoIterator<Item = &'a [u8]>,
+        columns: impl IntoIterator<Item = (&'a [u8], Option<&'a [u8]>)>,
         what: &str,
     ) -> Result<(), ServerError> {
         if !self.enabled {
@@ -265,13 +266,29 @@ impl Authz {
             return Ok(());
         }
         let mut any = false;
-        for f in families {
+        for (f, q) in columns {
             any = true;
-            let scope = Scope::family(table, f);
-            if !perms.allows(&who, Action::Write, &scope) {
-                drop(perms);
-                return Err(self.denied(caller, &who.user, "WRITE", &scope, what));
+            let family = Scope::family(table, f);
+            if perms.allows(&who, Action::Write, &family) {
+                continue;
             }
+            // A column's grant covers writes of that column (not a whole-family delete).
+            let denied_at = match q {
+                Some(q) => {
+                    let column = Scope::Table {
+                        table: table.to_string(),
+                        family: Some(Bytes::copy_from_slice(f)),
+                        qualifier: Some(Bytes::copy_from_slice(q)),
+                    };
+                    if perms.allows(&who, Action::Write, &column) {
+                        continue;
+                    }
+                    column
+                }
+                None => family,
+            };
+            drop(perms);
+            return Err(self.denied(caller, &who.user, "WRITE", &denied_at, what));
         }
         if any {
             return Ok(());
@@ -542,9 +559,30 @@ mod tests {
             "Insufficient permissions for user 'bob' (table=t, action=WRITE) to put"
         );
         let alice = caller(Some("alice"), true, [127, 0, 0, 1]);
-        assert!(a.require_write(&alice, "t", [&b"f"[..]], "put").is_ok());
+        let q: Option<&[u8]> = Some(b"q");
         assert!(a
-            .require_write(&alice, "t", [&b"f"[..], &b"g"[..]], "put")
+            .require_write(&alice, "t", [(&b"f"[..], q)], "put")
+            .is_ok());
+        assert!(a
+            .require_write(&alice, "t", [(&b"f"[..], q), (&b"g"[..], q)], "put")
+            .is_err());
+        // A column's grant covers that column, not the family's delete.
+        a.load(vec![Permission {
+            user: "carl".into(),
+            scope: Scope::Table {
+                table: "t".into(),
+                family: Some(Bytes::from_static(b"f")),
+                qualifier: Some(Bytes::from_static(b"q")),
+            },
+            actions: Actions::parse("W").expect("codes"),
+        }]);
+        let carl = caller(Some("carl"), true, [127, 0, 0, 1]);
+        assert!(a.require_write(&carl, "t", [(&b"f"[..], q)], "put").is_ok());
+        assert!(a
+            .require_write(&carl, "t", [(&b"f"[..], Some(&b"o"[..]))], "put")
+            .is_err());
+        assert!(a
+            .require_write(&carl, "t", [(&b"f"[..], None)], "delete")
             .is_err());
         assert!(a
             .require_write(&alice, "t", std::iter::empty(), "delete the row")
