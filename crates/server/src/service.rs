@@ -9,7 +9,7 @@ use crate::region_server::{DeferredPut, RegionServer, ServerError};
 use crate::router::{RegionLocation, RegionState, TableState};
 use crate::rpc::{CallContext, Handler, Inline, Reply};
 use crate::scanners::{ResultFormat, ScanBatch};
-use crate::security::acl::{namespace_of, Action, Actions, Permission, Scope};
+use crate::security::acl::{Action, Actions, Permission, Scope};
 use crate::security::authz::restrict;
 use crate::security::Caller;
 use bytes::{Bytes, BytesMut};
@@ -220,12 +220,7 @@ impl RegionServer {
                     convert::schema_from_pb(req.schema.ok_or_else(|| {
                         ServerError::invalid("CreateTableRequest has no schema")
                     })?)?;
-                self.authz.require_any(
-                    &ctx.caller,
-                    &[Action::Create, Action::Admin],
-                    &Scope::Namespace(namespace_of(&schema.name).to_string()),
-                    "create a table",
-                )?;
+                self.authz.require_create(&ctx.caller, &schema.name)?;
                 let name = schema.name.clone();
                 self.create_table(schema, &req.split_keys)?;
                 self.grant_owner(&ctx.caller, &name)?;
@@ -249,12 +244,8 @@ impl RegionServer {
                         )?;
                     }
                 } else {
-                    self.authz.require_any(
-                        &ctx.caller,
-                        &[Action::Admin, Action::Create],
-                        &Scope::table(t),
-                        admin_what(method),
-                    )?;
+                    self.authz
+                        .require_table_admin(&ctx.caller, t, admin_what(method))?;
                 }
                 match method {
                     Method::DeleteTable => self.delete_table(t)?,
@@ -276,12 +267,8 @@ impl RegionServer {
             }
             Method::AlterTable => {
                 let req: pb::AlterTableRequest = decode(param, "AlterTableRequest")?;
-                self.authz.require_any(
-                    &ctx.caller,
-                    &[Action::Admin, Action::Create],
-                    &Scope::table(&req.table),
-                    "alter a table",
-                )?;
+                self.authz
+                    .require_table_admin(&ctx.caller, &req.table, "alter a table")?;
                 let put = req
                     .put_families
                     .into_iter()
@@ -304,12 +291,8 @@ impl RegionServer {
             Method::Status => Ok(reply(&status_to_pb(self.status()), BytesMut::new())),
             Method::CompactTable => {
                 let req: pb::CompactTableRequest = decode(param, "CompactTableRequest")?;
-                self.authz.require_any(
-                    &ctx.caller,
-                    &[Action::Admin, Action::Create],
-                    &Scope::table(&req.table),
-                    "compact a table",
-                )?;
+                self.authz
+                    .require_table_admin(&ctx.caller, &req.table, "compact a table")?;
                 self.compact_table(&req.table, req.major)?;
                 empty()
             }
@@ -416,12 +399,8 @@ impl RegionServer {
             }
             Method::SplitTable => {
                 let req: pb::SplitTableRequest = decode(param, "SplitTableRequest")?;
-                self.authz.require_any(
-                    &ctx.caller,
-                    &[Action::Admin, Action::Create],
-                    &Scope::table(&req.table),
-                    "split a table",
-                )?;
+                self.authz
+                    .require_table_admin(&ctx.caller, &req.table, "split a table")?;
                 self.split_table(&req.table, req.split_row)?;
                 empty()
             }

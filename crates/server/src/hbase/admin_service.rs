@@ -57,7 +57,7 @@ pub(crate) fn call(
                 // Meta is computed, never written: nothing to flush.
                 Resolved::Meta => false,
                 Resolved::User(r) => {
-                    region_admin(svc, ctx, &r.table, "flush a region")?;
+                    super::master::table_admin(svc, ctx, &r.table, "flush a region")?;
                     r.with(|region| Ok(region.flush()?))?;
                     true
                 }
@@ -71,7 +71,7 @@ pub(crate) fn call(
         "CompactRegion" => {
             let req: hbase::CompactRegionRequest = decode("CompactRegionRequest", &param)?;
             if let Resolved::User(r) = resolve(svc, &req.region)? {
-                region_admin(svc, ctx, &r.table, "compact a region")?;
+                super::master::table_admin(svc, ctx, &r.table, "compact a region")?;
                 let major = req.major.unwrap_or(false);
                 r.with(|region| Ok(region.compact(major)?))?;
             }
@@ -98,22 +98,6 @@ pub(crate) fn call(
         }
         _ => Err(HbaseError::unknown_method("AdminService", method)),
     }
-}
-
-/// ADMIN or CREATE on the region's table (HBase's rule for flushes and compactions).
-fn region_admin(
-    svc: &HbaseService,
-    ctx: &CallCtx,
-    table: &str,
-    what: &str,
-) -> Result<(), HbaseError> {
-    use crate::security::acl::{Action, Scope};
-    Ok(svc.rs.authz.require_any(
-        &ctx.caller,
-        &[Action::Admin, Action::Create],
-        &Scope::table(table),
-        what,
-    )?)
 }
 
 enum Resolved {

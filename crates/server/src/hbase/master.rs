@@ -13,7 +13,7 @@ use super::{meta_view, CallCtx, HReply, HbaseError, HbaseService};
 use crate::catalog::names as catalog_names;
 use crate::meta::META_TABLE;
 use crate::router::TableState;
-use crate::security::acl::{namespace_of, Action, Scope};
+use crate::security::acl::{Action, Scope};
 use bytes::Bytes;
 use cellar_model::TableSchema;
 use cellar_proto::hbase;
@@ -162,12 +162,7 @@ pub(crate) fn call(
         "CreateTable" => {
             let req: hbase::CreateTableRequest = decode("CreateTableRequest", &param)?;
             let schema = schema::table_from_pb(&req.table_schema)?;
-            svc.rs.authz.require_any(
-                &ctx.caller,
-                &[Action::Create, Action::Admin],
-                &Scope::Namespace(namespace_of(&schema.name).to_string()),
-                "create a table",
-            )?;
+            svc.rs.authz.require_create(&ctx.caller, &schema.name)?;
             let name = schema.name.clone();
             rs.create_table(schema, &req.split_keys)?;
             rs.grant_owner(&ctx.caller, &name)?;
@@ -697,16 +692,11 @@ fn needs_global_admin(method: &str) -> bool {
 }
 
 /// ADMIN or CREATE on `table` (HBase's rule for table DDL, flushes and compactions).
-fn table_admin(
+pub(super) fn table_admin(
     svc: &HbaseService,
     ctx: &CallCtx,
     table: &str,
     what: &str,
 ) -> Result<(), HbaseError> {
-    Ok(svc.rs.authz.require_any(
-        &ctx.caller,
-        &[Action::Admin, Action::Create],
-        &Scope::table(table),
-        what,
-    )?)
+    Ok(svc.rs.authz.require_table_admin(&ctx.caller, table, what)?)
 }

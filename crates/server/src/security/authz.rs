@@ -247,6 +247,31 @@ impl Authz {
         Err(self.denied(caller, &who.user, &names.join("|"), scope, what))
     }
 
+    /// ADMIN or CREATE on `table`: HBase's rule for a table's DDL, flushes and compactions.
+    pub fn require_table_admin(
+        &self,
+        caller: &Caller,
+        table: &str,
+        what: &str,
+    ) -> Result<(), ServerError> {
+        self.require_any(
+            caller,
+            &[Action::Admin, Action::Create],
+            &Scope::table(table),
+            what,
+        )
+    }
+
+    /// CREATE or ADMIN on the namespace of `table` (or globally): creating it.
+    pub fn require_create(&self, caller: &Caller, table: &str) -> Result<(), ServerError> {
+        self.require_any(
+            caller,
+            &[Action::Create, Action::Admin],
+            &Scope::Namespace(super::acl::namespace_of(table).to_string()),
+            "create a table",
+        )
+    }
+
     /// Passes when `caller` may write every column in `columns` of `table`: (family,
     /// qualifier), the qualifier `None` for what touches the whole family (a family delete).
     pub fn require_write<'a>(
