@@ -510,66 +510,36 @@ mod tests {
     #[test]
     fn users_are_taken_from_certificates_or_where_simple_users_allows() {
         let a = authz(SimpleUsers::Loopback);
-        let scope = Scope::family("t", b"f");
-        assert!(a
-            .require(
-                &caller(Some("alice"), true, [10, 0, 0, 1]),
+        let never = authz(SimpleUsers::Never);
+        let read = |z: &Authz, user: Option<&str>, certified: bool, peer: [u8; 4]| {
+            z.require(
+                &caller(user, certified, peer),
                 Action::Read,
-                &scope,
-                "get"
+                &Scope::family("t", b"f"),
+                "get",
             )
-            .is_ok());
-        assert!(a
-            .require(
-                &caller(Some("alice"), false, [127, 0, 0, 1]),
-                Action::Read,
-                &scope,
-                "get"
+        };
+        let admin = |user: &str| {
+            a.require(
+                &caller(Some(user), true, [10, 0, 0, 1]),
+                Action::Admin,
+                &Scope::Global,
+                "x",
             )
-            .is_ok());
-        let far = a.require(
-            &caller(Some("alice"), false, [10, 0, 0, 1]),
-            Action::Read,
-            &scope,
-            "get",
-        );
+        };
+        assert!(read(&a, Some("alice"), true, [10, 0, 0, 1]).is_ok());
+        assert!(read(&a, Some("alice"), false, [127, 0, 0, 1]).is_ok());
+        let far = read(&a, Some("alice"), false, [10, 0, 0, 1]);
         assert!(
             matches!(far, Err(ServerError::Unauthenticated(_))),
             "{far:?}"
         );
-        let nobody = a.require(
-            &caller(None, false, [127, 0, 0, 1]),
-            Action::Read,
-            &scope,
-            "get",
-        );
+        let nobody = read(&a, None, false, [127, 0, 0, 1]);
         assert!(matches!(nobody, Err(ServerError::Unauthenticated(_))));
-        let never = authz(SimpleUsers::Never);
-        assert!(never
-            .require(
-                &caller(Some("alice"), false, [127, 0, 0, 1]),
-                Action::Read,
-                &scope,
-                "get"
-            )
-            .is_err());
+        assert!(read(&never, Some("alice"), false, [127, 0, 0, 1]).is_err());
         // Superusers through a group, and the server's own user.
-        assert!(a
-            .require(
-                &caller(Some("root"), true, [10, 0, 0, 1]),
-                Action::Admin,
-                &Scope::Global,
-                "x"
-            )
-            .is_ok());
-        assert!(a
-            .require(
-                &caller(Some("server"), true, [10, 0, 0, 1]),
-                Action::Admin,
-                &Scope::Global,
-                "x"
-            )
-            .is_ok());
+        assert!(admin("root").is_ok());
+        assert!(admin("server").is_ok());
     }
 
     #[test]
