@@ -162,6 +162,26 @@ if [ "${CELLAR_HBASE_COMPAT:-1}" = 1 ]; then
     fi
 fi
 
+# happybase (Python, unmodified from PyPI) through the Thrift gateway of a real
+# `cellar standalone --thrift-listen`. CELLAR_THRIFT_COMPAT=0 skips it.
+if [ "${CELLAR_THRIFT_COMPAT:-1}" = 1 ]; then
+    log "happybase through the Thrift gateway (scripts/thrift-compat.sh)"
+    tout=$(mktemp)
+    scripts/thrift-compat.sh 2>&1 | tee "$tout"
+    tstatus=${PIPESTATUS[0]}
+    tsum=$(grep -E '^thrift-compat: [0-9]+ tests passed, [0-9]+ failed$' "$tout" | tail -n1)
+    rm -f "$tout"
+    if [ -n "$tsum" ]; then
+        set -- $(echo "$tsum" | sed -E 's/^thrift-compat: ([0-9]+) tests passed, ([0-9]+) failed$/\1 \2/')
+        passed=$((passed + $1))
+        failed=$((failed + $2))
+        if [ "$tstatus" -ne 0 ] && [ "$2" -eq 0 ]; then failed=$((failed + 1)); fi
+    else
+        failed=$((failed + 1))
+    fi
+    [ "$tstatus" -eq 0 ] || status=1
+fi
+
 echo
 echo "${passed} passed, ${failed} failed"
 exit "$status"

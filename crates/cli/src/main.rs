@@ -5,6 +5,7 @@ mod bench;
 mod cert;
 mod shell;
 mod standalone;
+mod thrift;
 mod tls_args;
 mod verify;
 
@@ -41,6 +42,9 @@ enum Command {
     Bench(bench::Args),
     /// A development CA and TLS certificates for servers and users (`cellar cert create`).
     Cert(cert::Args),
+    /// HBase's Thrift (version 1) gateway for a running server or cluster, for happybase
+    /// and other Thrift clients (`cellar standalone --thrift-listen` runs one in the server).
+    Thrift(thrift::Args),
     /// HBase-shell-like console; `-e "CMD; CMD"` runs commands and exits.
     Shell(shell::Args),
     /// Check a region directory: descriptor, every block of every store file (checksums),
@@ -67,6 +71,7 @@ fn main() -> ExitCode {
         Command::Master(args) => standalone::run(args, NodeRole::Master),
         Command::Regionserver(args) => standalone::run(args, NodeRole::RegionServer),
         Command::Shell(args) => shell::run(args),
+        Command::Thrift(args) => thrift::run(args),
         Command::Cert(args) => cert::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Verify { dir } => verify::run(&dir).map_err(|e| e.to_string()),

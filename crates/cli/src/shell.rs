@@ -1,6 +1,6 @@
 //! `cellar shell`: an HBase-shell-like console over Cellar's native protocol.
 //!
-//! `parser` reads the Ruby-literal command syntax, `filter_lang` HBase's filter strings,
+//! `parser` reads the Ruby-literal command syntax, `cellar_model::parse_filter` HBase's filter strings,
 //! `commands` turns commands into requests, `exec` runs them and prints HBase-style output
 //! through `format`, and `repl` feeds commands from `-e`, piped input or the line editor.
 
@@ -9,7 +9,6 @@ mod commands;
 mod exec;
 #[cfg(test)]
 mod fake;
-mod filter_lang;
 mod format;
 mod parser;
 mod repl;

@@ -29,6 +29,11 @@ pub struct Args {
     /// disables it [default: 127.0.0.1:16020].
     #[arg(long, value_name = "HOST:PORT")]
     hbase_listen: Option<String>,
+    /// Serve HBase's Thrift (version 1) interface here, for happybase and other Thrift
+    /// clients: framed or buffered, binary or compact, told apart per connection. Port 0 picks
+    /// a free one [default: off; HBase's Thrift server uses 9090].
+    #[arg(long, value_name = "HOST:PORT")]
+    thrift_listen: Option<String>,
     /// ZooKeeper ensemble: where the cluster's servers find each other (required for master
     /// and regionserver). A standalone server publishes itself there, HBase's way, so HBase
     /// clients configured with only `hbase.zookeeper.quorum` find it [default for standalone:
@@ -93,6 +98,13 @@ impl Args {
         }
         if let Some(hbase) = self.hbase_listen {
             config.hbase_listen = if hbase == "off" { String::new() } else { hbase };
+        }
+        if let Some(thrift) = self.thrift_listen {
+            config.thrift.listen = if thrift == "off" {
+                String::new()
+            } else {
+                thrift
+            };
         }
         if let Some(cert) = self.tls_cert {
             config.tls.cert = Some(cert);
@@ -197,6 +209,9 @@ fn announce(server: &Node) {
     let _ = writeln!(out, "listening http={}", server.http_addr());
     if let Some(hbase) = server.hbase_addr() {
         let _ = writeln!(out, "listening hbase={hbase}");
+    }
+    if let Some(thrift) = server.thrift_addr() {
+        let _ = writeln!(out, "listening thrift={thrift}");
     }
     if let Some(auth) = server.tls_client_auth() {
         let _ = writeln!(out, "tls=on client_certificates={auth}");

@@ -11,6 +11,8 @@ mod compare;
 
 pub use compare::{compile_regex, MAX_REGEX_BYTES};
 mod eval;
+mod lang;
+pub use lang::parse_filter;
 #[cfg(test)]
 mod tests;
 

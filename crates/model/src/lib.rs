@@ -14,7 +14,7 @@ pub mod schema;
 pub use cell::{Cell, CellRef, CellSink, CellType, LATEST_TIMESTAMP};
 pub use error::{Error, Result};
 pub use filter::{
-    Comparator, CompareOp, Condition, Filter, FilterEval, FuzzyKey, ListOp, RowRange,
+    parse_filter, Comparator, CompareOp, Condition, Filter, FilterEval, FuzzyKey, ListOp, RowRange,
 };
 pub use mutation::{Durability, Entry, Nonce, RowMutation};
 pub use query::{prefix_successor, Column, Get, Scan, TimeRange};

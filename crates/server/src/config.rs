@@ -35,6 +35,45 @@ pub struct ServerConfig {
     pub cluster: ClusterConfig,
     pub tls: TlsConfig,
     pub security: SecurityConfig,
+    pub thrift: ThriftConfig,
+}
+
+/// The Thrift gateway (HBase's Thrift1 interface, `docs/thrift.md`).
+#[derive(Debug, Clone, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct ThriftConfig {
+    /// Where the gateway listens (`--thrift-listen`); empty: no gateway. HBase's Thrift
+    /// server uses port 9090.
+    pub listen: String,
+    /// The user the gateway's calls run as (HBase's Thrift server runs calls as its own
+    /// user); empty: the user running the server.
+    pub user: String,
+    /// Threads serving Thrift connections.
+    pub threads: usize,
+    /// Open connections beyond this are refused.
+    pub max_connections: u32,
+    /// Open scanners beyond this are refused (a client that never closes its scanners).
+    pub max_scanners: usize,
+    /// The largest call accepted, framed or not (HBase's default frame limit is 2 MiB; a
+    /// batch of puts can be larger).
+    pub max_message_bytes: u64,
+    /// A scanner unused this long is closed (HBase forgets one after twice
+    /// `hbase.client.scanner.timeout.period`: 120 s).
+    pub scanner_lease_ms: u64,
+}
+
+impl Default for ThriftConfig {
+    fn default() -> Self {
+        ThriftConfig {
+            listen: String::new(),
+            user: String::new(),
+            threads: 2,
+            max_connections: 1000,
+            max_scanners: 10_000,
+            max_message_bytes: 64 * 1024 * 1024,
+            scanner_lease_ms: 120_000,
+        }
+    }
 }
 
 /// Who may do what (`docs/security.md`).
@@ -366,6 +405,7 @@ impl Default for ServerConfig {
             cluster: ClusterConfig::default(),
             tls: TlsConfig::default(),
             security: SecurityConfig::default(),
+            thrift: ThriftConfig::default(),
         }
     }
 }
@@ -500,6 +540,14 @@ impl ServerConfig {
             ("scanner.max_result_bytes", self.scanner.max_result_bytes),
             ("split.initial_bytes", self.split.initial_bytes),
             ("tls.reload_check_ms", self.tls.reload_check_ms),
+            ("thrift.threads", self.thrift.threads as u64),
+            (
+                "thrift.max_connections",
+                u64::from(self.thrift.max_connections),
+            ),
+            ("thrift.max_scanners", self.thrift.max_scanners as u64),
+            ("thrift.max_message_bytes", self.thrift.max_message_bytes),
+            ("thrift.scanner_lease_ms", self.thrift.scanner_lease_ms),
             ("split.check_interval_ms", self.split.check_interval_ms),
             (
                 "cluster.zookeeper_session_timeout_ms",

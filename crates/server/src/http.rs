@@ -47,6 +47,8 @@ pub struct Sources {
     /// A token every request must bring (`Authorization: Bearer TOKEN`), unless it came with
     /// a client certificate the TLS handshake checked (`security.http_token_file`).
     pub token: Option<String>,
+    /// The Thrift gateway's counters, once it runs (it starts after this endpoint).
+    pub thrift: Arc<std::sync::OnceLock<crate::thrift::MetricsSource>>,
 }
 
 /// A running HTTP endpoint. Dropping it shuts it down.
@@ -370,14 +372,18 @@ async fn route(method: &str, path: &str, served: &Served) -> Response {
     match path {
         "/metrics" => {
             let gauges = gauges(served).await;
+            let mut body = render(
+                &served.sources.metrics,
+                served.sources.hbase_metrics.as_deref(),
+                &gauges,
+            );
+            if let Some(thrift) = served.sources.thrift.get() {
+                thrift().render(&mut body);
+            }
             Response {
                 status: "200 OK",
                 content_type: METRICS_CONTENT_TYPE,
-                body: render(
-                    &served.sources.metrics,
-                    served.sources.hbase_metrics.as_deref(),
-                    &gauges,
-                ),
+                body,
             }
         }
         "/status" => {

@@ -23,6 +23,7 @@ pub mod scanners;
 pub mod security;
 pub mod service;
 pub mod split;
+pub mod thrift;
 /// The standalone server is a [`node::Node`] in the standalone role.
 pub mod standalone {
     pub use crate::node::{Node, NodeRole, Standalone};

@@ -55,6 +55,8 @@ pub struct Node {
     rpc: RpcServer,
     hbase: Option<HbaseServer>,
     http: HttpServer,
+    /// The Thrift gateway (`thrift.listen`), a client of this node.
+    thrift: Option<crate::thrift::ThriftGateway>,
     data_dir: PathBuf,
     /// The data directory as users name it: a path, or the `hdfs://` root.
     location: String,
@@ -174,6 +176,16 @@ impl Node {
                 )
             })?)
         };
+        let thrift_listener = if config.thrift.listen.is_empty() {
+            None
+        } else {
+            Some(TcpListener::bind(&config.thrift.listen).map_err(|e| {
+                format!(
+                    "cannot listen on {} (thrift.listen): {e}",
+                    config.thrift.listen
+                )
+            })?)
+        };
         let http_listener = TcpListener::bind(&config.http_listen)
             .map_err(|e| format!("cannot listen on {} (http_listen): {e}", config.http_listen))?;
         let http_bound = http_listener.local_addr().map_err(|e| {
@@ -281,7 +293,9 @@ impl Node {
             },
             tls,
             token: http_token,
+            thrift: Arc::new(std::sync::OnceLock::new()),
         };
+        let thrift_metrics = sources.thrift.clone();
         let http = match HttpServer::start_on(http_listener, sources) {
             Ok(http) => http,
             Err(e) => {
@@ -299,6 +313,7 @@ impl Node {
             rpc,
             hbase,
             http,
+            thrift: None,
             data_dir,
             location,
             coordination,
@@ -315,12 +330,22 @@ impl Node {
             NodeRole::RegionServer => {
                 server.watch_session();
                 server.sync_permissions(peer_tls.clone());
-                server
-                    .region_server
-                    .set_split_requester(split_requester(server.coordination.clone(), peer_tls));
+                server.region_server.set_split_requester(split_requester(
+                    server.coordination.clone(),
+                    peer_tls.clone(),
+                ));
                 Ok(())
             }
         };
+        let announced = announced.and_then(|()| match thrift_listener {
+            None => Ok(()),
+            Some(l) => {
+                let gateway = start_thrift(l, &config, role, &server, &fs, &peer_tls)?;
+                let _ = thrift_metrics.set(gateway.metrics_source());
+                server.thrift = Some(gateway);
+                Ok(())
+            }
+        });
         if let Err(e) = announced {
             let _ = server.shutdown();
             return Err(e);
@@ -483,6 +508,13 @@ impl Node {
         self.hbase.as_ref().map(HbaseServer::local_addr)
     }
 
+    /// The Thrift gateway's address, when it runs.
+    pub fn thrift_addr(&self) -> Option<SocketAddr> {
+        self.thrift
+            .as_ref()
+            .map(crate::thrift::ThriftGateway::local_addr)
+    }
+
     /// With TLS on every port: whether client certificates are `required`, `optional` or
     /// not asked for (`none`); `None` without TLS.
     pub fn tls_client_auth(&self) -> Option<&'static str> {
@@ -512,12 +544,17 @@ impl Node {
             rpc,
             hbase,
             http,
+            thrift,
             coordination,
             watcher,
             watcher_stop,
             acl_sync,
             ..
         } = self;
+        // The gateway is a client of this node: it stops first.
+        if let Some(t) = thrift {
+            t.shutdown();
+        }
         watcher_stop.store(true, Ordering::SeqCst);
         if let Some(w) = watcher {
             let _ = w.join();
@@ -540,6 +577,55 @@ impl Node {
         http.shutdown();
         closed
     }
+}
+
+/// Starts the Thrift gateway as a client of this node: of its own native address on a
+/// standalone server or a master, of the active master on a region server. With TLS it calls
+/// with the node's own certificate, trusting `tls.ca` (else `tls.client_ca`).
+fn start_thrift(
+    listener: TcpListener,
+    config: &ServerConfig,
+    role: NodeRole,
+    node: &Node,
+    fs: &FsRef,
+    peer_tls: &Option<cellar_client::TlsClientConfig>,
+) -> Result<crate::thrift::ThriftGateway, String> {
+    let tls = if config.tls.cert.is_some() && peer_tls.is_none() {
+        // A standalone server without a CA to trust its own certificate by.
+        peer_tls_required(config)?
+    } else {
+        peer_tls.clone()
+    };
+    let connect = match role {
+        NodeRole::RegionServer => {
+            node.coordination
+                .active_master()
+                .map_err(|e| format!("thrift gateway: {e}"))?
+                .ok_or("thrift gateway: no active master to call")?
+                .native_addr
+        }
+        _ => node.region_server.advertised().to_string(),
+    };
+    let user = if config.thrift.user.is_empty() {
+        crate::security::authz::process_user()
+    } else {
+        Some(config.thrift.user.clone())
+    };
+    let client = cellar_client::ClientConfig {
+        tls,
+        user,
+        ..cellar_client::ClientConfig::default()
+    };
+    let cluster_id = cluster_id(&**fs, &config.data_dir).ok();
+    crate::thrift::ThriftGateway::start(listener, &connect, client, &config.thrift, cluster_id)
+}
+
+fn peer_tls_required(
+    config: &ServerConfig,
+) -> Result<Option<cellar_client::TlsClientConfig>, String> {
+    peer_tls(config, NodeRole::Master).map_err(|_| {
+        "the Thrift gateway calls this server over TLS: set tls.ca (or tls.client_ca) to the CA that signs its certificate".to_string()
+    })
 }
 
 /// Starts the HBase front end on its bound listener, advertising that address in meta.

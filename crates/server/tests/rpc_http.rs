@@ -39,6 +39,7 @@ fn servers() -> (RpcServer, HttpServer, Arc<TestHandler>) {
         Sources {
             tls: None,
             token: None,
+            thrift: Default::default(),
             metrics: rpc.metrics(),
             hbase_metrics: None,
             handler: handler.clone(),

@@ -27,7 +27,60 @@ pub fn all() -> Vec<Seed> {
     hbase_seeds(&mut out);
     storage(&mut out);
     text(&mut out);
+    thrift(&mut out);
     out
+}
+
+/// Thrift calls as happybase sends them: a mutateRows with a batch, a scannerOpenWithScan
+/// with a filter, on each protocol (first byte: 0 binary, 1 compact).
+fn thrift(out: &mut Vec<Seed>) {
+    use cellar_server::thrift::protocol::{write_message, MessageType, Protocol, TType, Value};
+    let mutation = Value::Struct(vec![
+        (1, Value::Bool(false)),
+        (2, Value::text("cf:q")),
+        (3, Value::text("value")),
+        (4, Value::Bool(true)),
+    ]);
+    let batch = Value::Struct(vec![
+        (1, Value::text("row")),
+        (2, Value::List(TType::Struct, vec![mutation.clone(), mutation])),
+    ]);
+    let attrs = Value::Map(TType::Binary, TType::Binary, vec![]);
+    let calls = [
+        (
+            "mutateRows",
+            vec![
+                (1, Value::text("t")),
+                (2, Value::List(TType::Struct, vec![batch])),
+                (3, attrs.clone()),
+            ],
+        ),
+        (
+            "scannerOpenWithScan",
+            vec![
+                (1, Value::text("t")),
+                (
+                    2,
+                    Value::Struct(vec![
+                        (1, Value::text("a")),
+                        (3, Value::I64(1 << 40)),
+                        (4, Value::List(TType::Binary, vec![Value::text("cf")])),
+                        (5, Value::I32(1000)),
+                        (6, Value::text("PrefixFilter('a')")),
+                        (8, Value::Bool(true)),
+                    ]),
+                ),
+                (3, attrs),
+            ],
+        ),
+    ];
+    for (i, (name, body)) in calls.iter().enumerate() {
+        for (sel, protocol) in [(0u8, Protocol::Binary), (1, Protocol::Compact)] {
+            let mut bytes = vec![sel];
+            write_message(&mut bytes, protocol, name, MessageType::Call, i as i32, body);
+            out.push(("thrift_message", format!("{name}-{protocol}"), bytes));
+        }
+    }
 }
 
 fn prefixed(sel: u8, param: &[u8], cells: &[u8]) -> Vec<u8> {

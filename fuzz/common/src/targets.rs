@@ -5,7 +5,7 @@
 
 use crate::fixup;
 use crate::memfs::MemFs;
-use crate::shell::{filter_lang, parser};
+use crate::shell::parser;
 use bytes::{Buf, Bytes, BytesMut};
 use cellar_model::{Cell, TableSchema};
 use cellar_proto::cellblock::{self, CellReader};
@@ -44,6 +44,7 @@ pub const ALL: &[(&str, Target)] = &[
     ("config", config),
     ("cert_identity", cert_identity),
     ("permission_record", permission_record),
+    ("thrift_message", thrift_message),
 ];
 
 /// A decoded message, encoded again, decodes to a message that encodes to the same bytes.
@@ -783,7 +784,7 @@ pub fn shell_parser(data: &[u8]) {
 /// HBase's filter language as the shell reads it. The language has no printer; a parsed
 /// filter is validated and must round-trip through the native wire form.
 pub fn filter_lang(data: &[u8]) {
-    let Ok(f) = filter_lang::parse_filter(data) else {
+    let Ok(f) = cellar_model::parse_filter(data) else {
         return;
     };
     let _ = f.validate();
@@ -824,4 +825,35 @@ pub fn permission_record(data: &[u8]) {
             assert_eq!(acl::Actions::parse(&actions.to_string()), Ok(actions));
         }
     }
+}
+
+/// A Thrift call as the gateway reads it (first byte: the protocol): decoding never panics,
+/// and a decoded message written again in the same protocol decodes to the same message.
+pub fn thrift_message(data: &[u8]) {
+    use cellar_server::thrift::protocol::{read_message, write_message, Limits, Protocol};
+    let Some((&first, rest)) = data.split_first() else {
+        return;
+    };
+    let protocol = if first & 1 == 0 {
+        Protocol::Binary
+    } else {
+        Protocol::Compact
+    };
+    let limits = Limits {
+        max_depth: 16,
+        max_string: 1 << 20,
+    };
+    let Ok((msg, used)) = read_message(rest, protocol, limits) else {
+        return;
+    };
+    assert!(used <= rest.len(), "read past the input");
+    let mut again = Vec::new();
+    write_message(&mut again, protocol, &msg.name, msg.kind, msg.seq, &msg.body);
+    let (back, n) = read_message(&again, protocol, limits)
+        .unwrap_or_else(|e| panic!("a re-encoded message does not decode: {e}"));
+    assert_eq!(n, again.len(), "the re-encoded message has trailing bytes");
+    // Doubles are compared through their encoding (a NaN is not equal to itself).
+    let mut twice = Vec::new();
+    write_message(&mut twice, protocol, &back.name, back.kind, back.seq, &back.body);
+    assert_eq!(twice, again, "the message does not round-trip");
 }

@@ -2,9 +2,9 @@
 //! and filters, ending in an [`Action`] built from Cellar's model types. Nothing here talks
 //! to a server.
 
-use super::filter_lang::parse_filter;
 use super::parser::{Command, Value};
 use bytes::Bytes;
+use cellar_model::parse_filter;
 use cellar_model::{
     BloomType, Column, Compression, FamilySchema, Filter, Get, RowMutation, Scan, TableSchema,
     TimeRange, LATEST_TIMESTAMP,

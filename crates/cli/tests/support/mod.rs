@@ -251,6 +251,27 @@ impl Server {
         }
     }
 
+    /// The Thrift gateway's address (`listening thrift=`, printed after the other three) of a
+    /// server started with `--thrift-listen`.
+    pub fn wait_thrift(&mut self) -> String {
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Some(addr) = self
+                .output()
+                .lines()
+                .find_map(|l| field(l, "listening thrift="))
+            {
+                return addr;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "no `listening thrift=` line:\n{}",
+                self.output()
+            );
+            let _ = self.lines.recv_timeout(Duration::from_millis(100));
+        }
+    }
+
     /// The exit status, if the process has exited.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
         self.child.try_wait().ok().flatten()

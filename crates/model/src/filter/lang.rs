@@ -11,8 +11,8 @@
 //! `'regexstring:..'`. Filter strings are bytes: the shell string they came from may hold
 //! any byte.
 
+use crate::{Comparator, CompareOp, Filter, ListOp};
 use bytes::Bytes;
-use cellar_model::{Comparator, CompareOp, Filter, ListOp};
 
 /// Parses a filter string into a filter tree.
 pub fn parse_filter(src: &[u8]) -> Result<Filter, String> {

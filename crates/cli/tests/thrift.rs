@@ -1,0 +1,365 @@
+//! The Thrift gateway at the wire, against a real `cellar standalone --thrift-listen` and a
+//! real `cellar thrift` process: HBase 2's calls that happybase does not make, Thrift's own
+//! errors, bytes that are not Thrift (the gateway goes on serving everyone else), scanner
+//! leases and the gateway's metrics. happybase itself: python/happybase (scripts/thrift-compat.sh).
+
+mod support;
+
+use cellar_server::thrift::protocol::{self, Limits, MessageType, Protocol, TType, Value};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use support::Server;
+
+/// A minimal Thrift client: one call at a time, framed or not.
+struct Conn {
+    stream: TcpStream,
+    protocol: Protocol,
+    framed: bool,
+    seq: i32,
+}
+
+impl Conn {
+    fn open(addr: &str, protocol: Protocol, framed: bool) -> Conn {
+        let stream = TcpStream::connect(addr).expect("connect to the gateway");
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        Conn {
+            stream,
+            protocol,
+            framed,
+            seq: 0,
+        }
+    }
+
+    /// Calls `name`; the reply's type and body.
+    fn call(&mut self, name: &str, args: Vec<(i16, Value)>) -> (MessageType, Vec<(i16, Value)>) {
+        self.seq += 1;
+        let mut msg = Vec::new();
+        protocol::write_message(
+            &mut msg,
+            self.protocol,
+            name,
+            MessageType::Call,
+            self.seq,
+            &args,
+        );
+        let mut out = Vec::new();
+        if self.framed {
+            out.extend_from_slice(&(msg.len() as u32).to_be_bytes());
+        }
+        out.extend_from_slice(&msg);
+        self.stream.write_all(&out).expect("send");
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 4096];
+        loop {
+            let body = if self.framed {
+                buf.get(4..)
+            } else {
+                Some(&buf[..])
+            };
+            if let Some(body) = body {
+                match protocol::read_message(body, self.protocol, Limits::default()) {
+                    Ok((m, _)) => {
+                        assert_eq!(m.seq, self.seq, "the reply's sequence id");
+                        assert_eq!(m.name, name, "the reply's method name");
+                        return (m.kind, m.body);
+                    }
+                    Err(protocol::Error::Incomplete) => {}
+                    Err(e) => panic!("bad reply to {name}: {e}"),
+                }
+            }
+            let n = self.stream.read(&mut chunk).expect("read the reply");
+            assert!(n > 0, "the gateway closed the connection during {name}");
+            buf.extend_from_slice(&chunk[..n]);
+        }
+    }
+
+    /// A call expected to succeed: its result (field 0), `None` for void.
+    fn ok(&mut self, name: &str, args: Vec<(i16, Value)>) -> Option<Value> {
+        let (kind, body) = self.call(name, args);
+        assert_eq!(kind, MessageType::Reply, "{name}: {body:?}");
+        assert!(
+            body.iter().all(|(id, _)| *id == 0),
+            "{name} failed: {body:?}"
+        );
+        body.into_iter().next().map(|(_, v)| v)
+    }
+}
+
+fn text(s: &str) -> Value {
+    Value::text(s)
+}
+
+fn message_of(v: &Value) -> String {
+    match v {
+        Value::Struct(f) => match f.iter().find(|(id, _)| *id == 1) {
+            Some((_, Value::Binary(b))) => String::from_utf8_lossy(b).into_owned(),
+            other => panic!("no message in {other:?}"),
+        },
+        other => panic!("not an exception struct: {other:?}"),
+    }
+}
+
+fn create_table(c: &mut Conn, name: &str) {
+    let family = Value::Struct(vec![(1, text("f:"))]);
+    c.ok(
+        "createTable",
+        vec![
+            (1, text(name)),
+            (2, Value::List(TType::Struct, vec![family])),
+        ],
+    );
+}
+
+#[test]
+fn hbase2_calls_and_thrift_errors_on_every_transport_and_protocol() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let mut server = Server::start_with(
+        tmp.path(),
+        None,
+        ["127.0.0.1:0"; 3],
+        &["--thrift-listen", "127.0.0.1:0"],
+    );
+    let addr = server.wait_thrift();
+    for (protocol, framed) in [
+        (Protocol::Binary, false),
+        (Protocol::Binary, true),
+        (Protocol::Compact, false),
+        (Protocol::Compact, true),
+    ] {
+        let mut c = Conn::open(&addr, protocol, framed);
+        let table = format!("t_{protocol}_{framed}");
+        create_table(&mut c, &table);
+        assert_eq!(c.ok("getThriftServerType", vec![]), Some(Value::I32(1)));
+        let Some(Value::Binary(id)) = c.ok("getClusterId", vec![]) else {
+            panic!("getClusterId returns a string")
+        };
+        let on_disk = std::fs::read_to_string(tmp.path().join("cluster_id")).expect("cluster_id");
+        assert_eq!(String::from_utf8_lossy(&id), on_disk.trim());
+        let Some(Value::Map(_, _, tables)) = c.ok("getTableNamesWithIsTableEnabled", vec![]) else {
+            panic!("a map of tables")
+        };
+        assert!(
+            tables.contains(&(text(&table), Value::Bool(true))),
+            "{tables:?}"
+        );
+        // A call HBase 2 does not serve: Thrift's unknown-method exception.
+        let (kind, body) = c.call("getRowOrBefore", vec![(1, text(&table))]);
+        assert_eq!(kind, MessageType::Exception);
+        assert_eq!(
+            body,
+            vec![
+                (1, text("Invalid method name: 'getRowOrBefore'")),
+                (2, Value::I32(1))
+            ]
+        );
+        // A declared IOError, canRetry false for HBase's do-not-retry exceptions.
+        let (kind, body) = c.call(
+            "getRow",
+            vec![
+                (1, text("no_such_table")),
+                (2, text("r")),
+                (3, Value::Map(TType::Binary, TType::Binary, vec![])),
+            ],
+        );
+        assert_eq!(kind, MessageType::Reply);
+        assert_eq!(body.len(), 1);
+        assert_eq!(body[0].0, 1, "IOError is field 1: {body:?}");
+        assert!(
+            message_of(&body[0].1).contains("TableNotFoundException"),
+            "{body:?}"
+        );
+        let Value::Struct(fields) = &body[0].1 else {
+            unreachable!()
+        };
+        assert!(
+            fields.contains(&(2, Value::Bool(false))),
+            "canRetry: {fields:?}"
+        );
+        // An argument of the wrong type is named.
+        let (_, body) = c.call("mutateRow", vec![(1, Value::I32(7))]);
+        assert_eq!(body[0].0, 2, "IllegalArgument is field 2: {body:?}");
+        assert!(message_of(&body[0].1).contains("tableName"), "{body:?}");
+        // The connection serves on after every error.
+        assert!(matches!(
+            c.ok("getTableNames", vec![]),
+            Some(Value::List(..))
+        ));
+    }
+    server.terminate();
+}
+
+#[test]
+fn bytes_that_are_not_thrift_close_only_their_connection() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let config = tmp.path().join("cellar.toml");
+    std::fs::write(
+        &config,
+        "[thrift]\nmax_message_bytes = 4096\nscanner_lease_ms = 300\n",
+    )
+    .expect("config");
+    let mut server = Server::start_with(
+        &tmp.path().join("data"),
+        Some(&config),
+        ["127.0.0.1:0"; 3],
+        &["--thrift-listen", "127.0.0.1:0"],
+    );
+    let addr = server.wait_thrift();
+    let mut good = Conn::open(&addr, Protocol::Binary, true);
+    create_table(&mut good, "t");
+
+    let closed = |bytes: &[u8]| {
+        let mut s = TcpStream::connect(&addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        s.write_all(bytes).expect("send");
+        let mut rest = Vec::new();
+        // The gateway closes the connection without an answer.
+        let n = s.read_to_end(&mut rest).unwrap_or(0);
+        assert_eq!(n, 0, "an answer to garbage: {rest:?}");
+    };
+    closed(b"hello, is this HBase?\r\n");
+    closed(b"GET / HTTP/1.1\r\nHost: x\r\n\r\n");
+    // A frame over thrift.max_message_bytes.
+    let mut big = 100_000u32.to_be_bytes().to_vec();
+    big.extend_from_slice(&[0x80, 1, 0, 1]);
+    closed(&big);
+    // A frame whose message is shorter than its length says.
+    let mut msg = Vec::new();
+    protocol::write_message(
+        &mut msg,
+        Protocol::Binary,
+        "getTableNames",
+        MessageType::Call,
+        1,
+        &[],
+    );
+    let mut lying = ((msg.len() + 3) as u32).to_be_bytes().to_vec();
+    lying.extend_from_slice(&msg);
+    lying.extend_from_slice(&[9, 9, 9]);
+    closed(&lying);
+    // An unframed call cut short, then the client goes away: nothing to answer.
+    {
+        let mut s = TcpStream::connect(&addr).expect("connect");
+        s.write_all(&msg[..msg.len() - 2]).expect("send");
+    }
+    // The first connection still works, and the errors are counted.
+    assert!(matches!(
+        good.ok("getTableNames", vec![]),
+        Some(Value::List(..))
+    ));
+    let errors = server.metric("cellar_thrift_protocol_errors_total");
+    assert!(errors >= 4, "protocol errors counted: {errors}");
+    assert!(
+        server.output().contains("not a Thrift message"),
+        "{}",
+        server.output()
+    );
+
+    // A scanner idle past thrift.scanner_lease_ms is closed.
+    let scan = Value::Struct(vec![]);
+    let Some(Value::I32(id)) = good.ok(
+        "scannerOpenWithScan",
+        vec![
+            (1, text("t")),
+            (2, scan),
+            (3, Value::Map(TType::Binary, TType::Binary, vec![])),
+        ],
+    ) else {
+        panic!("a scanner id")
+    };
+    assert_eq!(server.metric("cellar_thrift_scanners_open"), 1);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while server.metric("cellar_thrift_scanners_open") != 0 {
+        assert!(Instant::now() < deadline, "the idle scanner was not closed");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (_, body) = good.call(
+        "scannerGetList",
+        vec![(1, Value::I32(id)), (2, Value::I32(5))],
+    );
+    assert_eq!(body[0].0, 2, "IllegalArgument: {body:?}");
+    assert_eq!(message_of(&body[0].1), "scanner ID is invalid");
+    assert_eq!(server.metric("cellar_thrift_scanners_expired_total"), 1);
+    assert!(server.metric("cellar_thrift_calls_total") >= 4);
+    server.terminate();
+}
+
+/// `cellar thrift`, the gateway as its own process, stopped by its PID.
+struct Gateway {
+    child: Child,
+}
+
+impl Drop for Gateway {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn cellar_thrift_serves_a_running_server() {
+    let mut server = Server::start();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .args([
+            "thrift",
+            "--connect",
+            &server.native,
+            "--listen",
+            "127.0.0.1:0",
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn cellar thrift");
+    let mut out = child.stdout.take().expect("stdout");
+    let gateway = Gateway { child };
+    let mut line = String::new();
+    let mut byte = [0u8; 1];
+    while !line.ends_with('\n') {
+        assert!(
+            out.read(&mut byte).expect("read") == 1,
+            "cellar thrift exited"
+        );
+        line.push(byte[0] as char);
+    }
+    let addr = line
+        .trim()
+        .strip_prefix("listening thrift=")
+        .unwrap_or_else(|| panic!("first line: {line}"))
+        .to_string();
+    let mut c = Conn::open(&addr, Protocol::Compact, false);
+    create_table(&mut c, "via_gateway");
+    let client = support::connect_blocking(&server.native);
+    assert!(client.admin().table_exists("via_gateway").expect("exists"));
+    // A gateway of its own knows no cluster id; it says so.
+    let (kind, body) = c.call("getClusterId", vec![]);
+    assert_eq!(kind, MessageType::Exception);
+    assert!(
+        matches!(&body[0], (1, Value::Binary(m)) if String::from_utf8_lossy(m).contains("cluster id")),
+        "{body:?}"
+    );
+    let status = Command::new("kill")
+        .args(["-TERM", &gateway.child.id().to_string()])
+        .status()
+        .expect("kill");
+    assert!(status.success());
+    let mut gateway = gateway;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        if let Some(s) = gateway.child.try_wait().expect("wait") {
+            assert!(s.success(), "cellar thrift exit: {s}");
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "cellar thrift did not stop on SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    server.terminate();
+}

@@ -1,0 +1,263 @@
+//! One Thrift client connection. HBase's Thrift server is started for one transport and one
+//! protocol; the gateway takes each connection's from its first bytes, so one port serves
+//! them all:
+//!
+//! - `0x80 0x01`: a strict binary message, unframed ("buffered");
+//! - `0x82`: a compact message, unframed;
+//! - anything else: a 4-byte big-endian frame length, then a binary or compact message.
+//!
+//! Calls on a connection are answered in order, one at a time (Thrift clients wait for each
+//! answer). Bytes that are not a Thrift call close the connection after a log line naming
+//! the peer and the problem; the gateway goes on serving everyone else.
+
+use super::protocol::{self, Limits, MessageType, Protocol, Value};
+use super::Gateway;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::watch;
+
+/// How a connection's messages are delimited.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Framing {
+    Framed,
+    Buffered,
+}
+
+/// A connection's transport and protocol, from its first bytes; `None` until enough arrived.
+pub fn detect(first: &[u8]) -> Option<Result<(Framing, Protocol), String>> {
+    match first {
+        [] => None,
+        [0x80, ..] => Some(Ok((Framing::Buffered, Protocol::Binary))),
+        [0x82, ..] => Some(Ok((Framing::Buffered, Protocol::Compact))),
+        [_, _, _, _, b, ..] => Some(match *b {
+            0x80 => Ok((Framing::Framed, Protocol::Binary)),
+            0x82 => Ok((Framing::Framed, Protocol::Compact)),
+            _ if first.starts_with(b"GET ") || first.starts_with(b"POST") => {
+                Err("an HTTP request: the gateway speaks Thrift over TCP (framed or buffered), not Thrift over HTTP".into())
+            }
+            _ => Err(format!(
+                "not a Thrift message (first bytes {:02x?})",
+                &first[..first.len().min(8)]
+            )),
+        }),
+        _ => None,
+    }
+}
+
+pub async fn serve(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    gateway: Arc<Gateway>,
+    mut stop: watch::Receiver<bool>,
+) {
+    let max = gateway.config.max_message_bytes as usize;
+    let limits = Limits {
+        max_string: max,
+        ..Limits::default()
+    };
+    let mut buf: Vec<u8> = Vec::with_capacity(8 << 10);
+    let mut out: Vec<u8> = Vec::with_capacity(8 << 10);
+    let mut mode = None;
+    loop {
+        // What the buffer holds so far: a whole call, or a need for more bytes.
+        let next = match mode {
+            None => match detect(&buf) {
+                None => Ok(None),
+                Some(Ok(m)) => {
+                    tracing::debug!(%peer, framing = ?m.0, protocol = %m.1, "thrift connection");
+                    mode = Some(m);
+                    continue;
+                }
+                Some(Err(e)) => Err(e),
+            },
+            Some((Framing::Framed, p)) => take_frame(&buf, p, max, limits),
+            Some((Framing::Buffered, p)) => match protocol::read_message(&buf, p, limits) {
+                Ok((m, used)) => Ok(Some((m, used))),
+                Err(protocol::Error::Incomplete) if buf.len() > max => Err(format!(
+                    "a call larger than thrift.max_message_bytes ({max} bytes)"
+                )),
+                Err(protocol::Error::Incomplete) => Ok(None),
+                Err(protocol::Error::Invalid(e)) => Err(e),
+            },
+        };
+        match next {
+            Ok(Some((msg, used))) => {
+                buf.drain(..used);
+                let Some((framing, protocol)) = mode else {
+                    return;
+                };
+                let started = Instant::now();
+                let reply = super::handler::call(&gateway, msg).await;
+                let m = &gateway.metrics;
+                m.calls.fetch_add(1, Ordering::Relaxed);
+                m.call_micros
+                    .fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
+                let Some(reply) = reply else {
+                    continue; // oneway
+                };
+                if reply.failed {
+                    m.errors.fetch_add(1, Ordering::Relaxed);
+                }
+                out.clear();
+                if framing == Framing::Framed {
+                    out.extend_from_slice(&[0; 4]);
+                }
+                protocol::write_message(
+                    &mut out,
+                    protocol,
+                    &reply.name,
+                    reply.kind,
+                    reply.seq,
+                    &reply.body,
+                );
+                if framing == Framing::Framed {
+                    let n = (out.len() - 4) as u32;
+                    out[..4].copy_from_slice(&n.to_be_bytes());
+                }
+                if let Err(e) = stream.write_all(&out).await {
+                    tracing::debug!(%peer, error = %e, "thrift connection closed while answering");
+                    return;
+                }
+                if out.capacity() > 4 << 20 {
+                    out = Vec::with_capacity(8 << 10);
+                }
+            }
+            Ok(None) => {
+                if buf.capacity() - buf.len() < 4096 {
+                    buf.reserve(buf.len().max(8 << 10));
+                }
+                let read = tokio::select! {
+                    _ = stop.changed() => return,
+                    r = stream.read_buf(&mut buf) => r,
+                };
+                match read {
+                    Ok(0) => {
+                        if !buf.is_empty() {
+                            tracing::debug!(%peer, bytes = buf.len(), "thrift client closed mid-call");
+                        }
+                        return;
+                    }
+                    Ok(_) => {}
+                    Err(e) => {
+                        tracing::debug!(%peer, error = %e, "thrift connection failed");
+                        return;
+                    }
+                }
+            }
+            Err(e) => {
+                gateway
+                    .metrics
+                    .protocol_errors
+                    .fetch_add(1, Ordering::Relaxed);
+                tracing::warn!(%peer, error = %e, "thrift connection closed");
+                return;
+            }
+        }
+    }
+}
+
+/// A whole frame's message, if the frame has arrived.
+fn take_frame(
+    buf: &[u8],
+    p: Protocol,
+    max: usize,
+    limits: Limits,
+) -> Result<Option<(protocol::Message, usize)>, String> {
+    let Some(head) = buf.get(..4) else {
+        return Ok(None);
+    };
+    let n = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    if n > max {
+        return Err(format!(
+            "a frame of {n} bytes is larger than thrift.max_message_bytes ({max} bytes)"
+        ));
+    }
+    let Some(frame) = buf.get(4..4 + n) else {
+        return Ok(None);
+    };
+    match protocol::read_message(frame, p, limits) {
+        Ok((m, used)) if used == n => Ok(Some((m, 4 + n))),
+        Ok((_, used)) => Err(format!(
+            "a frame of {n} bytes holds a message of {used} bytes"
+        )),
+        Err(protocol::Error::Incomplete) => Err(format!(
+            "the message ends before its frame of {n} bytes does"
+        )),
+        Err(protocol::Error::Invalid(e)) => Err(e),
+    }
+}
+
+/// An answer to one call.
+pub struct Reply {
+    pub name: String,
+    pub kind: MessageType,
+    pub seq: i32,
+    pub body: Vec<(i16, Value)>,
+    /// Answered with an exception (declared or not).
+    pub failed: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transports_and_protocols_are_told_apart() {
+        assert_eq!(detect(&[]), None);
+        assert_eq!(
+            detect(&[0x80, 1]),
+            Some(Ok((Framing::Buffered, Protocol::Binary)))
+        );
+        assert_eq!(
+            detect(&[0x82]),
+            Some(Ok((Framing::Buffered, Protocol::Compact)))
+        );
+        assert_eq!(detect(&[0, 0, 0]), None);
+        assert_eq!(
+            detect(&[0, 0, 0, 20, 0x80]),
+            Some(Ok((Framing::Framed, Protocol::Binary)))
+        );
+        assert_eq!(
+            detect(&[0, 0, 0, 20, 0x82]),
+            Some(Ok((Framing::Framed, Protocol::Compact)))
+        );
+        let e = detect(b"GET / HTTP/1.1")
+            .expect("a value")
+            .expect_err("an error");
+        assert!(e.contains("HTTP"), "{e}");
+        let e = detect(b"hello world")
+            .expect("a value")
+            .expect_err("an error");
+        assert!(e.contains("not a Thrift message"), "{e}");
+    }
+
+    #[test]
+    fn frames_are_checked_against_their_message() {
+        let mut msg = Vec::new();
+        protocol::write_message(&mut msg, Protocol::Binary, "x", MessageType::Call, 1, &[]);
+        let mut framed = (msg.len() as u32).to_be_bytes().to_vec();
+        framed.extend_from_slice(&msg);
+        let l = Limits::default();
+        assert!(
+            take_frame(&framed[..framed.len() - 1], Protocol::Binary, 1 << 20, l)
+                .expect("a value")
+                .is_none()
+        );
+        let (m, used) = take_frame(&framed, Protocol::Binary, 1 << 20, l)
+            .expect("a value")
+            .expect("a value");
+        assert_eq!((m.name.as_str(), used), ("x", framed.len()));
+        let e = take_frame(&framed, Protocol::Binary, 4, l).expect_err("an error");
+        assert!(e.contains("max_message_bytes"), "{e}");
+        // A frame longer than its message.
+        let mut long = ((msg.len() + 2) as u32).to_be_bytes().to_vec();
+        long.extend_from_slice(&msg);
+        long.extend_from_slice(&[0, 0]);
+        let e = take_frame(&long, Protocol::Binary, 1 << 20, l).expect_err("an error");
+        assert!(e.contains("holds a message"), "{e}");
+    }
+}

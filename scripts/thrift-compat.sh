@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# happybase, unmodified from PyPI, against a real `cellar standalone --thrift-listen`: every
+# python/happybase test on the buffered and framed transports and the binary and compact
+# protocols, bad input, and a connection pool under threads.
+#
+#   scripts/thrift-compat.sh [--cellar target/release/cellar] [--work DIR]
+#
+# Installs happybase into target/happybase-venv on first use (python3 -m venv; Debian's
+# python3-venv is installed with apt-get when venv is missing). Ends with the summary line
+# "thrift-compat: N tests passed, M failed".
+set -uo pipefail
+cd "$(dirname "$0")/.."
+
+cellar=target/release/cellar
+work=""
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --cellar) cellar="$2"; shift 2 ;;
+        --work) work="$2"; shift 2 ;;
+        -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+        *) echo "unknown argument: $1 (try --help)"; exit 2 ;;
+    esac
+done
+
+fail() { echo "$*"; echo "thrift-compat: 0 tests passed, 1 failed"; exit 1; }
+
+if [ ! -x "$cellar" ]; then
+    cargo build --release -p cellar-cli || fail "cannot build $cellar"
+fi
+
+venv=target/happybase-venv
+if ! "$venv/bin/python" -c "import happybase" 2>/dev/null; then
+    rm -rf "$venv"
+    if ! python3 -m venv "$venv" 2>/dev/null; then
+        sudo_cmd=""
+        if [ "$(id -u)" -ne 0 ]; then sudo_cmd="sudo"; fi
+        $sudo_cmd apt-get update -q && $sudo_cmd apt-get install -y -q python3-venv python3-pip
+        rm -rf "$venv"
+        python3 -m venv "$venv" || fail "cannot create a Python virtualenv (python3 -m venv)"
+    fi
+    "$venv/bin/pip" install -q "happybase==1.3.0" "thriftpy2==0.7.1" \
+        || fail "cannot install happybase 1.3.0 from PyPI"
+fi
+
+own_work=0
+if [ -z "$work" ]; then work=$(mktemp -d); own_work=1; fi
+mkdir -p "$work"
+"$cellar" standalone --data-dir "$work/data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
+    --hbase-listen off --thrift-listen 127.0.0.1:0 >"$work/server.out" 2>"$work/server.log" &
+pid=$!
+cleanup() {
+    kill -TERM "$pid" 2>/dev/null
+    for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    if [ "$own_work" = 1 ]; then rm -rf "$work"; fi
+}
+trap cleanup EXIT
+
+addr=""
+for _ in $(seq 1 480); do
+    addr=$(sed -n 's/^listening thrift=//p' "$work/server.out")
+    [ -n "$addr" ] && break
+    kill -0 "$pid" 2>/dev/null || { cat "$work/server.log"; fail "cellar exited before listening"; }
+    sleep 0.25
+done
+[ -n "$addr" ] || { cat "$work/server.log"; fail "cellar did not print its Thrift address"; }
+echo "cellar pid $pid, thrift $addr"
+
+CELLAR_THRIFT="$addr" timeout 900 "$venv/bin/python" -m unittest discover -v \
+    -s python/happybase -p 'test_*.py' 2>&1 | tee "$work/unittest.out"
+status=${PIPESTATUS[0]}
+ran=$(sed -nE 's/^Ran ([0-9]+) tests? in .*/\1/p' "$work/unittest.out" | tail -n1)
+bad=$(grep -Eo '(failures|errors)=[0-9]+' "$work/unittest.out" | awk -F= '{s+=$2} END {print s+0}')
+if [ -z "$ran" ]; then ran=0; bad=1; fi
+if [ "$status" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+kill -0 "$pid" 2>/dev/null || { echo "cellar died during the tests:"; tail -20 "$work/server.log"; bad=$((bad + 1)); }
+echo "thrift-compat: $((ran > bad ? ran - bad : 0)) tests passed, ${bad} failed"
+[ "$bad" -eq 0 ]
