@@ -29,18 +29,9 @@ if [ ! -x "$cellar" ]; then
 fi
 
 venv=target/happybase-venv
-if ! "$venv/bin/python" -c "import happybase" 2>/dev/null; then
-    rm -rf "$venv"
-    if ! python3 -m venv "$venv" 2>/dev/null; then
-        sudo_cmd=""
-        if [ "$(id -u)" -ne 0 ]; then sudo_cmd="sudo"; fi
-        $sudo_cmd apt-get update -q && $sudo_cmd apt-get install -y -q python3-venv python3-pip
-        rm -rf "$venv"
-        python3 -m venv "$venv" || fail "cannot create a Python virtualenv (python3 -m venv)"
-    fi
-    "$venv/bin/pip" install -q "happybase==1.3.0" "thriftpy2==0.7.1" \
-        || fail "cannot install happybase 1.3.0 from PyPI"
-fi
+# shellcheck source=lib/happybase-venv.sh
+. scripts/lib/happybase-venv.sh
+happybase_venv "$venv" || fail "no happybase"
 
 own_work=0
 if [ -z "$work" ]; then work=$(mktemp -d); own_work=1; fi

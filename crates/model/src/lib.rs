@@ -18,4 +18,4 @@ pub use filter::{
 };
 pub use mutation::{Durability, Entry, Nonce, RowMutation};
 pub use query::{prefix_successor, Column, Get, Scan, TimeRange};
-pub use schema::{BloomType, Compression, FamilySchema, TableSchema};
+pub use schema::{BloomType, Compression, FamilySchema, TableOptions, TableSchema};

@@ -212,11 +212,25 @@ impl FamilySchema {
     }
 }
 
-/// A table's name and families.
+/// A table's name, families and table-wide options.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TableSchema {
     pub name: String,
     pub families: Vec<FamilySchema>,
+    pub options: TableOptions,
+}
+
+/// What a table sets for all its families (HBase's table descriptor attributes).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TableOptions {
+    /// A region of this table splits once its store files pass this many bytes (HBase's
+    /// `MAX_FILESIZE`); `None`: the server's split sizes (`split.*`).
+    pub max_file_size: Option<u64>,
+    /// The durability of mutations that ask for the default (HBase's `DURABILITY`);
+    /// `UseDefault`: `SyncWal`.
+    pub durability: crate::mutation::Durability,
+    /// Every write is refused (HBase's `READONLY`).
+    pub read_only: bool,
 }
 
 impl TableSchema {
@@ -224,12 +238,19 @@ impl TableSchema {
         TableSchema {
             name: name.into(),
             families,
+            options: TableOptions::default(),
         }
     }
 
     pub fn validate(&self) -> Result<()> {
         if self.name.is_empty() {
             return Err(Error::InvalidSchema("table name is empty".into()));
+        }
+        if self.options.max_file_size == Some(0) {
+            return Err(Error::InvalidSchema(format!(
+                "table '{}': MAX_FILESIZE must be positive",
+                self.name
+            )));
         }
         if self.families.is_empty() {
             return Err(Error::InvalidSchema(format!(

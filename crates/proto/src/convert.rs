@@ -577,6 +577,9 @@ pub fn schema_to_pb(s: &TableSchema) -> pb::TableSchema {
     pb::TableSchema {
         name: s.name.clone(),
         families: s.families.iter().map(family_to_pb).collect(),
+        max_file_size: s.options.max_file_size.unwrap_or(0),
+        durability: durability_to_pb(s.options.durability) as i32,
+        read_only: s.options.read_only,
     }
 }
 
@@ -588,6 +591,11 @@ pub fn schema_from_pb(s: pb::TableSchema) -> Result<TableSchema> {
             .into_iter()
             .map(family_from_pb)
             .collect::<Result<_>>()?,
+        options: cellar_model::TableOptions {
+            max_file_size: (s.max_file_size > 0).then_some(s.max_file_size),
+            durability: durability_from_pb(s.durability)?,
+            read_only: s.read_only,
+        },
     })
 }
 

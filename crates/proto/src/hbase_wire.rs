@@ -163,7 +163,9 @@ pub fn encode_response(out: &mut BytesMut, call_id: u32, param: &[u8], cellblock
 }
 
 /// Appends an exception response frame: `ResponseHeader{call_id, exception{class name,
-/// stack_trace = message, do_not_retry}}` and no param. `class` must be the Java class name
+/// stack_trace, do_not_retry}}` and no param. HBase's stack trace begins `class: message`;
+/// the Java client makes the whole text the exception's message, so the shell's `ERROR:`
+/// lines name the class. Cellar sends that first line. `class` must be the Java class name
 /// the client acts on, e.g. `org.apache.hadoop.hbase.NotServingRegionException`.
 pub fn encode_exception(
     out: &mut BytesMut,
@@ -176,7 +178,7 @@ pub fn encode_exception(
         call_id: Some(call_id),
         exception: Some(ExceptionResponse {
             exception_class_name: Some(class.to_owned()),
-            stack_trace: Some(message.to_owned()),
+            stack_trace: Some(format!("{class}: {message}")),
             do_not_retry: Some(do_not_retry),
             ..Default::default()
         }),
@@ -294,12 +296,12 @@ mod tests {
         let mut out = BytesMut::new();
         encode_exception(&mut out, 5, "X", "m", true);
         let expected: &[u8] = &[
-            0, 0, 0, 13, // frame length
-            12, // header length
+            0, 0, 0, 16, // frame length
+            15, // header length
             0x08, 5, // call_id = 5
-            0x12, 8, // exception
+            0x12, 11, // exception
             0x0a, 1, b'X', // exception_class_name
-            0x12, 1, b'm', // stack_trace
+            0x12, 4, b'X', b':', b' ', b'm', // stack_trace: "class: message"
             0x28, 1, // do_not_retry
         ];
         assert_eq!(&out[..], expected);
@@ -307,7 +309,7 @@ mod tests {
         let e = h.exception.expect("exception");
         assert_eq!(
             (e.exception_class_name(), e.stack_trace(), e.do_not_retry()),
-            ("X", "m", true)
+            ("X", "X: m", true)
         );
         assert!(param.is_empty() && cells.is_empty());
     }

@@ -278,31 +278,57 @@ impl RegionServer {
         put: Vec<FamilySchema>,
         delete: &[String],
     ) -> Result<(), ServerError> {
+        self.alter_schema(name, |name, schema| {
+            for f in put {
+                match schema.families.iter_mut().find(|g| g.name == f.name) {
+                    Some(g) => *g = f,
+                    None => schema.families.push(f),
+                }
+            }
+            for d in delete {
+                let before = schema.families.len();
+                schema.families.retain(|f| &f.name != d);
+                if schema.families.len() == before {
+                    return Err(ServerError::NoSuchFamily {
+                        table: name.to_string(),
+                        family: d.clone(),
+                    });
+                }
+            }
+            if schema.families.is_empty() {
+                return Err(ServerError::invalid(format!(
+                    "table '{name}': cannot delete its last column family"
+                )));
+            }
+            Ok(())
+        })
+    }
+
+    /// Sets a table's options (`MAX_FILESIZE`, `DURABILITY`, `READONLY`); an enabled
+    /// table's regions reopen with them.
+    pub fn set_table_options(
+        &self,
+        name: &str,
+        options: cellar_model::TableOptions,
+    ) -> Result<(), ServerError> {
+        self.alter_schema(name, |_, schema| {
+            schema.options = options;
+            Ok(())
+        })
+    }
+
+    /// Changes a user table's schema with `change`: meta first, then the router, then an
+    /// enabled table's regions reopen with it.
+    fn alter_schema(
+        &self,
+        name: &str,
+        change: impl FnOnce(&str, &mut TableSchema) -> Result<(), ServerError>,
+    ) -> Result<(), ServerError> {
         let _admin = self.admin.lock();
         self.check_running()?;
         let (name, t) = self.existing_user(name)?;
         let mut schema = (*t.schema).clone();
-        for f in put {
-            match schema.families.iter_mut().find(|g| g.name == f.name) {
-                Some(g) => *g = f,
-                None => schema.families.push(f),
-            }
-        }
-        for d in delete {
-            let before = schema.families.len();
-            schema.families.retain(|f| &f.name != d);
-            if schema.families.len() == before {
-                return Err(ServerError::NoSuchFamily {
-                    table: name,
-                    family: d.clone(),
-                });
-            }
-        }
-        if schema.families.is_empty() {
-            return Err(ServerError::invalid(format!(
-                "table '{name}': cannot delete its last column family"
-            )));
-        }
+        change(&name, &mut schema)?;
         schema.validate()?;
         self.meta()?.put_table(&TableRecord {
             schema: schema.clone(),

@@ -106,6 +106,9 @@ pub struct RegionServer {
     last_region_id: AtomicU64,
     pub(crate) requests: AtomicU64,
     pub(crate) splits_done: AtomicU64,
+    /// A standalone server's balancer switch: on, as HBase's with its one region server
+    /// (nothing ever moves); a master's is in its assignment.
+    pub(crate) standalone_balancer: AtomicBool,
     /// Increments and appends applied, by nonce: their retries are not applied again.
     pub(crate) nonces: nonces::Nonces,
     stopping: AtomicBool,
@@ -237,6 +240,7 @@ impl RegionServer {
             last_region_id: AtomicU64::new(META_REGION_ID),
             requests: AtomicU64::new(0),
             splits_done: AtomicU64::new(0),
+            standalone_balancer: AtomicBool::new(true),
             nonces: nonces::Nonces::default(),
             stopping: AtomicBool::new(false),
             fenced: AtomicBool::new(false),

@@ -46,6 +46,15 @@ pub struct SplitParent {
 }
 
 /// The split size of a table split `splits` times: `initial × 2^splits`, at most `max`.
+/// The size at which a region of table `t` splits: its `MAX_FILESIZE` when it sets one (as
+/// HBase's constant-size policy), else [`split_size`] of the server's settings.
+fn table_split_size(cfg: &crate::config::SplitConfig, t: &crate::router::TableRoute) -> u64 {
+    t.schema
+        .options
+        .max_file_size
+        .unwrap_or_else(|| split_size(cfg.initial_bytes, cfg.max_bytes, t.splits))
+}
+
 pub fn split_size(initial: u64, max: u64, splits: u32) -> u64 {
     let mut size = initial.min(max);
     for _ in 0..splits {
@@ -80,7 +89,7 @@ impl RegionServer {
             if names::is_system(&name) {
                 continue;
             }
-            let limit = split_size(cfg.initial_bytes, cfg.max_bytes, t.splits);
+            let limit = table_split_size(cfg, &t);
             for hosted in t.regions.values() {
                 if let Some(row) = Self::split_point(hosted, limit) {
                     if let Err(e) = request(&name, row) {
@@ -98,7 +107,7 @@ impl RegionServer {
             if names::is_system(&name) || t.state != TableState::Enabled {
                 continue;
             }
-            let limit = split_size(cfg.initial_bytes, cfg.max_bytes, t.splits);
+            let limit = table_split_size(cfg, &t);
             for hosted in t.regions.values() {
                 let big = hosted.if_open(|r| {
                     let s = r.stats();
@@ -121,7 +130,7 @@ impl RegionServer {
             if t.state != TableState::Enabled || self.router.region(hosted.info.id).is_none() {
                 continue;
             }
-            let limit = split_size(cfg.initial_bytes, cfg.max_bytes, t.splits);
+            let limit = table_split_size(cfg, &t);
             if let Some(row) = Self::split_point(&hosted, limit) {
                 if let Err(e) = self.split_region(&hosted, row, None) {
                     tracing::error!(table = %hosted.table, region = hosted.info.id, error = %e, "automatic split failed");

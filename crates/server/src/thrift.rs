@@ -151,6 +151,10 @@ pub struct Gateway {
 /// connection, so any connection may read or close one by its id.
 pub struct OpenScanner {
     pub(crate) scanner: cellar_client::Scanner,
+    /// A row read ahead (the first, read when the scanner opened).
+    pub(crate) ahead: Option<cellar_client::Row>,
+    /// The scanner has returned its last row.
+    pub(crate) done: bool,
     pub(crate) sort_columns: bool,
     pub(crate) last_used: Instant,
 }

@@ -121,6 +121,10 @@ pub struct RegionStats {
     pub major_compactions: u64,
     pub bytes_flushed: u64,
     pub bytes_compacted: u64,
+    /// Gets and scanned rows served since the region opened.
+    pub read_requests: u64,
+    /// Mutations admitted since the region opened.
+    pub write_requests: u64,
     pub block_cache: CacheStats,
 }
 
@@ -162,6 +166,10 @@ pub(crate) struct RegionInner {
     pub major_compactions: AtomicU64,
     pub bytes_flushed: AtomicU64,
     pub bytes_compacted: AtomicU64,
+    /// Gets and scanned rows served since this open (HBase's `readRequestsCount`).
+    pub read_requests: AtomicU64,
+    /// Mutations admitted since this open (HBase's `writeRequestsCount`).
+    pub write_requests: AtomicU64,
     /// When this open happened (the clock's milliseconds): the age of store files that do not
     /// record when they were written counts from here.
     pub opened_ms: u64,
@@ -400,6 +408,8 @@ impl Region {
             major_compactions: AtomicU64::new(0),
             bytes_flushed: AtomicU64::new(0),
             bytes_compacted: AtomicU64::new(0),
+            read_requests: AtomicU64::new(0),
+            write_requests: AtomicU64::new(0),
             opened_ms: services.config.clock.now_millis(),
         });
         // Replayed data stays in the memstore and the WAL until the next flush: nothing is lost
@@ -457,6 +467,7 @@ impl Region {
         let inner = &self.inner;
         inner.check_open()?;
         inner.check_row(&get.row)?;
+        inner.read_requests.fetch_add(1, Ordering::Relaxed);
         inner.get_through_cache(get, sink)
     }
 
@@ -481,7 +492,10 @@ impl Region {
         };
         match crate::storefile::cache_only(read) {
             Err(Error::NotCached) => None,
-            r => Some(r),
+            r => {
+                self.inner.read_requests.fetch_add(1, Ordering::Relaxed);
+                Some(r)
+            }
         }
     }
 
@@ -573,6 +587,8 @@ impl Region {
             major_compactions: inner.major_compactions.load(Ordering::Relaxed),
             bytes_flushed: inner.bytes_flushed.load(Ordering::Relaxed),
             bytes_compacted: inner.bytes_compacted.load(Ordering::Relaxed),
+            read_requests: inner.read_requests.load(Ordering::Relaxed),
+            write_requests: inner.write_requests.load(Ordering::Relaxed),
             block_cache: inner.services.block_cache.stats(),
             ..RegionStats::default()
         };
@@ -741,7 +757,7 @@ impl RegionInner {
     }
 
     fn try_mutate_deferred(self: &Arc<Self>, m: &RowMutation) -> Option<Result<PendingWrite>> {
-        let waits = m.durability.resolve() == Durability::FsyncWal
+        let waits = self.durability(m) == Durability::FsyncWal
             || m.entries.iter().any(|e| e.cell_type != CellType::Put)
             || (self.services.config.background && self.over_pressure())
             || !self.services.wal.has_room();
@@ -759,11 +775,28 @@ impl RegionInner {
     /// refused with the reason until the log recovers; HBase aborts the server instead).
     fn admit(&self, m: &RowMutation) -> Result<()> {
         self.check_open()?;
+        if self.schema.options.read_only {
+            // HBase's words, then which table and why.
+            return Err(Error::InvalidArgument(format!(
+                "region is read only: table '{}' is READONLY",
+                self.schema.name
+            )));
+        }
         self.validate(m)?;
-        if m.durability.resolve() != Durability::SkipWal {
+        if self.durability(m) != Durability::SkipWal {
             self.services.wal.check_accepting()?;
         }
+        self.write_requests.fetch_add(1, Ordering::Relaxed);
         Ok(())
+    }
+
+    /// The durability `m` gets: its own, else the table's (HBase's `DURABILITY`), else
+    /// `SyncWal`.
+    fn durability(&self, m: &RowMutation) -> Durability {
+        match m.durability {
+            Durability::UseDefault => self.schema.options.durability.resolve(),
+            d => d,
+        }
     }
 
     /// Logs the mutation, applies it to the memstores and waits for its durability.
@@ -794,7 +827,7 @@ impl RegionInner {
         m: &RowMutation,
         stamps: &[(usize, u64)],
     ) -> Result<PendingWrite> {
-        let durability = m.durability.resolve();
+        let durability = self.durability(m);
         self.check_open()?;
         let seq = self.mvcc.begin();
         let cells = self.build_cells(m, stamps, seq);

@@ -50,7 +50,7 @@ impl RegionServer {
         self.check_running()?;
         if name == DEFAULT_NAMESPACE || name == SYSTEM_NAMESPACE {
             return Err(ServerError::NamespaceConstraint(format!(
-                "namespace '{name}' is reserved and cannot be removed"
+                "Reserved namespace {name} cannot be removed."
             )));
         }
         if !self.namespaces().contains_key(name) {
@@ -65,7 +65,7 @@ impl RegionServer {
             .collect();
         if !tables.is_empty() {
             return Err(ServerError::NamespaceConstraint(format!(
-                "only empty namespaces can be removed: namespace '{name}' has {} table(s): {}",
+                "Only empty namespaces can be removed. Namespace {name} has {} tables: {}",
                 tables.len(),
                 tables.join(", ")
             )));

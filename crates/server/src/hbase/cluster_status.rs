@@ -89,13 +89,46 @@ pub(crate) fn cluster_status(svc: &HbaseService, parts: &[i32]) -> hbase::Cluste
 /// This server's load: its requests and every open region's sizes.
 fn server_load(svc: &HbaseService) -> hbase::ServerLoad {
     let now = super::now_ms();
+    let (used, max) = process_memory_mb();
     hbase::ServerLoad {
         number_of_requests: None,
         total_number_of_requests: Some(svc.rs.requests.load(std::sync::atomic::Ordering::Relaxed)),
+        used_heap_mb: used,
+        max_heap_mb: max,
         region_loads: region_loads(svc, None),
         report_start_time: Some(svc.start_code),
         report_end_time: Some(now),
     }
+}
+
+/// This process's resident memory and the most it may use, in MiB (HBase reports its JVM
+/// heap here; `status 'simple'` shows them as usedHeapMB and maxHeapMB).
+fn process_memory_mb() -> (Option<u32>, Option<u32>) {
+    let mb = |bytes: u64| u32::try_from(bytes / MIB).ok();
+    let kib_field = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .map(|kib| kib * 1024)
+    };
+    let used = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| kib_field(&s, "VmRSS:"));
+    let machine = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| kib_field(&s, "MemTotal:"));
+    // A memory cgroup's limit, when lower (v2, then v1).
+    let cgroup = [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok());
+    let max = match (machine, cgroup) {
+        (Some(m), Some(c)) => Some(m.min(c)),
+        (m, c) => m.or(c),
+    };
+    (used.and_then(mb), max.and_then(mb))
 }
 
 /// The load of each open region, of `table` only if named, in table and row order.
@@ -130,6 +163,9 @@ fn region_load(r: &HostedRegion) -> Option<hbase::RegionLoad> {
         store_uncompressed_size_mb: Some(mib(stats.store_file_bytes)),
         storefile_size_mb: Some(mib(stats.store_file_bytes)),
         mem_store_size_mb: Some(mib(stats.memstore_bytes)),
+        read_requests_count: Some(stats.read_requests),
+        write_requests_count: Some(stats.write_requests),
+        filtered_read_requests_count: Some(0),
         region_size_mb: Some(mib(stats.store_file_bytes + stats.memstore_bytes)),
     })
 }

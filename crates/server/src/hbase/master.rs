@@ -36,6 +36,9 @@ const MAX_PROCEDURES: usize = 1024;
 /// A finished procedure: when it ran and how it ended.
 #[derive(Debug, Clone)]
 struct Outcome {
+    /// HBase's procedure class for the operation (what `list_procedures` shows).
+    class: &'static str,
+    owner: Option<std::sync::Arc<str>>,
     submitted_ms: u64,
     finished_ms: u64,
     error: Option<HbaseError>,
@@ -54,8 +57,15 @@ struct ProcTable {
 }
 
 impl Procedures {
-    /// Runs `op` now and records its outcome under a new procedure id.
-    fn run(&self, op: impl FnOnce() -> Result<(), HbaseError>) -> u64 {
+    /// Runs `op` now and records its outcome under a new procedure id, as a procedure of
+    /// HBase's class `class` (`org.apache.hadoop.hbase.master.` + `procedure.CreateTableProcedure` and the like) owned
+    /// by the caller.
+    fn run(
+        &self,
+        class: &'static str,
+        ctx: &CallCtx,
+        op: impl FnOnce() -> Result<(), HbaseError>,
+    ) -> u64 {
         let submitted_ms = super::now_ms();
         let error = op().err();
         let mut st = self.inner.lock();
@@ -64,6 +74,8 @@ impl Procedures {
         st.done.insert(
             id,
             Outcome {
+                class,
+                owner: ctx.caller.user.clone(),
                 submitted_ms,
                 finished_ms: super::now_ms(),
                 error,
@@ -77,6 +89,28 @@ impl Procedures {
 
     fn get(&self, id: u64) -> Option<Outcome> {
         self.inner.lock().done.get(&id).cloned()
+    }
+
+    /// Every procedure kept, oldest first, as `GetProcedures` lists them.
+    fn list(&self) -> Vec<hbase::Procedure> {
+        let st = self.inner.lock();
+        st.done
+            .iter()
+            .map(|(id, o)| hbase::Procedure {
+                class_name: format!("org.apache.hadoop.hbase.master.{}", o.class),
+                proc_id: *id,
+                submitted_time: o.submitted_ms,
+                owner: o.owner.as_deref().map(str::to_string),
+                state: if o.error.is_some() {
+                    hbase::ProcedureState::Failed
+                } else {
+                    hbase::ProcedureState::Success
+                } as i32,
+                last_update: o.finished_ms,
+                executed: Some(true),
+                ..Default::default()
+            })
+            .collect()
     }
 }
 
@@ -121,9 +155,9 @@ pub(crate) fn call(
                 cluster_status: super::cluster_status::cluster_status(svc, &req.options),
             }))
         }
-        // A standalone server holds every region: there is no balancer to run, no
-        // maintenance mode and no server to decommission. Asking is answered truthfully;
-        // turning the balancer on is refused. A cluster's master has a balancer.
+        // A standalone server holds every region: its balancer (on, as HBase's standalone's)
+        // never has a region to move; there is no maintenance mode and no server to
+        // decommission.
         "IsBalancerEnabled" => {
             decode::<hbase::IsBalancerEnabledRequest>(method, &param)?;
             Ok(HReply::message(&hbase::IsBalancerEnabledResponse {
@@ -132,19 +166,15 @@ pub(crate) fn call(
         }
         "SetBalancerRunning" => {
             let req: hbase::SetBalancerRunningRequest = decode(method, &param)?;
-            if rs.assignment().is_some() {
-                let previous = rs.balance_switch(req.on).map_err(HbaseError::from)?;
-                return Ok(HReply::message(&hbase::SetBalancerRunningResponse {
-                    prev_balance_value: Some(previous),
-                }));
-            }
-            if req.on {
-                return Err(HbaseError::do_not_retry(
-                    "Cellar has no balancer to turn on: a standalone server holds every region",
-                ));
-            }
+            let previous = rs.balance_switch(req.on).map_err(HbaseError::from)?;
             Ok(HReply::message(&hbase::SetBalancerRunningResponse {
-                prev_balance_value: Some(false),
+                prev_balance_value: Some(previous),
+            }))
+        }
+        "GetProcedures" => {
+            decode::<hbase::GetProceduresRequest>(method, &param)?;
+            Ok(HReply::message(&hbase::GetProceduresResponse {
+                procedure: procs.list(),
             }))
         }
         "IsMasterInMaintenanceMode" => {
@@ -166,7 +196,7 @@ pub(crate) fn call(
             let name = schema.name.clone();
             rs.create_table(schema, &req.split_keys)?;
             rs.grant_owner(&ctx.caller, &name)?;
-            let proc_id = procs.run(|| Ok(()));
+            let proc_id = procs.run("procedure.CreateTableProcedure", ctx, || Ok(()));
             Ok(HReply::message(&hbase::CreateTableResponse {
                 proc_id: Some(proc_id),
             }))
@@ -176,7 +206,7 @@ pub(crate) fn call(
             let table = table_of(&req.table_name, "DeleteTableRequest")?;
             table_admin(svc, ctx, &table, "delete a table")?;
             rs.delete_table(&table)?;
-            let proc_id = procs.run(|| Ok(()));
+            let proc_id = procs.run("procedure.DeleteTableProcedure", ctx, || Ok(()));
             Ok(HReply::message(&hbase::DeleteTableResponse {
                 proc_id: Some(proc_id),
             }))
@@ -185,7 +215,9 @@ pub(crate) fn call(
             let req: hbase::DisableTableRequest = decode("DisableTableRequest", &param)?;
             let table = table_of(&req.table_name, "DisableTableRequest")?;
             table_admin(svc, ctx, &table, "disable a table")?;
-            let proc_id = procs.run(|| Ok(rs.disable_table(&table)?));
+            let proc_id = procs.run("procedure.DisableTableProcedure", ctx, || {
+                Ok(rs.disable_table(&table)?)
+            });
             Ok(HReply::message(&hbase::DisableTableResponse {
                 proc_id: Some(proc_id),
             }))
@@ -194,7 +226,9 @@ pub(crate) fn call(
             let req: hbase::EnableTableRequest = decode("EnableTableRequest", &param)?;
             let table = table_of(&req.table_name, "EnableTableRequest")?;
             table_admin(svc, ctx, &table, "enable a table")?;
-            let proc_id = procs.run(|| Ok(rs.enable_table(&table)?));
+            let proc_id = procs.run("procedure.EnableTableProcedure", ctx, || {
+                Ok(rs.enable_table(&table)?)
+            });
             Ok(HReply::message(&hbase::EnableTableResponse {
                 proc_id: Some(proc_id),
             }))
@@ -204,7 +238,9 @@ pub(crate) fn call(
             let table = table_of(&req.table_name, "TruncateTableRequest")?;
             table_admin(svc, ctx, &table, "truncate a table")?;
             let preserve = req.preserve_splits();
-            let proc_id = procs.run(|| truncate(svc, &table, preserve));
+            let proc_id = procs.run("procedure.TruncateTableProcedure", ctx, || {
+                truncate(svc, &table, preserve)
+            });
             Ok(HReply::message(&hbase::TruncateTableResponse {
                 proc_id: Some(proc_id),
             }))
@@ -220,7 +256,9 @@ pub(crate) fn call(
                     wanted.name
                 )));
             }
-            let proc_id = procs.run(|| modify(svc, &table, wanted));
+            let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, || {
+                modify(svc, &table, wanted)
+            });
             Ok(HReply::message(&hbase::ModifyTableResponse {
                 proc_id: Some(proc_id),
             }))
@@ -250,7 +288,9 @@ pub(crate) fn call(
                     family.name
                 )));
             }
-            let proc_id = procs.run(|| Ok(rs.alter_table(&table, vec![family], &[])?));
+            let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, || {
+                Ok(rs.alter_table(&table, vec![family], &[])?)
+            });
             let reply = hbase::AddColumnResponse {
                 proc_id: Some(proc_id),
             };
@@ -273,7 +313,9 @@ pub(crate) fn call(
                     "family '{family}' is the only column family of table '{table}', so it cannot be deleted"
                 )));
             }
-            let proc_id = procs.run(|| Ok(rs.alter_table(&table, Vec::new(), &[family])?));
+            let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, || {
+                Ok(rs.alter_table(&table, Vec::new(), &[family])?)
+            });
             Ok(HReply::message(&hbase::DeleteColumnResponse {
                 proc_id: Some(proc_id),
             }))
@@ -283,7 +325,9 @@ pub(crate) fn call(
             let table = table_of(&req.table_name, "FlushTableRequest")?;
             table_admin(svc, ctx, &table, "flush a table")?;
             // Cellar flushes whole regions: a family list flushes them all, which is a superset.
-            let proc_id = procs.run(|| Ok(rs.flush_table(&table)?));
+            let proc_id = procs.run("procedure.FlushTableProcedure", ctx, || {
+                Ok(rs.flush_table(&table)?)
+            });
             Ok(HReply::message(&hbase::FlushTableResponse {
                 proc_id: Some(proc_id),
             }))
@@ -302,7 +346,7 @@ pub(crate) fn call(
             )?;
             let row = req.split_row.filter(|r| !r.is_empty());
             rs.split_region_by_id(&table, info.region_id, row)?;
-            let proc_id = procs.run(|| Ok(()));
+            let proc_id = procs.run("assignment.SplitTableRegionProcedure", ctx, || Ok(()));
             Ok(HReply::message(&hbase::SplitTableRegionResponse {
                 proc_id: Some(proc_id),
             }))
@@ -453,7 +497,15 @@ pub(crate) fn call(
             } else {
                 rs.modify_namespace(&name, conf)?;
             }
-            let proc_id = Some(procs.run(|| Ok(())));
+            let proc_id = Some(procs.run(
+                if method == "CreateNamespace" {
+                    "procedure.CreateNamespaceProcedure"
+                } else {
+                    "procedure.ModifyNamespaceProcedure"
+                },
+                ctx,
+                || Ok(()),
+            ));
             Ok(if method == "CreateNamespace" {
                 HReply::message(&hbase::CreateNamespaceResponse { proc_id })
             } else {
@@ -462,8 +514,10 @@ pub(crate) fn call(
         }
         "DeleteNamespace" => {
             let req: hbase::DeleteNamespaceRequest = decode(method, &param)?;
+            // HBase checks before its procedure runs (its prepare latch): a namespace that
+            // still holds tables, or a reserved one, is refused by the call itself.
             rs.delete_namespace(&req.namespace_name)?;
-            let proc_id = Some(procs.run(|| Ok(())));
+            let proc_id = Some(procs.run("procedure.DeleteNamespaceProcedure", ctx, || Ok(())));
             Ok(HReply::message(&hbase::DeleteNamespaceResponse { proc_id }))
         }
         _ => Err(HbaseError::unknown_method("MasterService", method)),
@@ -633,6 +687,9 @@ fn truncate(svc: &HbaseService, table: &str, preserve_splits: bool) -> Result<()
 /// Makes `table`'s families those of `wanted`: changed or new ones put, missing ones removed.
 fn modify(svc: &HbaseService, table: &str, wanted: TableSchema) -> Result<(), HbaseError> {
     let current = current_schema(svc, table)?;
+    if wanted.options != current.options {
+        svc.rs.set_table_options(table, wanted.options)?;
+    }
     let put: Vec<_> = wanted
         .families
         .iter()

@@ -4,16 +4,17 @@
 //!
 //! The Java client sends every family attribute, defaults included (`VERSIONS=1`,
 //! `TTL=2147483647` for "forever", `BLOOMFILTER=ROW`, `COMPRESSION=NONE`, `BLOCKSIZE=65536`,
-//! ...). Attributes Cellar has no notion of (block cache, data block encoding, replication
-//! scope, table-level attributes but `QUERY_CACHE`) are ignored; values Cellar cannot honour (a compression
-//! codec it lacks, `KEEP_DELETED_CELLS=TRUE`) are refused with a DoNotRetryIOException naming
-//! the family, the attribute and the value.
+//! ...). Table attributes `MAX_FILESIZE`, `DURABILITY` and `READONLY` are kept and honoured
+//! (`TableOptions`), as is `QUERY_CACHE`. Attributes Cellar has no notion of (block cache,
+//! replication scope, other table attributes) are ignored; values Cellar cannot honour (a
+//! compression codec it lacks, a data block encoding, `KEEP_DELETED_CELLS=TRUE`) are refused
+//! with a DoNotRetryIOException naming the family, the attribute and the value.
 
 use super::names;
 use super::HbaseError;
 use bytes::Bytes;
 use cellar_model::schema::{BloomType, Compression};
-use cellar_model::{FamilySchema, TableSchema};
+use cellar_model::{Durability, FamilySchema, TableOptions, TableSchema};
 use cellar_proto::hbase;
 
 pub(crate) const VERSIONS: &str = "VERSIONS";
@@ -24,6 +25,11 @@ pub(crate) const COMPRESSION: &str = "COMPRESSION";
 pub(crate) const BLOCKSIZE: &str = "BLOCKSIZE";
 pub(crate) const IN_MEMORY: &str = "IN_MEMORY";
 pub(crate) const KEEP_DELETED_CELLS: &str = "KEEP_DELETED_CELLS";
+pub(crate) const DATA_BLOCK_ENCODING: &str = "DATA_BLOCK_ENCODING";
+/// Table attributes.
+pub(crate) const MAX_FILESIZE: &str = "MAX_FILESIZE";
+pub(crate) const DURABILITY: &str = "DURABILITY";
+pub(crate) const READONLY: &str = "READONLY";
 /// Cellar's query cache for a family, or for every family when a table attribute
 /// (`setValue("QUERY_CACHE", "true")` on either descriptor builder, or in a family's
 /// configuration).
@@ -52,11 +58,56 @@ pub(crate) fn table_from_pb(pb: &hbase::TableSchema) -> Result<TableSchema, Hbas
             f.query_cache = true;
         }
     }
-    let schema = TableSchema::new(name, families);
+    let options = table_options(&name, &pb.attributes)?;
+    let mut schema = TableSchema::new(name, families);
+    schema.options = options;
     schema
         .validate()
         .map_err(|e| HbaseError::do_not_retry(format!("table '{}': {e}", schema.name)))?;
     Ok(schema)
+}
+
+/// The table attributes Cellar keeps: `MAX_FILESIZE`, `DURABILITY`, `READONLY`.
+fn table_options(
+    table: &str,
+    attributes: &[hbase::BytesBytesPair],
+) -> Result<TableOptions, HbaseError> {
+    let mut o = TableOptions::default();
+    for attr in attributes {
+        let key = String::from_utf8_lossy(&attr.first);
+        let value = String::from_utf8_lossy(&attr.second);
+        let value = value.trim();
+        let bad = |why: &str| {
+            HbaseError::do_not_retry(format!("table '{table}': {key} => '{value}' {why}"))
+        };
+        match key.as_ref() {
+            MAX_FILESIZE => {
+                o.max_file_size = match value.parse::<i64>() {
+                    // HBase's "not set" (-1) and its default.
+                    Ok(n) if n <= 0 => None,
+                    Ok(n) => Some(n as u64),
+                    Err(_) => return Err(bad("is not a number of bytes")),
+                }
+            }
+            DURABILITY => {
+                o.durability = match value.to_ascii_uppercase().as_str() {
+                    "USE_DEFAULT" => Durability::UseDefault,
+                    "SKIP_WAL" => Durability::SkipWal,
+                    "ASYNC_WAL" => Durability::AsyncWal,
+                    "SYNC_WAL" => Durability::SyncWal,
+                    "FSYNC_WAL" => Durability::FsyncWal,
+                    _ => {
+                        return Err(bad(
+                            "is not USE_DEFAULT, SKIP_WAL, ASYNC_WAL, SYNC_WAL or FSYNC_WAL",
+                        ))
+                    }
+                }
+            }
+            READONLY => o.read_only = value.eq_ignore_ascii_case("true"),
+            _ => {}
+        }
+    }
+    Ok(o)
 }
 
 /// Cellar's options for one HBase family descriptor of `table`.
@@ -139,6 +190,11 @@ pub(crate) fn family_from_pb(
             KEEP_DELETED_CELLS if !value.eq_ignore_ascii_case("false") => {
                 return Err(bad("is not supported by Cellar (only FALSE)"));
             }
+            DATA_BLOCK_ENCODING if !value.eq_ignore_ascii_case("NONE") => {
+                return Err(bad(
+                    "is not supported by Cellar (only NONE): its blocks are compressed whole, use COMPRESSION => 'LZ4' or 'ZSTD'",
+                ));
+            }
             _ => {}
         }
     }
@@ -197,11 +253,27 @@ pub(crate) fn family_to_pb(f: &FamilySchema) -> hbase::ColumnFamilySchema {
     }
 }
 
-/// HBase's descriptor of a Cellar table.
+/// HBase's descriptor of a Cellar table: its attributes where they are not the defaults
+/// (HBase's `describe` shows them as `TABLE_ATTRIBUTES`).
 pub(crate) fn table_to_pb(s: &TableSchema) -> hbase::TableSchema {
+    let o = &s.options;
+    let durability = match o.durability {
+        Durability::UseDefault => None,
+        Durability::SkipWal => Some("SKIP_WAL"),
+        Durability::AsyncWal => Some("ASYNC_WAL"),
+        Durability::SyncWal => Some("SYNC_WAL"),
+        Durability::FsyncWal => Some("FSYNC_WAL"),
+    };
+    let attributes = o
+        .max_file_size
+        .map(|n| attr(MAX_FILESIZE, n))
+        .into_iter()
+        .chain(durability.map(|d| attr(DURABILITY, d)))
+        .chain(o.read_only.then(|| attr(READONLY, "true")))
+        .collect();
     hbase::TableSchema {
         table_name: Some(names::table_to_pb(&s.name)),
-        attributes: Vec::new(),
+        attributes,
         column_families: s.families.iter().map(family_to_pb).collect(),
         configuration: Vec::new(),
     }

@@ -59,6 +59,9 @@ impl RegionServer {
     /// Turns the balancer on or off; whether it was on. Recorded in the coordination service
     /// first, so a master that takes over keeps the setting.
     pub fn balance_switch(&self, on: bool) -> Result<bool, ServerError> {
+        if matches!(self.role, Role::Standalone) {
+            return Ok(self.standalone_balancer.swap(on, Ordering::SeqCst));
+        }
         let a = self.assignment_or_err("balance_switch")?;
         let _admin = self.admin.lock();
         a.coord
@@ -67,16 +70,24 @@ impl RegionServer {
         Ok(a.balancer_on.swap(on, Ordering::SeqCst))
     }
 
-    /// Whether the balancer is on (false on a standalone server: it has nothing to balance).
+    /// Whether the balancer is on. A standalone server has a switch too, as HBase's standalone
+    /// does (on by default); with one server its balancer never moves a region. A cluster's
+    /// region server has none.
     pub fn balancer_enabled(&self) -> bool {
         match &self.role {
             Role::Master(a) => a.balancer_on.load(Ordering::SeqCst),
-            _ => false,
+            Role::Standalone => self.standalone_balancer.load(Ordering::SeqCst),
+            Role::RegionServer => false,
         }
     }
 
-    /// Runs the balancer now (if it is on); the number of regions moved.
+    /// Runs the balancer now (if it is on); the number of regions moved (none on a standalone
+    /// server: every region is already on its one server).
     pub fn balance(&self) -> Result<usize, ServerError> {
+        if matches!(self.role, Role::Standalone) {
+            self.check_running()?;
+            return Ok(0);
+        }
         let a = self.assignment_or_err("balancer")?;
         let _admin = self.admin.lock();
         self.check_running()?;

@@ -738,16 +738,15 @@ fn parse_filter(src: &[u8]) -> Outcome<Filter> {
 }
 
 async fn open_scanner(gw: &Gateway, table: &str, scan: Scan, sort: bool) -> Outcome<Option<Value>> {
-    // A missing table fails here, as HBase's getScanner does, not at the first read.
-    gw.client
-        .admin()
-        .describe_table(table)
-        .await
-        .map_err(client_fault)?;
-    let scanner = gw.client.table(table).scan(scan);
+    // The first row is read now: a missing table or family fails here, as HBase's
+    // getScanner does, not at the first scannerGet; and it costs no extra call.
+    let mut scanner = gw.client.table(table).scan(scan);
+    let first = scanner.next().await.map_err(client_fault)?;
     let id = gw
         .add_scanner(OpenScanner {
             scanner,
+            ahead: first,
+            done: false,
             sort_columns: sort,
             last_used: Instant::now(),
         })
@@ -763,15 +762,23 @@ async fn scanner_rows(gw: &Gateway, id: i32, n: usize) -> Outcome<Value> {
     let mut s = entry.lock().await;
     let mut rows = Vec::with_capacity(n.min(1024));
     while rows.len() < n {
-        match s.scanner.next().await {
-            Ok(Some(r)) => rows.push(row_result(&r.row, &r.cells, s.sort_columns)),
-            Ok(None) => break,
-            Err(e) => {
-                drop(s);
-                gw.scanners.lock().remove(&id);
-                return Err(client_fault(e));
-            }
-        }
+        let next = match s.ahead.take() {
+            Some(r) => Some(r),
+            None if s.done => None,
+            None => match s.scanner.next().await {
+                Ok(r) => r,
+                Err(e) => {
+                    drop(s);
+                    gw.scanners.lock().remove(&id);
+                    return Err(client_fault(e));
+                }
+            },
+        };
+        let Some(r) = next else {
+            s.done = true;
+            break;
+        };
+        rows.push(row_result(&r.row, &r.cells, s.sort_columns));
     }
     s.last_used = Instant::now();
     Ok(Value::List(TType::Struct, rows))

@@ -269,6 +269,9 @@ impl Iterator for RegionScanner {
         match r {
             Ok(Some(cells)) => {
                 self.returned += 1;
+                self.region
+                    .read_requests
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Some(Ok(cells))
             }
             Ok(None) => {

@@ -594,7 +594,7 @@ fn cluster_status_names_this_server_and_only_the_parts_asked_for() {
         .expect("version")
         .version
         .starts_with("2.6"));
-    assert_eq!(all.balancer_on, Some(false));
+    assert_eq!(all.balancer_on, Some(true), "on, as HBase's standalone");
     assert!(all.dead_servers.is_empty() && all.backup_masters.is_empty());
     let [live] = &all.live_servers[..] else {
         panic!("one live server: {:?}", all.live_servers);
@@ -642,32 +642,33 @@ fn cluster_status_names_this_server_and_only_the_parts_asked_for() {
 }
 
 #[test]
-fn there_is_no_balancer_to_turn_on_and_no_maintenance_mode() {
+fn the_standalone_balancer_switches_and_there_is_no_maintenance_mode() {
     let f = Fixture::new();
-    let r: hbase::IsBalancerEnabledResponse =
-        f.master("IsBalancerEnabled", &hbase::IsBalancerEnabledRequest {});
-    assert!(!r.enabled);
-    let off = |on: bool| {
-        f.call(
-            "MasterService",
-            "SetBalancerRunning",
-            &hbase::SetBalancerRunningRequest {
-                on,
-                synchronous: None,
-            },
-        )
+    let enabled = || -> bool {
+        let r: hbase::IsBalancerEnabledResponse =
+            f.master("IsBalancerEnabled", &hbase::IsBalancerEnabledRequest {});
+        r.enabled
     };
-    let prev = <hbase::SetBalancerRunningResponse as prost::Message>::decode(
-        off(false).expect("off is what it is").param,
-    )
-    .expect("decodes");
-    assert_eq!(prev.prev_balance_value, Some(false));
-    let e = off(true).expect_err("no balancer");
-    assert!(
-        e.do_not_retry && e.message.contains("no balancer"),
-        "{}",
-        e.message
-    );
+    assert!(enabled(), "on by default, as HBase's standalone");
+    let switch = |on: bool| -> Option<bool> {
+        let reply = f
+            .call(
+                "MasterService",
+                "SetBalancerRunning",
+                &hbase::SetBalancerRunningRequest {
+                    on,
+                    synchronous: None,
+                },
+            )
+            .expect("switches");
+        <hbase::SetBalancerRunningResponse as prost::Message>::decode(reply.param)
+            .expect("decodes")
+            .prev_balance_value
+    };
+    assert_eq!(switch(false), Some(true));
+    assert!(!enabled());
+    assert_eq!(switch(true), Some(false));
+    assert!(enabled());
     let m: hbase::IsInMaintenanceModeResponse = f.master(
         "IsMasterInMaintenanceMode",
         &hbase::IsInMaintenanceModeRequest {},
