@@ -121,7 +121,7 @@ fn shell_runs_every_command_against_a_real_server() {
     );
     assert!(d.contains("{NAME => 'cf', VERSIONS => '1'"), "{d}");
     assert!(
-        d.contains("{NAME => 'cf2', VERSIONS => '3', MIN_VERSIONS => '0', TTL => 'FOREVER', COMPRESSION => 'ZSTD', BLOOMFILTER => 'ROWCOL', BLOCKSIZE => '65536', IN_MEMORY => 'true'}"),
+        d.contains("{NAME => 'cf2', VERSIONS => '3', MIN_VERSIONS => '0', KEEP_DELETED_CELLS => 'FALSE', TTL => 'FOREVER', COMPRESSION => 'ZSTD', BLOOMFILTER => 'ROWCOL', BLOCKSIZE => '65536', IN_MEMORY => 'true'}"),
         "{d}"
     );
     let d = server.ok("describe 'other'");

@@ -116,6 +116,10 @@ pub struct Scan {
     /// Ask the server to zstd-compress each batch of results (the wire's concern, not the
     /// engine's).
     pub compress: bool,
+    /// Every cell the store still holds, delete markers and the cells they mask included, up
+    /// to `max_versions` puts per column (HBase's `Scan.setRaw`: what a major compaction has
+    /// not yet removed).
+    pub raw: bool,
 }
 
 impl Scan {
@@ -133,6 +137,7 @@ impl Scan {
             caching: 0,
             batch: 0,
             compress: false,
+            raw: false,
         }
     }
 
@@ -189,6 +194,12 @@ impl Scan {
 
     pub fn filter(mut self, filter: Filter) -> Scan {
         self.filter = Some(filter);
+        self
+    }
+
+    /// A raw scan (see [`Scan::raw`]).
+    pub fn raw(mut self) -> Scan {
+        self.raw = true;
         self
     }
 

@@ -136,6 +136,10 @@ pub struct FamilySchema {
     /// Gets reading only query-cached families are answered from the server's query cache
     /// when they can be (`QUERY_CACHE => true`; Cellar's, after Hypertable's).
     pub query_cache: bool,
+    /// Deleted cells are kept (HBase's `KEEP_DELETED_CELLS`): compactions keep delete markers
+    /// and the puts they mask (up to `max_versions` and the TTL), and a read whose time range
+    /// ends at or before a marker's timestamp sees the cells as they were (time travel).
+    pub keep_deleted_cells: bool,
 }
 
 impl FamilySchema {
@@ -151,6 +155,7 @@ impl FamilySchema {
             block_size: 64 * 1024,
             in_memory: false,
             query_cache: false,
+            keep_deleted_cells: false,
         }
     }
 

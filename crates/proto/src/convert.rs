@@ -95,6 +95,7 @@ pub fn scan_to_pb(s: &Scan) -> pb::Scan {
         cache_blocks: s.cache_blocks,
         filter: s.filter.as_ref().map(filter_to_pb),
         batch: s.batch,
+        raw: s.raw,
     }
 }
 
@@ -116,6 +117,7 @@ pub fn scan_from_pb(s: pb::Scan) -> Result<Scan> {
         caching: 0,
         batch: s.batch,
         compress: false,
+        raw: s.raw,
     })
 }
 
@@ -520,6 +522,7 @@ pub fn family_to_pb(f: &FamilySchema) -> pb::FamilySchema {
         block_size: f.block_size,
         in_memory: f.in_memory,
         query_cache: f.query_cache,
+        keep_deleted_cells: f.keep_deleted_cells,
     }
 }
 
@@ -569,6 +572,7 @@ pub fn family_from_pb(f: pb::FamilySchema) -> Result<FamilySchema> {
         },
         in_memory: f.in_memory,
         query_cache: f.query_cache,
+        keep_deleted_cells: f.keep_deleted_cells,
         name: f.name,
     })
 }

@@ -957,6 +957,7 @@ impl RegionInner {
             time_range: tr,
             max_versions: versions.max(1),
             qualifiers,
+            raw: false,
         })
     }
 

@@ -141,6 +141,7 @@ pub enum Setting {
     BlockSize(u32),
     InMemory(bool),
     QueryCache(bool),
+    KeepDeletedCells(bool),
 }
 
 impl FamilySpec {
@@ -156,6 +157,7 @@ impl FamilySpec {
                 Setting::BlockSize(n) => base.block_size = n,
                 Setting::InMemory(b) => base.in_memory = b,
                 Setting::QueryCache(b) => base.query_cache = b,
+                Setting::KeepDeletedCells(b) => base.keep_deleted_cells = b,
             }
         }
         base
@@ -188,7 +190,7 @@ pub const COMMANDS: &[CommandHelp] = &[
     CommandHelp { name: "is_disabled", group: "ddl", usage: "is_disabled 't'", summary: "Print true if the table is disabled." },
     CommandHelp { name: "put", group: "dml", usage: "put 't', 'row', 'cf:q', 'value'[, timestamp]", summary: "Write one cell." },
     CommandHelp { name: "get", group: "dml", usage: "get 't', 'row'[, 'cf:q', ...]\nget 't', 'row', {COLUMN => ['cf:q', 'cf2'], VERSIONS => 3, TIMERANGE => [t1, t2],\n       TIMESTAMP => t, FILTER => \"ValueFilter(=, 'binary:v')\"}", summary: "Read one row." },
-    CommandHelp { name: "scan", group: "dml", usage: "scan 't'[, {STARTROW => 'a', STOPROW => 'z', ROWPREFIXFILTER => 'p', COLUMNS => ['cf:q'],\n       LIMIT => 10, VERSIONS => 2, TIMERANGE => [t1, t2], REVERSED => true, CACHE => 100,\n       BATCH => 10, CACHE_BLOCKS => false, FILTER => \"PrefixFilter('r') AND KeyOnlyFilter()\",\n       PREPARED => true, COMPRESS => true}]", summary: "Read a range of rows. PREPARED runs it as a prepared scan (each row key once, columns by index); COMPRESS has the server zstd-compress the results. FILTER takes HBase's filter language: PrefixFilter, ColumnPrefixFilter,\nColumnRangeFilter, RowFilter, FamilyFilter, QualifierFilter, ValueFilter, SingleColumnValueFilter,\nKeyOnlyFilter, FirstKeyOnlyFilter, PageFilter, ColumnPaginationFilter, ColumnCountGetFilter, TimestampsFilter, combined with AND, OR,
+    CommandHelp { name: "scan", group: "dml", usage: "scan 't'[, {STARTROW => 'a', STOPROW => 'z', ROWPREFIXFILTER => 'p', COLUMNS => ['cf:q'],\n       LIMIT => 10, VERSIONS => 2, TIMERANGE => [t1, t2], REVERSED => true, CACHE => 100,\n       BATCH => 10, CACHE_BLOCKS => false, FILTER => \"PrefixFilter('r') AND KeyOnlyFilter()\",\n       RAW => true, PREPARED => true, COMPRESS => true}]", summary: "Read a range of rows. RAW returns delete markers and the cells they mask too (until a major compaction). PREPARED runs it as a prepared scan (each row key once, columns by index); COMPRESS has the server zstd-compress the results. FILTER takes HBase's filter language: PrefixFilter, ColumnPrefixFilter,\nColumnRangeFilter, RowFilter, FamilyFilter, QualifierFilter, ValueFilter, SingleColumnValueFilter,\nKeyOnlyFilter, FirstKeyOnlyFilter, PageFilter, ColumnPaginationFilter, ColumnCountGetFilter, TimestampsFilter, combined with AND, OR,
 SKIP, WHILE and parentheses." },
     CommandHelp { name: "delete", group: "dml", usage: "delete 't', 'row', 'cf:q'[, timestamp]", summary: "Delete one version of a cell: the newest, or the one at the timestamp." },
     CommandHelp { name: "deleteall", group: "dml", usage: "deleteall 't', 'row'[, 'cf:q' | 'cf'][, timestamp]", summary: "Delete every version (up to the timestamp) of a column, a family or the whole row." },
@@ -670,6 +672,7 @@ const FAMILY_OPTIONS: &[&str] = &[
     "BLOCKSIZE",
     "IN_MEMORY",
     "QUERY_CACHE",
+    "KEEP_DELETED_CELLS",
 ];
 
 /// A family hash's settings (every key but NAME and, for alter, METHOD).
@@ -695,6 +698,7 @@ fn family_settings(args: &Args<'_>, pairs: &[(String, &Value)]) -> Result<Vec<Se
             "BLOCKSIZE" => Setting::BlockSize(args.u32(v, key)?),
             "IN_MEMORY" => Setting::InMemory(args.flag(v, key)?),
             "QUERY_CACHE" => Setting::QueryCache(args.flag(v, key)?),
+            "KEEP_DELETED_CELLS" => Setting::KeepDeletedCells(args.flag(v, key)?),
             _ => return Err(args.unknown_option(key, FAMILY_OPTIONS)),
         };
         settings.push(setting);
@@ -920,6 +924,7 @@ fn scan(args: &Args<'_>) -> Result<Action, String> {
                 "FILTER" => scan.filter = Some(args.filter(value)?),
                 "PREPARED" => prepared = args.flag(value, "PREPARED")?,
                 "COMPRESS" => scan.compress = args.flag(value, "COMPRESS")?,
+                "RAW" => scan.raw = args.flag(value, "RAW")?,
                 _ => {
                     return Err(args.unknown_option(
                         &key,
@@ -939,6 +944,7 @@ fn scan(args: &Args<'_>) -> Result<Action, String> {
                             "BATCH",
                             "CACHE_BLOCKS",
                             "FILTER",
+                            "RAW",
                         ],
                     ))
                 }
@@ -1240,6 +1246,10 @@ mod tests {
             panic!("scan")
         };
         assert_eq!(scan, Scan::new());
+        let Action::Scan { scan, .. } = action("scan 't', {RAW => true, VERSIONS => 5}") else {
+            panic!("scan")
+        };
+        assert!(scan.raw && scan.max_versions == 5);
         let e = error("scan 't', {FILTER => \"PrefixFilter('a') XOR\"}");
         assert!(
             e.starts_with("scan: filter syntax error at position 19"),

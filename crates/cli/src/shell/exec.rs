@@ -175,7 +175,7 @@ pub fn execute(
                 "Table {table} is {}",
                 if t.enabled { "ENABLED" } else { "DISABLED" }
             ));
-            lines.push(table.clone());
+            lines.push(format::table_attributes(&table, &t.schema.options));
             lines.push("COLUMN FAMILIES DESCRIPTION".into());
             lines.extend(t.schema.families.iter().map(format::family_description));
             lines.push(format::rows(t.schema.families.len() as u64));

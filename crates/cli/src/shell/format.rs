@@ -82,12 +82,46 @@ pub fn scan_cell(cell: &Cell) -> String {
     line(
         &to_string_binary(&cell.row),
         &format!(
-            "column={}, timestamp={}, value={}",
+            "column={}, timestamp={}, {}",
             column_name(cell),
             format_timestamp(cell.timestamp),
-            to_string_binary(&cell.value)
+            value_or_type(cell)
         ),
     )
+}
+
+/// The table line of `describe`: its name, and HBase's `TABLE_ATTRIBUTES` when it sets any.
+pub fn table_attributes(table: &str, o: &cellar_model::TableOptions) -> String {
+    let mut attrs = Vec::new();
+    if o.durability != cellar_model::Durability::UseDefault {
+        let d = match o.durability {
+            cellar_model::Durability::SkipWal => "SKIP_WAL",
+            cellar_model::Durability::AsyncWal => "ASYNC_WAL",
+            cellar_model::Durability::FsyncWal => "FSYNC_WAL",
+            _ => "SYNC_WAL",
+        };
+        attrs.push(format!("DURABILITY => '{d}'"));
+    }
+    if let Some(n) = o.max_file_size {
+        attrs.push(format!("MAX_FILESIZE => '{n}'"));
+    }
+    if o.read_only {
+        attrs.push("READONLY => 'true'".to_string());
+    }
+    if attrs.is_empty() {
+        table.to_string()
+    } else {
+        format!("{table}, {{TABLE_ATTRIBUTES => {{{}}}}}", attrs.join(", "))
+    }
+}
+
+/// `value=...`, or a delete marker's `type=...` (a raw scan's markers, as HBase shows them).
+fn value_or_type(cell: &Cell) -> String {
+    if cell.cell_type.is_delete() {
+        format!("type={:?}", cell.cell_type)
+    } else {
+        format!("value={}", to_string_binary(&cell.value))
+    }
 }
 
 /// One cell of a get: ` cf:q   timestamp=..., value=v`.
@@ -130,11 +164,12 @@ pub fn family_description(f: &FamilySchema) -> String {
         ""
     };
     format!(
-        "{{NAME => '{}', VERSIONS => '{}', MIN_VERSIONS => '{}', TTL => '{ttl}', \
+        "{{NAME => '{}', VERSIONS => '{}', MIN_VERSIONS => '{}', KEEP_DELETED_CELLS => '{}', TTL => '{ttl}', \
          COMPRESSION => '{}', BLOOMFILTER => '{bloom}', BLOCKSIZE => '{}', IN_MEMORY => '{}'{metadata}}}",
         f.name,
         f.max_versions,
         f.min_versions,
+        if f.keep_deleted_cells { "TRUE" } else { "FALSE" },
         f.compression.to_string().to_uppercase(),
         f.block_size,
         f.in_memory
@@ -233,6 +268,30 @@ mod tests {
         assert!(get_cell(&cell).starts_with(" cf:q "));
         assert!(get_cell(&cell).ends_with("timestamp=1970-01-01T00:00:00.000Z, value=v"));
         assert_eq!(took(Duration::from_millis(12)), "Took 0.0120 seconds");
+        // A raw scan's delete marker shows its type, as HBase's shell does.
+        let marker = Cell {
+            cell_type: CellType::DeleteColumn,
+            value: Bytes::new(),
+            ..cell
+        };
+        assert!(
+            scan_cell(&marker).ends_with("timestamp=1970-01-01T00:00:00.000Z, type=DeleteColumn"),
+            "{}",
+            scan_cell(&marker)
+        );
+    }
+
+    #[test]
+    fn table_attributes_show_when_set() {
+        let mut o = cellar_model::TableOptions::default();
+        assert_eq!(table_attributes("t", &o), "t");
+        o.read_only = true;
+        o.max_file_size = Some(1 << 30);
+        o.durability = cellar_model::Durability::SyncWal;
+        assert_eq!(
+            table_attributes("t", &o),
+            "t, {TABLE_ATTRIBUTES => {DURABILITY => 'SYNC_WAL', MAX_FILESIZE => '1073741824', READONLY => 'true'}}"
+        );
     }
 
     #[test]
@@ -240,8 +299,9 @@ mod tests {
         let mut f = FamilySchema::new("cf");
         assert_eq!(
             family_description(&f),
-            "{NAME => 'cf', VERSIONS => '1', MIN_VERSIONS => '0', TTL => 'FOREVER', \
-             COMPRESSION => 'NONE', BLOOMFILTER => 'ROW', BLOCKSIZE => '65536', IN_MEMORY => 'false'}"
+            "{NAME => 'cf', VERSIONS => '1', MIN_VERSIONS => '0', KEEP_DELETED_CELLS => 'FALSE', \
+             TTL => 'FOREVER', COMPRESSION => 'NONE', BLOOMFILTER => 'ROW', BLOCKSIZE => '65536', \
+             IN_MEMORY => 'false'}"
         );
         f.ttl_secs = Some(60);
         f.compression = Compression::Zstd;

@@ -188,6 +188,13 @@ pub(crate) fn scan_from_hbase(s: &hbase::Scan, limit: u32) -> Result<Scan> {
         caching: s.caching.unwrap_or(0),
         batch: s.batch_size.unwrap_or(0),
         compress: false,
+        // HBase's Scan.setRaw travels as the attribute `_raw_` (a boolean's byte).
+        raw: s.attribute.iter().any(|a| {
+            a.name == "_raw_"
+                && a.value
+                    .as_deref()
+                    .is_some_and(|v| v.first() == Some(&0xff) || v == b"true")
+        }),
     })
 }
 

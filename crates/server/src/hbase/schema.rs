@@ -7,7 +7,7 @@
 //! ...). Table attributes `MAX_FILESIZE`, `DURABILITY` and `READONLY` are kept and honoured
 //! (`TableOptions`), as is `QUERY_CACHE`. Attributes Cellar has no notion of (block cache,
 //! replication scope, other table attributes) are ignored; values Cellar cannot honour (a
-//! compression codec it lacks, a data block encoding, `KEEP_DELETED_CELLS=TRUE`) are refused
+//! compression codec it lacks, a data block encoding, `KEEP_DELETED_CELLS=TTL`) are refused
 //! with a DoNotRetryIOException naming the family, the attribute and the value.
 
 use super::names;
@@ -187,8 +187,17 @@ pub(crate) fn family_from_pb(
             }
             IN_MEMORY => f.in_memory = value.eq_ignore_ascii_case("true"),
             QUERY_CACHE => f.query_cache = value.eq_ignore_ascii_case("true"),
-            KEEP_DELETED_CELLS if !value.eq_ignore_ascii_case("false") => {
-                return Err(bad("is not supported by Cellar (only FALSE)"));
+            KEEP_DELETED_CELLS => {
+                f.keep_deleted_cells = match value.to_ascii_uppercase().as_str() {
+                    "FALSE" => false,
+                    "TRUE" => true,
+                    "TTL" => {
+                        return Err(bad(
+                            "is not supported by Cellar (TRUE or FALSE; TRUE keeps deleted cells up to the family's TTL too)",
+                        ))
+                    }
+                    _ => return Err(bad("is not TRUE or FALSE")),
+                };
             }
             DATA_BLOCK_ENCODING if !value.eq_ignore_ascii_case("NONE") => {
                 return Err(bad(
@@ -241,7 +250,14 @@ pub(crate) fn family_to_pb(f: &FamilySchema) -> hbase::ColumnFamilySchema {
             attr(BLOOMFILTER, bloom),
             attr(COMPRESSION, compression),
             attr(IN_MEMORY, f.in_memory),
-            attr(KEEP_DELETED_CELLS, "FALSE"),
+            attr(
+                KEEP_DELETED_CELLS,
+                if f.keep_deleted_cells {
+                    "TRUE"
+                } else {
+                    "FALSE"
+                },
+            ),
             attr(MIN_VERSIONS, f.min_versions),
             attr(TTL, ttl),
             attr(VERSIONS, f.max_versions),
@@ -374,7 +390,12 @@ mod tests {
         for (k, v, want) in [
             ("COMPRESSION", "GZ", "COMPRESSION => 'GZ'"),
             ("BLOOMFILTER", "ROWPREFIX_FIXED_LENGTH", "BLOOMFILTER"),
-            ("KEEP_DELETED_CELLS", "TRUE", "KEEP_DELETED_CELLS"),
+            ("KEEP_DELETED_CELLS", "TTL", "KEEP_DELETED_CELLS"),
+            (
+                "DATA_BLOCK_ENCODING",
+                "FAST_DIFF",
+                "DATA_BLOCK_ENCODING => 'FAST_DIFF'",
+            ),
             ("VERSIONS", "0", "VERSIONS => '0'"),
             ("TTL", "soon", "TTL => 'soon'"),
             ("BLOCKSIZE", "10", "block_size"),

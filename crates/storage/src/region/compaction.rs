@@ -390,6 +390,7 @@ impl RegionInner {
             time_range: TimeRange::ALL,
             max_versions: u32::MAX,
             qualifiers: None,
+            raw: false,
         };
         let mut out = Outputs {
             region: self,
@@ -458,7 +459,9 @@ impl RegionInner {
                     unthrottled_bytes = 0;
                 }
             }
-            let keep = if major {
+            let keep = if store.family.keep_deleted_cells {
+                matcher.survives_keeping_deleted(&key)
+            } else if major {
                 matcher.survives(&key)
             } else if !guarded {
                 // `survives` sees every cell (markers included) to know what they mask.

@@ -61,8 +61,14 @@ fn family_line(f: &FamilySchema) -> String {
     } else {
         ""
     };
+    // Likewise `keep_deleted_cells`.
+    let keep_deleted = if f.keep_deleted_cells {
+        ";keep_deleted_cells=true"
+    } else {
+        ""
+    };
     format!(
-        "family={};max_versions={};min_versions={};ttl={};compression={};bloom={};bloom_bits={};block_size={};in_memory={}{}",
+        "family={};max_versions={};min_versions={};ttl={};compression={};bloom={};bloom_bits={};block_size={};in_memory={}{}{}",
         hex(f.name.as_bytes()),
         f.max_versions,
         f.min_versions,
@@ -72,7 +78,8 @@ fn family_line(f: &FamilySchema) -> String {
         f.bloom_bits_per_key,
         f.block_size,
         f.in_memory,
-        query_cache
+        query_cache,
+        keep_deleted
     )
 }
 
@@ -100,6 +107,7 @@ fn parse_family(line: &str) -> std::result::Result<FamilySchema, String> {
             "block_size" => f.block_size = num(v)? as u32,
             "in_memory" => f.in_memory = v == "true",
             "query_cache" => f.query_cache = v == "true",
+            "keep_deleted_cells" => f.keep_deleted_cells = v == "true",
             other => return Err(format!("unknown family option '{other}'")),
         }
     }

@@ -211,6 +211,7 @@ fn settled(
         time_range: TimeRange::ALL,
         max_versions: u32::MAX,
         qualifiers: None,
+        raw: false,
     };
     // now = 0: nothing counts as expired; only deletes and the version limit decide.
     let mut matcher = RowMatcher::new(family, &check, 0);

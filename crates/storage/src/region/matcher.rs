@@ -31,6 +31,10 @@ pub struct ReadSpec {
     pub max_versions: u32,
     /// Sorted qualifiers to return; `None`: all.
     pub qualifiers: Option<Vec<Bytes>>,
+    /// A raw read: every cell the read point sees — delete markers, masked puts, versions
+    /// past the family's limit, expired cells — in its time range and columns, up to
+    /// `max_versions` puts per column.
+    pub raw: bool,
 }
 
 /// Streaming matcher for one row of one family. Feed cells in key order; reset per row.
@@ -107,18 +111,16 @@ impl<'a> RowMatcher<'a> {
         if !self.spec.read_point.sees(key.seq()) {
             return false;
         }
-        if !self.started || key.qualifier() != self.qualifier.as_slice() {
-            self.started = true;
-            self.qualifier.clear();
-            self.qualifier.extend_from_slice(key.qualifier());
-            let deletes = std::mem::take(&mut self.column.version_deletes);
-            self.column = ColumnState {
-                version_deletes: deletes,
-                ..ColumnState::default()
-            };
-            self.column.version_deletes.clear();
-        }
+        self.enter_column(key);
         let ts = key.timestamp();
+        // KEEP_DELETED_CELLS: a read that ends at or before a marker does not see it, so it
+        // sees the cells as they were before the delete.
+        if self.family.keep_deleted_cells
+            && ts >= self.spec.time_range.max
+            && key.cell_type().is_some_and(CellType::is_delete)
+        {
+            return false;
+        }
         match key.cell_type() {
             Some(CellType::DeleteFamily) => {
                 self.family_delete = Some(self.family_delete.map_or(ts, |d| d.max(ts)));
@@ -155,6 +157,21 @@ impl<'a> RowMatcher<'a> {
         }
     }
 
+    /// Starts the column of `key` when it is not the current one.
+    fn enter_column(&mut self, key: &KeyRef<'_>) {
+        if !self.started || key.qualifier() != self.qualifier.as_slice() {
+            self.started = true;
+            self.qualifier.clear();
+            self.qualifier.extend_from_slice(key.qualifier());
+            let deletes = std::mem::take(&mut self.column.version_deletes);
+            self.column = ColumnState {
+                version_deletes: deletes,
+                ..ColumnState::default()
+            };
+            self.column.version_deletes.clear();
+        }
+    }
+
     /// After [`RowMatcher::matches`] on `key`: no later cell of `key`'s column can be
     /// returned, so a reader may seek past the column instead of walking its older versions
     /// (a hot row's column can hold thousands in a memstore). True once the family's or the
@@ -162,7 +179,11 @@ impl<'a> RowMatcher<'a> {
     /// does not want the column. Never for the empty qualifier, whose column shares its key
     /// range with the family delete markers that every other column needs.
     pub fn column_done(&self, key: &KeyRef<'_>) -> bool {
-        if !self.started || key.qualifier().is_empty() || key.qualifier() != self.qualifier {
+        if self.spec.raw
+            || !self.started
+            || key.qualifier().is_empty()
+            || key.qualifier() != self.qualifier
+        {
             return false;
         }
         let c = &self.column;
@@ -174,6 +195,9 @@ impl<'a> RowMatcher<'a> {
 
     /// Whether the reader gets this cell.
     pub fn matches(&mut self, key: &KeyRef<'_>) -> bool {
+        if self.spec.raw {
+            return self.matches_raw(key);
+        }
         if !self.survives(key) {
             return false;
         }
@@ -184,5 +208,54 @@ impl<'a> RowMatcher<'a> {
         }
         self.column.returned += 1;
         self.column.returned <= self.spec.max_versions
+    }
+
+    /// [`RowMatcher::matches`] of a raw read: nothing is masked, expired or over the
+    /// family's version limit; markers always come through, puts up to the read's versions.
+    fn matches_raw(&mut self, key: &KeyRef<'_>) -> bool {
+        if !self.spec.read_point.sees(key.seq()) {
+            return false;
+        }
+        self.enter_column(key);
+        if !self.spec.time_range.contains(key.timestamp())
+            || !self.wanted_qualifier(key.qualifier())
+        {
+            // Family markers live under the empty qualifier and belong to every column read.
+            return key.cell_type().is_some_and(CellType::is_family_delete)
+                && self.spec.time_range.contains(key.timestamp());
+        }
+        match key.cell_type() {
+            Some(CellType::Put) => {
+                self.column.returned += 1;
+                self.column.returned <= self.spec.max_versions
+            }
+            Some(_) => true,
+            None => false,
+        }
+    }
+
+    /// What a compaction keeps of a family with `keep_deleted_cells`: every delete marker
+    /// and every put up to the family's versions (masked ones counted too) and TTL.
+    pub fn survives_keeping_deleted(&mut self, key: &KeyRef<'_>) -> bool {
+        if !self.spec.read_point.sees(key.seq()) {
+            return false;
+        }
+        self.enter_column(key);
+        let ts = key.timestamp();
+        match key.cell_type() {
+            Some(CellType::Put) => {
+                if self.column.last_put_ts == Some(ts) {
+                    return false; // an older write of the same version
+                }
+                self.column.last_put_ts = Some(ts);
+                self.column.versions += 1;
+                if self.column.versions > self.family.max_versions {
+                    return false;
+                }
+                ts >= self.expire_before || self.column.versions <= self.family.min_versions
+            }
+            Some(_) => true,
+            None => false,
+        }
     }
 }

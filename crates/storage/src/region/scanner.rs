@@ -82,7 +82,7 @@ impl RegionScanner {
         let probe = one_row.then(|| RowProbe::new(&lo));
         let mut cursors = Vec::new();
         for (i, store) in region.stores.iter().enumerate() {
-            let Some(spec) = region.read_spec(
+            let Some(mut spec) = region.read_spec(
                 &scan.columns,
                 &store.name,
                 read_point.clone(),
@@ -91,6 +91,7 @@ impl RegionScanner {
             ) else {
                 continue;
             };
+            spec.raw = scan.raw;
             let view = store.view();
             let (src_lo, src_hi) = if scan.reversed {
                 let hi = if hi.is_empty() {

@@ -7,18 +7,25 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.io.IOException;
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
+import org.apache.hadoop.hbase.Cell;
 import org.apache.hadoop.hbase.ClusterMetrics;
 import org.apache.hadoop.hbase.RegionMetrics;
 import org.apache.hadoop.hbase.ServerMetrics;
 import org.apache.hadoop.hbase.ServerName;
 import org.apache.hadoop.hbase.Size;
 import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
+import org.apache.hadoop.hbase.client.Delete;
 import org.apache.hadoop.hbase.client.Durability;
+import org.apache.hadoop.hbase.KeepDeletedCells;
 import org.apache.hadoop.hbase.client.Get;
 import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.RegionLocator;
+import org.apache.hadoop.hbase.client.Result;
+import org.apache.hadoop.hbase.client.ResultScanner;
+import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.client.TableDescriptor;
 import org.apache.hadoop.hbase.client.TableDescriptorBuilder;
@@ -88,6 +95,58 @@ class ShellParityTest extends CompatTest {
       assertEquals(DataBlockEncoding.NONE,
           admin.getDescriptor(t.name()).getColumnFamily(b("f")).getDataBlockEncoding());
     }
+  }
+
+  @Test
+  void rawScansReturnDeleteMarkersAndTheCellsTheyMask() throws Exception {
+    try (TempTable t = TempTable.create(connection, admin, "shell_raw", "f");
+        Table table = connection.getTable(t.name())) {
+      table.put(new Put(b("r")).addColumn(b("f"), b("q"), 10L, b("old")));
+      table.put(new Put(b("r")).addColumn(b("f"), b("q"), 20L, b("new")));
+      table.put(new Put(b("r")).addColumn(b("f"), b("k"), 5L, b("kept")));
+      table.delete(new Delete(b("r")).addColumns(b("f"), b("q"), 20L));
+      assertEquals(1, table.get(new Get(b("r"))).size(), "only f:k is visible");
+      List<Cell> cells = new ArrayList<>();
+      try (ResultScanner s = table.getScanner(new Scan().setRaw(true).readAllVersions())) {
+        for (Result r : s) {
+          cells.addAll(r.listCells());
+        }
+      }
+      List<String> got = new ArrayList<>();
+      for (Cell c : cells) {
+        got.add(s(c.getQualifierArray(), c.getQualifierOffset(), c.getQualifierLength()) + "@"
+            + c.getTimestamp() + ":" + c.getType());
+      }
+      assertEquals(List.of("k@5:Put", "q@20:DeleteColumn", "q@20:Put", "q@10:Put"), got);
+      // Without RAW: only what is visible.
+      try (ResultScanner s = table.getScanner(new Scan().readAllVersions())) {
+        Result r = s.next();
+        assertEquals(1, r.size());
+      }
+    }
+  }
+
+  @Test
+  void keptDeletedCellsAreReadBeforeTheDelete() throws Exception {
+    try (TempTable t = TempTable.create(connection, admin, "shell_kdc", null,
+            ColumnFamilyDescriptorBuilder.newBuilder(b("f")).setMaxVersions(3)
+                .setKeepDeletedCells(KeepDeletedCells.TRUE).build());
+        Table table = connection.getTable(t.name())) {
+      assertEquals(KeepDeletedCells.TRUE,
+          admin.getDescriptor(t.name()).getColumnFamily(b("f")).getKeepDeletedCells());
+      table.put(new Put(b("r")).addColumn(b("f"), b("q"), 10L, b("v10")));
+      table.put(new Put(b("r")).addColumn(b("f"), b("q"), 20L, b("v20")));
+      table.delete(new Delete(b("r")).addColumns(b("f"), b("q"), 30L));
+      assertTrue(table.get(new Get(b("r"))).isEmpty(), "deleted now");
+      Result before = table.get(new Get(b("r")).setTimeRange(0, 30).readAllVersions());
+      assertEquals(2, before.size(), "a read ending at the delete sees both versions: " + before);
+      assertEquals("v20", s(before.getValue(b("f"), b("q"))));
+      assertTrue(table.get(new Get(b("r")).setTimeRange(0, 31)).isEmpty(), "a read past it does not");
+    }
+  }
+
+  private static String s(byte[] a, int off, int len) {
+    return new String(a, off, len, java.nio.charset.StandardCharsets.UTF_8);
   }
 
   @Test
