@@ -363,3 +363,45 @@ fn cellar_thrift_serves_a_running_server() {
     }
     server.terminate();
 }
+
+#[test]
+fn the_gateway_of_a_tls_server_calls_it_over_tls() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let certs = tmp.path().join("certs");
+    let out = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .args(["cert", "create", "--dir"])
+        .arg(&certs)
+        .output()
+        .expect("cellar cert create");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let path = |f: &str| certs.join(f).to_string_lossy().into_owned();
+    let (cert, key, ca) = (path("server.pem"), path("server.key"), path("ca.pem"));
+    let mut server = Server::start_with(
+        &tmp.path().join("data"),
+        None,
+        ["127.0.0.1:0"; 3],
+        &[
+            "--tls-cert",
+            &cert,
+            "--tls-key",
+            &key,
+            "--tls-client-ca",
+            &ca,
+            "--thrift-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let addr = server.wait_thrift();
+    // Every native port requires a client certificate: the gateway presents the server's.
+    let mut c = Conn::open(&addr, Protocol::Binary, false);
+    create_table(&mut c, "over_tls");
+    let Some(Value::List(_, names)) = c.ok("getTableNames", vec![]) else {
+        panic!("a list of names")
+    };
+    assert!(names.contains(&text("over_tls")), "{names:?}");
+    server.terminate();
+}

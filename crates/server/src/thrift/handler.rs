@@ -224,29 +224,27 @@ async fn dispatch(gw: &Gateway, name: &str, a: &Fields<'_>) -> Outcome<Option<Va
             let get = column_get(row, &a.bytes(3, "column")?, n, Some(ts));
             Ok(Some(cells(gw, &table, get).await?))
         }
-        "getRow" | "getRowWithColumns" | "getRowTs" | "getRowWithColumnsTs" => {
+        "getRow" | "getRowWithColumns" | "getRowTs" | "getRowWithColumnsTs" | "getRows"
+        | "getRowsWithColumns" | "getRowsTs" | "getRowsWithColumnsTs" => {
+            // One row or a list of rows (field 2); then the columns (field 3) of the
+            // `WithColumns` calls; then the timestamp of the `Ts` calls.
             let table = a.text(1, "tableName")?;
-            let row = a.bytes(2, "row")?;
-            let (columns, ts) = match name {
-                "getRow" => (Vec::new(), None),
-                "getRowWithColumns" => (a.bytes_list(3, "columns")?, None),
-                "getRowTs" => (Vec::new(), Some(a.i64(3, "timestamp")?)),
-                _ => (a.bytes_list(3, "columns")?, Some(a.i64(4, "timestamp")?)),
+            let rows = if name.starts_with("getRows") {
+                a.bytes_list(2, "rows")?
+            } else {
+                vec![a.bytes(2, "row")?]
             };
-            let ts = ts.map(timestamp).transpose()?;
-            let rows = get_rows(gw, &table, vec![row], &columns, ts).await?;
-            Ok(Some(rows))
-        }
-        "getRows" | "getRowsWithColumns" | "getRowsTs" | "getRowsWithColumnsTs" => {
-            let table = a.text(1, "tableName")?;
-            let rows = a.bytes_list(2, "rows")?;
-            let (columns, ts) = match name {
-                "getRows" => (Vec::new(), None),
-                "getRowsWithColumns" => (a.bytes_list(3, "columns")?, None),
-                "getRowsTs" => (Vec::new(), Some(a.i64(3, "timestamp")?)),
-                _ => (a.bytes_list(3, "columns")?, Some(a.i64(4, "timestamp")?)),
+            let with_columns = name.contains("WithColumns");
+            let columns = if with_columns {
+                a.bytes_list(3, "columns")?
+            } else {
+                Vec::new()
             };
-            let ts = ts.map(timestamp).transpose()?;
+            let ts = if name.ends_with("Ts") {
+                Some(timestamp(a.i64(if with_columns { 4 } else { 3 }, "timestamp")?)?)
+            } else {
+                None
+            };
             Ok(Some(get_rows(gw, &table, rows, &columns, ts).await?))
         }
 
