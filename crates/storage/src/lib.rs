@@ -10,6 +10,7 @@
 
 pub mod block_cache;
 pub mod bridge;
+pub mod counter;
 pub mod fs;
 pub mod iter;
 pub mod memstore;

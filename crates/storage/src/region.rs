@@ -167,9 +167,9 @@ pub(crate) struct RegionInner {
     pub bytes_flushed: AtomicU64,
     pub bytes_compacted: AtomicU64,
     /// Gets and scanned rows served since this open (HBase's `readRequestsCount`).
-    pub read_requests: AtomicU64,
+    pub read_requests: crate::counter::StripedCounter,
     /// Mutations admitted since this open (HBase's `writeRequestsCount`).
-    pub write_requests: AtomicU64,
+    pub write_requests: crate::counter::StripedCounter,
     /// When this open happened (the clock's milliseconds): the age of store files that do not
     /// record when they were written counts from here.
     pub opened_ms: u64,
@@ -408,8 +408,8 @@ impl Region {
             major_compactions: AtomicU64::new(0),
             bytes_flushed: AtomicU64::new(0),
             bytes_compacted: AtomicU64::new(0),
-            read_requests: AtomicU64::new(0),
-            write_requests: AtomicU64::new(0),
+            read_requests: Default::default(),
+            write_requests: Default::default(),
             opened_ms: services.config.clock.now_millis(),
         });
         // Replayed data stays in the memstore and the WAL until the next flush: nothing is lost
@@ -467,7 +467,7 @@ impl Region {
         let inner = &self.inner;
         inner.check_open()?;
         inner.check_row(&get.row)?;
-        inner.read_requests.fetch_add(1, Ordering::Relaxed);
+        inner.read_requests.add(1);
         inner.get_through_cache(get, sink)
     }
 
@@ -493,7 +493,7 @@ impl Region {
         match crate::storefile::cache_only(read) {
             Err(Error::NotCached) => None,
             r => {
-                self.inner.read_requests.fetch_add(1, Ordering::Relaxed);
+                self.inner.read_requests.add(1);
                 Some(r)
             }
         }
@@ -587,8 +587,8 @@ impl Region {
             major_compactions: inner.major_compactions.load(Ordering::Relaxed),
             bytes_flushed: inner.bytes_flushed.load(Ordering::Relaxed),
             bytes_compacted: inner.bytes_compacted.load(Ordering::Relaxed),
-            read_requests: inner.read_requests.load(Ordering::Relaxed),
-            write_requests: inner.write_requests.load(Ordering::Relaxed),
+            read_requests: inner.read_requests.get(),
+            write_requests: inner.write_requests.get(),
             block_cache: inner.services.block_cache.stats(),
             ..RegionStats::default()
         };
@@ -786,7 +786,7 @@ impl RegionInner {
         if self.durability(m) != Durability::SkipWal {
             self.services.wal.check_accepting()?;
         }
-        self.write_requests.fetch_add(1, Ordering::Relaxed);
+        self.write_requests.add(1);
         Ok(())
     }
 

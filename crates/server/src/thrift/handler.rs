@@ -1,8 +1,9 @@
 //! The calls of `Hbase.thrift`'s `Hbase` service, each turned into calls of Cellar's client.
 //! HBase's semantics: a `*Ts` read sees versions older than the timestamp (`[0, ts)`), a
 //! `*Ts` write puts at the timestamp and deletes versions at or before it; a column is
-//! `family:qualifier`, or `family` (`family:`) for the whole family; a read of nothing
-//! returns an empty list; a mutation's deletes are applied before its puts.
+//! `family:qualifier` (`family:` the empty qualifier), or `family` for the whole family; a
+//! read of nothing returns an empty list; `mutateRow` applies its deletes before its puts,
+//! `mutateRows` its puts before its deletes.
 
 use super::connection::Reply;
 use super::protocol::{Message, MessageType, TType, Value};
@@ -253,10 +254,7 @@ async fn dispatch(gw: &Gateway, name: &str, a: &Fields<'_>) -> Outcome<Option<Va
             let table = a.text(1, "tableName")?;
             let row = a.bytes(2, "row")?;
             let mutations = a.struct_list(3, "mutations")?;
-            let ts = match name {
-                "mutateRowTs" => timestamp(a.i64(4, "timestamp")?)?,
-                _ => LATEST_TIMESTAMP,
-            };
+            let ts = write_ts(a, name, 4)?;
             let (deletes, puts) = row_mutations(row, &mutations, ts)?;
             apply(gw, &table, deletes.into_iter().collect(), puts.into_iter().collect()).await?;
             Ok(None)
@@ -264,10 +262,7 @@ async fn dispatch(gw: &Gateway, name: &str, a: &Fields<'_>) -> Outcome<Option<Va
         "mutateRows" | "mutateRowsTs" => {
             let table = a.text(1, "tableName")?;
             let batches = a.struct_list(2, "rowBatches")?;
-            let ts = match name {
-                "mutateRowsTs" => timestamp(a.i64(3, "timestamp")?)?,
-                _ => LATEST_TIMESTAMP,
-            };
+            let ts = write_ts(a, name, 3)?;
             let mut deletes = Vec::new();
             let mut puts = Vec::new();
             for b in &batches {
@@ -372,10 +367,7 @@ async fn dispatch(gw: &Gateway, name: &str, a: &Fields<'_>) -> Outcome<Option<Va
             let table = a.text(1, "tableName")?;
             let row = a.bytes(2, "row")?;
             let (family, qualifier) = split_column(&a.bytes(3, "column")?);
-            let ts = match name {
-                "deleteAllTs" => timestamp(a.i64(4, "timestamp")?)?,
-                _ => LATEST_TIMESTAMP,
-            };
+            let ts = write_ts(a, name, 4)?;
             let m = match qualifier {
                 Some(q) => RowMutation::new(row).delete_column(&family, &q, ts),
                 None => RowMutation::new(row).delete_family(&family, ts),
@@ -390,10 +382,7 @@ async fn dispatch(gw: &Gateway, name: &str, a: &Fields<'_>) -> Outcome<Option<Va
         "deleteAllRow" | "deleteAllRowTs" => {
             let table = a.text(1, "tableName")?;
             let row = a.bytes(2, "row")?;
-            let ts = match name {
-                "deleteAllRowTs" => timestamp(a.i64(3, "timestamp")?)?,
-                _ => LATEST_TIMESTAMP,
-            };
+            let ts = write_ts(a, name, 3)?;
             let info = admin.describe_table(&table).await.map_err(client_fault)?;
             let m = info
                 .schema
@@ -559,6 +548,15 @@ fn server_message(e: &ClientError) -> String {
         ClientError::Rpc { message, .. } => message.clone(),
         ClientError::RetriesExhausted { last, .. } => server_message(last),
         other => other.to_string(),
+    }
+}
+
+/// The timestamp of a `*Ts` write (argument `id`); the server's clock for the others.
+fn write_ts(a: &Fields<'_>, name: &str, id: i16) -> Outcome<u64> {
+    if name.ends_with("Ts") {
+        timestamp(a.i64(id, "timestamp")?)
+    } else {
+        Ok(LATEST_TIMESTAMP)
     }
 }
 

@@ -270,9 +270,7 @@ impl Iterator for RegionScanner {
         match r {
             Ok(Some(cells)) => {
                 self.returned += 1;
-                self.region
-                    .read_requests
-                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                self.region.read_requests.add(1);
                 Some(Ok(cells))
             }
             Ok(None) => {
