@@ -20,6 +20,37 @@ pub enum Durability {
     FsyncWal,
 }
 
+/// HBase's names, as its Java enum spells them (`SYNC_WAL`); parsing ignores case.
+impl std::str::FromStr for Durability {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Durability, String> {
+        Ok(match s.trim().to_ascii_uppercase().as_str() {
+            "USE_DEFAULT" => Durability::UseDefault,
+            "SKIP_WAL" => Durability::SkipWal,
+            "ASYNC_WAL" => Durability::AsyncWal,
+            "SYNC_WAL" => Durability::SyncWal,
+            "FSYNC_WAL" => Durability::FsyncWal,
+            _ => {
+                return Err(format!(
+                    "'{s}' is not one of USE_DEFAULT, SKIP_WAL, ASYNC_WAL, SYNC_WAL, FSYNC_WAL"
+                ))
+            }
+        })
+    }
+}
+
+impl std::fmt::Display for Durability {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Durability::UseDefault => "USE_DEFAULT",
+            Durability::SkipWal => "SKIP_WAL",
+            Durability::AsyncWal => "ASYNC_WAL",
+            Durability::SyncWal => "SYNC_WAL",
+            Durability::FsyncWal => "FSYNC_WAL",
+        })
+    }
+}
+
 impl Durability {
     /// The level `UseDefault` stands for.
     pub fn resolve(self) -> Durability {

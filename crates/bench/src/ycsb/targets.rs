@@ -42,18 +42,9 @@ pub struct TargetOptions {
 
 /// Parses the `durability` property: HBase's names.
 pub fn parse_durability(value: &str) -> Result<Durability, String> {
-    Ok(match value.trim().to_ascii_uppercase().as_str() {
-        "USE_DEFAULT" => Durability::UseDefault,
-        "SKIP_WAL" => Durability::SkipWal,
-        "ASYNC_WAL" => Durability::AsyncWal,
-        "SYNC_WAL" => Durability::SyncWal,
-        "FSYNC_WAL" => Durability::FsyncWal,
-        _ => {
-            return Err(format!(
-                "property durability={value} is not one of USE_DEFAULT, SKIP_WAL, ASYNC_WAL, SYNC_WAL, FSYNC_WAL"
-            ))
-        }
-    })
+    value
+        .parse()
+        .map_err(|e| format!("property durability={value}: {e}"))
 }
 
 /// A target the runner can use, closed cleanly at the end.

@@ -94,13 +94,7 @@ pub fn scan_cell(cell: &Cell) -> String {
 pub fn table_attributes(table: &str, o: &cellar_model::TableOptions) -> String {
     let mut attrs = Vec::new();
     if o.durability != cellar_model::Durability::UseDefault {
-        let d = match o.durability {
-            cellar_model::Durability::SkipWal => "SKIP_WAL",
-            cellar_model::Durability::AsyncWal => "ASYNC_WAL",
-            cellar_model::Durability::FsyncWal => "FSYNC_WAL",
-            _ => "SYNC_WAL",
-        };
-        attrs.push(format!("DURABILITY => '{d}'"));
+        attrs.push(format!("DURABILITY => '{}'", o.durability));
     }
     if let Some(n) = o.max_file_size {
         attrs.push(format!("MAX_FILESIZE => '{n}'"));

@@ -13,7 +13,6 @@
 use super::names;
 use super::HbaseError;
 use bytes::Bytes;
-use cellar_model::schema::{BloomType, Compression};
 use cellar_model::{Durability, FamilySchema, TableOptions, TableSchema};
 use cellar_proto::hbase;
 
@@ -90,18 +89,9 @@ fn table_options(
                 }
             }
             DURABILITY => {
-                o.durability = match value.to_ascii_uppercase().as_str() {
-                    "USE_DEFAULT" => Durability::UseDefault,
-                    "SKIP_WAL" => Durability::SkipWal,
-                    "ASYNC_WAL" => Durability::AsyncWal,
-                    "SYNC_WAL" => Durability::SyncWal,
-                    "FSYNC_WAL" => Durability::FsyncWal,
-                    _ => {
-                        return Err(bad(
-                            "is not USE_DEFAULT, SKIP_WAL, ASYNC_WAL, SYNC_WAL or FSYNC_WAL",
-                        ))
-                    }
-                }
+                o.durability = value.parse().map_err(|_| {
+                    bad("is not USE_DEFAULT, SKIP_WAL, ASYNC_WAL, SYNC_WAL or FSYNC_WAL")
+                })?
             }
             READONLY => o.read_only = value.eq_ignore_ascii_case("true"),
             _ => {}
@@ -161,25 +151,14 @@ pub(crate) fn family_from_pb(
                 };
             }
             BLOOMFILTER => {
-                f.bloom = match value.to_ascii_uppercase().as_str() {
-                    "NONE" => BloomType::None,
-                    "ROW" => BloomType::Row,
-                    "ROWCOL" => BloomType::RowCol,
-                    _ => return Err(bad("is not supported by Cellar (NONE, ROW or ROWCOL)")),
-                };
+                f.bloom = value
+                    .parse()
+                    .map_err(|_| bad("is not supported by Cellar (NONE, ROW or ROWCOL)"))?;
             }
             COMPRESSION => {
-                f.compression = match value.to_ascii_uppercase().as_str() {
-                    "NONE" => Compression::None,
-                    "SNAPPY" => Compression::Snappy,
-                    "LZ4" => Compression::Lz4,
-                    "ZSTD" => Compression::Zstd,
-                    _ => {
-                        return Err(bad(
-                            "is not supported by Cellar (NONE, SNAPPY, LZ4 or ZSTD)",
-                        ))
-                    }
-                };
+                f.compression = value
+                    .parse()
+                    .map_err(|_| bad("is not supported by Cellar (NONE, SNAPPY, LZ4 or ZSTD)"))?;
             }
             BLOCKSIZE => {
                 f.block_size = u32::try_from(number("a number of bytes")?)
@@ -229,17 +208,9 @@ fn attr(key: &str, value: impl ToString) -> hbase::BytesBytesPair {
 
 /// HBase's descriptor of one Cellar family (the attributes Cellar knows).
 pub(crate) fn family_to_pb(f: &FamilySchema) -> hbase::ColumnFamilySchema {
-    let bloom = match f.bloom {
-        BloomType::None => "NONE",
-        BloomType::Row => "ROW",
-        BloomType::RowCol => "ROWCOL",
-    };
-    let compression = match f.compression {
-        Compression::None => "NONE",
-        Compression::Snappy => "SNAPPY",
-        Compression::Lz4 => "LZ4",
-        Compression::Zstd => "ZSTD",
-    };
+    // HBase's names are Cellar's, upper case.
+    let bloom = f.bloom.to_string().to_ascii_uppercase();
+    let compression = f.compression.to_string().to_ascii_uppercase();
     let ttl = f.ttl_secs.map_or(FOREVER, |s| {
         i64::try_from(s).unwrap_or(FOREVER).min(FOREVER)
     });
@@ -273,13 +244,7 @@ pub(crate) fn family_to_pb(f: &FamilySchema) -> hbase::ColumnFamilySchema {
 /// (HBase's `describe` shows them as `TABLE_ATTRIBUTES`).
 pub(crate) fn table_to_pb(s: &TableSchema) -> hbase::TableSchema {
     let o = &s.options;
-    let durability = match o.durability {
-        Durability::UseDefault => None,
-        Durability::SkipWal => Some("SKIP_WAL"),
-        Durability::AsyncWal => Some("ASYNC_WAL"),
-        Durability::SyncWal => Some("SYNC_WAL"),
-        Durability::FsyncWal => Some("FSYNC_WAL"),
-    };
+    let durability = (o.durability != Durability::UseDefault).then(|| o.durability.to_string());
     let attributes = o
         .max_file_size
         .map(|n| attr(MAX_FILESIZE, n))
@@ -298,6 +263,7 @@ pub(crate) fn table_to_pb(s: &TableSchema) -> hbase::TableSchema {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cellar_model::schema::{BloomType, Compression};
 
     fn family(name: &str, attrs: &[(&str, &str)]) -> hbase::ColumnFamilySchema {
         hbase::ColumnFamilySchema {

@@ -12,8 +12,8 @@ use super::{Gateway, OpenScanner};
 use bytes::Bytes;
 use cellar_client::{Error as ClientError, ErrorCode};
 use cellar_model::{
-    BloomType, CompareOp, Compression, Condition, Durability, FamilySchema, Filter, Get,
-    RowMutation, Scan, TableSchema, LATEST_TIMESTAMP,
+    CompareOp, Condition, Durability, FamilySchema, Filter, Get, RowMutation, Scan, TableSchema,
+    LATEST_TIMESTAMP,
 };
 use std::time::Instant;
 
@@ -799,17 +799,8 @@ fn region_info(r: &cellar_client::RegionLocation) -> Value {
 /// `ColumnDescriptor` of a family: name `family:`, HBase's names for compression and blooms,
 /// time to live in seconds (`Integer.MAX_VALUE`: forever).
 fn column_descriptor(f: &FamilySchema) -> Value {
-    let compression = match f.compression {
-        Compression::None => "NONE",
-        Compression::Lz4 => "LZ4",
-        Compression::Zstd => "ZSTD",
-        Compression::Snappy => "SNAPPY",
-    };
-    let bloom = match f.bloom {
-        BloomType::None => "NONE",
-        BloomType::Row => "ROW",
-        BloomType::RowCol => "ROWCOL",
-    };
+    let compression = f.compression.to_string().to_ascii_uppercase();
+    let bloom = f.bloom.to_string().to_ascii_uppercase();
     let ttl = f
         .ttl_secs
         .map(|s| s.min(i32::MAX as u64) as i32)
@@ -844,34 +835,18 @@ fn family_schema(d: &Fields<'_>) -> Outcome<FamilySchema> {
         )));
     }
     f.max_versions = max_versions as u32;
-    let compression = d
-        .opt_text(3, "ColumnDescriptor.compression")?
-        .unwrap_or_else(|| "NONE".into());
-    f.compression = match compression.to_ascii_uppercase().as_str() {
-        "NONE" | "" => Compression::None,
-        "LZ4" => Compression::Lz4,
-        "ZSTD" => Compression::Zstd,
-        "SNAPPY" => Compression::Snappy,
-        other => {
-            return Err(Fault::illegal(format!(
-                "family {family}: compression {other} is not supported by Cellar (NONE, SNAPPY, LZ4 or ZSTD)"
-            )))
-        }
+    let text_or_none = |id, what| -> Outcome<String> {
+        Ok(d.opt_text(id, what)?
+            .filter(|t| !t.is_empty())
+            .unwrap_or_else(|| "NONE".into()))
     };
+    f.compression = text_or_none(3, "ColumnDescriptor.compression")?
+        .parse()
+        .map_err(|e| Fault::illegal(format!("family {family}: {e}")))?;
     f.in_memory = d.opt_bool(4, "ColumnDescriptor.inMemory")?.unwrap_or(false);
-    let bloom = d
-        .opt_text(5, "ColumnDescriptor.bloomFilterType")?
-        .unwrap_or_else(|| "NONE".into());
-    f.bloom = match bloom.to_ascii_uppercase().as_str() {
-        "NONE" | "" => BloomType::None,
-        "ROW" => BloomType::Row,
-        "ROWCOL" => BloomType::RowCol,
-        other => {
-            return Err(Fault::illegal(format!(
-                "family {family}: bloom filter type {other} is not one of NONE, ROW, ROWCOL"
-            )))
-        }
-    };
+    f.bloom = text_or_none(5, "ColumnDescriptor.bloomFilterType")?
+        .parse()
+        .map_err(|e| Fault::illegal(format!("family {family}: {e}")))?;
     let ttl = d.opt_i32(9, "ColumnDescriptor.timeToLive")?.unwrap_or(-1);
     f.ttl_secs = (ttl > 0 && ttl != i32::MAX).then_some(ttl as u64);
     Ok(f)
