@@ -28,7 +28,8 @@ log "cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings || { echo "0 passed, 1 failed"; exit 1; }
 
 # System packages the tests start: ZooKeeper (coordination tests), Java 17 and Maven (the
-# MiniDFS of the HDFS tests, built from java/minidfs on first use, and the HBase suites), UCX.
+# MiniDFS of the HDFS tests, built from java/minidfs on first use, and the HBase suites), UCX,
+# Chromium (the web UI).
 java_major() { java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -n1; }
 need_pkgs=""
 [ -x /usr/share/zookeeper/bin/zkServer.sh ] || need_pkgs="$need_pkgs zookeeper"
@@ -38,6 +39,8 @@ fi
 command -v mvn >/dev/null 2>&1 || need_pkgs="$need_pkgs maven"
 # UCX (crates/ucx loads libucp.so.0 at run time; its tests send through it).
 ldconfig -p 2>/dev/null | grep -q 'libucp\.so\.0' || need_pkgs="$need_pkgs libucx0"
+# Headless Chromium for the web UI's browser tests (crates/cli/tests/web_ui.rs).
+command -v chromium >/dev/null 2>&1 || [ -n "${CELLAR_CHROMIUM:-}" ] || need_pkgs="$need_pkgs chromium"
 if [ -n "$need_pkgs" ]; then
     log "installing$need_pkgs"
     sudo_cmd=""

@@ -10,6 +10,7 @@ pub mod key;
 pub mod mutation;
 pub mod query;
 pub mod schema;
+pub mod text;
 
 pub use cell::{Cell, CellRef, CellSink, CellType, LATEST_TIMESTAMP};
 pub use error::{Error, Result};
@@ -19,3 +20,4 @@ pub use filter::{
 pub use mutation::{Durability, Entry, Nonce, RowMutation};
 pub use query::{prefix_successor, Column, Get, Scan, TimeRange};
 pub use schema::{BloomType, Compression, FamilySchema, TableOptions, TableSchema};
+pub use text::to_string_binary;

@@ -305,6 +305,10 @@ pub struct RpcConfig {
     /// connection (`TRANSPORT_HELLO`). The UCX library is loaded on the first such request;
     /// off, or without the library, such clients are told so and stay on TCP.
     pub ucx: bool,
+    /// A call that takes longer than this on the server is a slow call: kept for the web UI's
+    /// server page and logged (at most once a second). HBase's `hbase.ipc.warn.response.time`
+    /// is 10 s; 0 turns the log off.
+    pub slow_call_ms: u64,
 }
 
 #[derive(Debug, Clone, Deserialize, PartialEq)]
@@ -425,6 +429,7 @@ impl Default for RpcConfig {
             inline_gets: true,
             inline_puts: true,
             ucx: true,
+            slow_call_ms: 1000,
         }
     }
 }

@@ -1,8 +1,8 @@
 //! The metrics and status endpoint: a deliberately tiny HTTP/1.1 server on a one-thread tokio
 //! runtime of its own, so scraping never competes with the RPC reactor.
 //!
-//! `GET /metrics` is Prometheus' text format, `GET /status` a JSON summary; anything else is
-//! 404. One request per connection (`Connection: close`), request head at most 8 KiB, read
+//! `GET /metrics` is Prometheus' text format, `GET /status` a JSON summary, and the web UI's
+//! pages and JSON (`crate::web`) the rest; anything else is 404. One request per connection (`Connection: close`), request head at most 8 KiB, read
 //! within 10 s, at most 64 connections at once.
 
 use crate::metrics::{render, Gauges, Overload, RpcMetrics};
@@ -32,6 +32,10 @@ pub struct StatusInfo {
     pub started: Instant,
     /// The coordination in use: `/status` shows where it is and the session's state.
     pub coordination: Option<crate::coord::CoordRef>,
+    /// This server's name (`host,port,startcode`), as a cluster lists it.
+    pub server_name: String,
+    /// The handler pool and reactor settings the server page shows.
+    pub rpc: crate::config::RpcConfig,
 }
 
 /// Where the endpoint's answers come from.
@@ -167,6 +171,8 @@ struct Response {
     status: &'static str,
     content_type: &'static str,
     body: String,
+    /// JSON any origin may read (another server's web UI page, in a cluster).
+    any_origin: bool,
 }
 
 impl Response {
@@ -175,6 +181,16 @@ impl Response {
             status,
             content_type: "text/plain; charset=utf-8",
             body: body.into(),
+            any_origin: false,
+        }
+    }
+
+    fn json(body: String) -> Response {
+        Response {
+            status: "200 OK",
+            content_type: "application/json",
+            body,
+            any_origin: true,
         }
     }
 }
@@ -228,14 +244,16 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
             Ok(Ok(Head::Closed)) => return Ok(()),
             Ok(Ok(Head::Line(line, authorization))) => match parse_request_line(&line) {
                 Err(why) => (Response::text("400 Bad Request", format!("{why}\n")), false),
-                Ok((method, _)) if !certified && !token_ok(served, authorization.as_deref()) => (
+                Ok((method, _, _)) if !certified && !token_ok(served, authorization.as_deref()) => (
                     Response::text(
                         "401 Unauthorized",
                         "this endpoint needs a token (Authorization: Bearer TOKEN) or a client certificate\n",
                     ),
                     method == "HEAD",
                 ),
-                Ok((method, path)) => (route(method, path, served).await, method == "HEAD"),
+                Ok((method, path, query)) => {
+                    (route(method, path, query, served).await, method == "HEAD")
+                }
             },
         };
     write_response(stream, &response, head_only).await
@@ -259,6 +277,11 @@ async fn write_response<S: AsyncRead + AsyncWrite + Unpin>(
     if response.status.starts_with("401") {
         out.push_str("WWW-Authenticate: Bearer\r\n");
     }
+    if response.any_origin {
+        out.push_str("Access-Control-Allow-Origin: *\r\n");
+    }
+    // Every page and number is live: never from a cache.
+    out.push_str("Cache-Control: no-store\r\n");
     out.push_str("\r\n");
     if !head_only {
         out.push_str(&response.body);
@@ -347,8 +370,8 @@ fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
 }
 
-/// Splits `METHOD TARGET HTTP/1.x` into method and path (query dropped).
-fn parse_request_line(line: &str) -> Result<(&str, &str), String> {
+/// Splits `METHOD TARGET HTTP/1.x` into method, path and query (empty when none).
+fn parse_request_line(line: &str) -> Result<(&str, &str, &str), String> {
     let mut parts = line.split(' ');
     let (Some(method), Some(target), Some(version), None) =
         (parts.next(), parts.next(), parts.next(), parts.next())
@@ -358,11 +381,11 @@ fn parse_request_line(line: &str) -> Result<(&str, &str), String> {
     if !version.starts_with("HTTP/1.") {
         return Err(format!("unsupported protocol {version:?}"));
     }
-    let path = target.split('?').next().unwrap_or(target);
-    Ok((method, path))
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    Ok((method, path, query))
 }
 
-async fn route(method: &str, path: &str, served: &Served) -> Response {
+async fn route(method: &str, path: &str, query: &str, served: &Served) -> Response {
     if method != "GET" && method != "HEAD" {
         return Response::text(
             "405 Method Not Allowed",
@@ -384,20 +407,70 @@ async fn route(method: &str, path: &str, served: &Served) -> Response {
                 status: "200 OK",
                 content_type: METRICS_CONTENT_TYPE,
                 body,
+                any_origin: false,
             }
         }
         "/status" => {
             let gauges = gauges(served).await;
-            Response {
-                status: "200 OK",
-                content_type: "application/json",
-                body: status_json(served, &gauges),
-            }
+            Response::json(status_json(served, &gauges))
         }
-        _ => Response::text(
-            "404 Not Found",
-            format!("no such page: {path} (try /metrics or /status)\n"),
-        ),
+        "/api/regions" => {
+            let table = match query_table(query) {
+                Ok(t) => t,
+                Err(e) => return e,
+            };
+            let handler = served.sources.handler.clone();
+            let tables = tokio::task::spawn_blocking(move || handler.tables_view(table.as_deref()))
+                .await
+                .unwrap_or_default();
+            let info = &served.sources.info;
+            Response::json(crate::web::regions_json(
+                &info.server_name,
+                &served.http_addr.to_string(),
+                &tables,
+            ))
+        }
+        "/api/server" => {
+            let gauges = gauges(served).await;
+            let info = &served.sources.info;
+            Response::json(crate::web::server_json(&crate::web::ServerPage {
+                name: &info.server_name,
+                role: &gauges.role,
+                rpc: &info.rpc,
+                native: &served.sources.metrics,
+                hbase: served.sources.hbase_metrics.as_deref(),
+                gauges: &gauges,
+            }))
+        }
+        _ => match crate::web::asset(path) {
+            Some((content_type, body)) => Response {
+                status: "200 OK",
+                content_type,
+                body: body.to_string(),
+                any_origin: false,
+            },
+            None => Response::text(
+                "404 Not Found",
+                format!("no such page: {path} (try /, /server, /metrics or /status)\n"),
+            ),
+        },
+    }
+}
+
+/// The `table` parameter of `/api/regions`, if any; a 400 when it cannot be decoded.
+fn query_table(query: &str) -> Result<Option<String>, Response> {
+    let raw = query
+        .split('&')
+        .filter_map(|kv| kv.split_once('='))
+        .find(|(k, _)| *k == "table");
+    match raw {
+        None => Ok(None),
+        Some((_, v)) => crate::web::percent_decode(v).map(Some).ok_or_else(|| {
+            Response::text(
+                "400 Bad Request",
+                format!("the table parameter {v:?} is not a percent-encoded UTF-8 name\n"),
+            )
+        }),
     }
 }
 
@@ -442,6 +515,7 @@ fn status_json(served: &Served, g: &Gauges) -> String {
         .collect();
     let v = serde_json::json!({
         "version": info.version,
+        "server": info.server_name,
         "uptime_ms": u64::try_from(info.started.elapsed().as_millis()).unwrap_or(u64::MAX),
         "listen": {
             "native": info.native_addr,
@@ -488,6 +562,8 @@ fn status_json(served: &Served, g: &Gauges) -> String {
             "prepared_scans_total": g.prepared_scans_total,
             "prepared_scan_executions": g.prepared_scan_executions,
             "splits": g.splits,
+            "read_requests": g.read_requests,
+            "write_requests": g.write_requests,
         },
         "wal": {
             "state": g.wal_state,
@@ -510,7 +586,7 @@ mod tests {
     fn request_lines_parse_or_name_the_problem() {
         assert_eq!(
             parse_request_line("GET /metrics?x=1 HTTP/1.1"),
-            Ok(("GET", "/metrics"))
+            Ok(("GET", "/metrics", "x=1"))
         );
         assert!(parse_request_line("GET /metrics").is_err());
         assert!(parse_request_line("GET / SPDY/3")

@@ -11,6 +11,7 @@ pub mod config;
 pub mod coord;
 pub mod hbase;
 pub mod http;
+pub mod logs;
 pub mod master;
 pub mod meta;
 pub mod metrics;
@@ -24,6 +25,7 @@ pub mod security;
 pub mod service;
 pub mod split;
 pub mod thrift;
+pub mod web;
 /// The standalone server is a [`node::Node`] in the standalone role.
 pub mod standalone {
     pub use crate::node::{Node, NodeRole, Standalone};

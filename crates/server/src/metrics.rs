@@ -5,7 +5,10 @@
 //! Counters and histograms are plain atomics, so a handler thread records a call without a
 //! lock and `/metrics` reads a consistent-enough snapshot without stopping anyone.
 
+pub mod slow;
+
 use cellar_proto::pb;
+pub use slow::{SlowCall, SlowCalls};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
@@ -32,6 +35,10 @@ pub struct Gauges {
     pub prepared_scan_executions: u64,
     /// Splits done since start.
     pub splits: u64,
+    /// Gets and scanned rows served, and mutations admitted, by the regions open here (each
+    /// counted since it opened here).
+    pub read_requests: u64,
+    pub write_requests: u64,
     /// The write-ahead log: `ok`, `stalled` (a write failed; writes are refused until it
     /// recovers by itself) or `failed` (a sync failed; writes are refused until restart).
     pub wal_state: String,
@@ -167,6 +174,8 @@ pub struct RpcMetrics {
     tls_handshake_failures: AtomicU64,
     /// Plaintext clients turned away from a TLS port.
     tls_plaintext_refused: AtomicU64,
+    /// Calls slower than `rpc.slow_call_ms`.
+    slow: SlowCalls,
 }
 
 /// Why a call was refused as busy.
@@ -200,6 +209,7 @@ impl Default for RpcMetrics {
             connection_timeouts: AtomicU64::new(0),
             tls_handshake_failures: AtomicU64::new(0),
             tls_plaintext_refused: AtomicU64::new(0),
+            slow: SlowCalls::default(),
         }
     }
 }
@@ -208,11 +218,15 @@ impl RpcMetrics {
     /// A call answered (successfully or not) after `elapsed` on the server.
     pub fn record_call(&self, method: pb::Method, elapsed: Duration) {
         self.methods[slot(method as i32)].latency.record(elapsed);
+        self.slow
+            .record("native", method.as_str_name(), elapsed, false);
     }
 
-    /// A call of a protocol without Cellar method numbers (HBase's), answered after `elapsed`.
-    pub fn record_other_call(&self, elapsed: Duration, failed: bool) {
+    /// A call of `method` of a protocol without Cellar method numbers (HBase's), answered
+    /// after `elapsed`.
+    pub fn record_other_call(&self, method: &str, elapsed: Duration, failed: bool) {
         self.methods[0].latency.record(elapsed);
+        self.slow.record("hbase", method, elapsed, failed);
         if failed {
             self.errors[0].fetch_add(1, Relaxed);
         }
@@ -315,6 +329,16 @@ impl RpcMetrics {
 
     pub(crate) fn tls_plaintext_refused(&self) {
         self.tls_plaintext_refused.fetch_add(1, Relaxed);
+    }
+
+    /// The calls slower than `rpc.slow_call_ms`.
+    pub fn slow_calls(&self) -> &SlowCalls {
+        &self.slow
+    }
+
+    /// Handlers running a call of this front end now.
+    pub fn handlers_busy(&self) -> usize {
+        self.handlers_busy.load(Relaxed)
     }
 
     /// Failed TLS handshakes since start.
@@ -805,6 +829,20 @@ fn render_gauges(out: &mut String, g: &Gauges) {
     );
     single(
         out,
+        "cellar_region_read_requests_total",
+        "counter",
+        "Gets and scanned rows served by the regions open here (each counted since it opened here).",
+        g.read_requests,
+    );
+    single(
+        out,
+        "cellar_region_write_requests_total",
+        "counter",
+        "Mutations admitted by the regions open here (each counted since it opened here).",
+        g.write_requests,
+    );
+    single(
+        out,
         "cellar_wal_healthy",
         "gauge",
         "1 while the write-ahead log accepts writes; 0 when a failure makes it refuse them (see /status).",
@@ -917,8 +955,8 @@ mod tests {
         assert_eq!(m.total_calls(), 1);
 
         let h = RpcMetrics::default();
-        h.record_other_call(Duration::from_micros(40), false);
-        h.record_other_call(Duration::from_micros(90), true);
+        h.record_other_call("Get", Duration::from_micros(40), false);
+        h.record_other_call("Get", Duration::from_micros(90), true);
         h.connection_opened();
         let text = render(&m, Some(&h), &g);
         assert!(

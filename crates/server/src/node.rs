@@ -280,6 +280,12 @@ impl Node {
         } else {
             data_dir.display().to_string()
         };
+        let slow = (config.rpc.slow_call_ms > 0)
+            .then(|| std::time::Duration::from_millis(config.rpc.slow_call_ms));
+        rpc.metrics().slow_calls().set_threshold(slow);
+        if let Some(h) = &hbase {
+            h.metrics().slow_calls().set_threshold(slow);
+        }
         let sources = Sources {
             metrics: rpc.metrics(),
             hbase_metrics: hbase.as_ref().map(HbaseServer::metrics),
@@ -290,6 +296,8 @@ impl Node {
                 data_dir: data_dir.clone(),
                 started,
                 coordination: Some(coordination.clone()),
+                server_name: me.name.to_string(),
+                rpc: config.rpc.clone(),
             },
             tls,
             token: http_token,

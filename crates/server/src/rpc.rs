@@ -118,6 +118,12 @@ pub trait Handler: Send + Sync + 'static {
 
     /// Server-wide gauges for `/metrics`.
     fn gauges(&self) -> crate::metrics::Gauges;
+
+    /// The tables (or the one named) and their regions as this process knows them, for the
+    /// web UI (`/api/regions`).
+    fn tables_view(&self, _table: Option<&str>) -> Vec<crate::web::TableView> {
+        Vec::new()
+    }
 }
 
 /// How long [`RpcServer::shutdown`] waits for in-flight calls and unwritten responses before

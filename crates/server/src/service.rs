@@ -587,6 +587,8 @@ impl RegionServer {
                     g.memstore_bytes += s.memstore_bytes;
                     g.store_file_bytes += s.store_file_bytes;
                     g.store_files += s.store_files as u64;
+                    g.read_requests += s.read_requests;
+                    g.write_requests += s.write_requests;
                 }
             }
             per_table.insert(name, open);
@@ -701,6 +703,10 @@ impl Handler for RegionServer {
 
     fn gauges(&self) -> Gauges {
         self.current_gauges()
+    }
+
+    fn tables_view(&self, table: Option<&str>) -> Vec<crate::web::TableView> {
+        RegionServer::tables_view(self, table)
     }
 }
 

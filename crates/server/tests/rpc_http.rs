@@ -49,6 +49,8 @@ fn servers() -> (RpcServer, HttpServer, Arc<TestHandler>) {
                 data_dir: "/tmp/cellar-test-data".into(),
                 started: Instant::now(),
                 coordination: None,
+                server_name: "test-host,1,1".into(),
+                rpc: Default::default(),
             },
         },
     )
@@ -117,6 +119,19 @@ fn other_paths_methods_and_bad_requests_are_refused() {
     let (head, body) = get(http.local_addr(), "GET /nope HTTP/1.1\r\n\r\n");
     assert!(head.starts_with("HTTP/1.1 404"), "{head}");
     assert!(body.contains("/nope"), "{body}");
+    let (head, body) = get(
+        http.local_addr(),
+        "GET /api/regions?table=%zz HTTP/1.1\r\n\r\n",
+    );
+    assert!(head.starts_with("HTTP/1.1 400"), "{head}");
+    assert!(body.contains("%zz"), "{body}");
+    // The web UI's JSON may be read by another server's page; its script is served here.
+    let (head, _) = get(http.local_addr(), "GET /api/server HTTP/1.1\r\n\r\n");
+    assert!(head.starts_with("HTTP/1.1 200"), "{head}");
+    assert!(head.contains("Access-Control-Allow-Origin: *"), "{head}");
+    let (head, body) = get(http.local_addr(), "GET /ui/cellar.js HTTP/1.1\r\n\r\n");
+    assert!(head.contains("text/javascript"), "{head}");
+    assert!(body.contains("/api/regions"), "{body}");
     let (head, _) = get(
         http.local_addr(),
         "POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n",

@@ -2,27 +2,12 @@
 //! bytes escaped like HBase's `Bytes.toStringBinary`, family descriptions as Ruby hashes.
 
 use cellar_model::{BloomType, Cell, FamilySchema};
-use std::fmt::Write as _;
 use std::time::Duration;
 
 /// Width of the first column of two-column output.
 const KEY_WIDTH: usize = 26;
 
-/// Bytes as HBase prints them: letters, digits, space and the punctuation set
-/// `` `~!@#$%^&*()-_=+[]{}|;:'",.<>/? `` as they are, everything else (backslash included)
-/// as `\xHH` with uppercase hex.
-pub fn to_string_binary(bytes: &[u8]) -> String {
-    const KEPT_PUNCTUATION: &[u8] = b" `~!@#$%^&*()-_=+[]{}|;:'\",.<>/?";
-    let mut out = String::with_capacity(bytes.len());
-    for &b in bytes {
-        if b.is_ascii_alphanumeric() || KEPT_PUNCTUATION.contains(&b) {
-            out.push(char::from(b));
-        } else {
-            let _ = write!(out, "\\x{b:02X}");
-        }
-    }
-    out
-}
+pub use cellar_model::to_string_binary;
 
 /// A cell timestamp (milliseconds since the epoch) as UTC `YYYY-MM-DDTHH:MM:SS.mmmZ`;
 /// timestamps past year 9999 print as the raw number.

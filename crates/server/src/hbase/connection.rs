@@ -76,7 +76,7 @@ impl HCall {
     /// threads answer through it.
     pub fn answer(mut self, outcome: Result<HReply, HbaseError>) {
         self.metrics
-            .record_other_call(self.received.elapsed(), outcome.is_err());
+            .record_other_call(&self.method, self.received.elapsed(), outcome.is_err());
         let mut frame = response_frame(self.call_id, outcome);
         if self.method == "Get" && answer_overflows(&self.charge, frame.len()) {
             self.metrics.record_overload(Overload::InFlightBytes);
@@ -294,7 +294,7 @@ impl Reader {
             let outcome = done.map(|()| d.reply).map_err(HbaseError::from);
             self.shared
                 .metrics
-                .record_other_call(d.received.elapsed(), outcome.is_err());
+                .record_other_call("Mutate", d.received.elapsed(), outcome.is_err());
             append_response(&mut self.answered, d.call_id, outcome);
             self.hold_answered_slot(d.slot);
         }
@@ -515,7 +515,10 @@ impl Reader {
         };
         self.io.skip_frame(len);
         self.shared.metrics.record_overload(Overload::InFlightBytes);
-        self.shared.metrics.record_other_call(Duration::ZERO, true);
+        let method = header.method_name.clone().unwrap_or_default();
+        self.shared
+            .metrics
+            .record_other_call(&method, Duration::ZERO, true);
         let charge = self.io.charge(0);
         self.append_answer(header.call_id.unwrap_or(0), Err(busy_in_flight()), charge);
         Ok(())
@@ -545,7 +548,7 @@ impl Reader {
             self.shared.metrics.record_overload(Overload::InFlightBytes);
             self.shared
                 .metrics
-                .record_other_call(received.elapsed(), true);
+                .record_other_call(&method, received.elapsed(), true);
             self.append_answer(call_id, Err(busy_in_flight()), charge);
             self.hold_answered_slot(slot);
             if self.answered.len() >= WRITE_BATCH_BYTES {
@@ -577,9 +580,11 @@ impl Reader {
             if let Some(inline) = inline {
                 match inline {
                     Inline::Ready(outcome) => {
-                        self.shared
-                            .metrics
-                            .record_other_call(received.elapsed(), outcome.is_err());
+                        self.shared.metrics.record_other_call(
+                            &method,
+                            received.elapsed(),
+                            outcome.is_err(),
+                        );
                         self.append_answer(call_id, outcome, charge);
                     }
                     Inline::AfterWal(write, reply) => {
