@@ -1,6 +1,7 @@
 //! The `cellar` binary: `standalone`, `master` and `regionserver` (the servers), `shell`,
 //! `bench`, `cert` and `verify`.
 
+mod backup;
 mod bench;
 mod cert;
 mod shell;
@@ -47,6 +48,12 @@ enum Command {
     Thrift(thrift::Args),
     /// HBase-shell-like console; `-e "CMD; CMD"` runs commands and exits.
     Shell(shell::Args),
+    /// Copy a table (schema, region boundaries, every version of every cell) to one file,
+    /// from a running server or cluster; `cellar import` loads it back (docs/operations.md).
+    Export(backup::ExportArgs),
+    /// Load a `cellar export` file into a running server or cluster: creates the table with
+    /// the export's schema and regions (or writes into one with --into-existing).
+    Import(backup::ImportArgs),
     /// Check a region directory: descriptor, every block of every store file (checksums),
     /// references and WAL segments. Read-only; exits non-zero on the first damaged file.
     Verify {
@@ -71,6 +78,8 @@ fn main() -> ExitCode {
         Command::Master(args) => standalone::run(args, NodeRole::Master),
         Command::Regionserver(args) => standalone::run(args, NodeRole::RegionServer),
         Command::Shell(args) => shell::run(args),
+        Command::Export(args) => backup::export(args),
+        Command::Import(args) => backup::import(args),
         Command::Thrift(args) => thrift::run(args),
         Command::Cert(args) => cert::run(args),
         Command::Bench(args) => bench::run(args),
