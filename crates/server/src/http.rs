@@ -505,6 +505,17 @@ fn front_end_json(rpc: &RpcMetrics) -> serde_json::Value {
     })
 }
 
+/// The write-ahead log's state, as `/status` and `/api/server` show it.
+pub(crate) fn wal_json(g: &Gauges) -> serde_json::Value {
+    serde_json::json!({
+        "state": g.wal_state,
+        "problem": g.wal_problem,
+        "failures": g.wal_failures,
+        "recoveries": g.wal_recoveries,
+        "buffered_bytes": g.wal_buffered_bytes,
+    })
+}
+
 fn status_json(served: &Served, g: &Gauges) -> String {
     let info = &served.sources.info;
     let rpc = &served.sources.metrics;
@@ -565,13 +576,7 @@ fn status_json(served: &Served, g: &Gauges) -> String {
             "read_requests": g.read_requests,
             "write_requests": g.write_requests,
         },
-        "wal": {
-            "state": g.wal_state,
-            "problem": g.wal_problem,
-            "failures": g.wal_failures,
-            "recoveries": g.wal_recoveries,
-            "buffered_bytes": g.wal_buffered_bytes,
-        },
+        "wal": wal_json(g),
     });
     let mut s = v.to_string();
     s.push('\n');

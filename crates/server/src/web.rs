@@ -210,13 +210,7 @@ pub(crate) fn server_json(p: &ServerPage<'_>) -> String {
             "duration_ms": c.duration_us as f64 / 1000.0,
             "failed": c.failed,
         })).collect::<Vec<_>>(),
-        "wal": {
-            "state": g.wal_state,
-            "problem": g.wal_problem,
-            "failures": g.wal_failures,
-            "recoveries": g.wal_recoveries,
-            "buffered_bytes": g.wal_buffered_bytes,
-        },
+        "wal": crate::http::wal_json(g),
         "log": crate::logs::recent(),
     });
     let mut s = v.to_string();
