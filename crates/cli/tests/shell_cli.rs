@@ -373,6 +373,23 @@ fn shell_runs_every_command_against_a_real_server() {
         "{help}"
     );
     assert!(server.ok("help 'scan'").contains("ROWPREFIXFILTER"));
+
+    // The table's own attributes: set, shown, and READONLY refuses writes.
+    server.ok("alter 'other', MAX_FILESIZE => '134217728', DURABILITY => 'ASYNC_WAL'");
+    server.ok("alter 'other', READONLY => true");
+    let d = server.ok("describe 'other'");
+    assert!(
+        d.contains(
+            "TABLE_ATTRIBUTES => {DURABILITY => 'ASYNC_WAL', MAX_FILESIZE => '134217728', READONLY => 'true'}"
+        ),
+        "{d}"
+    );
+    let e = server.fails("put 'other', 'r', 'f:q', 'v'");
+    assert!(e.contains("region is read only"), "{e}");
+    server.ok("alter 'other', READONLY => false");
+    server.ok("put 'other', 'r', 'f:q', 'v'");
+    let e = server.fails("alter 'other', DURABILITY => 'SOMETIMES'");
+    assert!(e.contains("SOMETIMES"), "{e}");
     assert_eq!(server.ok("exit; list"), "");
 }
 

@@ -38,6 +38,27 @@ pub struct Status {
     /// The region servers and the regions on each.
     pub servers: Vec<ServerLoad>,
     pub balancer_on: bool,
+    /// This server's own open regions and their numbers.
+    pub region_loads: Vec<RegionLoad>,
+    /// The server process's resident memory and the most it may use (0: unknown).
+    pub used_memory_bytes: u64,
+    pub max_memory_bytes: u64,
+}
+
+/// One open region's numbers, as its server reports them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RegionLoad {
+    pub table: String,
+    pub start_key: Bytes,
+    pub region_id: u64,
+    /// Families.
+    pub stores: u32,
+    pub store_files: u32,
+    pub store_file_bytes: u64,
+    pub memstore_bytes: u64,
+    /// Gets and scanned rows served, mutations admitted, since the region opened there.
+    pub read_requests: u64,
+    pub write_requests: u64,
 }
 
 /// A region server and its regions, as the server reports them.
@@ -116,10 +137,23 @@ impl Admin {
         put_families: Vec<FamilySchema>,
         delete_families: Vec<String>,
     ) -> Result<()> {
+        self.alter_table_with(table, put_families, delete_families, None)
+            .await
+    }
+
+    /// [`Admin::alter_table`] that also sets the table's options when `options` is given.
+    pub async fn alter_table_with(
+        &self,
+        table: &str,
+        put_families: Vec<FamilySchema>,
+        delete_families: Vec<String>,
+        options: Option<cellar_model::TableOptions>,
+    ) -> Result<()> {
         let req = pb::AlterTableRequest {
             table: table.to_string(),
             put_families: put_families.iter().map(convert::family_to_pb).collect(),
             delete_families,
+            options: options.as_ref().map(convert::options_to_pb),
         };
         self.change(Method::AlterTable, &req, table).await
     }
@@ -225,6 +259,23 @@ fn status_from_pb(r: pb::StatusResponse) -> Status {
             })
             .collect(),
         balancer_on: r.balancer_on,
+        region_loads: r
+            .region_loads
+            .into_iter()
+            .map(|l| RegionLoad {
+                table: l.table,
+                start_key: l.start_key,
+                region_id: l.region_id,
+                stores: l.stores,
+                store_files: l.store_files,
+                store_file_bytes: l.store_file_bytes,
+                memstore_bytes: l.memstore_bytes,
+                read_requests: l.read_requests,
+                write_requests: l.write_requests,
+            })
+            .collect(),
+        used_memory_bytes: r.used_memory_bytes,
+        max_memory_bytes: r.max_memory_bytes,
     }
 }
 

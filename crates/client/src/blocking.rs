@@ -232,6 +232,20 @@ impl Admin {
         block_on(self.inner.alter_table(table, put_families, delete_families))?
     }
 
+    /// A blocking [`crate::Admin::alter_table_with`].
+    pub fn alter_table_with(
+        &self,
+        table: &str,
+        put_families: Vec<FamilySchema>,
+        delete_families: Vec<String>,
+        options: Option<cellar_model::TableOptions>,
+    ) -> Result<()> {
+        block_on(
+            self.inner
+                .alter_table_with(table, put_families, delete_families, options),
+        )?
+    }
+
     pub fn list_tables(&self) -> Result<Vec<TableInfo>> {
         block_on(self.inner.list_tables())?
     }

@@ -39,7 +39,7 @@ mod timing;
 mod tls;
 mod transport;
 
-pub use admin::{Admin, ServerLoad, Status, TableInfo};
+pub use admin::{Admin, RegionLoad, ServerLoad, Status, TableInfo};
 pub use client::{Client, ClientConfig};
 pub use error::{Error, Result};
 pub use location::RegionLocation;

@@ -577,6 +577,22 @@ pub fn family_from_pb(f: pb::FamilySchema) -> Result<FamilySchema> {
     })
 }
 
+pub fn options_to_pb(o: &cellar_model::TableOptions) -> pb::TableOptions {
+    pb::TableOptions {
+        max_file_size: o.max_file_size.unwrap_or(0),
+        durability: durability_to_pb(o.durability) as i32,
+        read_only: o.read_only,
+    }
+}
+
+pub fn options_from_pb(o: pb::TableOptions) -> Result<cellar_model::TableOptions> {
+    Ok(cellar_model::TableOptions {
+        max_file_size: (o.max_file_size > 0).then_some(o.max_file_size),
+        durability: durability_from_pb(o.durability)?,
+        read_only: o.read_only,
+    })
+}
+
 pub fn schema_to_pb(s: &TableSchema) -> pb::TableSchema {
     pb::TableSchema {
         name: s.name.clone(),

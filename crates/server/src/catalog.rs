@@ -278,7 +278,22 @@ impl RegionServer {
         put: Vec<FamilySchema>,
         delete: &[String],
     ) -> Result<(), ServerError> {
+        self.alter_table_with(name, put, delete, None)
+    }
+
+    /// [`RegionServer::alter_table`] that also sets the table's options (`MAX_FILESIZE`,
+    /// `DURABILITY`, `READONLY`) when given, in the same change.
+    pub fn alter_table_with(
+        &self,
+        name: &str,
+        put: Vec<FamilySchema>,
+        delete: &[String],
+        options: Option<cellar_model::TableOptions>,
+    ) -> Result<(), ServerError> {
         self.alter_schema(name, |name, schema| {
+            if let Some(o) = options {
+                schema.options = o;
+            }
             for f in put {
                 match schema.families.iter_mut().find(|g| g.name == f.name) {
                     Some(g) => *g = f,
@@ -437,13 +452,15 @@ impl RegionServer {
                 s.tables += 1;
             }
             for r in t.regions.values() {
-                if let Some(st) = r.if_open(|r| r.stats()) {
+                if let Some(load) = region_load(r) {
                     s.regions += 1;
-                    s.memstore_bytes += st.memstore_bytes;
-                    s.store_file_bytes += st.store_file_bytes;
+                    s.memstore_bytes += load.memstore_bytes;
+                    s.store_file_bytes += load.store_file_bytes;
+                    s.region_loads.push(load);
                 }
             }
         }
+        (s.used_memory_bytes, s.max_memory_bytes) = crate::metrics::process_memory();
         let cache = self.services.block_cache.stats();
         s.block_cache_hits = cache.hits;
         s.block_cache_misses = cache.misses;
@@ -536,6 +553,42 @@ pub struct ServerStatus {
     /// The region servers and their regions (see [`ServerLoad`]).
     pub servers: Vec<ServerLoad>,
     pub balancer_on: bool,
+    /// This server's open regions, in table and key order.
+    pub region_loads: Vec<RegionLoad>,
+    /// Resident memory and the most the process may use (0: unknown).
+    pub used_memory_bytes: u64,
+    pub max_memory_bytes: u64,
+}
+
+/// One open region's numbers (STATUS; HBase's RegionLoad).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RegionLoad {
+    pub table: String,
+    pub start_key: Bytes,
+    pub region_id: u64,
+    pub stores: u32,
+    pub store_files: u32,
+    pub store_file_bytes: u64,
+    pub memstore_bytes: u64,
+    pub read_requests: u64,
+    pub write_requests: u64,
+}
+
+/// `r`'s numbers, if it is open here.
+pub fn region_load(r: &HostedRegion) -> Option<RegionLoad> {
+    let (stats, stores) = r.if_open(|region| (region.stats(), region.schema().families.len()))?;
+    let count = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+    Some(RegionLoad {
+        table: r.table.clone(),
+        start_key: r.info.start_key.clone(),
+        region_id: r.info.id,
+        stores: count(stores),
+        store_files: count(stats.store_files),
+        store_file_bytes: stats.store_file_bytes,
+        memstore_bytes: stats.memstore_bytes,
+        read_requests: stats.read_requests,
+        write_requests: stats.write_requests,
+    })
 }
 
 /// A region server and the regions on it, as `status 'detailed'` shows them.

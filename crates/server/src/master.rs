@@ -230,6 +230,19 @@ impl Assignment {
         }
     }
 
+    /// `server`'s STATUS (its regions and their numbers), waiting at most `within`.
+    pub fn server_status(
+        &self,
+        server: &ServerRecord,
+        within: Duration,
+    ) -> Result<cellar_client::Status, ServerError> {
+        self.call(server, move |admin, addr| async move {
+            tokio::time::timeout(within, admin.server_status(&addr))
+                .await
+                .unwrap_or(Err(cellar_client::Error::Timeout(within)))
+        })
+    }
+
     /// Opens `hosted` on `prefer` (if live) or the live server with the fewest regions,
     /// trying the others if that fails. Returns whether it is open somewhere; if not, it is
     /// left OFFLINE for the next tick.

@@ -66,6 +66,35 @@ impl Gauges {
     }
 }
 
+/// This process's resident memory and the most it may use (the machine's memory, or its
+/// memory cgroup's limit when lower), in bytes; 0 when unknown.
+pub fn process_memory() -> (u64, u64) {
+    let kib_field = |text: &str, key: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .map(|kib| kib * 1024)
+    };
+    let used = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| kib_field(&s, "VmRSS:"));
+    let machine = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| kib_field(&s, "MemTotal:"));
+    // A memory cgroup's limit, when lower (v2, then v1).
+    let cgroup = [
+        "/sys/fs/cgroup/memory.max",
+        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
+    ]
+    .iter()
+    .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok());
+    let max = match (machine, cgroup) {
+        (Some(m), Some(c)) => Some(m.min(c)),
+        (m, c) => m.or(c),
+    };
+    (used.unwrap_or(0), max.unwrap_or(0))
+}
+
 /// Upper bounds of the latency buckets, in microseconds (25 µs … 10 s). Fixed so that series
 /// from different servers and restarts add up.
 pub const LATENCY_BUCKETS_US: [u64; 18] = [

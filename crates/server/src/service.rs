@@ -274,7 +274,8 @@ impl RegionServer {
                     .into_iter()
                     .map(convert::family_from_pb)
                     .collect::<Result<Vec<_>, _>>()?;
-                self.alter_table(&req.table, put, &req.delete_families)?;
+                let options = req.options.map(convert::options_from_pb).transpose()?;
+                self.alter_table_with(&req.table, put, &req.delete_families, options)?;
                 empty()
             }
             Method::ListTables => Ok(reply(
@@ -862,6 +863,23 @@ fn status_to_pb(s: ServerStatus) -> pb::StatusResponse {
             })
             .collect(),
         balancer_on: s.balancer_on,
+        region_loads: s
+            .region_loads
+            .into_iter()
+            .map(|l| pb::RegionLoad {
+                table: l.table,
+                start_key: l.start_key,
+                region_id: l.region_id,
+                stores: l.stores,
+                store_files: l.store_files,
+                store_file_bytes: l.store_file_bytes,
+                memstore_bytes: l.memstore_bytes,
+                read_requests: l.read_requests,
+                write_requests: l.write_requests,
+            })
+            .collect(),
+        used_memory_bytes: s.used_memory_bytes,
+        max_memory_bytes: s.max_memory_bytes,
     }
 }
 

@@ -156,6 +156,7 @@ fn alter_adds_changes_and_removes_families() {
                 table: "t".into(),
                 put_families: put.iter().map(convert::family_to_pb).collect(),
                 delete_families: delete.iter().map(|s| s.to_string()).collect(),
+                options: None,
             },
             Bytes::new(),
         )
@@ -201,6 +202,7 @@ fn alter_adds_changes_and_removes_families() {
                 table: "missing".into(),
                 put_families: vec![],
                 delete_families: vec![],
+                options: None,
             },
             Bytes::new(),
         ),

@@ -122,9 +122,10 @@ impl Cluster for RemoteCluster {
         table: &str,
         families: Vec<FamilySchema>,
         deletes: Vec<String>,
+        options: Option<cellar_model::TableOptions>,
     ) -> Result<(), String> {
         self.admin()?
-            .alter_table(table, families, deletes)
+            .alter_table_with(table, families, deletes, options)
             .map_err(msg)
     }
 

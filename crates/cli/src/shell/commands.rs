@@ -23,6 +23,8 @@ pub enum Action {
         deletes: Vec<String>,
         /// Table options (`alter 't', QUERY_CACHE => true`): set on every family.
         every_family: Vec<Setting>,
+        /// The table's own attributes (`alter 't', MAX_FILESIZE => N, READONLY => true`).
+        table_settings: Vec<TableSetting>,
     },
     /// Tables whose whole name matches the regular expression.
     List {
@@ -179,7 +181,7 @@ pub const COMMANDS: &[CommandHelp] = &[
     CommandHelp { name: "help", group: "general", usage: "help\nhelp 'command'", summary: "List the commands, or describe one." },
     CommandHelp { name: "exit", group: "general", usage: "exit", summary: "Leave the shell (also: quit, Ctrl-D)." },
     CommandHelp { name: "create", group: "ddl", usage: "create 't', 'cf1', {NAME => 'cf2', VERSIONS => 3, TTL => 60, COMPRESSION => 'ZSTD',\n       BLOOMFILTER => 'ROWCOL', BLOCKSIZE => 65536, IN_MEMORY => true, MIN_VERSIONS => 1},\n       {SPLITS => ['a', 'm']}", summary: "Create a table with the given column families (and optional split points)." },
-    CommandHelp { name: "alter", group: "ddl", usage: "alter 't', {NAME => 'cf', VERSIONS => 5}\nalter 't', {NAME => 'cf', QUERY_CACHE => true}\nalter 't', QUERY_CACHE => true\nalter 't', {NAME => 'cf', METHOD => 'delete'}\nalter 't', 'delete' => 'cf'", summary: "Add or change column families (options not named keep their values), or delete one. QUERY_CACHE without NAME applies to every family." },
+    CommandHelp { name: "alter", group: "ddl", usage: "alter 't', {NAME => 'cf', VERSIONS => 5}\nalter 't', {NAME => 'cf', QUERY_CACHE => true}\nalter 't', QUERY_CACHE => true\nalter 't', {NAME => 'cf', METHOD => 'delete'}\nalter 't', 'delete' => 'cf'\nalter 't', MAX_FILESIZE => '134217728', DURABILITY => 'ASYNC_WAL', READONLY => true", summary: "Add or change column families (options not named keep their values), or delete one. QUERY_CACHE without NAME applies to every family; MAX_FILESIZE, DURABILITY and READONLY are the table's own (describe shows them under TABLE_ATTRIBUTES)." },
     CommandHelp { name: "list", group: "ddl", usage: "list\nlist 'regex'", summary: "List tables, optionally those whose whole name matches a regular expression." },
     CommandHelp { name: "describe", group: "ddl", usage: "describe 't'", summary: "Show a table's state, families and regions (alias: desc)." },
     CommandHelp { name: "exists", group: "ddl", usage: "exists 't'", summary: "Tell whether a table exists." },
@@ -804,6 +806,7 @@ fn alter(args: &Args<'_>) -> Result<Action, String> {
     let mut changes = Vec::new();
     let mut deletes = Vec::new();
     let mut every_family = Vec::new();
+    let mut table_settings = Vec::new();
     for v in &args.values[1..] {
         if let Value::Str(_) = v {
             changes.push(FamilySpec {
@@ -817,10 +820,25 @@ fn alter(args: &Args<'_>) -> Result<Action, String> {
             deletes.push(args.text(target, "family to delete")?);
             continue;
         }
-        if !pairs.iter().any(|(k, _)| k == "NAME") && pairs.iter().all(|(k, _)| k == "QUERY_CACHE")
+        if !pairs.iter().any(|(k, _)| k == "NAME")
+            && pairs
+                .iter()
+                .all(|(k, _)| k == "QUERY_CACHE" || TableSetting::KEYS.contains(&k.as_str()))
         {
-            for (_, v) in &pairs {
-                every_family.push(Setting::QueryCache(args.flag(v, "QUERY_CACHE")?));
+            for (k, v) in &pairs {
+                match k.as_str() {
+                    "QUERY_CACHE" => {
+                        every_family.push(Setting::QueryCache(args.flag(v, "QUERY_CACHE")?))
+                    }
+                    "MAX_FILESIZE" => table_settings
+                        .push(TableSetting::MaxFileSize(args.positive(v, "MAX_FILESIZE")?)),
+                    "DURABILITY" => table_settings.push(TableSetting::Durability(
+                        args.text(v, "DURABILITY")?
+                            .parse()
+                            .map_err(|e: String| args.wrong(&format!("DURABILITY: {e}")))?,
+                    )),
+                    _ => table_settings.push(TableSetting::ReadOnly(args.flag(v, "READONLY")?)),
+                }
             }
             continue;
         }
@@ -848,7 +866,31 @@ fn alter(args: &Args<'_>) -> Result<Action, String> {
         changes,
         deletes,
         every_family,
+        table_settings,
     })
+}
+
+/// A table attribute `alter` sets (HBase's table descriptor values).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableSetting {
+    /// Bytes past which a region splits.
+    MaxFileSize(u64),
+    /// The durability of writes that do not name one.
+    Durability(cellar_model::Durability),
+    /// Writes are refused.
+    ReadOnly(bool),
+}
+
+impl TableSetting {
+    const KEYS: [&'static str; 3] = ["MAX_FILESIZE", "DURABILITY", "READONLY"];
+
+    pub fn apply_to(self, o: &mut cellar_model::TableOptions) {
+        match self {
+            TableSetting::MaxFileSize(n) => o.max_file_size = Some(n),
+            TableSetting::Durability(d) => o.durability = d,
+            TableSetting::ReadOnly(r) => o.read_only = r,
+        }
+    }
 }
 
 fn get(args: &Args<'_>) -> Result<Action, String> {
@@ -1068,7 +1110,8 @@ mod tests {
                     settings: vec![Setting::Versions(5)]
                 }],
                 deletes: vec![],
-                every_family: vec![]
+                every_family: vec![],
+                table_settings: vec![]
             }
         );
         let mut current = FamilySchema::new("cf");
@@ -1090,7 +1133,8 @@ mod tests {
                     table: "t".into(),
                     changes: vec![],
                     deletes: vec!["cf".into()],
-                    every_family: vec![]
+                    every_family: vec![],
+                    table_settings: vec![]
                 },
                 "{src}"
             );
@@ -1101,9 +1145,26 @@ mod tests {
                 table: "t".into(),
                 changes: vec![],
                 deletes: vec![],
-                every_family: vec![Setting::QueryCache(true)]
+                every_family: vec![Setting::QueryCache(true)],
+                table_settings: vec![]
             }
         );
+        assert_eq!(
+            action("alter 't', MAX_FILESIZE => '134217728', READONLY => true, DURABILITY => 'ASYNC_WAL'"),
+            Action::Alter {
+                table: "t".into(),
+                changes: vec![],
+                deletes: vec![],
+                every_family: vec![],
+                table_settings: vec![
+                    TableSetting::MaxFileSize(134_217_728),
+                    TableSetting::ReadOnly(true),
+                    TableSetting::Durability(cellar_model::Durability::AsyncWal),
+                ]
+            }
+        );
+        let e = error("alter 't', DURABILITY => 'SOMETIMES'");
+        assert!(e.contains("SOMETIMES"), "{e}");
         let Action::Alter { changes, .. } =
             action("alter 't', {NAME => 'cf', QUERY_CACHE => 'true'}")
         else {

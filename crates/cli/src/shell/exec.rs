@@ -26,11 +26,13 @@ pub type Rows<'a> = Box<dyn Iterator<Item = Result<(Bytes, Vec<Cell>), String>> 
 /// The operations the shell performs; errors are messages to print.
 pub trait Cluster {
     fn create_table(&mut self, schema: TableSchema, splits: Vec<Bytes>) -> Result<(), String>;
+    /// Changes families and, when given, sets the table's options.
     fn alter_table(
         &mut self,
         table: &str,
         families: Vec<FamilySchema>,
         deletes: Vec<String>,
+        options: Option<cellar_model::TableOptions>,
     ) -> Result<(), String>;
     fn list_tables(&mut self) -> Result<Vec<TableState>, String>;
     fn describe_table(&mut self, table: &str) -> Result<TableState, String>;
@@ -114,6 +116,7 @@ pub fn execute(
             mut changes,
             deletes,
             every_family,
+            table_settings,
         } => {
             let current = cluster.describe_table(&table)?;
             if !every_family.is_empty() {
@@ -147,7 +150,14 @@ pub fn execute(
                     ));
                 }
             }
-            cluster.alter_table(&table, families, deletes)?;
+            let options = (!table_settings.is_empty()).then(|| {
+                let mut o = current.schema.options;
+                for s in &table_settings {
+                    s.apply_to(&mut o);
+                }
+                o
+            });
+            cluster.alter_table(&table, families, deletes, options)?;
             lines.push(format!("Table {table} altered"));
         }
         Action::List { pattern } => {
@@ -546,6 +556,14 @@ mod tests {
         assert!(err.contains("no column family 'zz'"), "{err}");
         let err = run(&mut fake, "alter 't', {NAME => 'cf', MIN_VERSIONS => 9}").expect_err("bad");
         assert!(err.contains("min_versions"), "{err}");
+        run(&mut fake, "alter 't', READONLY => true").expect("read only");
+        let set = fake.options_set.last().expect("options sent");
+        assert!(set.read_only);
+        assert_eq!(
+            set.durability,
+            fake.state().schema.options.durability,
+            "options not named keep their values"
+        );
     }
 
     #[test]

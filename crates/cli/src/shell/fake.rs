@@ -10,6 +10,8 @@ pub struct Fake {
     pub calls: Vec<String>,
     pub mutations: Vec<RowMutation>,
     pub altered: Vec<(Vec<FamilySchema>, Vec<String>)>,
+    /// Table options sent with alters.
+    pub options_set: Vec<cellar_model::TableOptions>,
     pub scans: Vec<Scan>,
     pub rows: Vec<(Bytes, Vec<Cell>)>,
     pub enabled: bool,
@@ -28,7 +30,7 @@ pub fn cell(row: &[u8], q: &str, v: &[u8]) -> Cell {
 }
 
 impl Fake {
-    fn state(&self) -> TableState {
+    pub fn state(&self) -> TableState {
         let mut cf = FamilySchema::new("cf");
         cf.ttl_secs = Some(100);
         TableState {
@@ -57,9 +59,13 @@ impl Cluster for Fake {
         table: &str,
         f: Vec<FamilySchema>,
         d: Vec<String>,
+        options: Option<cellar_model::TableOptions>,
     ) -> Result<(), String> {
         self.check(table)?;
-        self.altered.push((f, d));
+        if !f.is_empty() || !d.is_empty() {
+            self.altered.push((f, d));
+        }
+        self.options_set.extend(options);
         Ok(())
     }
     fn list_tables(&mut self) -> Result<Vec<TableState>, String> {

@@ -7,7 +7,7 @@ use super::names;
 use super::registry;
 use super::HbaseService;
 use crate::meta::META_TABLE;
-use crate::router::{HostedRegion, RegionState};
+use crate::router::RegionState;
 use bytes::Bytes;
 use cellar_proto::hbase;
 use cellar_proto::hbase::region_specifier::RegionSpecifierType;
@@ -20,6 +20,8 @@ pub(crate) fn hbase_version() -> String {
 }
 
 const MIB: u64 = 1024 * 1024;
+/// How long the master waits for a region server's load.
+const LOAD_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The status with the `parts` asked for (all when none is named).
 pub(crate) fn cluster_status(svc: &HbaseService, parts: &[i32]) -> hbase::ClusterStatus {
@@ -36,27 +38,46 @@ pub(crate) fn cluster_status(svc: &HbaseService, parts: &[i32]) -> hbase::Cluste
             cluster_id: svc.cluster_id.clone(),
         });
     }
-    // A cluster's master: the live region servers (their own loads are theirs to report).
-    let cluster: Vec<hbase::ServerName> = match svc.rs.assignment() {
-        Some(a) => a
-            .refresh_live()
-            .unwrap_or_default()
-            .iter()
-            .map(|s| hbase::ServerName {
-                host_name: s.name.host.clone(),
-                port: Some(u32::from(s.name.port)),
-                start_code: Some(s.name.start_code),
-            })
-            .collect(),
+    // A cluster's master: the live region servers.
+    let live = match svc.rs.assignment() {
+        Some(a) => a.refresh_live().unwrap_or_default(),
         None => Vec::new(),
     };
+    let cluster: Vec<hbase::ServerName> = live
+        .iter()
+        .map(|s| hbase::ServerName {
+            host_name: s.name.host.clone(),
+            port: Some(u32::from(s.name.port)),
+            start_code: Some(s.name.start_code),
+        })
+        .collect();
     if wants(Part::LiveServers) {
-        status.live_servers = if svc.rs.assignment().is_some() {
+        status.live_servers = if let Some(a) = svc.rs.assignment() {
+            // Each server's load from the server, all asked at once; one that does not
+            // answer in time is listed with an empty load.
+            let loads: Vec<hbase::ServerLoad> = std::thread::scope(|scope| {
+                let asks: Vec<_> = live
+                    .iter()
+                    .map(|s| scope.spawn(move || a.server_status(s, LOAD_WAIT)))
+                    .collect();
+                asks.into_iter()
+                    .zip(&live)
+                    .map(|(ask, s)| match ask.join() {
+                        Ok(Ok(st)) => remote_server_load(&st, s.name.start_code),
+                        Ok(Err(e)) => {
+                            tracing::debug!(server = %s.name, error = %e, "no load from region server");
+                            hbase::ServerLoad::default()
+                        }
+                        Err(_) => hbase::ServerLoad::default(),
+                    })
+                    .collect()
+            });
             cluster
                 .iter()
-                .map(|s| hbase::LiveServerInfo {
+                .zip(loads)
+                .map(|(s, server_load)| hbase::LiveServerInfo {
                     server: s.clone(),
-                    server_load: hbase::ServerLoad::default(),
+                    server_load,
                 })
                 .collect()
         } else {
@@ -88,47 +109,50 @@ pub(crate) fn cluster_status(svc: &HbaseService, parts: &[i32]) -> hbase::Cluste
 
 /// This server's load: its requests and every open region's sizes.
 fn server_load(svc: &HbaseService) -> hbase::ServerLoad {
-    let now = super::now_ms();
-    let (used, max) = process_memory_mb();
+    let (used, max) = crate::metrics::process_memory();
     hbase::ServerLoad {
         number_of_requests: None,
         total_number_of_requests: Some(svc.rs.requests.load(std::sync::atomic::Ordering::Relaxed)),
-        used_heap_mb: used,
-        max_heap_mb: max,
+        used_heap_mb: Some(mib(used)),
+        max_heap_mb: Some(mib(max)),
         region_loads: region_loads(svc, None),
         report_start_time: Some(svc.start_code),
-        report_end_time: Some(now),
+        report_end_time: Some(super::now_ms()),
     }
 }
 
-/// This process's resident memory and the most it may use, in MiB (HBase reports its JVM
-/// heap here; `status 'simple'` shows them as usedHeapMB and maxHeapMB).
-fn process_memory_mb() -> (Option<u32>, Option<u32>) {
-    let mb = |bytes: u64| u32::try_from(bytes / MIB).ok();
-    let kib_field = |text: &str, key: &str| {
-        text.lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .map(|kib| kib * 1024)
-    };
-    let used = std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| kib_field(&s, "VmRSS:"));
-    let machine = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|s| kib_field(&s, "MemTotal:"));
-    // A memory cgroup's limit, when lower (v2, then v1).
-    let cgroup = [
-        "/sys/fs/cgroup/memory.max",
-        "/sys/fs/cgroup/memory/memory.limit_in_bytes",
-    ]
-    .iter()
-    .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok());
-    let max = match (machine, cgroup) {
-        (Some(m), Some(c)) => Some(m.min(c)),
-        (m, c) => m.or(c),
-    };
-    (used.and_then(mb), max.and_then(mb))
+/// A cluster's region server's load, from its own STATUS (HBase's region servers report
+/// theirs to the master; Cellar's master asks when a client wants them).
+fn remote_server_load(st: &cellar_client::Status, start_code: u64) -> hbase::ServerLoad {
+    hbase::ServerLoad {
+        number_of_requests: None,
+        total_number_of_requests: Some(st.requests),
+        used_heap_mb: Some(mib(st.used_memory_bytes)),
+        max_heap_mb: Some(mib(st.max_memory_bytes)),
+        region_loads: st
+            .region_loads
+            .iter()
+            .map(|l| {
+                to_hbase(&crate::catalog::RegionLoad {
+                    table: l.table.clone(),
+                    start_key: l.start_key.clone(),
+                    region_id: l.region_id,
+                    stores: l.stores,
+                    store_files: l.store_files,
+                    store_file_bytes: l.store_file_bytes,
+                    memstore_bytes: l.memstore_bytes,
+                    read_requests: l.read_requests,
+                    write_requests: l.write_requests,
+                })
+            })
+            .collect(),
+        report_start_time: Some(start_code),
+        report_end_time: Some(super::now_ms()),
+    }
+}
+
+fn mib(bytes: u64) -> u32 {
+    u32::try_from(bytes / MIB).unwrap_or(u32::MAX)
 }
 
 /// The load of each open region, of `table` only if named, in table and row order.
@@ -141,33 +165,36 @@ pub(crate) fn region_loads(svc: &HbaseService, table: Option<&str>) -> Vec<hbase
         .filter(|r| table.is_none_or(|t| r.table == t))
         .collect();
     regions.sort_by(|a, b| (&a.table, &a.info.start_key).cmp(&(&b.table, &b.info.start_key)));
-    regions.iter().filter_map(|r| region_load(r)).collect()
+    regions
+        .iter()
+        .filter_map(|r| crate::catalog::region_load(r))
+        .map(|l| to_hbase(&l))
+        .collect()
 }
 
-fn region_load(r: &HostedRegion) -> Option<hbase::RegionLoad> {
-    let (stats, stores) = r.if_open(|region| (region.stats(), region.schema().families.len()))?;
-    let mib = |bytes: u64| u32::try_from(bytes / MIB).unwrap_or(u32::MAX);
-    let name = if r.table == META_TABLE {
+/// A region's numbers as HBase's RegionLoad.
+fn to_hbase(l: &crate::catalog::RegionLoad) -> hbase::RegionLoad {
+    let name = if l.table == META_TABLE {
         Bytes::from_static(names::META_REGION_NAME)
     } else {
-        names::region_name(&r.table, &r.info.start_key, r.info.id)
+        names::region_name(&l.table, &l.start_key, l.region_id)
     };
-    Some(hbase::RegionLoad {
+    hbase::RegionLoad {
         region_specifier: hbase::RegionSpecifier {
             r#type: RegionSpecifierType::RegionName as i32,
             value: name,
         },
-        stores: Some(u32::try_from(stores).unwrap_or(u32::MAX)),
-        storefiles: Some(u32::try_from(stats.store_files).unwrap_or(u32::MAX)),
+        stores: Some(l.stores),
+        storefiles: Some(l.store_files),
         // Blocks are stored uncompressed.
-        store_uncompressed_size_mb: Some(mib(stats.store_file_bytes)),
-        storefile_size_mb: Some(mib(stats.store_file_bytes)),
-        mem_store_size_mb: Some(mib(stats.memstore_bytes)),
-        read_requests_count: Some(stats.read_requests),
-        write_requests_count: Some(stats.write_requests),
+        store_uncompressed_size_mb: Some(mib(l.store_file_bytes)),
+        storefile_size_mb: Some(mib(l.store_file_bytes)),
+        mem_store_size_mb: Some(mib(l.memstore_bytes)),
+        read_requests_count: Some(l.read_requests),
+        write_requests_count: Some(l.write_requests),
         filtered_read_requests_count: Some(0),
-        region_size_mb: Some(mib(stats.store_file_bytes + stats.memstore_bytes)),
-    })
+        region_size_mb: Some(mib(l.store_file_bytes + l.memstore_bytes)),
+    }
 }
 
 /// Per user table: its regions by state. Splits complete before their call returns, so no
