@@ -221,6 +221,11 @@ fn native(out: &mut Vec<Seed>) {
                 table: "t1".into(),
                 put_families: vec![convert::family_to_pb(&FamilySchema::new("h"))],
                 delete_families: vec!["g".into()],
+                options: Some(convert::options_to_pb(&cellar_model::TableOptions {
+                    max_file_size: Some(1 << 30),
+                    durability: cellar_model::Durability::AsyncWal,
+                    read_only: false,
+                })),
             }
             .encode_to_vec(),
             vec![],
