@@ -260,7 +260,9 @@ pub fn import(args: ImportArgs) -> Result<(), String> {
     let exists = admin
         .table_exists(&table)
         .map_err(|e| format!("cannot ask whether table '{table}' exists: {e}"))?;
-    let was_read_only = schema.options.read_only;
+    // The export's options, READONLY included (the table is created writable first).
+    let schema_options = schema.options;
+    let was_read_only = schema_options.read_only;
     match (exists, args.into_existing) {
         (true, false) => {
             return Err(format!(
@@ -274,8 +276,7 @@ pub fn import(args: ImportArgs) -> Result<(), String> {
             ))
         }
         (false, false) => {
-            // Written first, then made read-only would need an alter the native admin lacks:
-            // the copy is writable, and the summary says so.
+            // A read-only table is written first and made read-only after its cells.
             schema.options.read_only = false;
             admin
                 .create_table(schema, split_keys)
@@ -333,17 +334,19 @@ pub fn import(args: ImportArgs) -> Result<(), String> {
     }
     send(&mut batch)?;
     progress.done();
+    if was_read_only && !args.into_existing {
+        admin
+            .alter_table_with(&table, Vec::new(), Vec::new(), Some(schema_options))
+            .map_err(|e| {
+                format!("the cells are in '{table}' but it could not be made READONLY again: {e}")
+            })?;
+    }
     let totals = reader.totals();
     println!(
-        "imported {} rows, {} cells into table {table} from {}{}",
+        "imported {} rows, {} cells into table {table} from {}",
         totals.rows,
         totals.cells,
         args.input.display(),
-        if was_read_only && !args.into_existing {
-            " (the exported table was READONLY; the copy is writable)"
-        } else {
-            ""
-        }
     );
     debug_assert_eq!(totals.rows, rows);
     Ok(())

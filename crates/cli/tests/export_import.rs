@@ -184,6 +184,54 @@ fn a_table_travels_whole_and_bad_files_are_refused() {
             .expect("exists");
         assert!(!exists, "no table is left from a refused import");
     }
+    // A READONLY table's export comes back READONLY, with its cells.
+    let ca = connect_blocking(&a.native);
+    let mut options = ca
+        .admin()
+        .describe_table("events")
+        .expect("describe")
+        .schema
+        .options;
+    options.read_only = true;
+    ca.admin()
+        .alter_table_with("events", vec![], vec![], Some(options))
+        .expect("make read-only");
+    let ro_file = format!("{f}.ro");
+    let (ok, out, err) = cellar(&[
+        "export",
+        "--connect",
+        &a.native,
+        "--table",
+        "events",
+        "--out",
+        &ro_file,
+    ]);
+    assert!(ok, "{out}\n{err}");
+    let (ok, out, err) = cellar(&[
+        "import",
+        "--connect",
+        &b.native,
+        "--in",
+        &ro_file,
+        "--table",
+        "ro",
+    ]);
+    assert!(ok, "{out}\n{err}");
+    assert_eq!(all_cells(&b.native, "ro").len(), cells);
+    let cb = connect_blocking(&b.native);
+    assert!(
+        cb.admin()
+            .describe_table("ro")
+            .expect("describe")
+            .schema
+            .options
+            .read_only
+    );
+    let refused = cb
+        .table("ro")
+        .put(RowMutation::new(Bytes::from_static(b"x")).put(b"f", b"v", 1, b"v".to_vec()));
+    assert!(refused.is_err(), "the copy is read-only");
+
     let (ok, _, err) = cellar(&["import", "--connect", &b.native, "--in", "/nonexistent/x"]);
     assert!(!ok && err.contains("cannot open /nonexistent/x"), "{err}");
     let (ok, _, err) = cellar(&[
