@@ -8,23 +8,16 @@ mod support;
 use bytes::Bytes;
 use cellar_client::{FamilySchema, Get, RowMutation, TableSchema, LATEST_TIMESTAMP};
 use cellar_proto::hbase;
-use cellar_testing::ZooKeeper;
 use prost::Message;
 use std::time::Duration;
+use support::cluster::LocalCluster;
 use support::hbase::Conn;
-use support::{connect_blocking, wait_for, Server};
+use support::{connect_blocking, wait_for};
 
 #[test]
 fn the_master_reports_every_region_servers_load() {
-    let zk = ZooKeeper::start(200).expect("start ZooKeeper");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = format!("file://{}", tmp.path().join("root").display());
-    let args = ["--zk", zk.addr.as_str(), "--root", root.as_str()];
-    let data = tmp.path().join("unused");
-    let master = Server::start_role("master", &data, None, &args);
-    let _region_servers: Vec<Server> = (0..2)
-        .map(|_| Server::start_role("regionserver", &data, None, &args))
-        .collect();
+    let cluster = LocalCluster::start(2);
+    let master = &cluster.master;
     let c = connect_blocking(&master.native);
     let two = wait_for(Duration::from_secs(60), || {
         (c.admin().status().ok()?.servers.len() >= 2).then_some(())

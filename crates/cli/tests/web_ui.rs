@@ -9,12 +9,12 @@ mod support;
 
 use bytes::Bytes;
 use cellar_client::{FamilySchema, RowMutation, Scan, TableSchema, LATEST_TIMESTAMP};
-use cellar_testing::ZooKeeper;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use support::browser::Browser;
+use support::cluster::LocalCluster;
 use support::{connect_blocking, wait_for, Server};
 
 /// Virtual time a page runs before its DOM is read: several polls at `?interval=250`.
@@ -241,17 +241,10 @@ fn standalone_pages_load_show_the_endpoints_numbers_and_update() {
 #[test]
 fn a_clusters_master_page_lists_every_server_and_links_to_each() {
     let browser = Browser::find();
-    let zk = ZooKeeper::start(200).expect("start ZooKeeper");
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let root = format!("file://{}", tmp.path().join("root").display());
-    let args = ["--zk", zk.addr.as_str(), "--root", root.as_str()];
-    let data = tmp.path().join("unused");
-    let master = Server::start_role("master", &data, None, &args);
-    let region_servers: Vec<Server> = (0..2)
-        .map(|_| Server::start_role("regionserver", &data, None, &args))
-        .collect();
+    let cluster = LocalCluster::start(2);
+    let (master, region_servers) = (&cluster.master, &cluster.region_servers);
     let listed = wait_for(Duration::from_secs(60), || {
-        let s = json(&master, "/status");
+        let s = json(master, "/status");
         (s["servers"].as_array()?.len() == 2).then_some(())
     });
     assert!(listed.is_some(), "the master lists both region servers");
@@ -285,7 +278,7 @@ fn a_clusters_master_page_lists_every_server_and_links_to_each() {
     let overview = browser.load(&format!("http://{http}/?interval=250"), VIRTUAL_MS);
     overview.assert_clean();
     assert_eq!(overview.value("servers"), "2");
-    for rs in &region_servers {
+    for rs in region_servers {
         let rs_http = rs.http.clone().expect("region server http");
         assert!(
             overview
@@ -334,5 +327,4 @@ fn a_clusters_master_page_lists_every_server_and_links_to_each() {
     let page = browser.load(&format!("http://{rs_http}/server?interval=250"), 1500);
     page.assert_clean();
     assert_eq!(page.value("role"), "regionserver");
-    drop(region_servers);
 }

@@ -560,19 +560,9 @@ pub struct ServerStatus {
     pub max_memory_bytes: u64,
 }
 
-/// One open region's numbers (STATUS; HBase's RegionLoad).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct RegionLoad {
-    pub table: String,
-    pub start_key: Bytes,
-    pub region_id: u64,
-    pub stores: u32,
-    pub store_files: u32,
-    pub store_file_bytes: u64,
-    pub memstore_bytes: u64,
-    pub read_requests: u64,
-    pub write_requests: u64,
-}
+/// One open region's numbers (STATUS; HBase's RegionLoad): the type the client reads them
+/// into, so a master passes a region server's answer on as it came.
+pub use cellar_client::RegionLoad;
 
 /// `r`'s numbers, if it is open here.
 pub fn region_load(r: &HostedRegion) -> Option<RegionLoad> {

@@ -138,3 +138,33 @@ pub fn assert_writer_rows(c: &Client, acked: &BTreeSet<Bytes>, when: &str) {
         acked.difference(&present).count()
     );
 }
+
+/// A cluster on one machine: a real ZooKeeper, a master and region servers, all on a root on
+/// local disk. Dropped in field order: region servers, master, ZooKeeper, the directory.
+pub struct LocalCluster {
+    pub region_servers: Vec<super::Server>,
+    pub master: super::Server,
+    pub zk: cellar_testing::ZooKeeper,
+    _tmp: tempfile::TempDir,
+}
+
+impl LocalCluster {
+    /// ZooKeeper, one master and `n` region servers, each started and listening.
+    pub fn start(n: usize) -> LocalCluster {
+        let zk = cellar_testing::ZooKeeper::start(200).expect("start ZooKeeper");
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let root = format!("file://{}", tmp.path().join("root").display());
+        let args = ["--zk", zk.addr.as_str(), "--root", root.as_str()];
+        let data = tmp.path().join("unused");
+        let master = super::Server::start_role("master", &data, None, &args);
+        let region_servers = (0..n)
+            .map(|_| super::Server::start_role("regionserver", &data, None, &args))
+            .collect();
+        LocalCluster {
+            region_servers,
+            master,
+            zk,
+            _tmp: tmp,
+        }
+    }
+}

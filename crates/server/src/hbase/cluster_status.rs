@@ -129,23 +129,7 @@ fn remote_server_load(st: &cellar_client::Status, start_code: u64) -> hbase::Ser
         total_number_of_requests: Some(st.requests),
         used_heap_mb: Some(mib(st.used_memory_bytes)),
         max_heap_mb: Some(mib(st.max_memory_bytes)),
-        region_loads: st
-            .region_loads
-            .iter()
-            .map(|l| {
-                to_hbase(&crate::catalog::RegionLoad {
-                    table: l.table.clone(),
-                    start_key: l.start_key.clone(),
-                    region_id: l.region_id,
-                    stores: l.stores,
-                    store_files: l.store_files,
-                    store_file_bytes: l.store_file_bytes,
-                    memstore_bytes: l.memstore_bytes,
-                    read_requests: l.read_requests,
-                    write_requests: l.write_requests,
-                })
-            })
-            .collect(),
+        region_loads: st.region_loads.iter().map(to_hbase).collect(),
         report_start_time: Some(start_code),
         report_end_time: Some(super::now_ms()),
     }
