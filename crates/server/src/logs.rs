@@ -32,23 +32,32 @@ pub fn keep(text: &[u8]) {
 
 /// `line` without ANSI escape sequences, cut at [`MAX_LINE_BYTES`].
 fn plain(line: &str) -> String {
-    let mut out = String::with_capacity(line.len().min(MAX_LINE_BYTES));
+    let mut out = strip_ansi(line);
+    if out.len() > MAX_LINE_BYTES {
+        let mut cut = MAX_LINE_BYTES;
+        while !out.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        out.truncate(cut);
+        out.push('…');
+    }
+    out
+}
+
+/// `line` without terminal colour sequences (`ESC [ parameters letter`).
+pub fn strip_ansi(line: &str) -> String {
+    let mut out = String::with_capacity(line.len());
     let mut chars = line.chars();
     while let Some(c) = chars.next() {
         if c == '\u{1b}' {
-            // CSI: ESC '[' parameters, ended by a letter.
             for c in chars.by_ref() {
                 if c.is_ascii_alphabetic() {
                     break;
                 }
             }
-            continue;
+        } else {
+            out.push(c);
         }
-        if out.len() + c.len_utf8() > MAX_LINE_BYTES {
-            out.push('…');
-            break;
-        }
-        out.push(c);
     }
     out
 }

@@ -179,7 +179,7 @@ impl Server {
             std::thread::spawn(move || {
                 for line in BufReader::new(stream).lines() {
                     let Ok(line) = line else { return };
-                    let line = strip_ansi(&line);
+                    let line = cellar_server::logs::strip_ansi(&line);
                     if let Ok(mut o) = output.lock() {
                         o.push(line.clone());
                     }
@@ -372,24 +372,6 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// The line without terminal colour sequences (`ESC [ ... letter`).
-fn strip_ansi(line: &str) -> String {
-    let mut out = String::with_capacity(line.len());
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
 }
 
 /// The value after `key` in a line of `key=value` words.
