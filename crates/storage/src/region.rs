@@ -1132,7 +1132,7 @@ pub(crate) fn read_row_cells<S: CellSink>(
     sink: &mut S,
 ) -> Result<()> {
     matcher.reset();
-    let mut skip_to: Vec<u8> = Vec::new();
+    let mut skip_to = std::mem::take(&mut matcher.skip_to);
     while let Some(key) = merge.key_in_row(row)? {
         let matched = matcher.matches(&key);
         let skip = matcher.column_done(&key);
@@ -1159,6 +1159,7 @@ pub(crate) fn read_row_cells<S: CellSink>(
             merge.advance()?;
         }
     }
+    matcher.skip_to = skip_to;
     sink.end_family();
     Ok(())
 }

@@ -51,6 +51,18 @@ pub struct RowMatcher<'a> {
     /// Current qualifier, copied into a reused buffer.
     qualifier: Vec<u8>,
     started: bool,
+    /// The reader's buffer for the column to skip past ([`super::read_row_cells`]).
+    pub(crate) skip_to: Vec<u8>,
+}
+
+/// A matcher's buffers, kept by a reader that matches row after row (a scanner), so that a
+/// row's matcher starts with them allocated: no allocation per row.
+#[derive(Default)]
+pub struct MatcherScratch {
+    family_version_deletes: Vec<u64>,
+    version_deletes: Vec<u64>,
+    qualifier: Vec<u8>,
+    skip_to: Vec<u8>,
 }
 
 #[derive(Default)]
@@ -66,18 +78,52 @@ struct ColumnState {
 
 impl<'a> RowMatcher<'a> {
     pub fn new(family: &'a FamilySchema, spec: &'a ReadSpec, now_ms: u64) -> RowMatcher<'a> {
+        RowMatcher::with_scratch(family, spec, now_ms, MatcherScratch::default())
+    }
+
+    /// [`RowMatcher::new`] with buffers from an earlier matcher ([`RowMatcher::into_scratch`]).
+    pub fn with_scratch(
+        family: &'a FamilySchema,
+        spec: &'a ReadSpec,
+        now_ms: u64,
+        scratch: MatcherScratch,
+    ) -> RowMatcher<'a> {
         let expire_before = family
             .ttl_secs
             .map_or(0, |ttl| now_ms.saturating_sub(ttl.saturating_mul(1000)));
+        let MatcherScratch {
+            mut family_version_deletes,
+            mut version_deletes,
+            mut qualifier,
+            mut skip_to,
+        } = scratch;
+        family_version_deletes.clear();
+        version_deletes.clear();
+        qualifier.clear();
+        skip_to.clear();
         RowMatcher {
             family,
             spec,
             expire_before,
             family_delete: None,
-            family_version_deletes: Vec::new(),
-            column: ColumnState::default(),
-            qualifier: Vec::new(),
+            family_version_deletes,
+            column: ColumnState {
+                version_deletes,
+                ..ColumnState::default()
+            },
+            qualifier,
             started: false,
+            skip_to,
+        }
+    }
+
+    /// The matcher's buffers, for the next row's matcher.
+    pub fn into_scratch(self) -> MatcherScratch {
+        MatcherScratch {
+            family_version_deletes: self.family_version_deletes,
+            version_deletes: self.column.version_deletes,
+            qualifier: self.qualifier,
+            skip_to: self.skip_to,
         }
     }
 
@@ -85,7 +131,11 @@ impl<'a> RowMatcher<'a> {
     pub fn reset(&mut self) {
         self.family_delete = None;
         self.family_version_deletes.clear();
-        self.column = ColumnState::default();
+        let deletes = std::mem::take(&mut self.column.version_deletes);
+        self.column = ColumnState {
+            version_deletes: deletes,
+            ..ColumnState::default()
+        };
         self.column.version_deletes.clear();
         self.started = false;
     }

@@ -5,14 +5,14 @@
 //! the smallest row any cursor is at. Reversed: the next row is the largest row below the
 //! current one in any source (found by `seek_for_prev`), read forward like a Get.
 
-use super::matcher::{ReadSpec, RowMatcher};
+use super::matcher::{MatcherScratch, ReadSpec, RowMatcher};
 use super::sink::RowCells;
 use super::{read_row_cells, RegionInner};
 use crate::iter::MergeIter;
 use crate::storefile::RowProbe;
 use bytes::Bytes;
 use cellar_model::key::{first_on_row, KeyRef, MAX_ROW_LEN};
-use cellar_model::{Cell, Result, Scan};
+use cellar_model::{Cell, CellRef, CellSink, Result, Scan};
 use std::sync::Arc;
 
 struct FamilyCursor {
@@ -47,8 +47,29 @@ pub struct RegionScanner {
     returned: u64,
     /// The current row, reused between rows.
     row_buf: Vec<u8>,
+    /// Buffers reused from row to row: the matchers' and [`RowCells`]'.
+    scratch: MatcherScratch,
+    parts: Vec<(usize, usize, usize)>,
     now: u64,
     done: bool,
+}
+
+/// Counts the cells a row gives on their way to the caller's sink (a row whose cells are all
+/// deleted or outside the read gives none and is skipped).
+struct Counted<'s, S> {
+    sink: &'s mut S,
+    cells: usize,
+}
+
+impl<S: CellSink> CellSink for Counted<'_, S> {
+    fn cell(&mut self, cell: CellRef<'_>) {
+        self.cells += 1;
+        self.sink.cell(cell);
+    }
+
+    fn end_family(&mut self) {
+        self.sink.end_family();
+    }
 }
 
 impl RegionScanner {
@@ -138,6 +159,8 @@ impl RegionScanner {
             limit: scan.limit,
             returned: 0,
             row_buf: Vec::new(),
+            scratch: MatcherScratch::default(),
+            parts: Vec::new(),
             now,
             done: false,
         };
@@ -195,63 +218,101 @@ impl RegionScanner {
             || (self.stop_inclusive && row == self.stop.as_slice())
     }
 
-    /// Reads one row from every cursor positioned on it.
-    fn read_row(&mut self, row: &[u8], seek_first: bool) -> Result<Vec<Cell>> {
-        let mut cells = Vec::new();
+    /// Reads one row from every cursor positioned on it into `sink`; the number of cells
+    /// given.
+    fn read_row_into<S: CellSink>(
+        &mut self,
+        row: &[u8],
+        seek_first: bool,
+        sink: &mut S,
+    ) -> Result<usize> {
+        let mut counted = Counted { sink, cells: 0 };
         let start = if seek_first {
             first_on_row(row)
         } else {
             Vec::new()
         };
-        for c in &mut self.cursors {
+        let RegionScanner {
+            region,
+            cursors,
+            scratch,
+            now,
+            ..
+        } = self;
+        for c in cursors.iter_mut() {
             if seek_first {
                 c.merge.seek(&start)?;
             }
             if c.row() != Some(row) {
                 continue;
             }
-            let store = &self.region.stores[c.store];
-            let mut matcher = RowMatcher::new(&store.family, &c.spec, self.now);
-            read_row_cells(
-                &mut c.merge,
-                row,
-                &store.name,
-                &mut matcher,
-                &mut RowCells::new(&mut cells),
-            )?;
+            let store = &region.stores[c.store];
+            let mut matcher =
+                RowMatcher::with_scratch(&store.family, &c.spec, *now, std::mem::take(scratch));
+            read_row_cells(&mut c.merge, row, &store.name, &mut matcher, &mut counted)?;
+            *scratch = matcher.into_scratch();
         }
-        Ok(cells)
+        Ok(counted.cells)
     }
 
-    fn next_forward(&mut self) -> Result<Option<Vec<Cell>>> {
+    fn next_forward_into<S: CellSink>(&mut self, sink: &mut S) -> Result<bool> {
         loop {
             let mut row = std::mem::take(&mut self.row_buf);
             row.clear();
             match self.cursors.iter().filter_map(FamilyCursor::row).min() {
                 Some(r) => row.extend_from_slice(r),
-                None => return Ok(None),
+                None => return Ok(false),
             }
             if !self.stop.is_empty() && row.as_slice() >= self.stop.as_slice() {
-                return Ok(None);
+                return Ok(false);
             }
-            let cells = self.read_row(&row, false);
+            let cells = self.read_row_into(&row, false, sink);
             self.row_buf = row;
-            let cells = cells?;
-            if !cells.is_empty() {
-                return Ok(Some(cells));
+            if cells? > 0 {
+                return Ok(true);
             }
         }
     }
 
-    fn next_backward(&mut self) -> Result<Option<Vec<Cell>>> {
+    fn next_backward_into<S: CellSink>(&mut self, sink: &mut S) -> Result<bool> {
         while let Some(row) = self.next_reversed.take() {
-            let cells = self.read_row(&row, true)?;
+            let cells = self.read_row_into(&row, true, sink)?;
             self.next_reversed = self.largest_row_below(&row)?;
-            if !cells.is_empty() {
-                return Ok(Some(cells));
+            if cells > 0 {
+                return Ok(true);
             }
         }
-        Ok(None)
+        Ok(false)
+    }
+
+    /// Gives the next row's cells to `sink` (borrowed, family by family, each family's
+    /// ended with [`CellSink::end_family`]): `false` at the end of the scan. The iterator
+    /// without a `Vec<Cell>` per row, for a caller that encodes or counts cells where they
+    /// lie. After an error the scanner is done and the sink may hold part of a row.
+    pub fn next_row_into<S: CellSink>(&mut self, sink: &mut S) -> Result<bool> {
+        if self.done || (self.limit > 0 && self.returned >= self.limit) {
+            return Ok(false);
+        }
+        let r = if self.reversed {
+            self.next_backward_into(sink)
+        } else {
+            self.next_forward_into(sink)
+        };
+        match r {
+            Ok(true) => {
+                self.returned += 1;
+                self.region.read_requests.add(1);
+                Ok(true)
+            }
+            Ok(false) => {
+                self.done = true;
+                Ok(false)
+            }
+            Err(e) => {
+                self.done = true;
+                Err(e)
+            }
+        }
     }
 }
 
@@ -259,28 +320,14 @@ impl Iterator for RegionScanner {
     type Item = Result<Vec<Cell>>;
 
     fn next(&mut self) -> Option<Self::Item> {
-        if self.done || (self.limit > 0 && self.returned >= self.limit) {
-            return None;
-        }
-        let r = if self.reversed {
-            self.next_backward()
-        } else {
-            self.next_forward()
-        };
+        let mut cells = Vec::new();
+        let mut sink = RowCells::with_parts(&mut cells, std::mem::take(&mut self.parts));
+        let r = self.next_row_into(&mut sink);
+        self.parts = sink.into_parts();
         match r {
-            Ok(Some(cells)) => {
-                self.returned += 1;
-                self.region.read_requests.add(1);
-                Some(Ok(cells))
-            }
-            Ok(None) => {
-                self.done = true;
-                None
-            }
-            Err(e) => {
-                self.done = true;
-                Some(Err(e))
-            }
+            Ok(true) => Some(Ok(cells)),
+            Ok(false) => None,
+            Err(e) => Some(Err(e)),
         }
     }
 }

@@ -15,16 +15,31 @@ pub struct RowCells<'a> {
     parts: Vec<(usize, usize, usize)>,
 }
 
+/// Qualifier and value bytes up to which a row's first cell is taken for one of many.
+const SMALL_CELL: usize = 512;
+
 impl<'a> RowCells<'a> {
     pub fn new(out: &'a mut Vec<Cell>) -> RowCells<'a> {
+        RowCells::with_parts(out, Vec::new())
+    }
+
+    /// [`RowCells::new`] reusing an earlier sink's bookkeeping ([`RowCells::into_parts`]), for
+    /// a reader that fills row after row.
+    pub fn with_parts(out: &'a mut Vec<Cell>, mut parts: Vec<(usize, usize, usize)>) -> Self {
+        parts.clear();
         let first = out.len();
         RowCells {
             out,
             first,
             buf: BytesMut::new(),
             row_len: 0,
-            parts: Vec::new(),
+            parts,
         }
+    }
+
+    /// The bookkeeping buffer, for the next row's sink.
+    pub fn into_parts(self) -> Vec<(usize, usize, usize)> {
+        self.parts
     }
 }
 
@@ -32,9 +47,13 @@ impl CellSink for RowCells<'_> {
     fn cell(&mut self, c: CellRef<'_>) {
         if self.parts.is_empty() {
             // Room for about eight cells like the first: rows of one cell waste little, and
-            // a typical row (ten columns) grows it once, not four times.
-            self.buf
-                .reserve(c.row.len() + 8 * (c.qualifier.len() + c.value.len()));
+            // a typical row (ten columns) grows it once, not four times. A large first cell
+            // gets room for itself alone: rows of large values hold few, and eight times a
+            // kilobyte value would be an allocation the size of the row's block, kept for as
+            // long as the caller keeps the row.
+            let cell = c.qualifier.len() + c.value.len();
+            let cells = if cell > SMALL_CELL { 1 } else { 8 };
+            self.buf.reserve(c.row.len() + cells * cell);
             self.buf.extend_from_slice(c.row);
             self.row_len = c.row.len();
             self.parts.reserve(8);

@@ -5,8 +5,8 @@ use crate::engine_bench::args::{CompressionArg, EngineKind, SyncMode};
 use crate::engine_bench::engines::{CacheCounters, Engine, EngineConfig, Session};
 use crate::engine_bench::error::{Context, Result};
 use cellar_model::{
-    BloomType, Compression, Durability, FamilySchema, Get, RowMutation, Scan, TableSchema,
-    LATEST_TIMESTAMP,
+    BloomType, CellRef, CellSink, Compression, Durability, FamilySchema, Get, RowMutation, Scan,
+    TableSchema, LATEST_TIMESTAMP,
 };
 use cellar_storage::region::{Region, StorageConfig};
 use std::collections::BTreeMap;
@@ -137,35 +137,61 @@ impl Session for CellarSession<'_> {
 
     /// Reads the one column the benchmark writes, as a key-value user of Cellar would: the
     /// equivalent of RocksDB's `get(key)`. (A whole-row Get must consult every file holding
-    /// the row, since any file could hold another column.)
+    /// the row, since any file could hold another column.) Cells are borrowed where they
+    /// lie ([`Region::get_into`]), as RocksDB's pinned get does.
     fn get(&mut self, key: &[u8]) -> Result<Option<usize>> {
-        let cells = self
-            .engine
+        let mut sink = Tally::default();
+        self.engine
             .region
-            .get(&Get::new(key.to_vec()).column(FAMILY, QUALIFIER))
+            .get_into(&Get::new(key.to_vec()).column(FAMILY, QUALIFIER), &mut sink)
             .context("cellar get")?;
-        if cells.is_empty() {
-            return Ok(None);
-        }
-        Ok(Some(cells.iter().map(|c| c.value.len()).sum()))
+        Ok((sink.cells > 0).then_some(sink.value_bytes as usize))
     }
 
+    /// Rows from the scanner's borrowed cells ([`RegionScanner::next_row_into`]), as
+    /// RocksDB's raw iterator gives borrowed keys and values.
+    ///
+    /// [`RegionScanner::next_row_into`]: cellar_storage::region::RegionScanner::next_row_into
     fn scan(&mut self, start: &[u8], count: usize) -> Result<(u64, u64)> {
         let scan = Scan::new()
             .range(start, b"")
             .column(FAMILY, QUALIFIER)
             .limit(count as u64);
-        let scanner = self.engine.region.scan(&scan).context("cellar scan")?;
-        let (mut entries, mut bytes) = (0u64, 0u64);
-        // `take` bounds the loop even if the scanner ignored its limit.
-        for row in scanner.take(count) {
-            let cells = row.context("cellar scan")?;
-            entries += 1;
-            bytes += cells
-                .iter()
-                .map(|c| (c.row.len() + c.value.len()) as u64)
-                .sum::<u64>();
+        let mut scanner = self.engine.region.scan(&scan).context("cellar scan")?;
+        let mut sink = Tally::default();
+        // Bounded by `count` even if the scanner ignored its limit.
+        for _ in 0..count {
+            if !scanner.next_row_into(&mut sink).context("cellar scan")? {
+                break;
+            }
         }
-        Ok((entries, bytes))
+        Ok((sink.rows, sink.row_bytes + sink.value_bytes))
+    }
+}
+
+/// Counts what a read gives: cells, rows (one per row's first cell) and their bytes.
+#[derive(Default)]
+struct Tally {
+    cells: u64,
+    rows: u64,
+    row_bytes: u64,
+    value_bytes: u64,
+    in_row: bool,
+}
+
+impl CellSink for Tally {
+    fn cell(&mut self, c: CellRef<'_>) {
+        if !self.in_row {
+            self.in_row = true;
+            self.rows += 1;
+            self.row_bytes += c.row.len() as u64;
+        }
+        self.cells += 1;
+        self.value_bytes += c.value.len() as u64;
+    }
+
+    fn end_family(&mut self) {
+        // One family per row here: the next cell starts the next row.
+        self.in_row = false;
     }
 }
