@@ -88,6 +88,9 @@ pub struct WalStats {
     pub syncs: u64,
     /// Segments rolled (closed and replaced by a new one).
     pub rolls: u64,
+    /// Microseconds writers waited on rolls (the last sync of the full segment and the swap,
+    /// done holding write leadership).
+    pub roll_hold_us: u64,
     /// Failed writes and syncs.
     pub failures: u64,
     /// Times a stalled log recovered by itself.
