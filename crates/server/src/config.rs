@@ -370,6 +370,10 @@ pub struct StorageSection {
     pub compaction_max_space_amp: f64,
     /// Compactions' shared bandwidth limit, bytes per second (0: none).
     pub compaction_bytes_per_sec: u64,
+    /// Threads running compactions (at least one).
+    pub compaction_threads: usize,
+    /// Their nice value (0..=19; 0: no lower than reads and writes).
+    pub compaction_nice: i32,
     /// Periodic major compaction: a store's oldest file age that triggers one (0: never).
     pub major_compaction_period_ms: u64,
     /// Fraction of the period each store's schedule moves by, so stores spread out.
@@ -475,6 +479,8 @@ impl Default for StorageSection {
             compaction_ratio: s.compaction_ratio,
             compaction_max_space_amp: s.compaction_max_space_amp,
             compaction_bytes_per_sec: s.compaction_bytes_per_sec,
+            compaction_threads: s.compaction_threads,
+            compaction_nice: s.compaction_nice,
             major_compaction_period_ms: s.major_compaction_period_ms,
             major_compaction_jitter: s.major_compaction_jitter,
             compaction_check_interval_ms: 10 * 60 * 1000,
@@ -578,6 +584,10 @@ impl ServerConfig {
                 "storage.compaction_min_files",
                 self.storage.compaction_min_files as u64,
             ),
+            (
+                "storage.compaction_threads",
+                self.storage.compaction_threads as u64,
+            ),
             ("storage.level_base_bytes", self.storage.level_base_bytes),
             (
                 "storage.compaction_file_bytes",
@@ -588,6 +598,12 @@ impl ServerConfig {
             if v == 0 {
                 return Err(format!("{key} must be positive"));
             }
+        }
+        if !(0..=19).contains(&self.storage.compaction_nice) {
+            return Err(format!(
+                "storage.compaction_nice must be within 0..=19 (a nice value), not {}",
+                self.storage.compaction_nice
+            ));
         }
         // A request must fit the server's bound, or it would be refused as busy forever.
         if u64::from(self.rpc.max_request_bytes) > self.rpc.max_in_flight_bytes {
@@ -717,6 +733,8 @@ impl ServerConfig {
             compaction_ratio: s.compaction_ratio,
             compaction_max_space_amp: s.compaction_max_space_amp,
             compaction_bytes_per_sec: s.compaction_bytes_per_sec,
+            compaction_threads: s.compaction_threads,
+            compaction_nice: s.compaction_nice,
             major_compaction_period_ms: s.major_compaction_period_ms,
             major_compaction_jitter: s.major_compaction_jitter,
             blocking_store_files: s.blocking_store_files,

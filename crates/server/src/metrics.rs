@@ -39,6 +39,10 @@ pub struct Gauges {
     /// counted since it opened here).
     pub read_requests: u64,
     pub write_requests: u64,
+    /// Writers held back by a full memstore or by too many store files, and the milliseconds
+    /// they waited, in the regions open here (each counted since it opened here).
+    pub writes_blocked: u64,
+    pub writes_blocked_ms: u64,
     /// The write-ahead log: `ok`, `stalled` (a write failed; writes are refused until it
     /// recovers by itself) or `failed` (a sync failed; writes are refused until restart).
     pub wal_state: String,
@@ -869,6 +873,20 @@ fn render_gauges(out: &mut String, g: &Gauges) {
         "counter",
         "Mutations admitted by the regions open here (each counted since it opened here).",
         g.write_requests,
+    );
+    single(
+        out,
+        "cellar_region_writes_blocked_total",
+        "counter",
+        "Writes held back by a full memstore or too many store files until flushes and compactions caught up (each region counted since it opened here).",
+        g.writes_blocked,
+    );
+    single(
+        out,
+        "cellar_region_writes_blocked_ms_total",
+        "counter",
+        "Milliseconds writes were held back by a full memstore or too many store files (HBase's updatesBlockedTime).",
+        g.writes_blocked_ms,
     );
     single(
         out,

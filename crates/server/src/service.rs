@@ -590,6 +590,8 @@ impl RegionServer {
                     g.store_files += s.store_files as u64;
                     g.read_requests += s.read_requests;
                     g.write_requests += s.write_requests;
+                    g.writes_blocked += s.writes_blocked_memstore + s.writes_blocked_files;
+                    g.writes_blocked_ms += s.writes_blocked_ms;
                 }
             }
             per_table.insert(name, open);

@@ -28,6 +28,8 @@ pub mod sink;
 pub mod split;
 pub mod store;
 pub mod store_files;
+#[cfg(test)]
+mod test_files;
 pub mod throttle;
 
 pub use compaction::Compacted;
@@ -91,7 +93,11 @@ impl StorageServices {
             ),
             query_cache: Arc::new(QueryCache::new(config.query_cache_bytes)),
             compaction_throttle: throttle::Throttle::new(config.compaction_bytes_per_sec),
-            background: Background::start(config.background),
+            background: Background::start(
+                config.background,
+                config.compaction_threads,
+                config.compaction_nice,
+            ),
             config,
         };
         Ok((Arc::new(services), records))
@@ -125,7 +131,19 @@ pub struct RegionStats {
     pub read_requests: u64,
     /// Mutations admitted since the region opened.
     pub write_requests: u64,
+    /// Writers held back by a full memstore / by too many store files, and the
+    /// milliseconds they waited (HBase's `updatesBlockedTime`).
+    pub writes_blocked_memstore: u64,
+    pub writes_blocked_files: u64,
+    pub writes_blocked_ms: u64,
     pub block_cache: CacheStats,
+}
+
+/// What holds writers back ([`RegionInner::wait_for_pressure`]).
+#[derive(Clone, Copy)]
+enum Pressure {
+    Memstore,
+    Files,
 }
 
 /// One store file, as [`Region::store_files`] describes it.
@@ -170,6 +188,10 @@ pub(crate) struct RegionInner {
     pub read_requests: crate::counter::StripedCounter,
     /// Mutations admitted since this open (HBase's `writeRequestsCount`).
     pub write_requests: crate::counter::StripedCounter,
+    /// Writers held back ([`RegionStats::writes_blocked_memstore`] and the rest).
+    pub writes_blocked_memstore: AtomicU64,
+    pub writes_blocked_files: AtomicU64,
+    pub writes_blocked_us: AtomicU64,
     /// When this open happened (the clock's milliseconds): the age of store files that do not
     /// record when they were written counts from here.
     pub opened_ms: u64,
@@ -409,6 +431,9 @@ impl Region {
             bytes_flushed: AtomicU64::new(0),
             bytes_compacted: AtomicU64::new(0),
             read_requests: Default::default(),
+            writes_blocked_memstore: AtomicU64::new(0),
+            writes_blocked_files: AtomicU64::new(0),
+            writes_blocked_us: AtomicU64::new(0),
             write_requests: Default::default(),
             opened_ms: services.config.clock.now_millis(),
         });
@@ -589,6 +614,9 @@ impl Region {
             bytes_compacted: inner.bytes_compacted.load(Ordering::Relaxed),
             read_requests: inner.read_requests.get(),
             write_requests: inner.write_requests.get(),
+            writes_blocked_memstore: inner.writes_blocked_memstore.load(Ordering::Relaxed),
+            writes_blocked_files: inner.writes_blocked_files.load(Ordering::Relaxed),
+            writes_blocked_ms: inner.writes_blocked_us.load(Ordering::Relaxed) / 1000,
             block_cache: inner.services.block_cache.stats(),
             ..RegionStats::default()
         };
@@ -709,29 +737,47 @@ impl RegionInner {
 
     /// The memstores are past their blocking bound or a store has too many files.
     fn over_pressure(&self) -> bool {
+        self.pressure_cause().is_some()
+    }
+
+    /// Why writers are held back now, if they are.
+    fn pressure_cause(&self) -> Option<Pressure> {
         let cfg = &self.services.config;
         let memstore_limit = cfg
             .memstore_flush_bytes
             .saturating_mul(cfg.memstore_block_multiplier);
-        self.stores
+        if self
+            .stores
             .iter()
             .map(|s| s.memstore_bytes() as u64)
             .sum::<u64>()
             > memstore_limit
-            || self
-                .stores
-                .iter()
-                .any(|s| s.run_count() >= cfg.blocking_store_files)
+        {
+            return Some(Pressure::Memstore);
+        }
+        self.stores
+            .iter()
+            .any(|s| s.run_count() >= cfg.blocking_store_files)
+            .then_some(Pressure::Files)
     }
 
     /// Holds a writer back while the region is over its memstore bound or a store has too many
     /// files, up to `blocking_wait`; then lets it through (slowed, never failed).
     fn wait_for_pressure(&self) {
         let cfg = &self.services.config;
-        if !cfg.background || !self.over_pressure() {
+        if !cfg.background {
             return;
         }
-        let deadline = Instant::now() + cfg.blocking_wait;
+        let Some(cause) = self.pressure_cause() else {
+            return;
+        };
+        match cause {
+            Pressure::Memstore => &self.writes_blocked_memstore,
+            Pressure::Files => &self.writes_blocked_files,
+        }
+        .fetch_add(1, Ordering::Relaxed);
+        let started = Instant::now();
+        let deadline = started + cfg.blocking_wait;
         let (lock, cv) = &self.pressure;
         let mut g = lock.lock();
         while self.over_pressure() && !self.closed.load(Ordering::Acquire) {
@@ -740,6 +786,10 @@ impl RegionInner {
                 break;
             }
         }
+        drop(g);
+        let waited = started.elapsed().as_micros();
+        self.writes_blocked_us
+            .fetch_add(u64::try_from(waited).unwrap_or(u64::MAX), Ordering::Relaxed);
     }
 
     fn mutate(self: &Arc<Self>, m: &RowMutation) -> Result<()> {

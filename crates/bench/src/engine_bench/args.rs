@@ -297,6 +297,16 @@ pub struct Args {
     #[arg(long, default_value = "leveled", value_parser = parse_compaction_style)]
     pub compaction_style: String,
 
+    /// Cellar's compaction threads (RocksDB keeps its defaults: `max_background_jobs` 2, one
+    /// of them for flushes).
+    #[arg(long, default_value_t = 2)]
+    pub compaction_threads: usize,
+
+    /// Cellar's compaction threads' nice value (0: equal to the client threads; RocksDB's
+    /// background threads keep normal priority, its default).
+    #[arg(long, default_value_t = 10)]
+    pub compaction_nice: i32,
+
     /// Caps each engine's memory (its process plus the page cache of its files) at this
     /// many bytes from the first read workload on, with a memory cgroup per engine child
     /// (Linux; root or a delegated cgroup). Without it both stores share the machine's page
@@ -322,6 +332,19 @@ pub struct Args {
     /// Keep the databases after the run.
     #[arg(long)]
     pub keep_db: bool,
+
+    /// Run each workload on RocksDB first, then Cellar (the default is Cellar first). The
+    /// engine that writes last finds more of its files in the page cache when the reads
+    /// begin; `scripts/bench-engine.sh` alternates the order between runs.
+    #[arg(long)]
+    pub rocksdb_first: bool,
+
+    /// Run the workloads on the databases a run with `--keep-db` left in `--db-dir` (same
+    /// `--num` and engine settings), without loading or removing them: read workloads again
+    /// without the writes before them. Drop the page cache first (`echo 3 >
+    /// /proc/sys/vm/drop_caches`) for cold reads as after a full run.
+    #[arg(long)]
+    pub use_existing_db: bool,
 
     /// Also write every result and the configuration as JSON to this file.
     #[arg(long)]
@@ -372,6 +395,19 @@ impl Args {
         if self.benchmarks.is_empty() {
             return bad("--benchmarks is empty".into());
         }
+        if self.use_existing_db {
+            if self.db_dir.is_none() {
+                return bad(
+                    "--use-existing-db needs --db-dir (where a --keep-db run left its databases)"
+                        .into(),
+                );
+            }
+            if let Some(w) = self.benchmarks.iter().find(|w| w.starts_empty()) {
+                return bad(format!(
+                    "--use-existing-db with {w}: it starts from an empty store and would erase the existing one"
+                ));
+            }
+        }
         if self.num == 0 {
             return bad("--num must be at least 1".into());
         }
@@ -392,6 +428,18 @@ impl Args {
             return bad(format!(
                 "--value-compressibility {} is outside 0..=1",
                 self.value_compressibility
+            ));
+        }
+        if !(1..=64).contains(&self.compaction_threads) {
+            return bad(format!(
+                "--compaction-threads {} is outside 1..=64",
+                self.compaction_threads
+            ));
+        }
+        if !(0..=19).contains(&self.compaction_nice) {
+            return bad(format!(
+                "--compaction-nice {} is outside 0..=19",
+                self.compaction_nice
             ));
         }
         if !(1..=1024).contains(&self.threads) {
@@ -482,8 +530,13 @@ impl Args {
         flag("seed", self.seed.to_string());
         flag("region-gate", self.region_gate.to_string());
         flag("compaction-style", self.compaction_style.clone());
+        flag("compaction-threads", self.compaction_threads.to_string());
+        flag("compaction-nice", self.compaction_nice.to_string());
         if self.cache_compressed {
             v.push("--cache-compressed".into());
+        }
+        if self.use_existing_db {
+            v.push("--use-existing-db".into());
         }
         v.push("--child".into());
         v
@@ -609,6 +662,10 @@ mod tests {
             "--cache-compressed",
             "--compaction-style",
             "tiered",
+            "--compaction-threads",
+            "3",
+            "--compaction-nice",
+            "0",
         ]);
         let dir = std::path::Path::new("/tmp/x y");
         let line = a.child_command_line(EngineKind::Rocksdb, dir);
@@ -628,6 +685,39 @@ mod tests {
         );
         assert!(!c.region_gate && c.cache_compressed);
         assert_eq!(c.compaction_style, "tiered");
+        assert_eq!((c.compaction_threads, c.compaction_nice), (3, 0));
+        assert!(!c.use_existing_db);
+    }
+
+    /// Reading a kept store again: the children get it, and a fill (which would erase it) or
+    /// a missing directory is refused with the reason.
+    #[test]
+    fn an_existing_store_is_read_never_filled() {
+        let a = parse(&[
+            "--use-existing-db",
+            "--db-dir",
+            "/tmp/kept",
+            "--benchmarks",
+            "readrandom,seekrandom",
+        ]);
+        a.validate().expect("valid");
+        let line =
+            a.child_command_line(EngineKind::Cellar, std::path::Path::new("/tmp/kept/cellar"));
+        let c = Args::try_parse_from(std::iter::once("engine_bench".to_string()).chain(line))
+            .expect("child parses");
+        assert!(c.use_existing_db);
+        let fill = parse(&[
+            "--use-existing-db",
+            "--db-dir",
+            "/tmp/kept",
+            "--benchmarks",
+            "fillrandom",
+        ]);
+        let e = fill.validate().expect_err("a fill erases the store");
+        assert!(e.0.contains("fillrandom"), "{}", e.0);
+        let nowhere = parse(&["--use-existing-db", "--benchmarks", "readrandom"]);
+        let e = nowhere.validate().expect_err("no directory");
+        assert!(e.0.contains("--db-dir"), "{}", e.0);
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub struct EngineConfig {
     pub cache_compressed: bool,
     /// Cellar's compaction style.
     pub compaction_style: cellar_storage::region::CompactionStyle,
+    pub compaction_threads: usize,
+    pub compaction_nice: i32,
 }
 
 impl EngineConfig {
@@ -48,6 +50,8 @@ impl EngineConfig {
             cache_compressed: a.cache_compressed,
             compaction_style: cellar_storage::region::CompactionStyle::parse(&a.compaction_style)
                 .unwrap_or(cellar_storage::region::CompactionStyle::Leveled),
+            compaction_threads: a.compaction_threads,
+            compaction_nice: a.compaction_nice,
         }
     }
 

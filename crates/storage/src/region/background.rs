@@ -1,7 +1,16 @@
 //! Flush and compaction threads shared by the regions of a server: a flush thread, so a long
-//! compaction never delays a flush (which would hold writers back), and two compaction
-//! threads, so a long compaction does not hold back the small ones behind it (a store's
-//! compactions claim disjoint files: `compaction.rs`).
+//! compaction never delays a flush (which would hold writers back), and compaction threads
+//! (`StorageConfig::compaction_threads`, two by default), so a long compaction does not hold
+//! back the small ones behind it (a store's compactions claim disjoint files:
+//! `compaction.rs`).
+//!
+//! Compaction threads run at a lower CPU priority (`StorageConfig::compaction_nice`): when
+//! every core is busy, reads and writes get the CPU first and compactions take what is left,
+//! as a merge is never what a client waits for, until a store's file count holds its writers
+//! back; a compaction of such a store runs at normal priority ([`compaction_priority`]). At
+//! 10 M random writes on two cores, a writer sharing the CPU with a flush and two merges at
+//! equal priority spent a quarter of its time waiting for a core (`docs/benchmarks.md`,
+//! "Compaction threads").
 
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, HashSet, VecDeque};
@@ -47,8 +56,9 @@ pub struct Background {
 }
 
 impl Background {
-    /// Starts the threads; with `enabled` false, submissions are ignored.
-    pub fn start(enabled: bool) -> Background {
+    /// Starts the flush thread and `compaction_threads` compaction threads (at least one)
+    /// at `compaction_nice`; with `enabled` false, none, and submissions are ignored.
+    pub fn start(enabled: bool, compaction_threads: usize, compaction_nice: i32) -> Background {
         if !enabled {
             return Background {
                 shared: None,
@@ -62,16 +72,19 @@ impl Background {
             idle: Condvar::new(),
         });
         let mut threads = Vec::new();
-        for (kind, name) in [
-            (Kind::Flush, "cellar-flush"),
-            (Kind::Compaction, "cellar-compact-1"),
-            (Kind::Compaction, "cellar-compact-2"),
-        ] {
+        let workers = std::iter::once((Kind::Flush, "cellar-flush".to_string())).chain(
+            (1..=compaction_threads.max(1))
+                .map(|i| (Kind::Compaction, format!("cellar-compact-{i}"))),
+        );
+        for (kind, name) in workers {
             let sh = Arc::clone(&shared);
-            match thread::Builder::new()
-                .name(name.into())
-                .spawn(move || worker(sh, kind))
-            {
+            match thread::Builder::new().name(name.clone()).spawn(move || {
+                if kind == Kind::Compaction {
+                    COMPACTION_NICE.with(|n| n.set(Some(compaction_nice)));
+                    compaction_priority(false);
+                }
+                worker(sh, kind)
+            }) {
                 Ok(h) => threads.push(h),
                 Err(e) => tracing::error!(error = %e, "could not start the {name} thread"),
             }
@@ -159,6 +172,42 @@ impl Drop for Background {
 /// How often an idle worker wakes to look for idle memstore chunks.
 const IDLE_CHECK: std::time::Duration = std::time::Duration::from_secs(2);
 
+thread_local! {
+    /// On a compaction thread: the nice value it runs at when no writer waits on it.
+    static COMPACTION_NICE: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
+}
+
+/// On a compaction thread, sets its CPU priority for the merge about to run: normal when
+/// `urgent` (the store's writers are held back by its file count), else the configured
+/// `compaction_nice`. Elsewhere (an explicit compaction on a caller's thread), and off Linux,
+/// nothing changes.
+pub(crate) fn compaction_priority(urgent: bool) {
+    let Some(nice) = COMPACTION_NICE.with(std::cell::Cell::get) else {
+        return;
+    };
+    set_nice(if urgent { 0 } else { nice });
+}
+
+#[cfg(target_os = "linux")]
+fn set_nice(nice: i32) {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::gettid() };
+    // Linux applies PRIO_PROCESS with a thread id to that thread alone. A thread may always
+    // lower its priority; raising it back needs CAP_SYS_NICE or RLIMIT_NICE, without which
+    // the thread stays lowered (logged once per thread).
+    // SAFETY: plain system call on the calling thread's id.
+    let rc = unsafe { libc::setpriority(libc::PRIO_PROCESS, tid as libc::id_t, nice) };
+    if rc != 0 {
+        thread_local!(static WARNED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) });
+        if !WARNED.with(|w| w.replace(true)) {
+            tracing::debug!(nice, error = %std::io::Error::last_os_error(), "a compaction thread cannot change its priority");
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn set_nice(_nice: i32) {}
+
 fn worker(sh: Arc<Shared>, kind: Kind) {
     loop {
         let q = {
@@ -211,7 +260,7 @@ mod tests {
 
     #[test]
     fn queue_lengths_count_queued_and_running_jobs() {
-        let bg = Background::start(true);
+        let bg = Background::start(true, 2, 0);
         assert_eq!(bg.queue_lengths(), (0, 0));
         let (started_tx, started_rx) = mpsc::channel();
         let (release_tx, release_rx) = mpsc::channel::<()>();
@@ -233,6 +282,57 @@ mod tests {
             assert!(Instant::now() < deadline, "jobs never finished");
             std::thread::sleep(Duration::from_millis(5));
         }
+        bg.stop();
+    }
+
+    /// The calling thread's nice value.
+    #[cfg(target_os = "linux")]
+    fn own_nice() -> i32 {
+        // SAFETY: gettid has no preconditions; getpriority only reads.
+        unsafe { libc::getpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t) }
+    }
+
+    /// Compaction threads run at the configured nice value, flushes and callers' threads at
+    /// their own; a merge whose writers wait runs at normal priority (where the process may
+    /// raise a thread's priority back: as root, or with `RLIMIT_NICE`).
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn compaction_threads_run_at_their_nice_value() {
+        let caller = own_nice();
+        let bg = Background::start(true, 1, 7);
+        let (tx, rx) = mpsc::channel();
+        let send = tx.clone();
+        bg.submit_compaction(1, move || {
+            let lowered = own_nice();
+            compaction_priority(true);
+            let urgent = own_nice();
+            compaction_priority(false);
+            let _ = send.send(("compaction", lowered, urgent, own_nice()));
+        });
+        bg.submit_flush(2, move || {
+            compaction_priority(false);
+            let _ = tx.send(("flush", own_nice(), own_nice(), own_nice()));
+        });
+        let mut got: Vec<_> = (0..2)
+            .map(|_| {
+                rx.recv_timeout(Duration::from_secs(60))
+                    .expect("both jobs ran")
+            })
+            .collect();
+        got.sort();
+        let (_, lowered, urgent, again) = got[0];
+        assert_eq!((lowered, again), (7, 7), "a compaction thread at nice 7");
+        // SAFETY: geteuid only reads.
+        if unsafe { libc::geteuid() } == 0 {
+            assert_eq!(urgent, 0, "an urgent merge runs at normal priority");
+        }
+        assert_eq!(
+            got[1],
+            ("flush", caller, caller, caller),
+            "the flush thread is not lowered"
+        );
+        compaction_priority(false);
+        assert_eq!(own_nice(), caller, "a caller's thread keeps its priority");
         bg.stop();
     }
 }

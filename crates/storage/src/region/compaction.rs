@@ -407,7 +407,9 @@ impl RegionInner {
             current: None,
             pending: Vec::new(),
         };
-        // Throttled unless writers are waiting on this store's file count.
+        // Throttled, and at the compaction threads' lower priority, unless writers are
+        // waiting on this store's file count.
+        super::background::compaction_priority(runs >= cfg.blocking_store_files);
         let throttle = (runs < cfg.blocking_store_files)
             .then_some(&self.services.compaction_throttle)
             .filter(|t| t.rate() > 0);

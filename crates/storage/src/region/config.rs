@@ -108,6 +108,14 @@ pub struct StorageConfig {
     /// Leveled: compactions write files of about this size, ending at a row boundary
     /// (RocksDB's `target_file_size_base`: 64 MiB).
     pub compaction_file_bytes: u64,
+    /// Threads running compactions, shared by the regions of the services (HBase: one for
+    /// small and one for large compactions). More merge sooner; each takes a core from the
+    /// foreground while it runs.
+    pub compaction_threads: usize,
+    /// The nice value compaction threads run at (Linux; 0..=19): with every core busy, reads
+    /// and writes get the CPU first. A compaction of a store whose file count holds writers
+    /// back runs at normal priority. 0: compactions compete equally (HBase).
+    pub compaction_nice: i32,
     /// Compactions together read at most this many bytes per second of their inputs; 0: no
     /// limit. Not applied to a store whose file count holds writers back (`region/throttle.rs`).
     pub compaction_bytes_per_sec: u64,
@@ -152,6 +160,8 @@ impl Default for StorageConfig {
             compaction_ratio: 1.2,
             compaction_max_space_amp: 1.5,
             compaction_bytes_per_sec: 0,
+            compaction_threads: 2,
+            compaction_nice: 10,
             level_base_bytes: 256 * 1024 * 1024,
             level_fanout: 10,
             compaction_file_bytes: 64 * 1024 * 1024,

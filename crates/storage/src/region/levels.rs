@@ -21,8 +21,9 @@
 //! A file with nothing to merge with below it moves down without being rewritten (RocksDB's
 //! trivial move: sequential writes are written once). Two compactions of a store run at once
 //! when they share no file and do not write overlapping row ranges into one level ([`Busy`]).
-//! When the base level is busy and level 0 holds twice its trigger, level 0's files are merged
-//! into one level 0 file, so flushes do not pile up behind a long merge below.
+//! While level 0 cannot go down (its files are being merged into the base level, or the base
+//! level is busy), the flushes that arrive meanwhile are merged into one level 0 file once
+//! there are a trigger's worth, so they do not pile up behind a long merge below.
 //!
 //! Levels guide only which files are merged: a read gives the same answer for any grouping
 //! of files (cells are ordered by their full key), so a level is a hint written into each file
@@ -183,17 +184,25 @@ pub fn pick(
     for (_, level) in shape.due(opts) {
         if level == 0 {
             let l0 = at(0);
-            if !l0.iter().all(free) {
-                continue;
-            }
             let to = shape.base;
-            if let Some(plan) = merge_into(&l0, &at(to), 0, to, busy) {
-                return Some(plan);
+            if l0.iter().all(free) {
+                if let Some(plan) = merge_into(&l0, &at(to), 0, to, busy) {
+                    return Some(plan);
+                }
             }
-            // The base level is busy: keep level 0 from piling up behind it.
-            if l0.len() >= 2 * opts.l0_trigger.max(1) {
+            // Level 0 cannot go down now: its older files are on their way down already, or
+            // the base level is busy. Merge the flushes that arrived meanwhile into one level 0
+            // file (RocksDB's intra-L0 compaction), on a thread that would otherwise wait for
+            // the long merge below, so they do not pile up into runs that hold writers back.
+            // Files already a merge's worth stay as they are until level 0 goes down.
+            let small: Vec<&Arc<StoreFileHandle>> = l0
+                .iter()
+                .filter(|f| free(f) && f.size() < opts.l0_trigger_bytes)
+                .copied()
+                .collect();
+            if small.len() >= opts.l0_trigger.max(2) {
                 return Some(Plan {
-                    inputs: l0.into_iter().cloned().collect(),
+                    inputs: small.into_iter().cloned().collect(),
                     from: 0,
                     to: 0,
                     trivial: false,
@@ -314,5 +323,74 @@ pub fn check_levels(files: &[Arc<StoreFileHandle>]) {
             }
             _ => last = Some((f.level(), end)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::region::test_files::Files;
+
+    fn numbers(plan: &Plan) -> Vec<u64> {
+        let mut n: Vec<u64> = plan.inputs.iter().map(|f| f.number).collect();
+        n.sort_unstable();
+        n
+    }
+
+    /// A small store: base level 6, level 0 due at three files.
+    fn opts(l0_trigger_bytes: u64) -> LevelOptions {
+        LevelOptions {
+            l0_trigger: 3,
+            l0_trigger_bytes,
+            base_bytes: 1 << 30,
+            fanout: 10,
+        }
+    }
+
+    #[test]
+    fn level_zero_goes_down_when_nothing_is_busy() {
+        let mut fs = Files::new();
+        let bottom = fs.file(&[0, 50, 99]);
+        bottom.set_level(MAX_LEVEL);
+        let files = vec![
+            bottom,
+            fs.file(&[1, 60]),
+            fs.file(&[2, 70]),
+            fs.file(&[3, 80]),
+        ];
+        let plan = pick(&files, &Busy::default(), &opts(u64::MAX), &[]).expect("a merge");
+        assert_eq!((plan.from, plan.to), (0, MAX_LEVEL));
+        assert_eq!(numbers(&plan), vec![1, 2, 3, 4]);
+    }
+
+    /// Flushes that arrive while level 0's older files are being merged down are merged into
+    /// one level 0 file once there are a trigger's worth, instead of waiting (and piling up
+    /// into runs that hold writers back); files a merge's size already are left for later.
+    #[test]
+    fn new_flushes_merge_among_themselves_while_level_zero_goes_down() {
+        let mut fs = Files::new();
+        let bottom = fs.file(&[0, 50, 99]);
+        bottom.set_level(MAX_LEVEL);
+        let going_down: Vec<_> = (1..=3).map(|i| fs.file(&[i, 60 + i])).collect();
+        let mut busy = Busy::default();
+        busy.files.insert(bottom.number);
+        busy.files.extend(going_down.iter().map(|f| f.number));
+        busy.writing
+            .push((1, MAX_LEVEL, b"row000000".to_vec(), b"row000099".to_vec()));
+        let mut files = vec![Arc::clone(&bottom)];
+        files.extend(going_down.iter().cloned());
+        let new1 = fs.file(&[10, 20]);
+        let new2 = fs.file(&[11, 21]);
+        files.extend([Arc::clone(&new1), Arc::clone(&new2)]);
+        // Two new flushes: not yet a trigger's worth.
+        assert!(pick(&files, &busy, &opts(u64::MAX), &[]).is_none());
+        let new3 = fs.file(&[12, 22]);
+        files.push(Arc::clone(&new3));
+        let plan = pick(&files, &busy, &opts(u64::MAX), &[]).expect("a merge");
+        assert_eq!((plan.from, plan.to, plan.trivial), (0, 0, false));
+        assert_eq!(numbers(&plan), vec![new1.number, new2.number, new3.number]);
+        // A new file already as large as a level 0 merge's trigger waits to go down.
+        let big = new3.size();
+        assert!(pick(&files, &busy, &opts(big), &[]).is_none());
     }
 }

@@ -245,51 +245,10 @@ impl CellIter for RunIter {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::block_cache::Priority;
-    use crate::fs::{FsRef, LocalFs};
     use crate::iter::MergeIter;
-    use crate::storefile::{StoreFileOptions, StoreFileWriter};
-    use cellar_model::key::{first_on_row, make_key, KeyRef};
-    use cellar_model::CellType;
+    use crate::region::test_files::{row, Files};
+    use cellar_model::key::{first_on_row, KeyRef};
     use proptest::prelude::*;
-
-    struct Files {
-        dir: tempfile::TempDir,
-        fs: FsRef,
-        next: u64,
-    }
-
-    impl Files {
-        fn new() -> Files {
-            Files {
-                dir: tempfile::tempdir().expect("temp dir"),
-                fs: Arc::new(LocalFs),
-                next: 1,
-            }
-        }
-
-        /// A store file holding one cell for each of `rows` (sorted, deduplicated here).
-        fn file(&mut self, rows: &[u32]) -> Arc<StoreFileHandle> {
-            let mut rows = rows.to_vec();
-            rows.sort_unstable();
-            rows.dedup();
-            let number = self.next;
-            self.next += 1;
-            let path = self.dir.path().join(format!("{number:016x}.sf"));
-            let mut w = StoreFileWriter::create(&self.fs, &path, StoreFileOptions::default())
-                .expect("create");
-            for r in rows {
-                let key = make_key(&row(r), b"q", 1, CellType::Put, number);
-                w.add(&key, &number.to_be_bytes()).expect("add");
-            }
-            w.finish().expect("finish");
-            StoreFileHandle::open(&self.fs, path, number, None, Priority::Normal).expect("open")
-        }
-    }
-
-    fn row(r: u32) -> Vec<u8> {
-        format!("row{r:06}").into_bytes()
-    }
 
     fn numbers(files: &[Arc<StoreFileHandle>]) -> Vec<u64> {
         files.iter().map(|f| f.number).collect()

@@ -59,6 +59,8 @@ impl CellarEngine {
             region_gate: config.region_gate,
             block_cache_compressed: config.cache_compressed,
             compaction_style: config.compaction_style,
+            compaction_threads: config.compaction_threads,
+            compaction_nice: config.compaction_nice,
             ..StorageConfig::default()
         };
         let region = Region::open_with_config(dir, schema, storage)
@@ -102,6 +104,7 @@ impl Engine for CellarEngine {
 
     fn stats(&self) -> BTreeMap<String, u64> {
         let s = self.region.stats();
+        let wal = self.region.services().wal.stats();
         BTreeMap::from([
             ("memstore_bytes".to_string(), s.memstore_bytes),
             ("store_files".to_string(), s.store_files as u64),
@@ -115,6 +118,14 @@ impl Engine for CellarEngine {
                 s.block_cache.used_bytes,
             ),
             ("block_cache_evictions".to_string(), s.block_cache.evictions),
+            (
+                "writes_blocked_memstore".to_string(),
+                s.writes_blocked_memstore,
+            ),
+            ("writes_blocked_files".to_string(), s.writes_blocked_files),
+            ("writes_blocked_ms".to_string(), s.writes_blocked_ms),
+            ("wal_rolls".to_string(), wal.rolls),
+            ("wal_roll_hold_ms".to_string(), wal.roll_hold_us / 1000),
         ])
     }
 
