@@ -105,9 +105,15 @@ pub fn run(args: Args) -> Result<()> {
         engine: None,
         loaded: false,
     };
+    let existing = args.use_existing_db;
     let bench = Bench::new(args, kind.name())?;
-    // Whatever a previous run left in the directory is not this run's data.
-    state.wipe()?;
+    if existing {
+        // Loaded by the earlier run that kept it.
+        state.loaded = true;
+    } else {
+        // Whatever a previous run left in the directory is not this run's data.
+        state.wipe()?;
+    }
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout().lock();
     for line in stdin.lock().lines().take(MAX_COMMANDS) {

@@ -200,8 +200,16 @@ pub fn run(args: Args) -> Result<()> {
             report::mib(args.cache_bytes)
         );
     }
-    let outcome = run_children(&args, &engines, &base);
-    if !args.keep_db {
+    let mut order = engines.clone();
+    if args.rocksdb_first {
+        order.reverse();
+    }
+    eprintln!(
+        "order: {} (each workload runs on each engine in turn)",
+        order.iter().map(|e| e.name()).collect::<Vec<_>>().join(", then ")
+    );
+    let outcome = run_children(&args, &order, &base);
+    if !args.keep_db && !args.use_existing_db {
         let cleanup = if temporary {
             std::fs::remove_dir_all(&base)
         } else {
