@@ -206,7 +206,11 @@ pub fn run(args: Args) -> Result<()> {
     }
     eprintln!(
         "order: {} (each workload runs on each engine in turn)",
-        order.iter().map(|e| e.name()).collect::<Vec<_>>().join(", then ")
+        order
+            .iter()
+            .map(|e| e.name())
+            .collect::<Vec<_>>()
+            .join(", then ")
     );
     let outcome = run_children(&args, &order, &base);
     if !args.keep_db && !args.use_existing_db {
