@@ -185,10 +185,18 @@ pub fn pick(
         if level == 0 {
             let l0 = at(0);
             let to = shape.base;
-            if l0.iter().all(free) {
+            let all_free = l0.iter().all(free);
+            if all_free {
                 if let Some(plan) = merge_into(&l0, &at(to), 0, to, busy) {
                     return Some(plan);
                 }
+            }
+            // Busy level 0 files that are not going down are another merge among
+            // themselves: it ends soon, and level 0 then goes down whole. Starting more of
+            // those beside it could keep level 0 from ever being free to go down.
+            let going_down = busy.writing.iter().any(|(_, l, _, _)| *l == to);
+            if !all_free && !going_down {
+                continue;
             }
             // Level 0 cannot go down now: its older files are on their way down already, or
             // the base level is busy. Merge the flushes that arrived meanwhile into one level 0
@@ -392,5 +400,12 @@ mod tests {
         // A new file already as large as a level 0 merge's trigger waits to go down.
         let big = new3.size();
         assert!(pick(&files, &busy, &opts(big), &[]).is_none());
+        // Level 0's busy files merging among themselves (nothing going down): the new ones
+        // wait, so that level 0 is soon free to go down whole.
+        let mut among_themselves = Busy::default();
+        among_themselves
+            .files
+            .extend(going_down.iter().map(|f| f.number));
+        assert!(pick(&files, &among_themselves, &opts(u64::MAX), &[]).is_none());
     }
 }
