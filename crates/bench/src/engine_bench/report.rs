@@ -35,6 +35,10 @@ pub struct WorkloadResult {
     /// `rchar` delta per operation: bytes read from files (page cache included), the measure of
     /// how much a read workload missed the block cache.
     pub file_bytes_read_per_op: f64,
+    /// `read_bytes` delta per operation: what the page cache did not have and the disk
+    /// supplied (readahead the engine asked for included).
+    #[serde(default)]
+    pub device_bytes_read_per_op: f64,
     /// Seconds spent after the timed loop in flush and waiting for background work.
     pub drain_seconds: f64,
     /// Gets that found their key, entries returned by scans.
@@ -168,11 +172,12 @@ pub fn markdown_table(results: &[WorkloadResult], engines: &[EngineKind]) -> Str
 }
 
 /// A second Markdown table with what the first leaves out, one row per engine and workload:
-/// MB/s, p99.9, bytes read from files per operation, the drain after writes, the store's size.
+/// MB/s, p99.9, bytes read from files and from the disk per operation, the drain after
+/// writes, the store's size.
 pub fn details_table(results: &[WorkloadResult]) -> String {
     let mut out = String::from(
-        "| workload | engine | MB/s | p99.9 µs | file reads KiB/op | drain s | db size |\n\
-         |---|---|---:|---:|---:|---:|---:|\n",
+        "| workload | engine | MB/s | p99.9 µs | file reads KiB/op | disk reads KiB/op | drain s | db size |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in results {
         let drain = if r.workload.writes() {
@@ -182,12 +187,13 @@ pub fn details_table(results: &[WorkloadResult]) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {:.1} | {} | {:.1} | {drain} | {} |",
+            "| {} | {} | {:.1} | {} | {:.1} | {:.1} | {drain} | {} |",
             r.workload,
             r.engine,
             r.mb_per_sec,
             micros(r.p999_us),
             r.file_bytes_read_per_op / 1024.0,
+            r.device_bytes_read_per_op / 1024.0,
             mib(r.db_bytes)
         );
     }
@@ -210,8 +216,9 @@ pub fn summary_line(r: &WorkloadResult) -> String {
     } else {
         let _ = write!(
             s,
-            "  file reads {:.1} KiB/op",
-            r.file_bytes_read_per_op / 1024.0
+            "  file reads {:.1} KiB/op  disk reads {:.1} KiB/op",
+            r.file_bytes_read_per_op / 1024.0,
+            r.device_bytes_read_per_op / 1024.0
         );
     }
     if let Some(h) = r.cache_hit_rate.filter(|_| !r.workload.writes()) {
@@ -247,6 +254,7 @@ mod tests {
             write_amp: workload.writes().then_some(2.0),
             device_bytes_written: 0,
             file_bytes_read_per_op: 0.0,
+            device_bytes_read_per_op: 0.0,
             drain_seconds: 0.5,
             found: 1000,
             cache_hit_rate: None,
@@ -293,10 +301,10 @@ mod tests {
         let details = details_table(&results);
         assert_eq!(details.lines().count(), 5, "{details}");
         assert!(
-            details.contains("| fillseq | cellar | 1.0 | 300 | 0.0 | 0.5 | 0.0 MiB |"),
+            details.contains("| fillseq | cellar | 1.0 | 300 | 0.0 | 0.0 | 0.5 | 0.0 MiB |"),
             "{details}"
         );
-        assert!(details.contains("| readrandom | cellar | 1.0 | 300 | 0.0 | - |"));
+        assert!(details.contains("| readrandom | cellar | 1.0 | 300 | 0.0 | 0.0 | - |"));
         let single = markdown_table(&results[..1], &[EngineKind::Cellar]);
         assert!(!single.contains("ratio"));
     }

@@ -365,6 +365,8 @@ pub fn measure(
         write_amp: (user_bytes_written > 0).then(|| io.wchar as f64 / user_bytes_written as f64),
         device_bytes_written: io.write_bytes,
         file_bytes_read_per_op: file_bytes_read as f64 / timed.ops.max(1) as f64,
+        device_bytes_read_per_op: io_timed.since(&io_before).read_bytes as f64
+            / timed.ops.max(1) as f64,
         drain_seconds,
         found: timed.found,
         cache_hit_rate,
