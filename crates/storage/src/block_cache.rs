@@ -161,6 +161,12 @@ impl BlockCache {
         self.shard(key).lock().get(key)
     }
 
+    /// Whether the block is cached, without counting a hit or a miss or making it recent (a
+    /// reader deciding whether to ask the disk for it ahead of time).
+    pub fn contains(&self, key: &BlockKey) -> bool {
+        self.shard(key).lock().contains(key)
+    }
+
     /// Inserts (or replaces) a block; evicts as needed to stay within the bound. A block larger
     /// than a shard's capacity is not cached.
     pub fn insert(&self, key: BlockKey, block: Bytes, priority: Priority) {

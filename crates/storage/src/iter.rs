@@ -20,6 +20,34 @@ pub trait CellIter: Send {
     /// previous row).
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()>;
     fn seek_to_first(&mut self) -> Result<()>;
+    /// Advice that `seek(target)` comes next and that about `ahead` bytes of this source
+    /// after the target will be read (0: the seek alone, a Get): a source that would read
+    /// from the disk for them starts those reads now, without waiting. A merge asks all its
+    /// sources before seeking any, so that the reads of several files overlap. Nothing by
+    /// default.
+    fn prefetch_seek(&mut self, _target: &[u8], _ahead: u64) {}
+    /// What this source holds on disk: its bytes and cells (a merge spreads a scan's
+    /// expected length over its sources by these). Nothing by default (memory).
+    fn extent(&self) -> Extent {
+        Extent::default()
+    }
+}
+
+/// The bytes and cells a source holds in files ([`CellIter::extent`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Extent {
+    pub bytes: u64,
+    pub cells: u64,
+}
+
+impl std::ops::Add for Extent {
+    type Output = Extent;
+    fn add(self, o: Extent) -> Extent {
+        Extent {
+            bytes: self.bytes.saturating_add(o.bytes),
+            cells: self.cells.saturating_add(o.cells),
+        }
+    }
 }
 
 impl<T: CellIter + ?Sized> CellIter for Box<T> {
@@ -43,6 +71,12 @@ impl<T: CellIter + ?Sized> CellIter for Box<T> {
     }
     fn seek_to_first(&mut self) -> Result<()> {
         (**self).seek_to_first()
+    }
+    fn prefetch_seek(&mut self, target: &[u8], ahead: u64) {
+        (**self).prefetch_seek(target, ahead)
+    }
+    fn extent(&self) -> Extent {
+        (**self).extent()
     }
 }
 

@@ -145,6 +145,11 @@ impl Shard {
         true
     }
 
+    /// Whether the block is cached; counts nothing and moves nothing.
+    pub(super) fn contains(&self, key: &BlockKey) -> bool {
+        self.map.contains_key(key)
+    }
+
     pub(super) fn get(&mut self, key: &BlockKey) -> Option<Bytes> {
         let Some(&i) = self.map.get(key) else {
             self.stats.misses += 1;

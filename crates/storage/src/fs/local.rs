@@ -385,6 +385,11 @@ impl RandomAccessFile for MappedFile {
     }
 
     fn prefetch(&self, offset: u64, len: u64) {
+        // A file whose recent reads were all in memory is read through its mapping: advice
+        // would be a system call for pages that are there.
+        if self.resident_streak.load(Ordering::Relaxed) >= MAP_AFTER {
+            return;
+        }
         if let (Ok(offset), Ok(len)) = (usize::try_from(offset), usize::try_from(len)) {
             will_need(&self.map, offset, len);
         }

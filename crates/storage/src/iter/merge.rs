@@ -11,6 +11,10 @@ use cellar_model::key::{compare_keys, first_on_row, KeyRef};
 use cellar_model::Result;
 use std::cmp::Ordering;
 
+/// The most a source is asked to read ahead of a scan's first seek (the readahead of a scan
+/// that goes on is the store file iterator's).
+pub const MAX_AHEAD: u64 = 1024 * 1024;
+
 pub struct MergeIter {
     children: Vec<Box<dyn CellIter>>,
     current: Option<usize>,
@@ -73,6 +77,46 @@ impl MergeIter {
     }
 
     pub fn seek(&mut self, target: &[u8]) -> Result<()> {
+        self.seek_ahead(target, 0)
+    }
+
+    /// [`MergeIter::seek`] for a scan that expects to read about `rows` rows from the target
+    /// on (its limit or its batch): every source that must go to the disk starts its reads
+    /// before any waits on one, for the seek and for its share of those rows, so a seek into
+    /// several files costs one wait on the disk, not one per file and per block. A source's
+    /// share is its bytes times `rows` over the largest source's cells (the largest holds
+    /// about every row once), at most [`MAX_AHEAD`].
+    pub fn seek_ahead(&mut self, target: &[u8], rows: u64) -> Result<()> {
+        let rows = if rows > 1 { rows } else { 0 };
+        // A lone file (a Get's usual memstore and one file) reads at once: nothing to overlap.
+        if rows > 0
+            || self
+                .children
+                .iter()
+                .filter(|c| c.extent().cells > 0)
+                .count()
+                > 1
+        {
+            let most_cells = if rows > 0 {
+                self.children
+                    .iter()
+                    .map(|c| c.extent().cells)
+                    .max()
+                    .unwrap_or(0)
+            } else {
+                0
+            };
+            for c in &mut self.children {
+                let ahead = match most_cells {
+                    0 => 0,
+                    n => {
+                        let share = u128::from(c.extent().bytes) * u128::from(rows) / u128::from(n);
+                        u64::try_from(share).unwrap_or(u64::MAX).min(MAX_AHEAD)
+                    }
+                };
+                c.prefetch_seek(target, ahead);
+            }
+        }
         for c in &mut self.children {
             c.seek(target)?;
         }

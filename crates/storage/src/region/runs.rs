@@ -14,7 +14,7 @@
 //! Compaction selection (`compaction.rs`) counts and sizes runs instead of files.
 
 use super::store_files::StoreFileHandle;
-use crate::iter::CellIter;
+use crate::iter::{CellIter, Extent};
 use cellar_model::key::compare_keys;
 use cellar_model::Result;
 use std::cmp::Ordering;
@@ -135,16 +135,26 @@ pub struct RunIter {
     /// The file `current` reads.
     at: usize,
     current: Option<Box<dyn CellIter>>,
+    /// The files' bytes and cells.
+    extent: Extent,
 }
 
 impl RunIter {
     /// `files`: in row order, disjoint (a [`Run`]'s, or a slice of them).
     pub fn new(files: Vec<Arc<StoreFileHandle>>, fill_cache: bool) -> RunIter {
+        let extent = files
+            .iter()
+            .map(|f| Extent {
+                bytes: f.file.meta().file_size,
+                cells: f.file.meta().cell_count,
+            })
+            .fold(Extent::default(), |a, b| a + b);
         RunIter {
             files,
             fill_cache,
             at: 0,
             current: None,
+            extent,
         }
     }
 
@@ -239,6 +249,19 @@ impl CellIter for RunIter {
 
     fn seek_to_first(&mut self) -> Result<()> {
         self.first_from(0)
+    }
+
+    fn prefetch_seek(&mut self, target: &[u8], ahead: u64) {
+        let i = self
+            .files
+            .partition_point(|f| compare_keys(&f.file.meta().last_key, target) == Ordering::Less);
+        if let Some(it) = self.open(i) {
+            it.prefetch_seek(target, ahead);
+        }
+    }
+
+    fn extent(&self) -> Extent {
+        self.extent
     }
 }
 

@@ -72,6 +72,16 @@ impl<S: CellSink> CellSink for Counted<'_, S> {
     }
 }
 
+/// The rows a scan's first batch reads: its limit or its caching (the smaller if both are
+/// set), 0 if neither says.
+fn rows_expected(scan: &Scan) -> u64 {
+    match (scan.limit, u64::from(scan.caching)) {
+        (0, c) => c,
+        (l, 0) => l,
+        (l, c) => l.min(c),
+    }
+}
+
 impl RegionScanner {
     pub(crate) fn new(region: Arc<RegionInner>, scan: &Scan) -> Result<RegionScanner> {
         for c in &scan.columns {
@@ -168,8 +178,9 @@ impl RegionScanner {
             scanner.next_reversed = scanner.first_reversed_row(&hi)?;
         } else {
             let start = first_on_row(&lo);
+            let rows = rows_expected(scan);
             for c in &mut scanner.cursors {
-                c.merge.seek(&start)?;
+                c.merge.seek_ahead(&start, rows)?;
             }
         }
         Ok(scanner)

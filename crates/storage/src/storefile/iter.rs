@@ -7,7 +7,7 @@
 use super::block::BlockIter;
 use super::coding::DecodeResult;
 use super::StoreFile;
-use crate::iter::CellIter;
+use crate::iter::{CellIter, Extent};
 use cellar_model::Result;
 use std::sync::Arc;
 
@@ -32,6 +32,9 @@ pub struct StoreFileIter {
     in_order: u32,
     /// The file offset readahead has been asked for up to.
     ahead_to: u64,
+    /// What `prefetch_seek` asked for past the seek's block, up to where: the readahead of
+    /// the blocks read in order after that seek starts from there.
+    seek_ahead_to: u64,
 }
 
 impl StoreFileIter {
@@ -43,6 +46,7 @@ impl StoreFileIter {
             block: BlockIter::new(Default::default()),
             in_order: 0,
             ahead_to: 0,
+            seek_ahead_to: 0,
         }
     }
 
@@ -66,9 +70,9 @@ impl StoreFileIter {
             Some(prev) if prev + 1 == i => self.in_order = self.in_order.saturating_add(1),
             _ => {
                 // A jump (a seek): what was asked for ahead of the old position says nothing
-                // about the new one.
+                // about the new one; what the seek asked for ahead of itself does.
                 self.in_order = 0;
-                self.ahead_to = 0;
+                self.ahead_to = std::mem::take(&mut self.seek_ahead_to);
             }
         }
         if self.in_order < READAHEAD_AFTER {
@@ -217,5 +221,36 @@ impl CellIter for StoreFileIter {
 
     fn seek_to_first(&mut self) -> Result<()> {
         self.guarded(|it| it.forward_from(0))
+    }
+
+    fn prefetch_seek(&mut self, target: &[u8], ahead: u64) {
+        let index = self.file.index();
+        let i = index.find(target);
+        // The block in hand (the next column of the same row, say) needs no read.
+        let Some(first) = index.handle(i).filter(|_| self.loaded != Some(i)) else {
+            return;
+        };
+        self.file.prefetch_block(i);
+        self.seek_ahead_to = 0;
+        // Where in block i the target lies is unknown until it is read: its middle is the
+        // guess, and the blocks the next `ahead` bytes reach from there are asked for too.
+        let end = first
+            .offset
+            .saturating_add(first.size / 2)
+            .saturating_add(ahead);
+        let mut j = i + 1;
+        while let Some(h) = index.handle(j).filter(|h| ahead > 0 && h.offset < end) {
+            self.file.prefetch_block(j);
+            self.seek_ahead_to = h.end().unwrap_or(u64::MAX);
+            j += 1;
+        }
+    }
+
+    fn extent(&self) -> Extent {
+        let meta = self.file.meta();
+        Extent {
+            bytes: meta.file_size,
+            cells: meta.cell_count,
+        }
     }
 }

@@ -432,6 +432,27 @@ impl StoreFile {
         Ok(block)
     }
 
+    /// Asks the file system to start reading data block `i` (with its trailer) if the block
+    /// cache does not hold it, without waiting: a seek across several files asks for each
+    /// file's block first, so their reads from the disk overlap instead of following one
+    /// another.
+    pub(crate) fn prefetch_block(&self, i: usize) {
+        let Some(handle) = self.index.handle(i) else {
+            return;
+        };
+        let key = BlockKey {
+            file_id: self.file_id,
+            offset: handle.offset,
+        };
+        if self.cache.as_ref().is_some_and(|c| c.contains(&key)) {
+            return;
+        }
+        self.file.prefetch(
+            handle.offset,
+            handle.size.saturating_add(BLOCK_TRAILER_LEN as u64),
+        );
+    }
+
     /// Asks for `offset..offset + len` of the file to be read ahead ([`RandomAccessFile::prefetch`]).
     pub(crate) fn prefetch(&self, offset: u64, len: u64) {
         self.file.prefetch(offset, len);
