@@ -12,6 +12,7 @@ pub mod block_cache;
 pub mod bridge;
 pub mod counter;
 pub mod fs;
+mod heap;
 pub mod iter;
 pub mod memstore;
 pub mod query_cache;

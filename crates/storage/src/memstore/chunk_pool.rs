@@ -90,6 +90,9 @@ pub fn trim_idle_for(idle: Duration) -> usize {
         free(chunk.0);
     }
     if freed > 0 {
+        // Once one 2 MiB chunk was freed, glibc serves the next from its heap rather than a
+        // mapping of its own, and keeps it there when freed: give the pages back too.
+        crate::heap::release_free_memory();
         tracing::debug!(bytes = freed, "freed idle memstore chunks");
     }
     freed

@@ -349,6 +349,7 @@ impl RegionInner {
             .collect();
         let result = self.merge(store, &job, &inputs, major, &guards, runs.len());
         drop(claim);
+        crate::heap::release_free_memory();
         let bytes_out = result?;
         let (files_in, bytes_in) = (inputs.len(), inputs.iter().map(|f| f.size()).sum::<u64>());
         // The inputs' files go when the last handle does: this compaction's first, then the
