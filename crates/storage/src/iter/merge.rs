@@ -88,28 +88,19 @@ impl MergeIter {
     /// about every row once), at most [`MAX_AHEAD`].
     pub fn seek_ahead(&mut self, target: &[u8], rows: u64) -> Result<()> {
         let rows = if rows > 1 { rows } else { 0 };
+        let (mut files, mut most_cells) = (0, 0);
+        for e in self.children.iter().map(|c| c.extent()) {
+            if e.cells > 0 {
+                files += 1;
+                most_cells = most_cells.max(e.cells);
+            }
+        }
         // A lone file (a Get's usual memstore and one file) reads at once: nothing to overlap.
-        if rows > 0
-            || self
-                .children
-                .iter()
-                .filter(|c| c.extent().cells > 0)
-                .count()
-                > 1
-        {
-            let most_cells = if rows > 0 {
-                self.children
-                    .iter()
-                    .map(|c| c.extent().cells)
-                    .max()
-                    .unwrap_or(0)
-            } else {
-                0
-            };
+        if rows > 0 || files > 1 {
             for c in &mut self.children {
-                let ahead = match most_cells {
-                    0 => 0,
-                    n => {
+                let ahead = match (rows, most_cells) {
+                    (0, _) | (_, 0) => 0,
+                    (rows, n) => {
                         let share = u128::from(c.extent().bytes) * u128::from(rows) / u128::from(n);
                         u64::try_from(share).unwrap_or(u64::MAX).min(MAX_AHEAD)
                     }
