@@ -242,7 +242,18 @@ impl RegionServer {
         format: ResultFormat,
     ) -> Result<ScanBatch, ServerError> {
         let hosted = self.data_region(table, region_id)?;
+        let rows = if rows == 0 {
+            self.config.scanner.default_caching
+        } else {
+            rows
+        };
         let mut storage_scan = scan.clone();
+        // What the first batch reads at least, for the engine's first seek to ask the disk
+        // for ahead of time (bounded there by the stop row and 1 MiB per source).
+        storage_scan.caching = match scan.limit {
+            0 => rows,
+            l => rows.min(u32::try_from(l).unwrap_or(u32::MAX)),
+        };
         // The limit and the filter work on what the client receives; the engine gets neither.
         // A filter sees every version the family keeps; the scan's version count applies to
         // what it lets through (`FilterEval`, HBase 2's order).
@@ -269,11 +280,6 @@ impl RegionServer {
             pending: VecDeque::new(),
             peeked: None,
             exhausted: false,
-        };
-        let rows = if rows == 0 {
-            self.config.scanner.default_caching
-        } else {
-            rows
         };
         let (results, more) = scanner.fill(rows as usize, self.config.scanner.max_result_bytes)?;
         let scanner_id = self.scanners.new_id();

@@ -21,11 +21,11 @@ pub trait CellIter: Send {
     fn seek_for_prev(&mut self, target: &[u8]) -> Result<()>;
     fn seek_to_first(&mut self) -> Result<()>;
     /// Advice that `seek(target)` comes next and that about `ahead` bytes of this source
-    /// after the target will be read (0: the seek alone, a Get): a source that would read
-    /// from the disk for them starts those reads now, without waiting. A merge asks all its
-    /// sources before seeking any, so that the reads of several files overlap. Nothing by
-    /// default.
-    fn prefetch_seek(&mut self, _target: &[u8], _ahead: u64) {}
+    /// after the target will be read (0: the seek alone, a Get), none at or past the key
+    /// `stop` (empty: no bound): a source that would read from the disk for them starts
+    /// those reads now, without waiting. A merge asks all its sources before seeking any, so
+    /// that the reads of several files overlap. Nothing by default.
+    fn prefetch_seek(&mut self, _target: &[u8], _ahead: u64, _stop: &[u8]) {}
     /// What this source holds on disk: its bytes and cells (a merge spreads a scan's
     /// expected length over its sources by these). Nothing by default (memory).
     fn extent(&self) -> Extent {
@@ -72,8 +72,8 @@ impl<T: CellIter + ?Sized> CellIter for Box<T> {
     fn seek_to_first(&mut self) -> Result<()> {
         (**self).seek_to_first()
     }
-    fn prefetch_seek(&mut self, target: &[u8], ahead: u64) {
-        (**self).prefetch_seek(target, ahead)
+    fn prefetch_seek(&mut self, target: &[u8], ahead: u64, stop: &[u8]) {
+        (**self).prefetch_seek(target, ahead, stop)
     }
     fn extent(&self) -> Extent {
         (**self).extent()

@@ -349,7 +349,9 @@ fn a_scan_that_expects_rows_asks_for_their_blocks_with_its_seek() {
     let (files, trace) = open_three(dir.path(), None);
     let mut merge = merge_of(&files);
     let start = 3_000u64;
-    merge.seek_ahead(&common::key(start), 300).expect("seek");
+    merge
+        .seek_ahead(&common::key(start), 300, &[])
+        .expect("seek");
     // Everything asked for is asked for before the first read: one wait on the disk.
     let first_read = trace
         .lock()
@@ -394,5 +396,38 @@ fn a_scan_that_expects_rows_asks_for_their_blocks_with_its_seek() {
             "{:?} asked {mine} B, share {share} B",
             f.path()
         );
+    }
+}
+
+#[test]
+fn a_scan_asks_for_nothing_past_its_stop_row() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let (files, trace) = open_three(dir.path(), None);
+    let mut merge = merge_of(&files);
+    // 300 rows expected, but the stop key is 12 keys on: each file reads four of its
+    // entries, in the seek's block or the next one.
+    let (start, stop) = (3_000u64, 3_012u64);
+    merge
+        .seek_ahead(&common::key(start), 300, &common::key(stop))
+        .expect("seek");
+    let asked: Vec<(PathBuf, u64)> = trace
+        .lock()
+        .iter()
+        .filter_map(|(p, op)| match *op {
+            Op::Prefetch { len, .. } => Some((p.clone(), len)),
+            Op::Read { .. } => None,
+        })
+        .collect();
+    for f in &files {
+        let blocks = asked.iter().filter(|(p, _)| p == f.path()).count();
+        assert!(
+            (1..=2).contains(&blocks),
+            "{:?}: {blocks} blocks asked for: {asked:?}",
+            f.path()
+        );
+    }
+    for i in start..stop {
+        assert_eq!(merge.key(), common::key(i).as_slice());
+        merge.advance().expect("next");
     }
 }

@@ -77,7 +77,7 @@ impl MergeIter {
     }
 
     pub fn seek(&mut self, target: &[u8]) -> Result<()> {
-        self.seek_ahead(target, 0)
+        self.seek_ahead(target, 0, &[])
     }
 
     /// [`MergeIter::seek`] for a scan that expects to read about `rows` rows from the target
@@ -85,8 +85,9 @@ impl MergeIter {
     /// before any waits on one, for the seek and for its share of those rows, so a seek into
     /// several files costs one wait on the disk, not one per file and per block. A source's
     /// share is its bytes times `rows` over the largest source's cells (the largest holds
-    /// about every row once), at most [`MAX_AHEAD`].
-    pub fn seek_ahead(&mut self, target: &[u8], rows: u64) -> Result<()> {
+    /// about every row once), at most [`MAX_AHEAD`], and nothing from the key `stop` on
+    /// (empty: no bound; a scan's stop row).
+    pub fn seek_ahead(&mut self, target: &[u8], rows: u64, stop: &[u8]) -> Result<()> {
         let rows = if rows > 1 { rows } else { 0 };
         let (mut files, mut most_cells) = (0, 0);
         for e in self.children.iter().map(|c| c.extent()) {
@@ -105,7 +106,7 @@ impl MergeIter {
                         u64::try_from(share).unwrap_or(u64::MAX).min(MAX_AHEAD)
                     }
                 };
-                c.prefetch_seek(target, ahead);
+                c.prefetch_seek(target, ahead, stop);
             }
         }
         for c in &mut self.children {

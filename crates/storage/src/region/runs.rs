@@ -251,12 +251,12 @@ impl CellIter for RunIter {
         self.first_from(0)
     }
 
-    fn prefetch_seek(&mut self, target: &[u8], ahead: u64) {
+    fn prefetch_seek(&mut self, target: &[u8], ahead: u64, stop: &[u8]) {
         let i = self
             .files
             .partition_point(|f| compare_keys(&f.file.meta().last_key, target) == Ordering::Less);
         if let Some(it) = self.open(i) {
-            it.prefetch_seek(target, ahead);
+            it.prefetch_seek(target, ahead, stop);
         }
     }
 

@@ -179,8 +179,13 @@ impl RegionScanner {
         } else {
             let start = first_on_row(&lo);
             let rows = rows_expected(scan);
+            let stop = if hi.is_empty() {
+                Vec::new()
+            } else {
+                first_on_row(&hi)
+            };
             for c in &mut scanner.cursors {
-                c.merge.seek_ahead(&start, rows)?;
+                c.merge.seek_ahead(&start, rows, &stop)?;
             }
         }
         Ok(scanner)

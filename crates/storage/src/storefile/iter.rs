@@ -223,7 +223,7 @@ impl CellIter for StoreFileIter {
         self.guarded(|it| it.forward_from(0))
     }
 
-    fn prefetch_seek(&mut self, target: &[u8], ahead: u64) {
+    fn prefetch_seek(&mut self, target: &[u8], ahead: u64, stop: &[u8]) {
         let index = self.file.index();
         let i = index.find(target);
         // The block in hand (the next column of the same row, say) needs no read.
@@ -234,12 +234,21 @@ impl CellIter for StoreFileIter {
         self.seek_ahead_to = 0;
         // Where in block i the target lies is unknown until it is read: its middle is the
         // guess, and the blocks the next `ahead` bytes reach from there are asked for too.
+        if ahead == 0 {
+            return;
+        }
         let end = first
             .offset
             .saturating_add(first.size / 2)
             .saturating_add(ahead);
+        // The block that holds the stop key (or the first past it) is the last a scan reads.
+        let last = if stop.is_empty() {
+            usize::MAX
+        } else {
+            index.find(stop)
+        };
         let mut j = i + 1;
-        while let Some(h) = index.handle(j).filter(|h| ahead > 0 && h.offset < end) {
+        while let Some(h) = index.handle(j).filter(|h| j <= last && h.offset < end) {
             self.file.prefetch_block(j);
             self.seek_ahead_to = h.end().unwrap_or(u64::MAX);
             j += 1;
