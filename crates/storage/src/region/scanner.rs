@@ -105,12 +105,11 @@ impl RegionScanner {
         };
         // A forward scan of exactly one row (`[r, r\0)`, how clients often read one row) goes
         // through the region-level gate and bloom filters as a Get does.
-        let one_row = region.services.config.region_gate
-            && !scan.reversed
+        let one_row = !scan.reversed
             && hi.len() == lo.len() + 1
             && hi.starts_with(&lo)
             && hi.last() == Some(&0);
-        let probe = one_row.then(|| RowProbe::new(&lo));
+        let probe = (one_row && region.services.config.region_gate).then(|| RowProbe::new(&lo));
         let mut cursors = Vec::new();
         for (i, store) in region.stores.iter().enumerate() {
             let Some(mut spec) = region.read_spec(
@@ -178,7 +177,8 @@ impl RegionScanner {
             scanner.next_reversed = scanner.first_reversed_row(&hi)?;
         } else {
             let start = first_on_row(&lo);
-            let rows = rows_expected(scan);
+            // One row reads like a Get, whatever batch its caller allows.
+            let rows = if one_row { 1 } else { rows_expected(scan) };
             let stop = if hi.is_empty() {
                 Vec::new()
             } else {
