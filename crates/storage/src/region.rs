@@ -1172,14 +1172,25 @@ fn skip_column(merge: &mut MergeIter, row: &[u8], qualifier: &mut Vec<u8>) -> Re
     merge.seek(&cellar_model::key::first_on_column(row, qualifier))
 }
 
+/// Where [`read_row_cells`] leaves its merge.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RowEnd {
+    /// At the first cell past the row: a scanner goes on from there.
+    PastRow,
+    /// Anywhere once the matcher wants nothing more of the row ([`RowMatcher::row_done`]):
+    /// a Get, which reads nothing after.
+    WhenDone,
+}
+
 /// Reads the cells of `row` from `merge` (positioned at or before the row's first cell) through
-/// `matcher`, giving visible ones to `sink`; leaves `merge` at the first cell past the row.
+/// `matcher`, giving visible ones to `sink`; leaves `merge` where `end` says.
 pub(crate) fn read_row_cells<S: CellSink>(
     merge: &mut MergeIter,
     row: &[u8],
     family: &Bytes,
     matcher: &mut RowMatcher<'_>,
     sink: &mut S,
+    end: RowEnd,
 ) -> Result<()> {
     matcher.reset();
     let mut skip_to = std::mem::take(&mut matcher.skip_to);
@@ -1202,6 +1213,9 @@ pub(crate) fn read_row_cells<S: CellSink>(
                     value: merge.value(),
                 });
             }
+        }
+        if end == RowEnd::WhenDone && matcher.row_done(&key) {
+            break;
         }
         if skip {
             skip_column(merge, row, &mut skip_to)?;

@@ -15,7 +15,7 @@ use super::matcher::{ReadSpec, RowMatcher};
 use super::mvcc::ReadPoint;
 use super::sink::RowCells;
 use super::store::{candidate_files, memstore_sources, memstore_sources_for_row, Store};
-use super::{read_row_cells, RegionInner};
+use super::{read_row_cells, RegionInner, RowEnd};
 use crate::iter::MergeIter;
 use crate::query_cache::{GetShape, Lookup, Recorder};
 use crate::storefile::RowProbe;
@@ -181,7 +181,14 @@ impl RegionInner {
             // From the row's first cell: family delete markers sort there.
             merge.seek(row_start)?;
             let mut matcher = RowMatcher::new(&store.family, &spec, *now);
-            read_row_cells(&mut merge, &get.row, &store.name, &mut matcher, sink)?;
+            read_row_cells(
+                &mut merge,
+                &get.row,
+                &store.name,
+                &mut matcher,
+                sink,
+                RowEnd::WhenDone,
+            )?;
         }
         Ok(())
     }
@@ -216,11 +223,20 @@ fn settled(
     // now = 0: nothing counts as expired; only deletes and the version limit decide.
     let mut matcher = RowMatcher::new(family, &check, 0);
     let mut counts = vec![0u32; qs.len()];
+    let last = qs.last().map(Bytes::as_ref).unwrap_or_default();
     merge.seek(row_start)?;
+    // Stops as soon as the answer is known: past the last column asked for, nothing counts,
+    // and reading on to the row's end could mean reading the next block.
     while let Some(key) = merge.key_in_row(row)? {
+        if key.qualifier() > last {
+            break;
+        }
         if matcher.survives(&key) && key.timestamp() > cutoff {
             if let Ok(i) = qs.binary_search_by(|q| q.as_ref().cmp(key.qualifier())) {
                 counts[i] += 1;
+                if counts[i] >= needed && counts.iter().all(|&c| c >= needed) {
+                    return Ok(true);
+                }
             }
         }
         merge.advance()?;

@@ -243,6 +243,25 @@ impl<'a> RowMatcher<'a> {
             || !self.wanted_qualifier(key.qualifier())
     }
 
+    /// Whether nothing at or after `key` in this row can be returned: the read names its
+    /// columns and `key` is past the last of them, or in the last and that column is done. A
+    /// Get stops there instead of reading on to the row's end, which for a row whose cells
+    /// end a block meant reading the next block (one Get in ~60 at 64 KiB blocks of 1 KiB
+    /// cells, disk reads where the block is cold). Call after [`RowMatcher::matches`].
+    pub fn row_done(&self, key: &KeyRef<'_>) -> bool {
+        if self.spec.raw {
+            return false;
+        }
+        let Some(last) = self.spec.qualifiers.as_ref().and_then(|qs| qs.last()) else {
+            return false;
+        };
+        match key.qualifier().cmp(last.as_ref()) {
+            std::cmp::Ordering::Less => false,
+            std::cmp::Ordering::Equal => self.column_done(key),
+            std::cmp::Ordering::Greater => true,
+        }
+    }
+
     /// Whether the reader gets this cell.
     pub fn matches(&mut self, key: &KeyRef<'_>) -> bool {
         if self.spec.raw {

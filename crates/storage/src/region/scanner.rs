@@ -7,7 +7,7 @@
 
 use super::matcher::{MatcherScratch, ReadSpec, RowMatcher};
 use super::sink::RowCells;
-use super::{read_row_cells, RegionInner};
+use super::{read_row_cells, RegionInner, RowEnd};
 use crate::iter::MergeIter;
 use crate::storefile::RowProbe;
 use bytes::Bytes;
@@ -265,7 +265,14 @@ impl RegionScanner {
             let store = &region.stores[c.store];
             let mut matcher =
                 RowMatcher::with_scratch(&store.family, &c.spec, *now, std::mem::take(scratch));
-            read_row_cells(&mut c.merge, row, &store.name, &mut matcher, &mut counted)?;
+            read_row_cells(
+                &mut c.merge,
+                row,
+                &store.name,
+                &mut matcher,
+                &mut counted,
+                RowEnd::PastRow,
+            )?;
             *scratch = matcher.into_scratch();
         }
         Ok(counted.cells)
