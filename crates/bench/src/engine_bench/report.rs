@@ -39,6 +39,10 @@ pub struct WorkloadResult {
     /// supplied (readahead the engine asked for included).
     #[serde(default)]
     pub device_bytes_read_per_op: f64,
+    /// CPU time (user and system, every thread of the engine's process: client, flushes,
+    /// compactions) per operation over the timed operations, in microseconds.
+    #[serde(default)]
+    pub cpu_us_per_op: f64,
     /// Seconds spent after the timed loop in flush and waiting for background work.
     pub drain_seconds: f64,
     /// Gets that found their key, entries returned by scans.
@@ -172,12 +176,12 @@ pub fn markdown_table(results: &[WorkloadResult], engines: &[EngineKind]) -> Str
 }
 
 /// A second Markdown table with what the first leaves out, one row per engine and workload:
-/// MB/s, p99.9, bytes read from files and from the disk per operation, the drain after
-/// writes, the store's size.
+/// MB/s, p99.9, CPU per operation, bytes read from files and from the disk per operation, the
+/// drain after writes, the store's size.
 pub fn details_table(results: &[WorkloadResult]) -> String {
     let mut out = String::from(
-        "| workload | engine | MB/s | p99.9 µs | file reads KiB/op | disk reads KiB/op | drain s | db size |\n\
-         |---|---|---:|---:|---:|---:|---:|---:|\n",
+        "| workload | engine | MB/s | p99.9 µs | CPU µs/op | file reads KiB/op | disk reads KiB/op | drain s | db size |\n\
+         |---|---|---:|---:|---:|---:|---:|---:|---:|\n",
     );
     for r in results {
         let drain = if r.workload.writes() {
@@ -187,11 +191,12 @@ pub fn details_table(results: &[WorkloadResult]) -> String {
         };
         let _ = writeln!(
             out,
-            "| {} | {} | {:.1} | {} | {:.1} | {:.1} | {drain} | {} |",
+            "| {} | {} | {:.1} | {} | {} | {:.1} | {:.1} | {drain} | {} |",
             r.workload,
             r.engine,
             r.mb_per_sec,
             micros(r.p999_us),
+            micros(r.cpu_us_per_op),
             r.file_bytes_read_per_op / 1024.0,
             r.device_bytes_read_per_op / 1024.0,
             mib(r.db_bytes)
@@ -226,7 +231,8 @@ pub fn summary_line(r: &WorkloadResult) -> String {
     }
     let _ = write!(
         s,
-        "  peak RSS {}  db {}",
+        "  CPU {} µs/op  peak RSS {}  db {}",
+        micros(r.cpu_us_per_op),
         mib(r.peak_rss_bytes),
         mib(r.db_bytes)
     );
@@ -255,6 +261,7 @@ mod tests {
             device_bytes_written: 0,
             file_bytes_read_per_op: 0.0,
             device_bytes_read_per_op: 0.0,
+            cpu_us_per_op: 12.5,
             drain_seconds: 0.5,
             found: 1000,
             cache_hit_rate: None,
@@ -301,10 +308,10 @@ mod tests {
         let details = details_table(&results);
         assert_eq!(details.lines().count(), 5, "{details}");
         assert!(
-            details.contains("| fillseq | cellar | 1.0 | 300 | 0.0 | 0.0 | 0.5 | 0.0 MiB |"),
+            details.contains("| fillseq | cellar | 1.0 | 300 | 12 | 0.0 | 0.0 | 0.5 | 0.0 MiB |"),
             "{details}"
         );
-        assert!(details.contains("| readrandom | cellar | 1.0 | 300 | 0.0 | 0.0 | - |"));
+        assert!(details.contains("| readrandom | cellar | 1.0 | 300 | 12 | 0.0 | 0.0 | - |"));
         let single = markdown_table(&results[..1], &[EngineKind::Cellar]);
         assert!(!single.contains("ratio"));
     }

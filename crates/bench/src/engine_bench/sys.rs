@@ -1,5 +1,5 @@
-//! What Linux says about this process: IO counters (`/proc/self/io`), anonymous resident memory
-//! (`/proc/self/status`), and the size of a directory tree.
+//! What Linux says about this process: IO counters (`/proc/self/io`), CPU time, anonymous
+//! resident memory (`/proc/self/status`), and the size of a directory tree.
 //!
 //! `/proc/self/io` sums every thread of the process, live or exited, so an engine's background
 //! flush and compaction threads count the same as the client threads. `wchar` counts bytes
@@ -68,6 +68,25 @@ impl ProcIo {
             write_bytes: self.write_bytes.saturating_sub(earlier.write_bytes),
         }
     }
+}
+
+/// CPU time (user and system) this process has used, every thread counted, exited ones
+/// included (`getrusage(RUSAGE_SELF)`).
+pub fn process_cpu() -> Result<std::time::Duration> {
+    // SAFETY: `getrusage` writes one `rusage` into the zeroed value it is given.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: a valid pointer to a `rusage` this function owns.
+    if unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) } != 0 {
+        return Err(BenchError::new(format!(
+            "getrusage: {}",
+            std::io::Error::last_os_error()
+        )));
+    }
+    let tv = |t: libc::timeval| {
+        std::time::Duration::from_secs(t.tv_sec.max(0) as u64)
+            + std::time::Duration::from_micros(t.tv_usec.max(0) as u64)
+    };
+    Ok(tv(usage.ru_utime) + tv(usage.ru_stime))
 }
 
 /// A `kB` field of `/proc/<pid>/status` (e.g. `VmHWM`, `VmRSS`), in bytes.

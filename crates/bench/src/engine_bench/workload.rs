@@ -316,7 +316,9 @@ pub fn measure(
     let cache_before = engine.cache_counters();
     let io_before = ProcIo::read()?;
     let read_before = engine.file_bytes_read();
+    let cpu_before = sys::process_cpu()?;
     let timed = run_ops(engine, bench, w)?;
+    let cpu_timed = sys::process_cpu()?.saturating_sub(cpu_before);
     let io_timed = ProcIo::read()?;
     let read_after = engine.file_bytes_read();
     let cache_after = engine.cache_counters();
@@ -367,6 +369,7 @@ pub fn measure(
         file_bytes_read_per_op: file_bytes_read as f64 / timed.ops.max(1) as f64,
         device_bytes_read_per_op: io_timed.since(&io_before).read_bytes as f64
             / timed.ops.max(1) as f64,
+        cpu_us_per_op: cpu_timed.as_secs_f64() * 1e6 / timed.ops.max(1) as f64,
         drain_seconds,
         found: timed.found,
         cache_hit_rate,
