@@ -36,6 +36,26 @@ fn blocks_asked(region: &Region, f: impl FnOnce() -> Vec<Cell>) -> (u64, Vec<Cel
     )
 }
 
+/// Gets `cf:q` of every row below `n`, checking each returns the value of `round` at `ts`
+/// after asking for exactly one block.
+fn assert_one_block_per_get(region: &Region, n: u32, ts: u64, round: u8) {
+    for i in 0..n {
+        let (asked, cells) = blocks_asked(region, || {
+            region
+                .get(&Get::new(row(i)).column(b"cf", b"q"))
+                .expect("get")
+        });
+        assert_eq!(cells.len(), 1, "row {i}");
+        assert_eq!(cells[0].timestamp, ts, "row {i}");
+        assert_eq!(
+            cells[0].value.as_ref(),
+            value(i, round).as_slice(),
+            "row {i}"
+        );
+        assert_eq!(asked, 1, "row {i}: blocks asked for");
+    }
+}
+
 fn put_rows(region: &Region, n: u32, ts: u64, round: u8) {
     for i in 0..n {
         region
@@ -52,16 +72,7 @@ fn a_get_of_named_columns_asks_for_one_block_wherever_its_row_sits() {
     let n = 90;
     put_rows(&region, n, 10, 1);
     assert_eq!(region.store_files("cf").len(), 1);
-    for i in 0..n {
-        let (asked, cells) = blocks_asked(&region, || {
-            region
-                .get(&Get::new(row(i)).column(b"cf", b"q"))
-                .expect("get")
-        });
-        assert_eq!(cells.len(), 1, "row {i}");
-        assert_eq!(cells[0].value.as_ref(), value(i, 1).as_slice(), "row {i}");
-        assert_eq!(asked, 1, "row {i}: blocks asked for");
-    }
+    assert_one_block_per_get(&region, n, 10, 1);
     // A column past the row's last is absent, and asks for no more than the row's block(s):
     // the next row's block tells the row ended only when the row's cells end its block.
     for i in 0..n {
@@ -83,17 +94,7 @@ fn an_overwritten_row_reads_only_the_newer_files_block() {
     put_rows(&region, n, 10, 1);
     put_rows(&region, n, 20, 2);
     assert_eq!(region.store_files("cf").len(), 2);
-    for i in 0..n {
-        let (asked, cells) = blocks_asked(&region, || {
-            region
-                .get(&Get::new(row(i)).column(b"cf", b"q"))
-                .expect("get")
-        });
-        assert_eq!(cells.len(), 1, "row {i}");
-        assert_eq!(cells[0].timestamp, 20, "row {i}");
-        assert_eq!(cells[0].value.as_ref(), value(i, 2).as_slice(), "row {i}");
-        assert_eq!(asked, 1, "row {i}: blocks asked for");
-    }
+    assert_one_block_per_get(&region, n, 20, 2);
     // Two versions asked for: both files are read, and both versions come back, newest first.
     for i in 0..n {
         let cells = region
