@@ -129,6 +129,9 @@ impl HbaseService {
         self.rs
             .requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        // With authorization on, nobody the server cannot name is served anything, not even
+        // the connection registry's answers or meta's rows.
+        self.rs.authz.authenticate(&ctx.caller)?;
         let outcome = match service {
             "ClientService" => client::call(self, ctx, method, param, cellblock),
             "MasterService" => master::call(self, ctx, method, param),

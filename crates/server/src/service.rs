@@ -56,6 +56,8 @@ impl RegionServer {
         cellblock: Bytes,
     ) -> Result<Reply, ServerError> {
         self.check_running()?;
+        // With authorization on, nobody the server cannot name is served anything.
+        self.authz.authenticate(&ctx.caller)?;
         self.requests.fetch_add(1, Ordering::Relaxed);
         let empty = || Ok(reply(&pb::Empty {}, BytesMut::new()));
         match method {
@@ -89,7 +91,7 @@ impl RegionServer {
                     req.get
                         .ok_or_else(|| ServerError::invalid("GetRequest has no get"))?,
                 )?;
-                self.check_read(&ctx.caller, &r.table, &mut get.columns, "get")?;
+                self.check_get(&ctx.caller, &r.table, &mut get, "get")?;
                 let cells = self.get(&r.table, r.region_id, &get)?;
                 let mut out = BytesMut::new();
                 let result = convert::result_to_pb(&cells, false, &mut out);
@@ -157,7 +159,7 @@ impl RegionServer {
                 } else {
                     (asked, ResultFormat::CellBlock)
                 };
-                self.check_read(&ctx.caller, &r.table, &mut scan.columns, "scan")?;
+                self.check_scan(&ctx.caller, &r.table, &mut scan, "scan")?;
                 let batch =
                     self.scan_open(ctx.conn_id, &r.table, r.region_id, &scan, req.rows, format)?;
                 let (results, out, encoding) = encode_batch(&batch);
@@ -192,7 +194,7 @@ impl RegionServer {
                     req.scan
                         .ok_or_else(|| ServerError::invalid("PrepareScanRequest has no scan"))?,
                 )?;
-                self.check_read(&ctx.caller, &req.table, &mut scan.columns, "prepare a scan")?;
+                self.check_scan(&ctx.caller, &req.table, &mut scan, "prepare a scan")?;
                 let handle = self.prepare_scan(ctx.conn_id, &req.table, scan, req.compress)?;
                 Ok(reply(
                     &pb::PrepareScanResponse {
@@ -468,15 +470,82 @@ impl RegionServer {
         self.dispatch(&internal, method, param, cellblock)
     }
 
-    /// Narrows a read of `table` to the columns `caller` may see; refused when none.
-    pub(crate) fn check_read(
+    /// Narrows a Get of `table` to what `caller` may read; refused when nothing is left.
+    pub(crate) fn check_get(
+        &self,
+        caller: &Caller,
+        table: &str,
+        get: &mut cellar_model::Get,
+        what: &str,
+    ) -> Result<(), ServerError> {
+        if is_meta(table) {
+            return self.check_meta_read(caller, MetaRead::Row(&get.row), what);
+        }
+        self.check_read(caller, table, &mut get.columns, what)
+    }
+
+    /// Narrows a scan of `table` to what `caller` may read; refused when nothing is left.
+    pub(crate) fn check_scan(
+        &self,
+        caller: &Caller,
+        table: &str,
+        scan: &mut cellar_model::Scan,
+        what: &str,
+    ) -> Result<(), ServerError> {
+        if is_meta(table) {
+            return self.check_meta_read(caller, MetaRead::Rows(&mut scan.filter), what);
+        }
+        self.check_read(caller, table, &mut scan.columns, what)
+    }
+
+    /// hbase:meta, as HBase lets it be read: every authenticated caller reads its table,
+    /// region and namespace rows (clients locate regions with them); its grant rows
+    /// (`@acl/…`, what HBase keeps in `hbase:acl`) only a global ADMIN. Other callers' scans
+    /// pass over the grant rows; a Get of one is refused (audited).
+    fn check_meta_read(
+        &self,
+        caller: &Caller,
+        read: MetaRead<'_>,
+        what: &str,
+    ) -> Result<(), ServerError> {
+        self.authz.authenticate(caller)?;
+        if self.authz.allows(caller, Action::Admin, &Scope::Global) {
+            return Ok(());
+        }
+        match read {
+            MetaRead::Row(row) if row.starts_with(crate::meta::ACL_ROW_PREFIX) => {
+                self.authz.require(
+                    caller,
+                    Action::Admin,
+                    &Scope::Global,
+                    &format!("{what} the grants in {}", crate::meta::META_TABLE),
+                )
+            }
+            MetaRead::Row(_) => Ok(()),
+            MetaRead::Rows(filter) => {
+                use cellar_model::filter::{Comparator, CompareOp, Filter, ListOp};
+                let hide_grants = Filter::Row(
+                    CompareOp::NotEqual,
+                    Comparator::BinaryPrefix(Bytes::from_static(crate::meta::ACL_ROW_PREFIX)),
+                );
+                *filter = Some(match filter.take() {
+                    None => hide_grants,
+                    Some(f) => Filter::List(ListOp::MustPassAll, vec![hide_grants, f]),
+                });
+                Ok(())
+            }
+        }
+    }
+
+    /// Narrows a read of a user table to the columns `caller` may see; refused when none.
+    fn check_read(
         &self,
         caller: &Caller,
         table: &str,
         columns: &mut Vec<cellar_model::Column>,
         what: &str,
     ) -> Result<(), ServerError> {
-        if !self.authz.enabled() || is_meta(table) {
+        if !self.authz.enabled() {
             return Ok(());
         }
         let view = self.authz.read_view(caller, table, what)?;
@@ -544,7 +613,7 @@ impl RegionServer {
                 ))),
                 Some(pb::action::Op::Get(g)) => region_ref(action.region, "action").and_then(|r| {
                     let mut get = convert::get_from_pb(g)?;
-                    self.check_read(caller, &r.table, &mut get.columns, "get")?;
+                    self.check_get(caller, &r.table, &mut get, "get")?;
                     self.get(&r.table, r.region_id, &get).map(Some)
                 }),
                 Some(pb::action::Op::Mutation(m)) => convert::mutation_from_pb(&m, &mut reader)
@@ -723,10 +792,8 @@ impl RegionServer {
         let r = req.region?;
         let mut get = convert::get_from_pb(req.get?).ok()?;
         // Refused here, it is refused (and audited) again on the handler pool.
-        crate::security::authz::quietly(|| {
-            self.check_read(caller, &r.table, &mut get.columns, "get")
-        })
-        .ok()?;
+        crate::security::authz::quietly(|| self.check_get(caller, &r.table, &mut get, "get"))
+            .ok()?;
         let (result, out) = if get.filter.is_none() {
             // Cells go from the memstore or block straight into the answer.
             let mut block = CellBlockWriter::default();
@@ -887,6 +954,14 @@ fn status_to_pb(s: ServerStatus) -> pb::StatusResponse {
 
 /// Whether `table` is the meta table: every caller may read it (HBase lets every client
 /// locate regions).
+/// What a read of hbase:meta asks for.
+enum MetaRead<'a> {
+    /// One row (a Get).
+    Row(&'a [u8]),
+    /// Rows (a scan): its filter, to which the check may add.
+    Rows(&'a mut Option<cellar_model::Filter>),
+}
+
 fn is_meta(table: &str) -> bool {
     table == crate::meta::META_TABLE
 }

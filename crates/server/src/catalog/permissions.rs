@@ -62,7 +62,10 @@ impl RegionServer {
     ) -> Result<Vec<Permission>, ServerError> {
         let wide = scope.cloned().unwrap_or(Scope::Global);
         let own = caller.user.as_deref().is_some_and(|me| user == Some(me));
-        if !own {
+        if own {
+            // One's own grants, once the server knows one is who one says.
+            self.authz.authenticate(caller)?;
+        } else {
             self.authz.require(
                 caller,
                 Action::Admin,

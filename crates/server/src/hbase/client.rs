@@ -73,11 +73,8 @@ pub(crate) fn get_inline(
     };
     let (mut get, exists_only) = convert::get_from_hbase(&req.get).ok()?;
     // Refused here, it is refused (and audited) again on the handler pool.
-    crate::security::authz::quietly(|| {
-        svc.rs
-            .check_read(&ctx.caller, &table, &mut get.columns, "get")
-    })
-    .ok()?;
+    crate::security::authz::quietly(|| svc.rs.check_get(&ctx.caller, &table, &mut get, "get"))
+        .ok()?;
     let reply = if ctx.cell_blocks && !exists_only && get.filter.is_none() {
         // The common Get: cells go from the memstore or block straight into the answer.
         let mut block = CellBlockWriter::default();
@@ -176,19 +173,18 @@ fn user_region(target: &RegionTarget) -> Result<(&str, u64)> {
 
 // ---- Permissions ----
 
-/// Narrows a read of a user region to what the caller may see (meta: everyone may read).
-fn check_read(
+/// Narrows a Get of a user region to what the caller may see. Meta, as this front end
+/// computes it, holds only table and region rows: every authenticated caller may read it.
+fn check_get(
     svc: &HbaseService,
     ctx: &CallCtx,
     target: &RegionTarget,
-    columns: &mut Vec<cellar_model::Column>,
+    get: &mut cellar_model::Get,
     what: &str,
 ) -> Result<()> {
     match target {
-        RegionTarget::Meta => Ok(()),
-        RegionTarget::User { table, .. } => {
-            Ok(svc.rs.check_read(&ctx.caller, table, columns, what)?)
-        }
+        RegionTarget::Meta => Ok(svc.rs.authz.authenticate(&ctx.caller)?),
+        RegionTarget::User { table, .. } => Ok(svc.rs.check_get(&ctx.caller, table, get, what)?),
     }
 }
 
@@ -273,7 +269,7 @@ pub(crate) fn get(
     g: &hbase::Get,
 ) -> Result<HReply> {
     let (mut get, exists_only) = convert::get_from_hbase(g)?;
-    check_read(svc, ctx, target, &mut get.columns, "get")?;
+    check_get(svc, ctx, target, &mut get, "get")?;
     let cells = read_row(svc, target, &get)?;
     Ok(get_reply(ctx, &cells, exists_only))
 }
@@ -537,7 +533,7 @@ fn run_action(
     }
     if let Some(g) = &a.get {
         let (mut get, exists_only) = convert::get_from_hbase(g)?;
-        check_read(svc, ctx, target, &mut get.columns, "get")?;
+        check_get(svc, ctx, target, &mut get, "get")?;
         let row = read_row(svc, target, &get)?;
         return Ok(get_result(ctx, &row, exists_only, out));
     }
@@ -769,8 +765,7 @@ pub(crate) fn scan(
         }
         RegionTarget::User { table, region_id } => {
             let mut scan = convert::scan_from_hbase(s, limit)?;
-            svc.rs
-                .check_read(&ctx.caller, &table, &mut scan.columns, "scan")?;
+            svc.rs.check_scan(&ctx.caller, &table, &mut scan, "scan")?;
             let batch = svc.rs.scan_open(
                 ctx.conn_id,
                 &table,

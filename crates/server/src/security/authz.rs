@@ -181,6 +181,16 @@ impl Authz {
         })
     }
 
+    /// Passes when authorization is off or the server knows who `caller` is; else refused
+    /// as unauthenticated (audited). The gate every call passes before anything is read: an
+    /// unauthenticated caller is told nothing, not even where a region is.
+    pub fn authenticate(&self, caller: &Caller) -> Result<(), ServerError> {
+        if !self.enabled {
+            return Ok(());
+        }
+        self.authenticated_user(caller).map(|_| ())
+    }
+
     /// The subject of `caller`, or why it has none (audited).
     pub fn subject(&self, caller: &Caller) -> Result<Subject, ServerError> {
         if caller.protocol == "internal" {
@@ -189,6 +199,16 @@ impl Authz {
                 groups: Vec::new(),
                 superuser: true,
             });
+        }
+        let user = self.authenticated_user(caller)?;
+        Ok(self.subject_of(user))
+    }
+
+    /// The user the server takes `caller` to be (none for the server's own calls), or why it
+    /// takes none (audited).
+    fn authenticated_user<'a>(&self, caller: &'a Caller) -> Result<&'a str, ServerError> {
+        if caller.protocol == "internal" {
+            return Ok("(server)");
         }
         let Some(user) = caller.user.as_deref() else {
             return Err(self.unauthenticated(
@@ -212,7 +232,7 @@ impl Authz {
                 ));
             }
         }
-        Ok(self.subject_of(user))
+        Ok(user)
     }
 
     /// Passes when `caller` may do `action` at `scope`; `what` names the call in refusals.
@@ -245,6 +265,16 @@ impl Authz {
         drop(perms);
         let names: Vec<&str> = actions.iter().map(|a| a.name()).collect();
         Err(self.denied(caller, &who.user, &names.join("|"), scope, what))
+    }
+
+    /// Whether `caller` may do `action` at `scope`; unlike [`Authz::require`] a "no" is not a
+    /// refusal and is not audited.
+    pub fn allows(&self, caller: &Caller, action: Action, scope: &Scope) -> bool {
+        if !self.enabled {
+            return true;
+        }
+        quietly(|| self.subject(caller))
+            .is_ok_and(|who| self.permissions.read().allows(&who, action, scope))
     }
 
     /// ADMIN or CREATE on `table`: HBase's rule for a table's DDL, flushes and compactions.
