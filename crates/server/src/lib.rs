@@ -9,6 +9,7 @@
 pub mod catalog;
 pub mod config;
 pub mod coord;
+pub mod faults;
 pub mod hbase;
 pub mod http;
 pub mod logs;

@@ -84,6 +84,7 @@ impl Node {
     /// [`Node::start`] in any role.
     pub fn start_as(mut config: ServerConfig, role: NodeRole) -> Result<Node, String> {
         config.validate()?;
+        crate::faults::init();
         let fs = match (!config.root.is_empty())
             .then(|| Root::parse(&config.root))
             .transpose()?

@@ -190,6 +190,7 @@ impl RegionServer {
         let clock = Arc::clone(&storage.clock);
         let (services, records) = StorageServices::open(fs, &wal_dir, storage)?;
         let router = Router::new();
+        let nonces = nonces::Nonces::default();
         let meta = if matches!(opening.role, Role::RegionServer) {
             None
         } else {
@@ -201,6 +202,7 @@ impl RegionServer {
                 meta_info.clone(),
                 meta_schema(),
                 &records,
+                &nonces,
             ) {
                 Ok(r) => r,
                 Err(e) => {
@@ -241,7 +243,7 @@ impl RegionServer {
             requests: AtomicU64::new(0),
             splits_done: AtomicU64::new(0),
             standalone_balancer: AtomicBool::new(true),
-            nonces: nonces::Nonces::default(),
+            nonces,
             stopping: AtomicBool::new(false),
             fenced: AtomicBool::new(false),
             split_requester: Mutex::new(None),
@@ -463,7 +465,14 @@ impl RegionServer {
                 }
             }
         }
-        placement::open_with_recovered(&self.services, &dir, info.clone(), schema.clone(), replay)
+        placement::open_with_recovered(
+            &self.services,
+            &dir,
+            info.clone(),
+            schema.clone(),
+            replay,
+            &self.nonces,
+        )
     }
 }
 

@@ -128,6 +128,19 @@ impl Server {
         s
     }
 
+    /// [`Server::start_role`] with more environment variables (`CELLAR_FAULTS`).
+    pub fn start_role_env(
+        role: &str,
+        data_dir: &Path,
+        config: Option<&Path>,
+        extra: &[&str],
+        env: &[(&str, &str)],
+    ) -> Server {
+        let mut s = Server::spawn_role_env(role, data_dir, config, ["127.0.0.1:0"; 3], extra, env);
+        s.wait_listening();
+        s
+    }
+
     /// Starts `cellar ROLE` without waiting for it to listen (a backup master waits).
     pub fn spawn_role(
         role: &str,
@@ -135,6 +148,18 @@ impl Server {
         config: Option<&Path>,
         addrs: [&str; 3],
         extra: &[&str],
+    ) -> Server {
+        Server::spawn_role_env(role, data_dir, config, addrs, extra, &[])
+    }
+
+    /// [`Server::spawn_role`] with more environment variables.
+    pub fn spawn_role_env(
+        role: &str,
+        data_dir: &Path,
+        config: Option<&Path>,
+        addrs: [&str; 3],
+        extra: &[&str],
+        env: &[(&str, &str)],
     ) -> Server {
         let [native, http, hbase] = addrs;
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_cellar"));
@@ -153,6 +178,7 @@ impl Server {
             cmd.arg("--config").arg(c);
         }
         cmd.args(extra);
+        cmd.envs(env.iter().copied());
         cmd.env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
             .stdin(Stdio::null())

@@ -306,6 +306,13 @@ impl RegionServer {
                     Err(ServerError::invalid("mutation kind is unspecified"))
                 }
             };
+            if cells.is_ok() {
+                crate::faults::after_wal(match kind {
+                    MutationKind::Increment => "increment",
+                    MutationKind::Append => "append",
+                    _ => "put",
+                });
+            }
             if let Some(n) = nonce {
                 self.nonces.end(n, cells.is_ok());
             }

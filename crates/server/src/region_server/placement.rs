@@ -3,6 +3,7 @@
 //! call [`RegionServer::bring_up`], [`RegionServer::bring_down`] and
 //! [`RegionServer::region_work`] and never ask which.
 
+use super::nonces::Nonces;
 use super::{RegionServer, Role, ServerError};
 use crate::router::{HostedRegion, RegionState};
 use cellar_model::TableSchema;
@@ -22,16 +23,26 @@ pub enum RegionWork {
 /// Opens a region with its own WAL's `replay` records and the edits split for it from dead
 /// servers' logs (`recovered.edits`). Recovered edits are in no log of this server, so they
 /// are flushed before the region serves, and only then removed.
+///
+/// The nonces the recovered edits carry go to `nonces` before the region serves: a client
+/// that retries an increment or append the dead server applied but never answered is
+/// answered as a duplicate here, not applied twice (HBase's nonce handling of replayed edits).
 pub(crate) fn open_with_recovered(
     services: &Arc<StorageServices>,
     dir: &Path,
     info: RegionInfo,
     schema: TableSchema,
     replay: &[WalRecord],
+    nonces: &Nonces,
 ) -> Result<Region, ServerError> {
     let recovered = split::read_recovered(&*services.fs, dir)?;
     if recovered.is_empty() {
         return Ok(Region::open_in(services, dir, info, schema, replay)?);
+    }
+    for r in &recovered {
+        if let Some(n) = cellar_storage::region::edit::nonce(&r.payload) {
+            nonces.replayed(n);
+        }
     }
     let count = recovered.len();
     let mut all = replay.to_vec();
