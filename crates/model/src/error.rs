@@ -52,6 +52,12 @@ pub enum Error {
     Closed(String),
     #[error("write-ahead log failed earlier; region must be reopened: {0}")]
     WalFailed(String),
+    /// A write that reached the write-ahead log, or may have, but cannot be acknowledged: it
+    /// is not applied here, and whoever replays that log may yet apply it. Neither "done" nor
+    /// "not done" would be true; a client retries it (nonces keep increments and appends
+    /// from applying twice).
+    #[error("the outcome of the write is unknown: {0}")]
+    OutcomeUnknown(String),
 }
 
 pub type Result<T> = std::result::Result<T, Error>;

@@ -91,7 +91,9 @@ impl ServerError {
             ServerError::PermissionDenied(_) => C::PermissionDenied,
             ServerError::Unauthenticated(_) => C::Unauthenticated,
             ServerError::Storage(e) => match e {
-                StorageError::Io { .. } | StorageError::WalFailed(_) => C::Io,
+                StorageError::Io { .. }
+                | StorageError::WalFailed(_)
+                | StorageError::OutcomeUnknown(_) => C::Io,
                 StorageError::Checksum { .. }
                 | StorageError::Corruption { .. }
                 | StorageError::BadMagic { .. }

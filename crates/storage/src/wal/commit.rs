@@ -26,8 +26,9 @@
 //! leaves a prefix of the log.
 //!
 //! Failures. A failed write stalls the log: the records of the round and of the buffer are
-//! thrown away and their tickets marked lost (their writers get `WalFailed` and their edits are
-//! aborted, never visible), appends are refused, and the background thread cuts the segment back
+//! thrown away and their tickets marked lost (their edits are aborted, never visible here; the
+//! buffer's writers get `WalFailed`, "not logged", and the round's get `OutcomeUnknown`, since
+//! its records may be in the file a replay reads), appends are refused, and the background thread cuts the segment back
 //! to its last whole record and rolls to a fresh one, after which writes are accepted again
 //! (a full disk recovers by itself once space returns). A failed sync fails the log for good:
 //! what was written may not be on disk, and only a restart (replaying what is) can say; every
@@ -102,6 +103,10 @@ struct State {
     syncing: bool,
     /// Tickets thrown away by failed writes: never in the log.
     lost: Vec<RangeInclusive<u64>>,
+    /// Tickets written to a segment the log then found fenced (its directory moved): not
+    /// applied here, but in the file whoever splits the log reads. Their writers hear that the
+    /// outcome is unknown, never "not logged".
+    unknown: Vec<RangeInclusive<u64>>,
     health: WalHealth,
     closed: bool,
     /// Tells the background thread to exit.
@@ -116,7 +121,11 @@ struct State {
 
 impl State {
     fn is_lost(&self, ticket: u64) -> bool {
-        self.lost.iter().any(|r| r.contains(&ticket))
+        self.lost.iter().any(|r| r.contains(&ticket)) || self.is_unknown(ticket)
+    }
+
+    fn is_unknown(&self, ticket: u64) -> bool {
+        self.unknown.iter().any(|r| r.contains(&ticket))
     }
 }
 
@@ -177,6 +186,7 @@ impl Shared {
                 writing: false,
                 syncing: false,
                 lost: Vec::new(),
+                unknown: Vec::new(),
                 health: WalHealth::Ok,
                 closed: false,
                 stop: false,
@@ -219,11 +229,22 @@ impl Shared {
         }
     }
 
-    fn lost_error(&self, st: &State) -> Error {
+    /// The error of a lost ticket's writer: "not logged" for what never reached the file;
+    /// "unknown" for what a failed round may have left in it.
+    fn lost_error(&self, st: &State, ticket: u64) -> Error {
         let why = match &st.health {
             WalHealth::Stalled(why) | WalHealth::Failed(why) => why.as_str(),
             WalHealth::Ok => "a write failed (the log has recovered since)",
         };
+        if st.is_unknown(ticket) {
+            return Error::OutcomeUnknown(format!(
+                "the write is not applied on this server, but it was being written to the \
+                 write-ahead log {} when this happened: {why}. Its records may be in the log, \
+                 and a replay of it (a restart, or the server that takes the region over) may \
+                 apply them. Retry it (increments and appends carry nonces and apply once).",
+                self.dir.display()
+            ));
+        }
         Error::WalFailed(format!(
             "the write was not logged and not applied: write-ahead log {}: {why}",
             self.dir.display()
@@ -311,7 +332,7 @@ impl Shared {
         }
         loop {
             if st.is_lost(ticket) {
-                return Err(self.lost_error(&st));
+                return Err(self.lost_error(&st, ticket));
             }
             if st.written < ticket {
                 if st.health != WalHealth::Ok {
@@ -359,7 +380,7 @@ impl Shared {
         let mut st = self.state.lock();
         for attempt in 0..2 {
             if st.is_lost(ticket) {
-                return Some(Err(self.lost_error(&st)));
+                return Some(Err(self.lost_error(&st, ticket)));
             }
             if st.written >= ticket {
                 return Some(Ok(()));
@@ -398,7 +419,7 @@ impl Shared {
         }
         for attempt in 0..2 {
             if st.is_lost(ticket) {
-                return Poll::Ready(Err(self.lost_error(&st)));
+                return Poll::Ready(Err(self.lost_error(&st, ticket)));
             }
             if st.written >= ticket && (!fsync || st.synced >= ticket) {
                 return Poll::Ready(Ok(()));
@@ -436,7 +457,7 @@ impl Shared {
         }
         let st = self.state.lock();
         if st.is_lost(ticket) {
-            return Err(self.lost_error(&st));
+            return Err(self.lost_error(&st, ticket));
         }
         Ok(())
     }
@@ -539,6 +560,14 @@ impl Shared {
                 Ok(())
             }
             Err(e) => {
+                // The round's records may be in the segment, whole or in part (a write that
+                // failed midway, a directory the master moved after the write): a replay of
+                // it may apply them. Only what came after the round is surely not logged.
+                if st.written < last {
+                    let first = st.written + 1;
+                    st.unknown.push(first..=last);
+                    st.written = last;
+                }
                 self.stall(st, &e);
                 Err(e)
             }
@@ -561,7 +590,8 @@ impl Shared {
         if !batch.is_empty() {
             seg.write(batch)?;
             // Checked after the write: if the directory is still in place now, a master that
-            // renames it later splits a log that already holds this batch.
+            // renames it later splits a log that already holds this batch. If it is gone, the
+            // batch may be in what the master splits, or not: its outcome is unknown.
             if self.opts.fence_dir && !self.dir_intact()? {
                 return Err(Error::WalFailed(format!(
                     "the WAL directory {} is gone: the master has taken this server's log over \
@@ -1052,5 +1082,41 @@ mod tests {
             std::fs::rename(tmp.path().join("wal-splitting"), &dir).expect("rename back");
             assert!(wal.append(1, 3, b"x").is_err(), "still refusing writes");
         }
+    }
+
+    /// The fence is seen after the write: the record is in the moved segment the master
+    /// splits, so its writer must hear that the outcome is unknown, never "not logged and not
+    /// applied" (a retry told the write was not applied would apply it twice).
+    #[test]
+    fn a_write_the_fence_caught_after_it_reached_the_log_is_reported_unknown() {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("wal");
+        let opts = WalOptions {
+            fence_dir: true,
+            ..WalOptions::default()
+        };
+        let (wal, _) =
+            crate::wal::Wal::open(crate::fs::LocalFs::shared(), &dir, opts).expect("open");
+        let t = wal.append(1, 1, b"before").expect("append");
+        wal.sync(t, Durability::SyncWal).expect("acknowledged");
+        let moved = tmp.path().join("wal-splitting");
+        std::fs::rename(&dir, &moved).expect("the master's rename");
+        let t = wal.append(1, 2, b"after").expect("append");
+        let err = wal
+            .sync(t, Durability::SyncWal)
+            .expect_err("not acknowledged once the directory moved");
+        assert!(
+            matches!(err, Error::OutcomeUnknown(_)),
+            "the writer must hear the outcome is unknown: {err}"
+        );
+        assert!(!err.to_string().contains("not logged"), "{err}");
+        // And it is unknown indeed: the master's split of the moved log finds the record.
+        let split = reader::recover(&crate::fs::LocalFs, &moved, false).expect("read the log");
+        let seqs: Vec<u64> = split.records.iter().map(|r| r.seq).collect();
+        assert_eq!(
+            seqs,
+            vec![1, 2],
+            "the refused write is in the log the master splits"
+        );
     }
 }
