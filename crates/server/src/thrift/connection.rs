@@ -62,6 +62,7 @@ pub async fn serve(
     let mut buf: Vec<u8> = Vec::with_capacity(8 << 10);
     let mut out: Vec<u8> = Vec::with_capacity(8 << 10);
     let mut mode = None;
+    let mut unframed: Option<Unframed> = None;
     loop {
         // What the buffer holds so far: a whole call, or a need for more bytes.
         let next = match mode {
@@ -75,14 +76,10 @@ pub async fn serve(
                 Some(Err(e)) => Err(e),
             },
             Some((Framing::Framed, p)) => take_frame(&buf, p, max, limits),
-            Some((Framing::Buffered, p)) => match protocol::read_message(&buf, p, limits) {
-                Ok((m, used)) => Ok(Some((m, used))),
-                Err(protocol::Error::Incomplete) if buf.len() > max => Err(format!(
-                    "a call larger than thrift.max_message_bytes ({max} bytes)"
-                )),
-                Err(protocol::Error::Incomplete) => Ok(None),
-                Err(protocol::Error::Invalid(e)) => Err(e),
-            },
+            Some((Framing::Buffered, p)) => {
+                let u = unframed.get_or_insert_with(|| Unframed::new(p, max, limits));
+                u.next(&buf)
+            }
         };
         match next {
             Ok(Some((msg, used))) => {
@@ -188,6 +185,41 @@ fn take_frame(
             "the message ends before its frame of {n} bytes does"
         )),
         Err(protocol::Error::Invalid(e)) => Err(e),
+    }
+}
+
+/// The calls of an unframed connection, found in its bytes as they arrive.
+pub struct Unframed {
+    protocol: Protocol,
+    max: usize,
+    limits: Limits,
+    /// Bytes the parser examined, over every attempt (a measure of the work done).
+    pub examined: u64,
+}
+
+impl Unframed {
+    pub fn new(protocol: Protocol, max: usize, limits: Limits) -> Unframed {
+        Unframed {
+            protocol,
+            max,
+            limits,
+            examined: 0,
+        }
+    }
+
+    /// The call at the start of `buf` and the bytes it takes, once it has all arrived.
+    pub fn next(&mut self, buf: &[u8]) -> Result<Option<(protocol::Message, usize)>, String> {
+        // The reader goes through the bytes until they end (or the message does).
+        self.examined += buf.len() as u64;
+        match protocol::read_message(buf, self.protocol, self.limits) {
+            Ok((m, used)) => Ok(Some((m, used))),
+            Err(protocol::Error::Incomplete) if buf.len() > self.max => Err(format!(
+                "a call larger than thrift.max_message_bytes ({} bytes)",
+                self.max
+            )),
+            Err(protocol::Error::Incomplete) => Ok(None),
+            Err(protocol::Error::Invalid(e)) => Err(e),
+        }
     }
 }
 
