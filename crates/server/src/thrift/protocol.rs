@@ -10,8 +10,10 @@
 //! varint-length name; integers are zigzag varints, a field header carries the id as a delta
 //! from the previous field when it fits in 4 bits, and a bool field's value is its type.
 //!
-//! Reading stops with [`Error::Incomplete`] when the bytes end early, which the transport
-//! turns into "read more" on an unframed connection and into an error inside a frame.
+//! Reading stops with [`Error::Incomplete`] when the bytes end early (an error inside a
+//! frame). An unframed connection does not decode until a call is whole: a [`Scanner`] finds
+//! where it ends, keeping its place between reads. Both count the decoded size against
+//! [`Limits::max_decoded`] before allocating.
 
 use std::fmt;
 
