@@ -55,7 +55,7 @@ pub struct ThriftConfig {
     /// Open scanners beyond this are refused (a client that never closes its scanners).
     pub max_scanners: usize,
     /// The largest call accepted, framed or not (HBase's default frame limit is 2 MiB; a
-    /// batch of puts can be larger).
+    /// batch of puts can be larger). A call's decoded values may take twice this in memory.
     pub max_message_bytes: u64,
     /// A scanner unused this long is closed (HBase forgets one after twice
     /// `hbase.client.scanner.timeout.period`: 120 s).

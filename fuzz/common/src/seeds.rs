@@ -32,7 +32,8 @@ pub fn all() -> Vec<Seed> {
 }
 
 /// Thrift calls as happybase sends them: a mutateRows with a batch, a scannerOpenWithScan
-/// with a filter, on each protocol (first byte: 0 binary, 1 compact).
+/// with a filter, on each protocol (first byte: 0 binary, 1 compact), whole and one byte at a
+/// time (first byte 2, 3); and calls claiming huge lists of one-byte values.
 fn thrift(out: &mut Vec<Seed>) {
     use cellar_server::thrift::protocol::{write_message, MessageType, Protocol, TType, Value};
     let mutation = Value::Struct(vec![
@@ -78,7 +79,37 @@ fn thrift(out: &mut Vec<Seed>) {
         for (sel, protocol) in [(0u8, Protocol::Binary), (1, Protocol::Compact)] {
             let mut bytes = vec![sel];
             write_message(&mut bytes, protocol, name, MessageType::Call, i as i32, body);
-            out.push(("thrift_message", format!("{name}-{protocol}"), bytes));
+            out.push(("thrift_message", format!("{name}-{protocol}"), bytes.clone()));
+            // The same call as an unframed connection receives it one byte at a time.
+            bytes[0] = sel | 1 << 1;
+            out.push(("thrift_message", format!("{name}-{protocol}-bytewise"), bytes));
+        }
+    }
+    // Lists claiming 8 Mi one-byte elements (bools, empty structs), 16 of them present: 8 MiB
+    // on the wire would be 256 MiB decoded, refused from the list's header.
+    for (sel, protocol) in [(0u8, Protocol::Binary), (1, Protocol::Compact)] {
+        for (what, binary, compact, elem) in [("bools", 2u8, 1u8, 1u8), ("structs", 12, 12, 0)] {
+            let mut bytes = vec![sel];
+            write_message(&mut bytes, protocol, "mutateRows", MessageType::Call, 1, &[]);
+            bytes.pop(); // the empty body's stop byte
+            let n: u32 = 8 << 20;
+            match protocol {
+                Protocol::Binary => {
+                    bytes.extend_from_slice(&[15, 0, 2, binary]);
+                    bytes.extend_from_slice(&n.to_be_bytes());
+                }
+                Protocol::Compact => {
+                    bytes.extend_from_slice(&[0x29, 0xf0 | compact]);
+                    let mut v = n;
+                    while v >= 0x80 {
+                        bytes.push(v as u8 | 0x80);
+                        v >>= 7;
+                    }
+                    bytes.push(v as u8);
+                }
+            }
+            bytes.extend_from_slice(&[elem; 16]);
+            out.push(("thrift_message", format!("huge-list-of-{what}-{protocol}"), bytes));
         }
     }
 }

@@ -827,10 +827,15 @@ pub fn permission_record(data: &[u8]) {
     }
 }
 
-/// A Thrift call as the gateway reads it (first byte: the protocol): decoding never panics,
-/// and a decoded message written again in the same protocol decodes to the same message.
+/// A Thrift call as the gateway reads it (first byte: bit 0 the protocol, the other bits the
+/// size of the pieces an unframed connection receives it in, 0: all at once): decoding never
+/// panics; a decoded message's size in memory is within the limit; the scanner that finds
+/// where an unframed call ends, fed piece by piece, agrees with the reader; and a decoded
+/// message written again in the same protocol decodes to the same message.
 pub fn thrift_message(data: &[u8]) {
-    use cellar_server::thrift::protocol::{read_message, write_message, Limits, Protocol};
+    use cellar_server::thrift::protocol::{
+        decoded_size, read_message, write_message, Limits, Protocol, Scanner,
+    };
     let Some((&first, rest)) = data.split_first() else {
         return;
     };
@@ -839,14 +844,37 @@ pub fn thrift_message(data: &[u8]) {
     } else {
         Protocol::Compact
     };
+    let piece = match usize::from(first >> 1) {
+        0 => rest.len().max(1),
+        n => n,
+    };
     let limits = Limits {
         max_depth: 16,
         max_string: 1 << 20,
+        max_decoded: 4 << 20,
     };
-    let Ok((msg, used)) = read_message(rest, protocol, limits) else {
+    let read = read_message(rest, protocol, limits);
+    let mut scanner = Scanner::new(protocol, limits);
+    let mut scanned = Ok(None);
+    let mut end = 0;
+    while matches!(scanned, Ok(None)) && end < rest.len() {
+        end = (end + piece).min(rest.len());
+        scanned = scanner.advance(&rest[..end]);
+    }
+    match (&read, &scanned) {
+        (Ok((_, used)), Ok(Some(n))) => assert_eq!(used, n, "the scanner and the reader disagree"),
+        (Ok((_, used)), other) => panic!("the reader read {used} bytes, the scanner: {other:?}"),
+        (Err(e), Ok(Some(n))) => panic!("the scanner found {n} bytes, the reader: {e}"),
+        _ => {}
+    }
+    let Ok((msg, used)) = read else {
         return;
     };
     assert!(used <= rest.len(), "read past the input");
+    assert!(
+        decoded_size(&msg) <= limits.max_decoded,
+        "the decoded message is over the limit"
+    );
     let mut again = Vec::new();
     write_message(&mut again, protocol, &msg.name, msg.kind, msg.seq, &msg.body);
     let (back, n) = read_message(&again, protocol, limits)

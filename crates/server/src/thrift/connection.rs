@@ -10,7 +10,7 @@
 //! answer). Bytes that are not a Thrift call close the connection after a log line naming
 //! the peer and the problem; the gateway goes on serving everyone else.
 
-use super::protocol::{self, Limits, MessageType, Protocol, Value};
+use super::protocol::{self, Limits, MessageType, Protocol, Scanner, Value};
 use super::Gateway;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -55,13 +55,18 @@ pub async fn serve(
     mut stop: watch::Receiver<bool>,
 ) {
     let max = gateway.config.max_message_bytes as usize;
+    // A call's values may take twice its size limit in memory (a string is its bytes; a
+    // number, bool or empty struct 32 bytes): beyond that, a list of one-byte values could
+    // take 32 times the call's size once decoded.
     let limits = Limits {
         max_string: max,
+        max_decoded: max.saturating_mul(2),
         ..Limits::default()
     };
     let mut buf: Vec<u8> = Vec::with_capacity(8 << 10);
     let mut out: Vec<u8> = Vec::with_capacity(8 << 10);
     let mut mode = None;
+    let mut unframed: Option<Unframed> = None;
     loop {
         // What the buffer holds so far: a whole call, or a need for more bytes.
         let next = match mode {
@@ -75,14 +80,10 @@ pub async fn serve(
                 Some(Err(e)) => Err(e),
             },
             Some((Framing::Framed, p)) => take_frame(&buf, p, max, limits),
-            Some((Framing::Buffered, p)) => match protocol::read_message(&buf, p, limits) {
-                Ok((m, used)) => Ok(Some((m, used))),
-                Err(protocol::Error::Incomplete) if buf.len() > max => Err(format!(
-                    "a call larger than thrift.max_message_bytes ({max} bytes)"
-                )),
-                Err(protocol::Error::Incomplete) => Ok(None),
-                Err(protocol::Error::Invalid(e)) => Err(e),
-            },
+            Some((Framing::Buffered, p)) => {
+                let u = unframed.get_or_insert_with(|| Unframed::new(p, max, limits));
+                u.next(&buf)
+            }
         };
         match next {
             Ok(Some((msg, used))) => {
@@ -191,6 +192,65 @@ fn take_frame(
     }
 }
 
+/// The calls of an unframed connection, found in its bytes as they arrive: a [`Scanner`]
+/// finds where each ends, going on from where the previous read left it, and the call is
+/// decoded once whole. (Decoding the buffer from its start on every read was quadratic in a
+/// call's size.)
+pub struct Unframed {
+    protocol: Protocol,
+    max: usize,
+    limits: Limits,
+    scanner: Scanner,
+    /// Bytes the scanner and the decoder examined, over every call (a measure of the work).
+    pub examined: u64,
+}
+
+impl Unframed {
+    pub fn new(protocol: Protocol, max: usize, limits: Limits) -> Unframed {
+        Unframed {
+            protocol,
+            max,
+            limits,
+            scanner: Scanner::new(protocol, limits),
+            examined: 0,
+        }
+    }
+
+    /// The call at the start of `buf` and the bytes it takes, once it has all arrived. `buf`
+    /// holds what the previous call's `buf` held, less a call returned, plus what arrived.
+    pub fn next(&mut self, buf: &[u8]) -> Result<Option<(protocol::Message, usize)>, String> {
+        let before = self.scanner.examined;
+        let found = self.scanner.advance(buf);
+        self.examined += self.scanner.examined - before;
+        let n = match found {
+            Ok(Some(n)) => n,
+            Ok(None) if buf.len() > self.max => {
+                return Err(format!(
+                    "a call larger than thrift.max_message_bytes ({} bytes)",
+                    self.max
+                ))
+            }
+            Ok(None) => return Ok(None),
+            Err(e) => return Err(e.to_string()),
+        };
+        self.scanner.reset();
+        if n > self.max {
+            return Err(format!(
+                "a call of {n} bytes is larger than thrift.max_message_bytes ({} bytes)",
+                self.max
+            ));
+        }
+        self.examined += n as u64;
+        match protocol::read_message(&buf[..n], self.protocol, self.limits) {
+            Ok((m, used)) if used == n => Ok(Some((m, n))),
+            Ok((_, used)) => Err(format!(
+                "a call of {n} bytes was read as {used} (a defect of the gateway)"
+            )),
+            Err(e) => Err(e.to_string()),
+        }
+    }
+}
+
 /// An answer to one call.
 pub struct Reply {
     pub name: String,
@@ -259,5 +319,82 @@ mod tests {
         long.extend_from_slice(&[0, 0]);
         let e = take_frame(&long, Protocol::Binary, 1 << 20, l).expect_err("an error");
         assert!(e.contains("holds a message"), "{e}");
+    }
+
+    /// A mutateRows call of `n` mutations, as happybase sends it.
+    fn mutate_rows(protocol: Protocol, n: usize) -> (Vec<u8>, Vec<(i16, Value)>) {
+        use super::protocol::TType;
+        let mutation = |i: usize| {
+            Value::Struct(vec![
+                (1, Value::Bool(false)),
+                (2, Value::text(format!("cf:q{i}"))),
+                (3, Value::text("value")),
+                (4, Value::Bool(true)),
+            ])
+        };
+        let batch = Value::Struct(vec![
+            (1, Value::text("row")),
+            (
+                2,
+                Value::List(TType::Struct, (0..n).map(mutation).collect()),
+            ),
+        ]);
+        let body = vec![
+            (1, Value::text("t")),
+            (2, Value::List(TType::Struct, vec![batch])),
+            (3, Value::Map(TType::Binary, TType::Binary, vec![])),
+        ];
+        let mut out = Vec::new();
+        protocol::write_message(
+            &mut out,
+            protocol,
+            "mutateRows",
+            MessageType::Call,
+            5,
+            &body,
+        );
+        (out, body)
+    }
+
+    /// Two unframed calls arriving a few bytes at a time: each is found once whole, and the
+    /// parser's work over all the reads is linear in the bytes (it used to parse the buffer
+    /// again from its start on every read: quadratic).
+    #[test]
+    fn unframed_calls_arriving_in_pieces_are_parsed_in_linear_work() {
+        for protocol in [Protocol::Binary, Protocol::Compact] {
+            let (one, body) = mutate_rows(protocol, 400);
+            let mut two = one.clone();
+            two.extend_from_slice(&one);
+            assert!(one.len() > 7000, "{}", one.len());
+            for chunk in [1, 3, 100, 4096] {
+                let mut u = Unframed::new(protocol, 1 << 20, Limits::default());
+                let mut buf = Vec::new();
+                let mut calls = 0;
+                for piece in two.chunks(chunk) {
+                    buf.extend_from_slice(piece);
+                    while let Some((m, used)) = u.next(&buf).expect("a valid call") {
+                        assert_eq!((used, &m.body), (one.len(), &body), "{protocol}");
+                        buf.drain(..used);
+                        calls += 1;
+                    }
+                }
+                assert_eq!(
+                    (calls, buf.len()),
+                    (2, 0),
+                    "{protocol} in pieces of {chunk}"
+                );
+                // Each byte is scanned once and decoded once; each read may also go over
+                // the start of an item left unfinished by the previous one again (a field
+                // header and its value's header or number: under 16 bytes here).
+                let reads = two.len().div_ceil(chunk) as u64;
+                let bound = 2 * two.len() as u64 + 16 * reads;
+                assert!(
+                    u.examined <= bound,
+                    "{protocol} in pieces of {chunk}: {} bytes examined for {}, over {bound}",
+                    u.examined,
+                    two.len()
+                );
+            }
+        }
     }
 }

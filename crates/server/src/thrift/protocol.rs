@@ -10,8 +10,10 @@
 //! varint-length name; integers are zigzag varints, a field header carries the id as a delta
 //! from the previous field when it fits in 4 bits, and a bool field's value is its type.
 //!
-//! Reading stops with [`Error::Incomplete`] when the bytes end early, which the transport
-//! turns into "read more" on an unframed connection and into an error inside a frame.
+//! Reading stops with [`Error::Incomplete`] when the bytes end early (an error inside a
+//! frame). An unframed connection does not decode until a call is whole: a [`Scanner`] finds
+//! where it ends, keeping its place between reads. Both count the decoded size against
+//! [`Limits::max_decoded`] before allocating.
 
 use std::fmt;
 
@@ -212,6 +214,10 @@ pub struct Limits {
     pub max_depth: usize,
     /// Length of one string or binary.
     pub max_string: usize,
+    /// The decoded message's size in memory (see [`decoded_size`]): a one-byte bool on the
+    /// wire is a 32-byte [`Value`], so without this a message could take 32 times its size
+    /// (or more) once read.
+    pub max_decoded: usize,
 }
 
 impl Default for Limits {
@@ -219,8 +225,41 @@ impl Default for Limits {
         Limits {
             max_depth: 32,
             max_string: 64 << 20,
+            max_decoded: 128 << 20,
         }
     }
+}
+
+/// What a list or set element counts against [`Limits::max_decoded`]: its [`Value`].
+pub const ELEMENT_SIZE: usize = std::mem::size_of::<Value>();
+/// What a struct field counts: its id and [`Value`].
+pub const FIELD_SIZE: usize = std::mem::size_of::<(i16, Value)>();
+/// What a map entry counts: its key and value.
+pub const ENTRY_SIZE: usize = std::mem::size_of::<(Value, Value)>();
+
+/// A decoded message's size as [`Limits::max_decoded`] counts it: the method name's and every
+/// string's bytes, [`FIELD_SIZE`] a struct field, [`ELEMENT_SIZE`] a list element,
+/// [`ENTRY_SIZE`] a map entry. That is the memory its values take, but for the spare room of
+/// struct field vectors (which grow by doubling).
+pub fn decoded_size(msg: &Message) -> usize {
+    fn value(v: &Value) -> usize {
+        match v {
+            Value::Binary(b) => b.len(),
+            Value::Struct(fields) => fields.iter().map(|(_, v)| FIELD_SIZE + value(v)).sum(),
+            Value::List(_, items) => items.iter().map(|v| ELEMENT_SIZE + value(v)).sum(),
+            Value::Map(_, _, items) => items
+                .iter()
+                .map(|(k, v)| ENTRY_SIZE + value(k) + value(v))
+                .sum(),
+            _ => 0,
+        }
+    }
+    msg.name.len()
+        + msg
+            .body
+            .iter()
+            .map(|(_, v)| FIELD_SIZE + value(v))
+            .sum::<usize>()
 }
 
 /// Reads one message from the start of `buf`; returns it and the bytes it took.
@@ -237,6 +276,7 @@ pub fn read_message(
         last_field: Vec::new(),
         field_id: 0,
         pending_bool: None,
+        decoded: 0,
     };
     let (name, kind, seq) = r.message_begin()?;
     let body = r.struct_fields(0)?;
@@ -261,9 +301,31 @@ struct Reader<'a> {
     field_id: i16,
     /// Compact protocol: a bool field's value, carried in its header.
     pending_bool: Option<bool>,
+    /// What the values read so far take in memory, counted before each is made.
+    decoded: usize,
 }
 
 impl Reader<'_> {
+    /// Counts `n` more decoded bytes against [`Limits::max_decoded`]; called before the
+    /// memory is allocated.
+    fn charge(&mut self, n: usize) -> Result<(), Error> {
+        match self.decoded.checked_add(n) {
+            Some(total) if total <= self.limits.max_decoded => {
+                self.decoded = total;
+                Ok(())
+            }
+            _ => Err(Error::invalid(format!(
+                "the message is over the limit of {} bytes decoded",
+                self.limits.max_decoded
+            ))),
+        }
+    }
+
+    /// Counts `n` elements of `size` bytes each.
+    fn charge_items(&mut self, n: usize, size: usize) -> Result<(), Error> {
+        self.charge(n.saturating_mul(size))
+    }
+
     fn take(&mut self, n: usize) -> Result<&[u8], Error> {
         if self.buf.len() - self.pos < n {
             return Err(Error::Incomplete);
@@ -331,7 +393,21 @@ impl Reader<'_> {
                 self.limits.max_string
             )));
         }
+        self.charge(n)?;
         Ok(self.take(n)?.to_vec())
+    }
+
+    /// Steps over a string or binary, counting it as [`Reader::binary`] does.
+    fn skip_binary(&mut self) -> Result<(), Error> {
+        let n = self.len("string")?;
+        if n > self.limits.max_string {
+            return Err(Error::invalid(format!(
+                "string of {n} bytes is over the limit of {}",
+                self.limits.max_string
+            )));
+        }
+        self.charge(n)?;
+        self.take(n).map(|_| ())
     }
 
     fn message_begin(&mut self) -> Result<(String, MessageType, i32), Error> {
@@ -355,6 +431,7 @@ impl Reader<'_> {
                     if n > 1024 {
                         return Err(Error::invalid(format!("method name of {n} bytes")));
                     }
+                    self.charge(n)?;
                     let name = self.take(n)?.to_vec();
                     let kind = MessageType::from_u8(self.u8()?)?;
                     let seq = i32::from_be_bytes(self.array()?);
@@ -392,6 +469,7 @@ impl Reader<'_> {
         self.field_id = 0;
         let mut fields = Vec::new();
         while let Some((ttype, id)) = self.field_begin()? {
+            self.charge(FIELD_SIZE)?;
             let v = self.value(ttype, depth + 1)?;
             fields.push((id, v));
         }
@@ -463,7 +541,11 @@ impl Reader<'_> {
                     return Err(Error::invalid("values nested too deeply"));
                 }
                 let (etype, n) = self.list_begin()?;
-                let mut items = Vec::with_capacity(n.min(1024));
+                // Counted whole before any room is reserved: its decoded size is bounded by
+                // the limit, and the count by the bytes left.
+                self.charge_items(n, ELEMENT_SIZE)?;
+                let n = self.count(n)?;
+                let mut items = Vec::with_capacity(n);
                 for _ in 0..n {
                     items.push(self.value(etype, depth + 1)?);
                 }
@@ -474,7 +556,9 @@ impl Reader<'_> {
                     return Err(Error::invalid("values nested too deeply"));
                 }
                 let (kt, vt, n) = self.map_begin()?;
-                let mut items = Vec::with_capacity(n.min(1024));
+                self.charge_items(n, ENTRY_SIZE)?;
+                let n = self.count(n)?;
+                let mut items = Vec::with_capacity(n);
                 for _ in 0..n {
                     let k = self.value(kt, depth + 1)?;
                     let v = self.value(vt, depth + 1)?;
@@ -494,12 +578,13 @@ impl Reader<'_> {
         Ok(n)
     }
 
+    /// A list's element type and count (not yet checked against the bytes left).
     fn list_begin(&mut self) -> Result<(TType, usize), Error> {
         match self.protocol {
             Protocol::Binary => {
                 let etype = TType::from_binary(self.u8()?)?;
                 let n = self.len("list")?;
-                Ok((etype, self.count(n)?))
+                Ok((etype, n))
             }
             Protocol::Compact => {
                 let b = self.u8()?;
@@ -509,18 +594,19 @@ impl Reader<'_> {
                 } else {
                     usize::from(b >> 4)
                 };
-                Ok((etype, self.count(n)?))
+                Ok((etype, n))
             }
         }
     }
 
+    /// A map's key and value types and count (not yet checked against the bytes left).
     fn map_begin(&mut self) -> Result<(TType, TType, usize), Error> {
         match self.protocol {
             Protocol::Binary => {
                 let kt = TType::from_binary(self.u8()?)?;
                 let vt = TType::from_binary(self.u8()?)?;
                 let n = self.len("map")?;
-                Ok((kt, vt, self.count(n)?))
+                Ok((kt, vt, n))
             }
             Protocol::Compact => {
                 let n = self.len("map")?;
@@ -530,10 +616,173 @@ impl Reader<'_> {
                 let b = self.u8()?;
                 let kt = TType::from_compact(b >> 4)?;
                 let vt = TType::from_compact(b & 0x0f)?;
-                Ok((kt, vt, self.count(n)?))
+                Ok((kt, vt, n))
             }
         }
     }
+}
+
+/// Finds where a message ends in bytes that arrive a few at a time (an unframed connection),
+/// without decoding it. It keeps how far it got between calls: each call goes on from the
+/// last whole item (a field header and its value's first part, a number, a string's length),
+/// and a string's bytes are counted, not read, so the work over all the reads of a message
+/// is linear in its size, however it arrives. It applies the reader's limits (nesting,
+/// string lengths, the decoded size, counted as the reader counts it) as it goes, so a
+/// message over them is refused as soon as the offending header arrives.
+pub struct Scanner {
+    protocol: Protocol,
+    limits: Limits,
+    /// The message's bytes accepted so far: always between two items.
+    pos: usize,
+    /// The decoded size of what was accepted.
+    decoded: usize,
+    /// The message's header has been read.
+    begun: bool,
+    /// The containers open at `pos`, innermost last (the message's body first).
+    open: Vec<Open>,
+    /// Bytes examined, over every call (a measure of the work done).
+    pub examined: u64,
+}
+
+/// A container the scanner is inside.
+enum Open {
+    /// A struct, with the id of its last field (the compact protocol's deltas).
+    Struct(i16),
+    /// A list or set: its element type and the elements still to come.
+    List(TType, usize),
+    /// A map: its key and value types and the keys and values still to come (a key when
+    /// even).
+    Map(TType, TType, usize),
+}
+
+impl Scanner {
+    pub fn new(protocol: Protocol, limits: Limits) -> Scanner {
+        Scanner {
+            protocol,
+            limits,
+            pos: 0,
+            decoded: 0,
+            begun: false,
+            open: Vec::new(),
+            examined: 0,
+        }
+    }
+
+    /// Forgets the message, to look for the next one (`examined` goes on counting).
+    pub fn reset(&mut self) {
+        self.pos = 0;
+        self.decoded = 0;
+        self.begun = false;
+        self.open.clear();
+    }
+
+    /// The message's length once `buf` (the bytes from its start; each call's `buf` begins
+    /// with the previous one's) holds all of it; `None` until then.
+    pub fn advance(&mut self, buf: &[u8]) -> Result<Option<usize>, Error> {
+        let mut r = Reader {
+            buf,
+            pos: self.pos,
+            protocol: self.protocol,
+            limits: self.limits,
+            last_field: Vec::new(),
+            field_id: 0,
+            pending_bool: None,
+            decoded: self.decoded,
+        };
+        loop {
+            if self.begun && self.open.is_empty() {
+                return Ok(Some(self.pos));
+            }
+            let start = r.pos;
+            let step = self.step(&mut r);
+            self.examined += (r.pos - start) as u64;
+            match step {
+                Ok(()) => {
+                    self.pos = r.pos;
+                    self.decoded = r.decoded;
+                }
+                // Nothing of the unfinished item is kept: the next call reads it again.
+                Err(Error::Incomplete) => return Ok(None),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    /// Reads one item at `r.pos`; `self.open` changes only once the whole item was there.
+    fn step(&mut self, r: &mut Reader) -> Result<(), Error> {
+        r.pending_bool = None;
+        if !self.begun {
+            r.message_begin()?;
+            self.open.push(Open::Struct(0));
+            self.begun = true;
+            return Ok(());
+        }
+        let depth = self.open.len();
+        let Some(top) = self.open.last_mut() else {
+            return Ok(());
+        };
+        match top {
+            Open::Struct(last) => {
+                r.field_id = *last;
+                match r.field_begin()? {
+                    None => {
+                        self.open.pop();
+                    }
+                    Some((ttype, _)) => {
+                        r.charge(FIELD_SIZE)?;
+                        let inner = value_begin(r, ttype, depth)?;
+                        *last = r.field_id;
+                        self.open.extend(inner);
+                    }
+                }
+            }
+            Open::List(_, 0) | Open::Map(_, _, 0) => {
+                self.open.pop();
+            }
+            Open::List(etype, left) => {
+                let inner = value_begin(r, *etype, depth)?;
+                *left -= 1;
+                self.open.extend(inner);
+            }
+            Open::Map(kt, vt, left) => {
+                let t = if *left % 2 == 0 { *kt } else { *vt };
+                let inner = value_begin(r, t, depth)?;
+                *left -= 1;
+                self.open.extend(inner);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Reads a value of `ttype` at `depth` if it is not a container, else its header: the
+/// container it opens.
+fn value_begin(r: &mut Reader, ttype: TType, depth: usize) -> Result<Option<Open>, Error> {
+    let container = matches!(ttype, TType::Struct | TType::List | TType::Set | TType::Map);
+    if container && depth > r.limits.max_depth {
+        return Err(Error::invalid("values nested too deeply"));
+    }
+    Ok(match ttype {
+        TType::Struct => Some(Open::Struct(0)),
+        TType::List | TType::Set => {
+            let (etype, n) = r.list_begin()?;
+            r.charge_items(n, ELEMENT_SIZE)?;
+            Some(Open::List(etype, n))
+        }
+        TType::Map => {
+            let (kt, vt, n) = r.map_begin()?;
+            r.charge_items(n, ENTRY_SIZE)?;
+            Some(Open::Map(kt, vt, n.saturating_mul(2)))
+        }
+        TType::Binary => {
+            r.skip_binary()?;
+            None
+        }
+        _ => {
+            r.value(ttype, depth)?;
+            None
+        }
+    })
 }
 
 fn name_text(name: Vec<u8>) -> Result<String, Error> {
@@ -859,5 +1108,201 @@ mod tests {
         );
         let e = read_message(&out, Protocol::Compact, limits).expect_err("an error");
         assert!(e.to_string().contains("nested"), "{e}");
+    }
+
+    /// A call whose argument 1 is a list of `n` elements of `etype`, each element `elem`
+    /// (written by hand: building the values first would take the memory under test).
+    fn list_call(protocol: Protocol, etype: TType, elem: &[u8], n: usize) -> Vec<u8> {
+        let mut out = Vec::new();
+        write_message(&mut out, protocol, "x", MessageType::Call, 1, &[]);
+        out.pop(); // the empty body's stop byte
+        match protocol {
+            Protocol::Binary => {
+                out.extend_from_slice(&[TType::List.binary_id(), 0, 1, etype.binary_id()]);
+                out.extend_from_slice(&(n as i32).to_be_bytes());
+            }
+            Protocol::Compact => {
+                out.push(0x10 | TType::List.compact_id());
+                out.push(0xf0 | etype.compact_id());
+                let mut w = Writer {
+                    out: &mut out,
+                    protocol,
+                    field_id: 0,
+                };
+                w.varint(n as u64);
+            }
+        }
+        for _ in 0..n {
+            out.extend_from_slice(elem);
+        }
+        out.push(0);
+        out
+    }
+
+    /// 8 Mi one-byte elements (bools, bytes, empty structs) are 8 MiB on the wire and would be
+    /// 256 MiB decoded (32 bytes a value): the reader refuses them against its decoded-size
+    /// limit when it reads the list's count, before reserving room for any.
+    #[test]
+    fn a_list_of_many_one_byte_values_is_refused_before_it_is_decoded() {
+        let n = 8 << 20;
+        for protocol in [Protocol::Binary, Protocol::Compact] {
+            for (etype, elem) in [
+                (TType::Bool, [1u8]),
+                (TType::Byte, [7]),
+                (TType::Struct, [0]),
+            ] {
+                let call = list_call(protocol, etype, &elem, n);
+                assert!(call.len() < n + 32);
+                let e = read_message(&call, protocol, Limits::default())
+                    .map(|(m, _)| m.body.len())
+                    .expect_err("an error");
+                assert!(
+                    e.to_string().contains("decoded"),
+                    "{protocol} {etype:?}: {e}"
+                );
+            }
+        }
+    }
+
+    /// Feeds `bytes` to a scanner `chunk` bytes at a time: the length it finds, or its error.
+    fn scan(
+        bytes: &[u8],
+        protocol: Protocol,
+        limits: Limits,
+        chunk: usize,
+    ) -> Result<usize, Error> {
+        let mut s = Scanner::new(protocol, limits);
+        for end in (chunk..bytes.len() + chunk).step_by(chunk) {
+            if let Some(n) = s.advance(&bytes[..end.min(bytes.len())])? {
+                return Ok(n);
+            }
+        }
+        Err(Error::Incomplete)
+    }
+
+    #[test]
+    fn the_scanner_finds_where_each_message_ends() {
+        for protocol in [Protocol::Binary, Protocol::Compact] {
+            let mut out = Vec::new();
+            write_message(
+                &mut out,
+                protocol,
+                "getRow",
+                MessageType::Call,
+                7,
+                &sample(),
+            );
+            let len = out.len();
+            // Another message after it is not looked at.
+            out.extend_from_slice(&[0x80, 1]);
+            for chunk in [1, 2, 5, 64, out.len()] {
+                assert_eq!(
+                    scan(&out, protocol, Limits::default(), chunk),
+                    Ok(len),
+                    "{protocol} in pieces of {chunk}"
+                );
+            }
+            for cut in 0..len {
+                assert_eq!(
+                    scan(&out[..cut], protocol, Limits::default(), 3),
+                    Err(Error::Incomplete),
+                    "{protocol} cut at {cut}"
+                );
+            }
+            // After a reset it finds the next message.
+            let mut s = Scanner::new(protocol, Limits::default());
+            let mut two = out[..len].to_vec();
+            two.extend_from_slice(&out[..len]);
+            assert_eq!(s.advance(&two), Ok(Some(len)));
+            s.reset();
+            assert_eq!(s.advance(&two[len..]), Ok(Some(len)));
+        }
+        // The reader's checks are the scanner's.
+        let e = scan(
+            &[0x80, 2, 0, 1, 0, 0, 0, 0],
+            Protocol::Binary,
+            Limits::default(),
+            1,
+        );
+        assert!(
+            matches!(&e, Err(Error::Invalid(m)) if m.contains("version")),
+            "{e:?}"
+        );
+        let limits = Limits {
+            max_depth: 3,
+            ..Limits::default()
+        };
+        let mut v = Value::List(TType::I32, vec![]);
+        for _ in 0..6 {
+            v = Value::Struct(vec![(1, v)]);
+        }
+        let mut out = Vec::new();
+        write_message(
+            &mut out,
+            Protocol::Binary,
+            "x",
+            MessageType::Call,
+            1,
+            &[(1, v)],
+        );
+        let e = scan(&out, Protocol::Binary, limits, 1);
+        assert!(
+            matches!(&e, Err(Error::Invalid(m)) if m.contains("nested")),
+            "{e:?}"
+        );
+    }
+
+    /// The reader and the scanner count a message's decoded size as [`decoded_size`] does: a
+    /// limit of exactly that size lets it through, one byte less refuses it.
+    #[test]
+    fn the_decoded_size_is_counted_exactly() {
+        for protocol in [Protocol::Binary, Protocol::Compact] {
+            let mut out = Vec::new();
+            write_message(
+                &mut out,
+                protocol,
+                "getRow",
+                MessageType::Call,
+                7,
+                &sample(),
+            );
+            let (msg, _) = read_message(&out, protocol, Limits::default()).expect("a value");
+            let size = decoded_size(&msg);
+            assert!(size > out.len(), "{size}");
+            let exact = Limits {
+                max_decoded: size,
+                ..Limits::default()
+            };
+            assert!(read_message(&out, protocol, exact).is_ok(), "{protocol}");
+            assert_eq!(scan(&out, protocol, exact, 1), Ok(out.len()));
+            let under = Limits {
+                max_decoded: size - 1,
+                ..Limits::default()
+            };
+            let e = read_message(&out, protocol, under).expect_err("an error");
+            assert!(e.to_string().contains("decoded"), "{e}");
+            let e = scan(&out, protocol, under, 1).expect_err("an error");
+            assert!(e.to_string().contains("decoded"), "{e}");
+        }
+    }
+
+    /// An unframed list of 8 Mi bools is refused by the scanner as soon as its header has
+    /// arrived, before the elements are sent (and so before any memory is taken for them).
+    #[test]
+    fn the_scanner_refuses_a_huge_list_from_its_header() {
+        for protocol in [Protocol::Binary, Protocol::Compact] {
+            let call = list_call(protocol, TType::Bool, &[1], 8 << 20);
+            let header = &call[..call.len() - (8 << 20) - 1];
+            let e = scan(header, protocol, Limits::default(), 1).expect_err("an error");
+            assert!(e.to_string().contains("decoded"), "{protocol}: {e}");
+            // Under the limit, the header alone is not enough.
+            let call = list_call(protocol, TType::Bool, &[1], 1000);
+            let header = &call[..call.len() - 1000 - 1];
+            assert_eq!(
+                scan(header, protocol, Limits::default(), 1),
+                Err(Error::Incomplete)
+            );
+            assert_eq!(scan(&call, protocol, Limits::default(), 7), Ok(call.len()));
+        }
     }
 }
