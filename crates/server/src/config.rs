@@ -637,12 +637,6 @@ impl ServerConfig {
         if !self.root.is_empty() {
             Root::parse(&self.root)?;
         }
-        if self.thrift.tls && self.tls.cert.is_none() {
-            return Err(
-                "thrift.tls serves the Thrift port with the server's certificate: set tls.cert and tls.key"
-                    .into(),
-            );
-        }
         for (proxy, users) in &self.security.proxy_users {
             if proxy.is_empty() || proxy.starts_with('@') {
                 return Err(format!(
