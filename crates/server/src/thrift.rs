@@ -219,10 +219,13 @@ pub struct Gateway {
     pub(crate) cluster_id: Option<String>,
     pub(crate) config: ThriftConfig,
     /// Each open scanner, with the caller that opened it (only it may use or close it).
-    pub(crate) scanners: Mutex<HashMap<i32, (Arc<str>, Arc<tokio::sync::Mutex<OpenScanner>>)>>,
+    pub(crate) scanners: Mutex<HashMap<i32, (Arc<str>, SharedScanner)>>,
     next_scanner: AtomicI32,
     pub(crate) metrics: ThriftMetrics,
 }
+
+/// An open scanner, shared by the calls that use it.
+pub(crate) type SharedScanner = Arc<tokio::sync::Mutex<OpenScanner>>;
 
 /// A scanner a client opened: HBase's Thrift1 scanners belong to the server, not to the
 /// connection, so any connection of the same caller may read or close one by its id.
