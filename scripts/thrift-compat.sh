@@ -39,7 +39,9 @@ mkdir -p "$work"
 "$cellar" standalone --data-dir "$work/data" --listen 127.0.0.1:0 --http-listen 127.0.0.1:0 \
     --hbase-listen off --thrift-listen 127.0.0.1:0 >"$work/server.out" 2>"$work/server.log" &
 pid=$!
+apid=""
 cleanup() {
+    if [ -n "$apid" ]; then kill -KILL "$apid" 2>/dev/null; wait "$apid" 2>/dev/null; fi
     kill -TERM "$pid" 2>/dev/null
     for _ in $(seq 1 120); do kill -0 "$pid" 2>/dev/null || break; sleep 0.25; done
     kill -KILL "$pid" 2>/dev/null
@@ -66,5 +68,34 @@ bad=$(grep -Eo '(failures|errors)=[0-9]+' "$work/unittest.out" | awk -F= '{s+=$2
 if [ -z "$ran" ]; then ran=0; bad=1; fi
 if [ "$status" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
 kill -0 "$pid" 2>/dev/null || { echo "cellar died during the tests:"; tail -20 "$work/server.log"; bad=$((bad + 1)); }
+
+# Authorization on: happybase callers act as thrift.user with its grants, not the server's.
+mkdir -p "$work/auth"
+printf '[security]\nauthorization = true\nsuperusers = ["admin"]\n\n[thrift]\nuser = "thrifty"\n' >"$work/auth/cellar.toml"
+"$cellar" standalone --config "$work/auth/cellar.toml" --data-dir "$work/auth/data" --listen 127.0.0.1:0 \
+    --http-listen 127.0.0.1:0 --hbase-listen off --thrift-listen 127.0.0.1:0 \
+    >"$work/auth/server.out" 2>"$work/auth/server.log" &
+apid=$!
+auth_addr=""
+for _ in $(seq 1 480); do
+    auth_addr=$(sed -n 's/^listening thrift=//p' "$work/auth/server.out")
+    [ -n "$auth_addr" ] && break
+    kill -0 "$apid" 2>/dev/null || break
+    sleep 0.25
+done
+auth_native=$(sed -n 's/^listening native=//p' "$work/auth/server.out")
+if [ -n "$auth_addr" ] && [ -n "$auth_native" ]; then
+    CELLAR_THRIFT="$auth_addr" CELLAR_NATIVE="$auth_native" CELLAR_DATA="$work/auth/data" \
+        CELLAR_BIN="$cellar" timeout 300 "$venv/bin/python" python/happybase/auth_happybase.py -v 2>&1 | tee "$work/auth/unittest.out"
+    if [ "${PIPESTATUS[0]}" -eq 0 ]; then ran=$((ran + 1)); else ran=$((ran + 1)); bad=$((bad + 1)); fi
+else
+    echo "the authorization server did not start:"; tail -20 "$work/auth/server.log"
+    ran=$((ran + 1)); bad=$((bad + 1))
+fi
+kill -TERM "$apid" 2>/dev/null
+for _ in $(seq 1 120); do kill -0 "$apid" 2>/dev/null || break; sleep 0.25; done
+kill -KILL "$apid" 2>/dev/null
+wait "$apid" 2>/dev/null
+apid=""
 echo "thrift-compat: $((ran > bad ? ran - bad : 0)) tests passed, ${bad} failed"
 [ "$bad" -eq 0 ]

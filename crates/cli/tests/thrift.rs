@@ -12,9 +12,13 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 use support::Server;
 
+/// A byte stream both ways: TCP, or TLS over it.
+trait Stream: Read + Write {}
+impl<T: Read + Write> Stream for T {}
+
 /// A minimal Thrift client: one call at a time, framed or not.
 struct Conn {
-    stream: TcpStream,
+    stream: Box<dyn Stream>,
     protocol: Protocol,
     framed: bool,
     seq: i32,
@@ -27,9 +31,45 @@ impl Conn {
             .set_read_timeout(Some(Duration::from_secs(30)))
             .expect("timeout");
         Conn {
-            stream,
+            stream: Box::new(stream),
             protocol,
             framed,
+            seq: 0,
+        }
+    }
+
+    /// A framed binary connection over TLS, trusting `certs/ca.pem`, presenting `user`'s
+    /// certificate (`certs/USER.pem`).
+    fn open_tls(addr: &str, certs: &std::path::Path, user: &str) -> Conn {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
+        let mut roots = rustls::RootCertStore::empty();
+        for c in CertificateDer::pem_file_iter(certs.join("ca.pem")).expect("ca") {
+            roots.add(c.expect("ca pem")).expect("add ca");
+        }
+        let chain: Vec<_> = CertificateDer::pem_file_iter(certs.join(format!("{user}.pem")))
+            .expect("cert")
+            .map(|c| c.expect("cert pem"))
+            .collect();
+        let key = PrivateKeyDer::from_pem_file(certs.join(format!("{user}.key"))).expect("key");
+        let config = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .expect("versions")
+        .with_root_certificates(roots)
+        .with_client_auth_cert(chain, key)
+        .expect("client cert");
+        let name = ServerName::try_from("127.0.0.1").expect("name");
+        let conn =
+            rustls::ClientConnection::new(std::sync::Arc::new(config), name).expect("tls client");
+        let tcp = TcpStream::connect(addr).expect("connect to the gateway");
+        tcp.set_read_timeout(Some(Duration::from_secs(30)))
+            .expect("timeout");
+        Conn {
+            stream: Box::new(rustls::StreamOwned::new(conn, tcp)),
+            protocol: Protocol::Binary,
+            framed: true,
             seq: 0,
         }
     }
@@ -293,6 +333,29 @@ struct Gateway {
     child: Child,
 }
 
+impl Gateway {
+    /// The gateway and the address of its first line, `listening thrift=ADDR`.
+    fn started(mut child: Child) -> (Gateway, String) {
+        let mut out = child.stdout.take().expect("stdout");
+        let gateway = Gateway { child };
+        let mut line = String::new();
+        let mut byte = [0u8; 1];
+        while !line.ends_with('\n') {
+            assert!(
+                out.read(&mut byte).expect("read") == 1,
+                "cellar thrift exited"
+            );
+            line.push(byte[0] as char);
+        }
+        let addr = line
+            .trim()
+            .strip_prefix("listening thrift=")
+            .unwrap_or_else(|| panic!("first line: {line}"))
+            .to_string();
+        (gateway, addr)
+    }
+}
+
 impl Drop for Gateway {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -303,35 +366,22 @@ impl Drop for Gateway {
 #[test]
 fn cellar_thrift_serves_a_running_server() {
     let mut server = Server::start();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cellar"))
+    let child = Command::new(env!("CARGO_BIN_EXE_cellar"))
         .args([
             "thrift",
             "--connect",
             &server.native,
             "--listen",
             "127.0.0.1:0",
+            "--user",
+            "thrifty",
         ])
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
         .expect("spawn cellar thrift");
-    let mut out = child.stdout.take().expect("stdout");
-    let gateway = Gateway { child };
-    let mut line = String::new();
-    let mut byte = [0u8; 1];
-    while !line.ends_with('\n') {
-        assert!(
-            out.read(&mut byte).expect("read") == 1,
-            "cellar thrift exited"
-        );
-        line.push(byte[0] as char);
-    }
-    let addr = line
-        .trim()
-        .strip_prefix("listening thrift=")
-        .unwrap_or_else(|| panic!("first line: {line}"))
-        .to_string();
+    let (gateway, addr) = Gateway::started(child);
     let mut c = Conn::open(&addr, Protocol::Compact, false);
     create_table(&mut c, "via_gateway");
     let client = support::connect_blocking(&server.native);
@@ -403,5 +453,318 @@ fn the_gateway_of_a_tls_server_calls_it_over_tls() {
         panic!("a list of names")
     };
     assert!(names.contains(&text("over_tls")), "{names:?}");
+    server.terminate();
+}
+
+/// Issue 39: with authorization on, a gateway left without `thrift.user` ran every Thrift call
+/// as the user running the server, a superuser. It must not start so: it names the setting.
+#[test]
+fn a_gateway_without_a_user_does_not_serve_as_a_superuser() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let config = tmp.path().join("cellar.toml");
+    std::fs::write(&config, "[security]\nauthorization = true\n").expect("config");
+    let mut server = Server::spawn_role(
+        "standalone",
+        &tmp.path().join("data"),
+        Some(&config),
+        ["127.0.0.1:0"; 3],
+        &["--thrift-listen", "127.0.0.1:0"],
+    );
+    let deadline = Instant::now() + Duration::from_secs(120);
+    let status = loop {
+        if let Some(status) = server.exited() {
+            break status;
+        }
+        let out = server.output();
+        if let Some(addr) = out
+            .lines()
+            .find_map(|l| l.strip_prefix("listening thrift="))
+        {
+            // What the defect did: a Thrift caller, named by nobody, creates a table.
+            let mut c = Conn::open(addr.trim(), Protocol::Binary, false);
+            let (_, body) = c.call(
+                "createTable",
+                vec![
+                    (1, text("made_by_nobody")),
+                    (
+                        2,
+                        Value::List(TType::Struct, vec![Value::Struct(vec![(1, text("f:"))])]),
+                    ),
+                ],
+            );
+            server.terminate();
+            panic!("the gateway started without thrift.user and served as a superuser (createTable answered {body:?})");
+        }
+        assert!(
+            Instant::now() < deadline,
+            "neither started nor exited:\n{out}"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(!status.success(), "{}", server.output());
+    let out = server.output();
+    assert!(out.contains("thrift.user"), "{out}");
+}
+
+/// `cellar cert` with `args`, which must succeed.
+fn cert(args: &[&str]) {
+    let out = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .arg("cert")
+        .args(args)
+        .output()
+        .expect("cellar cert");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+fn get_row(c: &mut Conn, table: &str, row: &str) -> (MessageType, Vec<(i16, Value)>) {
+    c.call(
+        "getRow",
+        vec![
+            (1, text(table)),
+            (2, text(row)),
+            (3, Value::Map(TType::Binary, TType::Binary, vec![])),
+        ],
+    )
+}
+
+/// The value of the one cell of a `getRow` answer.
+fn only_value(body: &[(i16, Value)]) -> Vec<u8> {
+    let Some((0, Value::List(_, rows))) = body.first() else {
+        panic!("not a list of rows: {body:?}")
+    };
+    let [Value::Struct(row)] = &rows[..] else {
+        panic!("not one row: {rows:?}")
+    };
+    let Some((_, Value::Map(_, _, columns))) = row.iter().find(|(id, _)| *id == 2) else {
+        panic!("no columns: {row:?}")
+    };
+    let [(_, Value::Struct(cell))] = &columns[..] else {
+        panic!("not one column: {columns:?}")
+    };
+    match cell.iter().find(|(id, _)| *id == 1) {
+        Some((_, Value::Binary(v))) => v.clone(),
+        other => panic!("no value: {other:?}"),
+    }
+}
+
+/// An `IOError` answer's message.
+fn io_error(body: &[(i16, Value)]) -> String {
+    match body.first() {
+        Some((1, v)) => message_of(v),
+        other => panic!("not an IOError: {other:?}"),
+    }
+}
+
+/// The audit log's lines.
+fn audit(data: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(data.join("audit.log"))
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("an audit line is JSON"))
+        .collect()
+}
+
+/// Issue 39: Thrift callers act with their own grants, never the server's. On a TLS Thrift
+/// port a caller's client certificate names it; the in-server gateway calls as the server's
+/// certificate user ('localhost') for it, which `security.proxy_users` allows. `cellar
+/// thrift --user thrifty` with its own certificate ('gw') calls for thrifty. Refusals are
+/// audited with the caller's name (and the gateway's as `real_user`).
+#[test]
+fn thrift_callers_act_with_their_own_grants() {
+    let tmp = tempfile::tempdir().expect("tmp");
+    let certs = tmp.path().join("certs");
+    let dir = certs.to_string_lossy().into_owned();
+    cert(&["create", "--dir", &dir, "--user", "admin"]);
+    for user in ["alice", "bob", "gw"] {
+        cert(&["client", user, "--dir", &dir]);
+    }
+    let path = |f: &str| certs.join(f).to_string_lossy().into_owned();
+    let config = tmp.path().join("cellar.toml");
+    std::fs::write(
+        &config,
+        r#"
+[security]
+authorization = true
+superusers = ["admin"]
+proxy_users = { localhost = ["*"], gw = ["thrifty"] }
+
+[thrift]
+tls = true
+"#,
+    )
+    .expect("config");
+    let data = tmp.path().join("data");
+    let mut server = Server::start_with(
+        &data,
+        Some(&config),
+        ["127.0.0.1:0"; 3],
+        &[
+            "--tls-cert",
+            &path("server.pem"),
+            "--tls-key",
+            &path("server.key"),
+            "--tls-client-ca",
+            &path("ca.pem"),
+            "--thrift-listen",
+            "127.0.0.1:0",
+        ],
+    );
+    let addr = server.wait_thrift();
+    let admin = cellar_client::blocking::Client::connect_with(
+        &server.native,
+        cellar_client::ClientConfig {
+            tls: Some(
+                cellar_client::TlsClientConfig::from_files(
+                    &certs.join("ca.pem"),
+                    Some(&certs.join("admin.pem")),
+                    Some(&certs.join("admin.key")),
+                )
+                .expect("tls files"),
+            ),
+            retries: 0,
+            ..cellar_client::ClientConfig::default()
+        },
+    )
+    .expect("admin connects");
+    admin
+        .admin()
+        .create_table(
+            cellar_client::TableSchema::new("secret", vec![cellar_client::FamilySchema::new("f")]),
+            vec![],
+        )
+        .expect("create");
+    admin
+        .table("secret")
+        .put(cellar_client::RowMutation::new("r").put(
+            b"f",
+            b"q",
+            cellar_client::LATEST_TIMESTAMP,
+            "v",
+        ))
+        .expect("put");
+    let table_scope = cellar_client::PermissionScope {
+        table: "secret".into(),
+        ..cellar_client::PermissionScope::default()
+    };
+    admin
+        .admin()
+        .grant("alice", table_scope.clone(), "R")
+        .expect("grant alice");
+
+    // alice reads; bob, without a grant, is refused, and the refusal names bob.
+    let mut alice = Conn::open_tls(&addr, &certs, "alice");
+    let (kind, body) = get_row(&mut alice, "secret", "r");
+    assert_eq!(kind, MessageType::Reply);
+    assert_eq!(only_value(&body), b"v");
+    let mut bob = Conn::open_tls(&addr, &certs, "bob");
+    let (_, body) = get_row(&mut bob, "secret", "r");
+    let why = io_error(&body);
+    assert!(
+        why.contains("AccessDeniedException") && why.contains("'bob'"),
+        "{why}"
+    );
+    // bob may not write either, nor use alice's scanner.
+    let (_, body) = bob.call(
+        "mutateRow",
+        vec![
+            (1, text("secret")),
+            (2, text("r")),
+            (
+                3,
+                Value::List(
+                    TType::Struct,
+                    vec![Value::Struct(vec![(2, text("f:q")), (3, text("x"))])],
+                ),
+            ),
+            (4, Value::Map(TType::Binary, TType::Binary, vec![])),
+        ],
+    );
+    assert!(io_error(&body).contains("'bob'"), "{body:?}");
+    let Some(Value::I32(scanner)) = alice.ok(
+        "scannerOpen",
+        vec![
+            (1, text("secret")),
+            (2, text("")),
+            (3, Value::List(TType::Binary, vec![])),
+            (4, Value::Map(TType::Binary, TType::Binary, vec![])),
+        ],
+    ) else {
+        panic!("a scanner id")
+    };
+    let (_, body) = bob.call("scannerGet", vec![(1, Value::I32(scanner))]);
+    assert!(
+        matches!(&body[..], [(2, v)] if message_of(v).contains("scanner ID is invalid")),
+        "{body:?}"
+    );
+    assert!(matches!(
+        alice.ok("scannerGet", vec![(1, Value::I32(scanner))]),
+        Some(Value::List(_, rows)) if rows.len() == 1
+    ));
+    let lines = audit(&data);
+    let bobs: Vec<_> = lines
+        .iter()
+        .filter(|l| l["event"] == "denied" && l["object"] == "table=secret")
+        .collect();
+    assert!(!bobs.is_empty(), "no denial audited: {lines:?}");
+    for l in &bobs {
+        assert_eq!(l["user"], "bob", "{l}");
+        assert_eq!(l["real_user"], "localhost", "{l}");
+    }
+
+    // `cellar thrift` as its own process: plain Thrift port, callers are thrifty.
+    let child = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .args([
+            "thrift",
+            "--connect",
+            &server.native,
+            "--listen",
+            "127.0.0.1:0",
+            "--user",
+            "thrifty",
+            "--tls-ca",
+            &path("ca.pem"),
+            "--tls-cert",
+            &path("gw.pem"),
+            "--tls-key",
+            &path("gw.key"),
+        ])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn cellar thrift");
+    let (gateway, plain) = Gateway::started(child);
+    let mut c = Conn::open(&plain, Protocol::Compact, true);
+    let (_, body) = get_row(&mut c, "secret", "r");
+    let why = io_error(&body);
+    assert!(why.contains("'thrifty'"), "{why}");
+    assert!(
+        audit(&data)
+            .iter()
+            .any(|l| l["event"] == "denied" && l["user"] == "thrifty" && l["real_user"] == "gw"),
+        "{:?}",
+        audit(&data)
+    );
+    admin
+        .admin()
+        .grant("thrifty", table_scope, "R")
+        .expect("grant thrifty");
+    let (kind, body) = get_row(&mut c, "secret", "r");
+    assert_eq!(kind, MessageType::Reply);
+    assert_eq!(only_value(&body), b"v");
+    // Nobody's word names a user on the TLS port: a caller there needs a certificate, and
+    // the audit log never names the user running the server for these calls.
+    let me = cellar_server::security::authz::process_user().unwrap_or_default();
+    assert!(
+        !audit(&data)
+            .iter()
+            .any(|l| l["event"] == "denied" && l["user"] == me.as_str()),
+        "a denial in the process user's name"
+    );
+    drop(gateway);
     server.terminate();
 }

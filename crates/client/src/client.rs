@@ -49,6 +49,12 @@ pub struct ClientConfig {
     /// request; servers take it only where they allow (`docs/security.md`), and a client
     /// certificate's user wins over it. `None`: no user.
     pub user: Option<String>,
+    /// The user every call acts for (HBase's `doAs`), sent with every request while the
+    /// connection authenticates as its certificate's user or `user`: what a gateway does for
+    /// its callers. Servers run the calls as this user only where their
+    /// `security.proxy_users` lets the connection's user act for it (`docs/security.md`).
+    /// `None`: the connection's own user.
+    pub effective_user: Option<String>,
 }
 
 impl Default for ClientConfig {
@@ -63,6 +69,7 @@ impl Default for ClientConfig {
             ucx_drive: Duration::from_micros(200),
             tls: None,
             user: None,
+            effective_user: None,
         }
     }
 }

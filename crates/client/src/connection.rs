@@ -115,6 +115,8 @@ pub(crate) struct Connection {
     ucx_drive: Duration,
     /// The user every request says it is from (`ClientConfig::user`); empty: none.
     user: String,
+    /// The user every request acts for (`ClientConfig::effective_user`); empty: none.
+    effective_user: String,
 }
 
 impl Connection {
@@ -162,6 +164,7 @@ impl Connection {
             ucx: None,
             ucx_drive,
             user: config.user.clone().unwrap_or_default(),
+            effective_user: config.effective_user.clone().unwrap_or_default(),
         };
         match transport {
             Transport::Tcp => {}
@@ -272,6 +275,7 @@ impl Connection {
             timeout_ms: self.timeout.as_millis().min(u32::MAX as u128) as u32,
             want_timing: stamps.is_some(),
             user: self.user.clone(),
+            effective_user: self.effective_user.clone(),
         };
         let mut buf = BytesMut::new();
         frame::encode_request(&mut buf, &header, param, cellblock);

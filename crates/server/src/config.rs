@@ -45,9 +45,18 @@ pub struct ThriftConfig {
     /// Where the gateway listens (`--thrift-listen`); empty: no gateway. HBase's Thrift
     /// server uses port 9090.
     pub listen: String,
-    /// The user the gateway's calls run as (HBase's Thrift server runs calls as its own
-    /// user); empty: the user running the server.
+    /// The user Thrift callers without a client certificate act as: every call of a plain
+    /// Thrift port, and of a TLS one (`tls`) whose caller presented no certificate. The
+    /// gateway makes its calls for them as this user (never as the server's own, superuser,
+    /// identity). With `security.authorization` on it must be set, and not be a superuser,
+    /// unless every caller presents a certificate; empty with authorization off: the user
+    /// running the server.
     pub user: String,
+    /// Serve TLS on the Thrift port with the server's `[tls]` certificate, asking callers
+    /// for client certificates signed by `tls.client_ca` (`tls.client_auth`); a caller with
+    /// one is the user it names, and the gateway calls for that user (HBase's Thrift server
+    /// with `hbase.thrift.ssl.enabled` and `doAs`). happybase speaks no TLS.
+    pub tls: bool,
     /// Threads serving Thrift connections.
     pub threads: usize,
     /// Open connections beyond this are refused.
@@ -67,6 +76,7 @@ impl Default for ThriftConfig {
         ThriftConfig {
             listen: String::new(),
             user: String::new(),
+            tls: false,
             threads: 2,
             max_connections: 1000,
             max_scanners: 10_000,
@@ -99,6 +109,11 @@ pub struct SecurityConfig {
     /// TOKEN`); unset: no token. With TLS and a client CA, a client certificate also lets a
     /// scraper in.
     pub http_token_file: Option<PathBuf>,
+    /// Who may act for whom (HBase's `hadoop.proxyuser.<user>.users` / `.groups`): a
+    /// connection's user that is a key here may make calls as the users (`"alice"`), members
+    /// of the groups (`"@ops"`) or anyone (`"*"`) its list names, by the request header's
+    /// `effective_user`; the Thrift gateway calls for its callers so. Nobody else may.
+    pub proxy_users: std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// Whose word is taken for a connection's user without a certificate.
@@ -120,6 +135,7 @@ impl Default for SecurityConfig {
             simple_users: SimpleUsers::Loopback,
             audit_log: None,
             http_token_file: None,
+            proxy_users: std::collections::BTreeMap::new(),
         }
     }
 }
@@ -620,6 +636,18 @@ impl ServerConfig {
         }
         if !self.root.is_empty() {
             Root::parse(&self.root)?;
+        }
+        for (proxy, users) in &self.security.proxy_users {
+            if proxy.is_empty() || proxy.starts_with('@') {
+                return Err(format!(
+                    "security.proxy_users: {proxy:?} is not a user (a key is the user that acts for others)"
+                ));
+            }
+            if let Some(bad) = users.iter().find(|u| u.is_empty() || u.as_str() == "@") {
+                return Err(format!(
+                    "security.proxy_users.{proxy}: {bad:?} is neither a user, an @group nor \"*\""
+                ));
+            }
         }
         if !self.cluster.znode_parent.starts_with('/') || self.cluster.znode_parent.len() < 2 {
             return Err(format!(

@@ -287,6 +287,7 @@ impl Node {
         if let Some(h) = &hbase {
             h.metrics().slow_calls().set_threshold(slow);
         }
+        let thrift_tls = tls.clone();
         let sources = Sources {
             metrics: rpc.metrics(),
             hbase_metrics: hbase.as_ref().map(HbaseServer::metrics),
@@ -349,7 +350,7 @@ impl Node {
         let announced = announced.and_then(|()| match thrift_listener {
             None => Ok(()),
             Some(l) => {
-                let gateway = start_thrift(l, &config, role, &server, &fs, &peer_tls)?;
+                let gateway = start_thrift(l, &config, role, &server, &fs, &peer_tls, thrift_tls)?;
                 let _ = thrift_metrics.set(gateway.metrics_source());
                 server.thrift = Some(gateway);
                 Ok(())
@@ -589,8 +590,13 @@ impl Node {
 }
 
 /// Starts the Thrift gateway as a client of this node: of its own native address on a
-/// standalone server or a master, of the active master on a region server. With TLS it calls
-/// with the node's own certificate, trusting `tls.ca` (else `tls.client_ca`).
+/// standalone server or a master, of the cluster's masters on a region server (looked up
+/// again as they change). Its connections authenticate as the gateway — the node's own
+/// certificate with TLS (trusting `tls.ca`, else `tls.client_ca`), else `thrift.user` — and
+/// every call acts for its caller (a TLS caller's certificate user, else `thrift.user`).
+/// With authorization on the gateway refuses to start where a caller would run as a
+/// superuser or as nobody, or where this server would refuse its calls for want of a
+/// `security.proxy_users` rule.
 fn start_thrift(
     listener: TcpListener,
     config: &ServerConfig,
@@ -598,6 +604,7 @@ fn start_thrift(
     node: &Node,
     fs: &FsRef,
     peer_tls: &Option<cellar_client::TlsClientConfig>,
+    tls_server: Option<Arc<crate::security::TlsServer>>,
 ) -> Result<crate::thrift::ThriftGateway, String> {
     let tls = if config.tls.cert.is_some() && peer_tls.is_none() {
         // A standalone server without a CA to trust its own certificate by.
@@ -605,28 +612,125 @@ fn start_thrift(
     } else {
         peer_tls.clone()
     };
-    let connect = match role {
-        NodeRole::RegionServer => {
-            node.coordination
-                .active_master()
-                .map_err(|e| format!("thrift gateway: {e}"))?
-                .ok_or("thrift gateway: no active master to call")?
-                .native_addr
-        }
-        _ => node.region_server.advertised().to_string(),
-    };
-    let user = if config.thrift.user.is_empty() {
-        crate::security::authz::process_user()
+    if config.thrift.tls && tls_server.is_none() {
+        return Err(
+            "thrift.tls serves the Thrift port with the server's certificate: set tls.cert and tls.key (--tls-cert, --tls-key)"
+                .into(),
+        );
+    }
+    let authz = &node.region_server.authz;
+    let default_user = thrift_default_user(config, authz)?;
+    // Who the gateway's connections are: the node's certificate's user with TLS, else the
+    // user it claims (thrift.user: calls for thrift.user then need no proxy rule).
+    let gateway_user = if tls.is_some() {
+        config
+            .tls
+            .cert
+            .as_deref()
+            .and_then(|c| crate::security::tls::read_certs(c, "tls.cert").ok())
+            .and_then(|certs| {
+                certs
+                    .first()
+                    .and_then(|c| crate::security::identity::user_from_certificate(c).ok())
+            })
     } else {
-        Some(config.thrift.user.clone())
+        None
     };
-    let client = cellar_client::ClientConfig {
-        tls,
-        user,
-        ..cellar_client::ClientConfig::default()
+    if authz.enabled() {
+        if let Some(gw) = &gateway_user {
+            let rule = |who: &str| {
+                format!(
+                    "the Thrift gateway calls this server as '{gw}' (the user of tls.cert) for {who}: let it with security.proxy_users = {{ \"{gw}\" = [...] }} (users, \"@group\"s or \"*\"; HBase's hadoop.proxyuser.{gw}.users)"
+                )
+            };
+            match &default_user {
+                Some(u) if !authz.may_act_for(gw, u) => {
+                    return Err(rule(&format!("thrift.user '{u}'")))
+                }
+                _ if config.thrift.tls && !authz.is_proxy_user(gw) => {
+                    return Err(rule("the users of its callers' certificates"))
+                }
+                _ => {}
+            }
+        }
+    }
+    let upstream = match role {
+        NodeRole::RegionServer => {
+            let coordination = node.coordination.clone();
+            crate::thrift::Upstream::Resolve(Arc::new(move || masters_of(&coordination)))
+        }
+        _ => crate::thrift::Upstream::Fixed(node.region_server.advertised().to_string()),
+    };
+    let claimed = if gateway_user.is_some() {
+        None
+    } else {
+        default_user
+            .clone()
+            .or_else(crate::security::authz::process_user)
+    };
+    let identity = crate::thrift::Identity {
+        client: cellar_client::ClientConfig {
+            tls,
+            user: claimed,
+            ..cellar_client::ClientConfig::default()
+        },
+        default_user,
+        tls: if config.thrift.tls { tls_server } else { None },
     };
     let cluster_id = cluster_id(&**fs, &config.data_dir).ok();
-    crate::thrift::ThriftGateway::start(listener, &connect, client, &config.thrift, cluster_id)
+    crate::thrift::ThriftGateway::start(listener, upstream, identity, &config.thrift, cluster_id)
+}
+
+/// Who Thrift callers without a certificate are: `thrift.user`. With authorization on it must
+/// be set (unless the port is TLS, whose callers then all need certificates) and must not be
+/// a superuser; off, it defaults to the user running the server (nothing is checked).
+fn thrift_default_user(
+    config: &ServerConfig,
+    authz: &crate::security::Authz,
+) -> Result<Option<String>, String> {
+    let user = config.thrift.user.trim();
+    if !authz.enabled() {
+        return Ok(if user.is_empty() {
+            crate::security::authz::process_user()
+        } else {
+            Some(user.to_string())
+        });
+    }
+    if user.is_empty() {
+        if config.thrift.tls {
+            return Ok(None);
+        }
+        return Err("with security.authorization on, the Thrift gateway needs thrift.user: the user its callers' calls run as, with only the grants Thrift clients should have (or thrift.tls, so that callers present client certificates)".into());
+    }
+    if authz.is_superuser_name(user) {
+        return Err(format!(
+            "thrift.user '{user}' is a superuser (security.superusers, or a user this server runs as): every Thrift caller could do anything; name a user with only the grants Thrift clients should have"
+        ));
+    }
+    Ok(Some(user.to_string()))
+}
+
+/// A cluster's masters as the client takes them: the active one first, then the backups.
+fn masters_of(c: &CoordRef) -> Result<String, String> {
+    let mut list: Vec<String> = Vec::new();
+    if let Some(active) = c
+        .active_master()
+        .map_err(|e| format!("thrift gateway: {e}"))?
+    {
+        list.push(active.native_addr);
+    }
+    for b in c
+        .backup_masters()
+        .map_err(|e| format!("thrift gateway: {e}"))?
+    {
+        if !list.contains(&b.native_addr) {
+            list.push(b.native_addr);
+        }
+    }
+    if list.is_empty() {
+        return Err("thrift gateway: no master to call".into());
+    }
+    Ok(list.join(","))
 }
 
 fn peer_tls_required(

@@ -12,6 +12,13 @@
 //!   one call at a time, answers in the caller's protocol and framing;
 //! - [`values`]: reading arguments and building HBase's structs (`TCell`, `TRowResult`, ...);
 //! - [`handler`]: the calls.
+//!
+//! Who calls (`docs/thrift.md`, "Security"): on a TLS Thrift port (`thrift.tls`) the user of
+//! the caller's client certificate, else `thrift.user`. The gateway's connections to the
+//! servers authenticate as the gateway (its certificate, or the user it claims) and every
+//! call names its caller as the request's `effective_user` (HBase's `doAs`); the servers run
+//! it as that user where `security.proxy_users` lets the gateway act for it. One client per
+//! caller (HBase's Thrift server keeps a connection per user too), dropped when idle.
 
 pub mod connection;
 pub mod handler;
@@ -19,6 +26,7 @@ pub mod protocol;
 pub mod values;
 
 use crate::config::ThriftConfig;
+use crate::security::TlsServer;
 use cellar_client::{Client, ClientConfig};
 use parking_lot::Mutex;
 use std::collections::HashMap;
@@ -36,13 +44,44 @@ pub struct ThriftGateway {
     runtime: Option<tokio::runtime::Runtime>,
 }
 
+/// Where the gateway's calls go: fixed addresses, or addresses looked up again every
+/// [`UPSTREAM_CHECK`] (a region server's gateway follows the active master).
+pub enum Upstream {
+    /// `host:port[,host:port...]`: a server, or a cluster's masters.
+    Fixed(String),
+    /// Answers the addresses now (a blocking call: it may ask the coordination service).
+    Resolve(Arc<dyn Fn() -> Result<String, String> + Send + Sync>),
+}
+
+/// How often a resolved upstream is looked up again.
+pub const UPSTREAM_CHECK: Duration = Duration::from_secs(2);
+/// A caller's client unused this long is closed (HBase's `hbase.thrift.connection.max-idletime`
+/// is 10 minutes).
+const CLIENT_IDLE: Duration = Duration::from_secs(600);
+/// The most callers with a client at once; the least recently used goes first.
+const MAX_CLIENTS: usize = 1024;
+/// A TLS caller's handshake must finish within this.
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Who the gateway is and whom it serves.
+pub struct Identity {
+    /// The gateway's own connections: its certificate (`tls`) or the user it claims (`user`).
+    /// `effective_user` is set per caller.
+    pub client: ClientConfig,
+    /// The user of callers without a certificate (`thrift.user`); `None`: such callers are
+    /// refused.
+    pub default_user: Option<String>,
+    /// TLS on the Thrift port: a caller's client certificate names it.
+    pub tls: Option<Arc<TlsServer>>,
+}
+
 impl ThriftGateway {
     /// Serves Thrift1 on `listener`, turning calls into calls on the Cellar server (or
-    /// cluster) at `connect`.
+    /// cluster) at `upstream`, each for its caller.
     pub fn start(
         listener: std::net::TcpListener,
-        connect: &str,
-        client: ClientConfig,
+        upstream: Upstream,
+        identity: Identity,
         config: &ThriftConfig,
         cluster_id: Option<String>,
     ) -> Result<ThriftGateway, String> {
@@ -52,22 +91,46 @@ impl ThriftGateway {
         listener
             .set_nonblocking(true)
             .map_err(|e| format!("thrift listener: {e}"))?;
+        let (connect, resolve) = match upstream {
+            Upstream::Fixed(a) => (a, None),
+            Upstream::Resolve(f) => (f()?, Some(f)),
+        };
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(config.threads.max(1))
             .thread_name("cellar-thrift")
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the thrift runtime: {e}"))?;
-        let client = runtime
-            .block_on(Client::connect_with(connect, client))
+        let Identity {
+            client,
+            default_user,
+            tls,
+        } = identity;
+        // The servers must be reachable now (a mistyped address is an error at start).
+        let probe = ClientConfig {
+            effective_user: default_user.clone(),
+            ..client.clone()
+        };
+        let first = runtime
+            .block_on(Client::connect_with(&connect, probe))
             .map_err(|e| format!("thrift gateway cannot reach {connect}: {e}"))?;
         let listener = {
             let _entered = runtime.enter();
             tokio::net::TcpListener::from_std(listener)
                 .map_err(|e| format!("thrift listener: {e}"))?
         };
+        let default_user: Option<Arc<str>> = default_user.map(Arc::from);
+        let mut clients = HashMap::new();
+        if let Some(u) = &default_user {
+            clients.insert(u.clone(), (first, Instant::now()));
+        }
         let state = Arc::new(Gateway {
-            client,
+            base: client,
+            upstream: Mutex::new(connect.clone()),
+            clients: Mutex::new(clients),
+            default_user,
+            tls,
+            tls_metrics: crate::metrics::RpcMetrics::default(),
             cluster_id,
             config: config.clone(),
             scanners: Mutex::new(HashMap::new()),
@@ -77,7 +140,10 @@ impl ThriftGateway {
         let (stop, stopped) = watch::channel(false);
         runtime.spawn(accept_loop(listener, state.clone(), stopped));
         runtime.spawn(expire_scanners(state.clone(), stop.subscribe()));
-        tracing::info!(addr = %local_addr, upstream = connect, "Thrift gateway listening");
+        if let Some(resolve) = resolve {
+            runtime.spawn(follow_upstream(state.clone(), resolve, stop.subscribe()));
+        }
+        tracing::info!(addr = %local_addr, upstream = connect, tls = state.tls.is_some(), "Thrift gateway listening");
         Ok(ThriftGateway {
             local_addr,
             state,
@@ -136,19 +202,33 @@ impl Drop for ThriftGateway {
 /// Reads the gateway's counters.
 pub type MetricsSource = Arc<dyn Fn() -> ThriftSnapshot + Send + Sync>;
 
-/// What every connection shares: the client, the scanners and the counters.
+/// What every connection shares: the callers' clients, the scanners and the counters.
 pub struct Gateway {
-    pub(crate) client: Client,
+    /// The gateway's own client configuration (no effective user).
+    base: ClientConfig,
+    /// The addresses its clients are made for.
+    upstream: Mutex<String>,
+    /// One client per caller, with when it was last used.
+    clients: Mutex<HashMap<Arc<str>, (Client, Instant)>>,
+    /// Who a caller without a certificate is (`thrift.user`).
+    pub(crate) default_user: Option<Arc<str>>,
+    tls: Option<Arc<TlsServer>>,
+    /// Counts the Thrift port's refused handshakes and plaintext clients.
+    tls_metrics: crate::metrics::RpcMetrics,
     /// What `getClusterId` answers, when the gateway runs in a server.
     pub(crate) cluster_id: Option<String>,
     pub(crate) config: ThriftConfig,
-    pub(crate) scanners: Mutex<HashMap<i32, Arc<tokio::sync::Mutex<OpenScanner>>>>,
+    /// Each open scanner, with the caller that opened it (only it may use or close it).
+    pub(crate) scanners: Mutex<HashMap<i32, (Arc<str>, SharedScanner)>>,
     next_scanner: AtomicI32,
     pub(crate) metrics: ThriftMetrics,
 }
 
+/// An open scanner, shared by the calls that use it.
+pub(crate) type SharedScanner = Arc<tokio::sync::Mutex<OpenScanner>>;
+
 /// A scanner a client opened: HBase's Thrift1 scanners belong to the server, not to the
-/// connection, so any connection may read or close one by its id.
+/// connection, so any connection of the same caller may read or close one by its id.
 pub struct OpenScanner {
     pub(crate) scanner: cellar_client::Scanner,
     /// A row read ahead (the first, read when the scanner opened).
@@ -160,7 +240,36 @@ pub struct OpenScanner {
 }
 
 impl Gateway {
-    pub(crate) fn add_scanner(&self, s: OpenScanner) -> Result<i32, String> {
+    /// The client that calls for `user`: made on first use (its connections authenticate as
+    /// the gateway and name `user` as every call's effective user).
+    pub(crate) async fn client_for(&self, user: &Arc<str>) -> Result<Client, String> {
+        if let Some((client, used)) = self.clients.lock().get_mut(user) {
+            *used = Instant::now();
+            return Ok(client.clone());
+        }
+        let connect = self.upstream.lock().clone();
+        let config = ClientConfig {
+            effective_user: Some(user.to_string()),
+            ..self.base.clone()
+        };
+        let client = Client::connect_with(&connect, config)
+            .await
+            .map_err(|e| format!("java.io.IOException: the gateway cannot reach {connect}: {e}"))?;
+        let mut map = self.clients.lock();
+        if map.len() >= MAX_CLIENTS && !map.contains_key(user) {
+            let oldest = map
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                map.remove(&k);
+            }
+        }
+        let entry = map.entry(user.clone()).or_insert((client, Instant::now()));
+        Ok(entry.0.clone())
+    }
+
+    pub(crate) fn add_scanner(&self, owner: Arc<str>, s: OpenScanner) -> Result<i32, String> {
         let mut map = self.scanners.lock();
         if map.len() >= self.config.max_scanners {
             return Err(format!(
@@ -180,7 +289,7 @@ impl Gateway {
                 break id;
             }
         };
-        map.insert(id, Arc::new(tokio::sync::Mutex::new(s)));
+        map.insert(id, (owner, Arc::new(tokio::sync::Mutex::new(s))));
         self.metrics.scanners_opened.fetch_add(1, Ordering::Relaxed);
         Ok(id)
     }
@@ -209,7 +318,7 @@ async fn accept_loop(
                     tokio::spawn(async move {
                         state.metrics.connections_open.fetch_add(1, Ordering::Relaxed);
                         state.metrics.connections_total.fetch_add(1, Ordering::Relaxed);
-                        connection::serve(stream, peer, state.clone(), stop).await;
+                        serve_one(stream, peer, &state, stop).await;
                         state.metrics.connections_open.fetch_sub(1, Ordering::Relaxed);
                     });
                 }
@@ -219,6 +328,77 @@ async fn accept_loop(
                     tokio::time::sleep(Duration::from_millis(50)).await;
                 }
             }
+        }
+    }
+}
+
+/// One connection: its TLS handshake first on a TLS port, then its calls, as the caller its
+/// certificate names (else `thrift.user`).
+async fn serve_one(
+    stream: tokio::net::TcpStream,
+    peer: SocketAddr,
+    state: &Arc<Gateway>,
+    stop: watch::Receiver<bool>,
+) {
+    let Some(tls) = &state.tls else {
+        let user = state.default_user.clone();
+        connection::serve(stream, peer, user, state.clone(), stop).await;
+        return;
+    };
+    use crate::security::tls::Accepted;
+    match tls
+        .accept(
+            stream,
+            HANDSHAKE_TIMEOUT,
+            peer,
+            &state.tls_metrics,
+            "thrift",
+        )
+        .await
+    {
+        Accepted::Tls { stream, user } => {
+            let user = user.map(Arc::from).or_else(|| state.default_user.clone());
+            tracing::debug!(%peer, user = ?user, "thrift TLS connection");
+            connection::serve(*stream, peer, user, state.clone(), stop).await;
+        }
+        Accepted::Plaintext(_) => {
+            // Thrift has no way to say "use TLS" before a session: the log says it.
+            state
+                .metrics
+                .protocol_errors
+                .fetch_add(1, Ordering::Relaxed);
+        }
+        Accepted::Failed => {}
+    }
+}
+
+/// Looks the upstream up again every [`UPSTREAM_CHECK`]; when it changed (another master is
+/// active), callers get new clients for it. Scanners open keep theirs.
+async fn follow_upstream(
+    state: Arc<Gateway>,
+    resolve: Arc<dyn Fn() -> Result<String, String> + Send + Sync>,
+    mut stop: watch::Receiver<bool>,
+) {
+    loop {
+        tokio::select! {
+            _ = stop.changed() => return,
+            _ = tokio::time::sleep(UPSTREAM_CHECK) => {}
+        }
+        let resolve = resolve.clone();
+        let now = match tokio::task::spawn_blocking(move || resolve()).await {
+            Ok(Ok(now)) => now,
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "thrift gateway: cannot look up the masters");
+                continue;
+            }
+            Err(_) => continue,
+        };
+        let mut upstream = state.upstream.lock();
+        if *upstream != now {
+            tracing::info!(from = %*upstream, to = %now, "thrift gateway follows the masters");
+            *upstream = now;
+            drop(upstream);
+            state.clients.lock().clear();
         }
     }
 }
@@ -236,7 +416,7 @@ async fn expire_scanners(state: Arc<Gateway>, mut stop: watch::Receiver<bool>) {
         let mut map = state.scanners.lock();
         let before = map.len();
         // A scanner in use (its lock held) is not idle.
-        map.retain(|_, s| {
+        map.retain(|_, (_, s)| {
             s.try_lock()
                 .map(|s| now.saturating_duration_since(s.last_used) < lease)
                 .unwrap_or(true)
@@ -249,6 +429,11 @@ async fn expire_scanners(state: Arc<Gateway>, mut stop: watch::Receiver<bool>) {
                 .fetch_add(expired, Ordering::Relaxed);
             tracing::info!(expired, "thrift scanners idle past their lease closed");
         }
+        drop(map);
+        state
+            .clients
+            .lock()
+            .retain(|_, (_, used)| now.saturating_duration_since(*used) < CLIENT_IDLE);
     }
 }
 

@@ -62,6 +62,7 @@ fn main() -> Result<(), String> {
     off.load(list);
     let caller = |user: &str| Caller {
         user: Some(Arc::from(user)),
+        real_user: None,
         certified: true,
         peer: Some([127, 0, 0, 1].into()),
         protocol: "native",

@@ -172,6 +172,7 @@ pub(crate) async fn serve(
             cell_blocks: false,
             caller: crate::security::Caller {
                 user: io.origin.cert_user.clone(),
+                real_user: None,
                 certified: io.origin.cert_user.is_some(),
                 peer: Some(peer.ip()),
                 protocol: "hbase",

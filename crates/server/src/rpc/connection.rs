@@ -126,6 +126,7 @@ pub(crate) async fn serve(
     );
     let caller = crate::security::Caller {
         user: io.origin.cert_user.clone(),
+        real_user: None,
         certified: io.origin.cert_user.is_some(),
         peer: Some(peer.ip()),
         protocol: "native",
@@ -403,15 +404,10 @@ impl Reader {
                 .record_call(req.method, received.elapsed());
             return send(respond, frame);
         }
-        if !self.caller.certified
-            && !req.header.user.is_empty()
-            && self.caller.user.as_deref() != Some(req.header.user.as_str())
-        {
-            self.caller.user = Some(Arc::from(req.header.user.as_str()));
-        }
+        self.caller.claim(&req.header.user);
         let ctx = CallContext {
             conn_id: self.conn_id,
-            caller: self.caller.clone(),
+            caller: self.caller.acting_for(&req.header.effective_user),
         };
         match route::serve(&self.shared, ctx, req, respond) {
             route::Served::Queued => Ok(()),

@@ -295,14 +295,10 @@ impl Events for Serve {
             permit,
             charge,
         };
-        if !req.header.user.is_empty()
-            && self.peer.caller.user.as_deref() != Some(req.header.user.as_str())
-        {
-            self.peer.caller.user = Some(Arc::from(req.header.user.as_str()));
-        }
+        self.peer.caller.claim(&req.header.user);
         let ctx = crate::rpc::CallContext {
             conn_id: self.peer.conn_id,
-            caller: self.peer.caller.clone(),
+            caller: self.peer.caller.acting_for(&req.header.effective_user),
         };
         match route::serve(&shared, ctx, req, respond) {
             route::Served::Queued => {}

@@ -1,5 +1,5 @@
 //! The audit log: every authentication failure and every denied call, one JSON object per
-//! line (`time`, `event`, `user`, `address`, `protocol`, `action`, `object`, `reason`), in a
+//! line (`time`, `event`, `user`, `real_user`, `address`, `protocol`, `action`, `object`, `reason`), in a
 //! file of its own that an operator can ship. Lines are appended whole (one `write` of a
 //! complete line on a file opened for appending), so a crash never leaves half a line behind
 //! another. A line that cannot be written is reported in the server log and the call goes on.
@@ -32,6 +32,8 @@ impl Event {
 pub struct Record<'a> {
     pub event: Event,
     pub user: Option<&'a str>,
+    /// The user who made the call for `user` (a gateway acting for its caller), if any.
+    pub real_user: Option<&'a str>,
     pub address: Option<std::net::IpAddr>,
     pub protocol: &'a str,
     pub action: &'a str,
@@ -80,6 +82,7 @@ impl AuditLog {
             "time_ms": now,
             "event": r.event.name(),
             "user": r.user,
+            "real_user": r.real_user,
             "address": r.address.map(|a| a.to_string()),
             "protocol": r.protocol,
             "action": r.action,
@@ -106,6 +109,7 @@ mod tests {
             log.record(&Record {
                 event: Event::Denied,
                 user,
+                real_user: None,
                 address: Some([127, 0, 0, 1].into()),
                 protocol: "native",
                 action: "WRITE",

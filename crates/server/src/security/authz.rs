@@ -44,9 +44,15 @@ fn audit_on() -> bool {
 /// Who sent a call, as its connection knows it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Caller {
-    /// The user: the client certificate's, or the one the client claims.
+    /// The user the call runs as: the client certificate's, or the one the client claims —
+    /// or, when `real_user` is set, the one the connection's user acts for.
     pub user: Option<Arc<str>>,
-    /// `user` comes from a certificate the TLS handshake checked.
+    /// Set when the connection's user (a gateway) makes the call for `user` (HBase's `doAs`,
+    /// the request header's `effective_user`): the connection's own user, which
+    /// `security.proxy_users` must let act for `user`.
+    pub real_user: Option<Arc<str>>,
+    /// The connection's user (`real_user` when set, else `user`) comes from a certificate the
+    /// TLS handshake checked.
     pub certified: bool,
     /// The client's address.
     pub peer: Option<IpAddr>,
@@ -59,9 +65,32 @@ impl Caller {
     pub const fn internal() -> Caller {
         Caller {
             user: None,
+            real_user: None,
             certified: true,
             peer: None,
             protocol: "internal",
+        }
+    }
+
+    /// Takes the user a request header claims, for a connection without a certificate
+    /// (HBase's SIMPLE: the latest claim names the connection's user).
+    pub fn claim(&mut self, user: &str) {
+        if !self.certified && !user.is_empty() && self.user.as_deref() != Some(user) {
+            self.user = Some(Arc::from(user));
+        }
+    }
+
+    /// The caller of one request that acts for `effective` (its header's `effective_user`):
+    /// this connection's caller itself when `effective` is empty or its own user, else one
+    /// whose `user` is `effective` and whose `real_user` is the connection's.
+    pub fn acting_for(&self, effective: &str) -> Caller {
+        if effective.is_empty() || self.user.as_deref() == Some(effective) {
+            return self.clone();
+        }
+        Caller {
+            user: Some(Arc::from(effective)),
+            real_user: self.user.clone(),
+            ..self.clone()
         }
     }
 }
@@ -82,6 +111,8 @@ pub struct Authz {
     /// user → the groups it is in.
     groups: HashMap<String, Vec<String>>,
     simple: SimpleUsers,
+    /// Who may act for whom: a proxy user → the users, `@groups` or `*` it may act for.
+    proxy_users: HashMap<String, Vec<String>>,
     permissions: RwLock<Permissions>,
     audit: Option<Arc<AuditLog>>,
 }
@@ -112,6 +143,11 @@ impl Authz {
             superusers,
             groups,
             simple: config.simple_users,
+            proxy_users: config
+                .proxy_users
+                .iter()
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             permissions: RwLock::new(Permissions::default()),
             audit,
         })
@@ -124,6 +160,7 @@ impl Authz {
             superusers: Vec::new(),
             groups: HashMap::new(),
             simple: SimpleUsers::Loopback,
+            proxy_users: HashMap::new(),
             permissions: RwLock::new(Permissions::default()),
             audit: None,
         }
@@ -205,12 +242,14 @@ impl Authz {
     }
 
     /// The user the server takes `caller` to be (none for the server's own calls), or why it
-    /// takes none (audited).
+    /// takes none (audited): the connection's user, authenticated; and when it acts for
+    /// another (`real_user`), that other, if `security.proxy_users` lets it.
     fn authenticated_user<'a>(&self, caller: &'a Caller) -> Result<&'a str, ServerError> {
         if caller.protocol == "internal" {
             return Ok("(server)");
         }
-        let Some(user) = caller.user.as_deref() else {
+        let connection_user = caller.real_user.as_deref().or(caller.user.as_deref());
+        let Some(user) = connection_user else {
             return Err(self.unauthenticated(
                 caller,
                 "this server checks permissions and does not know who you are: present a client certificate (TLS with a client CA), or a user where security.simple_users lets the server take your word",
@@ -232,7 +271,48 @@ impl Authz {
                 ));
             }
         }
-        Ok(user)
+        let Some(real) = caller.real_user.as_deref() else {
+            return Ok(user);
+        };
+        let Some(effective) = caller.user.as_deref() else {
+            return Ok(real);
+        };
+        if !self.may_act_for(real, effective) {
+            return Err(self.unauthenticated(
+                caller,
+                &format!(
+                    "user '{real}' may not act for '{effective}': security.proxy_users has no rule letting '{real}' act for '{effective}' (HBase's hadoop.proxyuser.{real}.users / .groups)"
+                ),
+            ));
+        }
+        Ok(effective)
+    }
+
+    /// Whether `security.proxy_users` lets `proxy` act for `user`: its list names the user,
+    /// one of the user's `@groups`, or `*`.
+    pub fn may_act_for(&self, proxy: &str, user: &str) -> bool {
+        if proxy == user {
+            return true;
+        }
+        let Some(allowed) = self.proxy_users.get(proxy) else {
+            return false;
+        };
+        let groups = self.groups.get(user);
+        allowed.iter().any(|a| match a.strip_prefix('@') {
+            _ if a == "*" => true,
+            Some(g) => groups.is_some_and(|gs| gs.iter().any(|mine| mine == g)),
+            None => a == user,
+        })
+    }
+
+    /// Whether `security.proxy_users` has a rule for `proxy` at all.
+    pub fn is_proxy_user(&self, proxy: &str) -> bool {
+        self.proxy_users.contains_key(proxy)
+    }
+
+    /// Whether `user` is a superuser (configured, through a group, or one of the server's own).
+    pub fn is_superuser_name(&self, user: &str) -> bool {
+        self.subject_of(user).superuser
     }
 
     /// Passes when `caller` may do `action` at `scope`; `what` names the call in refusals.
@@ -405,6 +485,7 @@ impl Authz {
             log.record(&Record {
                 event: Event::Denied,
                 user: Some(user),
+                real_user: caller.real_user.as_deref(),
                 address: caller.peer,
                 protocol: caller.protocol,
                 action,
@@ -420,6 +501,7 @@ impl Authz {
             log.record(&Record {
                 event: Event::AuthenticationFailed,
                 user: caller.user.as_deref(),
+                real_user: caller.real_user.as_deref(),
                 address: caller.peer,
                 protocol: caller.protocol,
                 action: "",
@@ -531,6 +613,7 @@ mod tests {
     fn caller(user: Option<&str>, certified: bool, peer: [u8; 4]) -> Caller {
         Caller {
             user: user.map(Arc::from),
+            real_user: None,
             certified,
             peer: Some(IpAddr::from(peer)),
             protocol: "native",
@@ -570,6 +653,75 @@ mod tests {
         // Superusers through a group, and the server's own user.
         assert!(admin("root").is_ok());
         assert!(admin("server").is_ok());
+    }
+
+    #[test]
+    fn a_proxy_acts_only_for_whom_its_rule_names() {
+        let dir = tempfile::tempdir().expect("tmp");
+        let config = SecurityConfig {
+            authorization: true,
+            groups: [("ops".to_string(), vec!["carol".to_string()])].into(),
+            proxy_users: [
+                (
+                    "gw".to_string(),
+                    vec!["alice".to_string(), "@ops".to_string()],
+                ),
+                ("any".to_string(), vec!["*".to_string()]),
+            ]
+            .into(),
+            ..SecurityConfig::default()
+        };
+        let log = dir.path().join("audit.log");
+        let a = Authz::new(&config, vec!["server".into()], &log).expect("authz");
+        a.load(vec![Permission {
+            user: "alice".into(),
+            scope: Scope::table("t"),
+            actions: Actions::parse("R").expect("codes"),
+        }]);
+        let read = |c: &Caller| a.require(c, Action::Read, &Scope::table("t"), "get");
+        let gw = caller(Some("gw"), true, [10, 0, 0, 1]);
+        // Acting for alice: alice's grants, alice's name.
+        let for_alice = gw.acting_for("alice");
+        assert_eq!(for_alice.user.as_deref(), Some("alice"));
+        assert_eq!(for_alice.real_user.as_deref(), Some("gw"));
+        assert!(read(&for_alice).is_ok());
+        assert_eq!(
+            a.subject(&for_alice).expect("alice").user,
+            "alice",
+            "checked as alice"
+        );
+        // Through a group; bob is not named, so gw may not act for him.
+        assert!(a.authenticate(&gw.acting_for("carol")).is_ok());
+        let bob = a.authenticate(&gw.acting_for("bob"));
+        let Err(ServerError::Unauthenticated(why)) = bob else {
+            panic!("{bob:?}")
+        };
+        assert!(why.contains("'gw' may not act for 'bob'"), "{why}");
+        // Nobody without a rule acts for anyone, a superuser included.
+        let server = caller(Some("server"), true, [10, 0, 0, 1]);
+        assert!(a.authenticate(&server.acting_for("alice")).is_err());
+        // `*`; and acting for oneself needs no rule.
+        let any = caller(Some("any"), true, [10, 0, 0, 1]);
+        assert!(a.authenticate(&any.acting_for("whoever")).is_ok());
+        assert_eq!(server.acting_for("server"), server);
+        // A proxy's own word is taken only where simple_users allows it.
+        let far = caller(Some("gw"), false, [10, 0, 0, 1]).acting_for("alice");
+        assert!(a.authenticate(&far).is_err());
+        // A denied call of alice's, made by gw, is audited with both names.
+        assert!(a
+            .require(&for_alice, Action::Write, &Scope::table("t"), "put")
+            .is_err());
+        let text = std::fs::read_to_string(&log).expect("audit");
+        let lines: Vec<serde_json::Value> = text
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("json"))
+            .collect();
+        assert!(lines.iter().any(|l| l["user"] == "bob"
+            && l["real_user"] == "gw"
+            && l["event"] == "authentication_failed"));
+        assert!(lines
+            .iter()
+            .any(|l| l["user"] == "alice" && l["real_user"] == "gw" && l["event"] == "denied"));
     }
 
     #[test]

@@ -132,6 +132,7 @@ impl TlsServer {
             log.record(&super::audit::Record {
                 event: super::audit::Event::AuthenticationFailed,
                 user: None,
+                real_user: None,
                 address: Some(peer.ip()),
                 protocol: what,
                 action: "TLS handshake",

@@ -16,8 +16,7 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
 /// How a connection's messages are delimited.
@@ -48,9 +47,12 @@ pub fn detect(first: &[u8]) -> Option<Result<(Framing, Protocol), String>> {
     }
 }
 
-pub async fn serve(
-    mut stream: TcpStream,
+/// Serves one connection's calls for `user` (its certificate's, else `thrift.user`; `None`:
+/// every call is refused, naming what is missing).
+pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+    mut stream: S,
     peer: SocketAddr,
+    user: Option<Arc<str>>,
     gateway: Arc<Gateway>,
     mut stop: watch::Receiver<bool>,
 ) {
@@ -92,7 +94,7 @@ pub async fn serve(
                     return;
                 };
                 let started = Instant::now();
-                let reply = super::handler::call(&gateway, msg).await;
+                let reply = super::handler::call(&gateway, user.as_ref(), msg).await;
                 let m = &gateway.metrics;
                 m.calls.fetch_add(1, Ordering::Relaxed);
                 m.call_micros

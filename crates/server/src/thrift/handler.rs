@@ -15,6 +15,7 @@ use cellar_model::{
     CompareOp, Condition, Durability, FamilySchema, Filter, Get, RowMutation, Scan, TableSchema,
     LATEST_TIMESTAMP,
 };
+use std::sync::Arc;
 use std::time::Instant;
 
 /// TApplicationException types.
@@ -36,8 +37,24 @@ const DECLARES_ILLEGAL_ARGUMENT: &[&str] = &[
     "checkAndPut",
 ];
 
-/// Serves one call; `None` for a oneway call (no answer).
-pub async fn call(gw: &Gateway, msg: Message) -> Option<Reply> {
+/// One call of one caller: the gateway, and the client that calls for the caller.
+pub(crate) struct Call<'a> {
+    gw: &'a Gateway,
+    /// Calls the servers for `user`.
+    pub(crate) client: cellar_client::Client,
+    /// Who the caller is.
+    pub(crate) user: Arc<str>,
+}
+
+impl std::ops::Deref for Call<'_> {
+    type Target = Gateway;
+    fn deref(&self) -> &Gateway {
+        self.gw
+    }
+}
+
+/// Serves one call of `user`; `None` for a oneway call (no answer).
+pub async fn call(gw: &Gateway, user: Option<&Arc<str>>, msg: Message) -> Option<Reply> {
     let Message {
         name,
         kind,
@@ -45,7 +62,22 @@ pub async fn call(gw: &Gateway, msg: Message) -> Option<Reply> {
         body,
     } = msg;
     let outcome = match kind {
-        MessageType::Call | MessageType::Oneway => dispatch(gw, &name, &Fields(&body)).await,
+        MessageType::Call | MessageType::Oneway => match user {
+            None => Err(Fault::io(
+                "org.apache.hadoop.hbase.security.AccessDeniedException: the Thrift gateway does not know who you are: present a client certificate (this port serves TLS), or have thrift.user set for callers without one".to_string(),
+            )),
+            Some(user) => match gw.client_for(user).await {
+                Ok(client) => {
+                    let c = Call {
+                        gw,
+                        client,
+                        user: user.clone(),
+                    };
+                    dispatch(&c, &name, &Fields(&body)).await
+                }
+                Err(e) => Err(Fault::io(e)),
+            },
+        },
         other => Err(Fault::Application {
             kind: INVALID_MESSAGE_TYPE,
             message: format!("{name}: a server takes calls, not {other:?} messages"),
@@ -93,7 +125,7 @@ pub async fn call(gw: &Gateway, msg: Message) -> Option<Reply> {
     })
 }
 
-async fn dispatch(gw: &Gateway, name: &str, a: &Fields<'_>) -> Outcome<Option<Value>> {
+async fn dispatch(gw: &Call<'_>, name: &str, a: &Fields<'_>) -> Outcome<Option<Value>> {
     let admin = gw.client.admin();
     match name {
         // ---- tables ----
@@ -479,7 +511,14 @@ async fn dispatch(gw: &Gateway, name: &str, a: &Fields<'_>) -> Outcome<Option<Va
         }
         "scannerClose" => {
             let id = a.opt_i32(1, "id")?.unwrap_or(-1);
-            let removed = gw.scanners.lock().remove(&id);
+            let removed = {
+                let mut map = gw.scanners.lock();
+                // Another caller's scanner is as unknown as a closed one.
+                match map.get(&id) {
+                    Some((owner, _)) if *owner == gw.user => map.remove(&id),
+                    _ => None,
+                }
+            };
             match removed {
                 // Dropping the scanner closes it on the server.
                 Some(_) => Ok(None),
@@ -585,7 +624,7 @@ fn column_get(row: Bytes, column: &[u8], n: u32, before: Option<u64>) -> Get {
     get
 }
 
-async fn cells(gw: &Gateway, table: &str, get: Get) -> Outcome<Value> {
+async fn cells(gw: &Call<'_>, table: &str, get: Get) -> Outcome<Value> {
     let row = gw
         .client
         .table(table)
@@ -602,7 +641,7 @@ async fn cells(gw: &Gateway, table: &str, get: Get) -> Outcome<Value> {
 
 /// Rows, each its newest cells of `columns` (all when empty); rows without any are left out.
 async fn get_rows(
-    gw: &Gateway,
+    gw: &Call<'_>,
     table: &str,
     rows: Vec<Bytes>,
     columns: &[Bytes],
@@ -678,7 +717,7 @@ fn row_mutations(
 
 /// Applies deletes, then puts.
 async fn apply(
-    gw: &Gateway,
+    gw: &Call<'_>,
     table: &str,
     deletes: Vec<RowMutation>,
     mut puts: Vec<RowMutation>,
@@ -695,7 +734,7 @@ async fn apply(
     Ok(())
 }
 
-async fn increment(gw: &Gateway, inc: &Fields<'_>) -> Outcome<()> {
+async fn increment(gw: &Call<'_>, inc: &Fields<'_>) -> Outcome<()> {
     let table = inc.text(1, "TIncrement.table")?;
     let row = inc.bytes(2, "TIncrement.row")?;
     let (family, qualifier) = split_column(&inc.bytes(3, "TIncrement.column")?);
@@ -733,25 +772,38 @@ fn parse_filter(src: &[u8]) -> Outcome<Filter> {
     Ok(f)
 }
 
-async fn open_scanner(gw: &Gateway, table: &str, scan: Scan, sort: bool) -> Outcome<Option<Value>> {
+async fn open_scanner(
+    gw: &Call<'_>,
+    table: &str,
+    scan: Scan,
+    sort: bool,
+) -> Outcome<Option<Value>> {
     // The first row is read now: a missing table or family fails here, as HBase's
     // getScanner does, not at the first scannerGet; and it costs no extra call.
     let mut scanner = gw.client.table(table).scan(scan);
     let first = scanner.next().await.map_err(client_fault)?;
     let id = gw
-        .add_scanner(OpenScanner {
-            scanner,
-            ahead: first,
-            done: false,
-            sort_columns: sort,
-            last_used: Instant::now(),
-        })
+        .add_scanner(
+            gw.user.clone(),
+            OpenScanner {
+                scanner,
+                ahead: first,
+                done: false,
+                sort_columns: sort,
+                last_used: Instant::now(),
+            },
+        )
         .map_err(Fault::io)?;
     Ok(Some(Value::I32(id)))
 }
 
-async fn scanner_rows(gw: &Gateway, id: i32, n: usize) -> Outcome<Value> {
-    let entry = gw.scanners.lock().get(&id).cloned();
+async fn scanner_rows(gw: &Call<'_>, id: i32, n: usize) -> Outcome<Value> {
+    let entry = gw
+        .scanners
+        .lock()
+        .get(&id)
+        .filter(|(owner, _)| *owner == gw.user)
+        .map(|(_, s)| s.clone());
     let Some(entry) = entry else {
         return Err(Fault::illegal("scanner ID is invalid"));
     };
