@@ -275,7 +275,8 @@ impl RegionServer {
         let weak = Arc::downgrade(self);
         let split_every = Duration::from_millis(self.config.split.check_interval_ms);
         match &self.role {
-            // Splits in a cluster are not coordinated yet (docs/design/0004-cluster.md §9).
+            // Standalone splits its own regions; a region server asks its master, which
+            // coordinates the split (docs/design/0004-cluster.md); the master holds no data.
             Role::Standalone => {
                 self.workers
                     .spawn("cellar-split", split_every, weak.clone(), |s| {
