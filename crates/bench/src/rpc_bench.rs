@@ -14,6 +14,7 @@ use serde::Serialize;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -64,6 +65,8 @@ pub struct Latency {
 #[derive(Debug, Clone, Serialize)]
 pub struct Throughput {
     pub op: String,
+    /// Connections the tasks ran over: one each, or one shared by all.
+    pub connections: usize,
     pub ops: u64,
     pub ops_per_sec: f64,
 }
@@ -129,6 +132,8 @@ pub(crate) fn spawn_listening(mut cmd: Command, name: &str) -> Result<(ChildGuar
 }
 
 /// The echo server behind the floor: reads `u32 len | payload` frames and writes each back.
+/// Answers are buffered and written when no more input is waiting, so pipelined calls on one
+/// connection are answered in one write, as a server that batches its answers does.
 pub async fn echo_server() -> Result<()> {
     let listener = TcpListener::bind("127.0.0.1:0")
         .await
@@ -136,22 +141,27 @@ pub async fn echo_server() -> Result<()> {
     let addr = listener.local_addr().map_err(|e| e.to_string())?;
     println!("listening echo={addr}");
     loop {
-        let (mut sock, _) = listener.accept().await.map_err(|e| e.to_string())?;
+        let (sock, _) = listener.accept().await.map_err(|e| e.to_string())?;
         let _ = sock.set_nodelay(true);
         tokio::spawn(async move {
+            let (r, w) = sock.into_split();
+            let mut r = tokio::io::BufReader::new(r);
+            let mut w = tokio::io::BufWriter::new(w);
             let mut buf = Vec::new();
             loop {
-                let Ok(len) = sock.read_u32().await else {
+                let Ok(len) = r.read_u32().await else {
                     return;
                 };
                 buf.resize(len as usize, 0);
-                if sock.read_exact(&mut buf).await.is_err() {
+                if r.read_exact(&mut buf).await.is_err() {
                     return;
                 }
-                let mut out = Vec::with_capacity(4 + buf.len());
-                out.extend_from_slice(&len.to_be_bytes());
-                out.extend_from_slice(&buf);
-                if sock.write_all(&out).await.is_err() {
+                if w.write_all(&len.to_be_bytes()).await.is_err()
+                    || w.write_all(&buf).await.is_err()
+                {
+                    return;
+                }
+                if r.buffer().is_empty() && w.flush().await.is_err() {
                     return;
                 }
             }
@@ -188,23 +198,42 @@ fn echo_message(size: usize) -> Vec<u8> {
     msg
 }
 
-async fn floor_throughput(addr: &str, opts: &Options) -> Result<Throughput> {
+/// The floor's throughput with `concurrency` tasks, each on a connection of its own
+/// (`connections`), or all on one connection (`shared`): each task sends a frame and waits
+/// for its answer; a writer task sends what the tasks queued in one write, a reader task hands
+/// the answers back in order (the echo server answers in order) — the least any multiplexing
+/// client over one connection can do.
+async fn floor_throughput(addr: &str, opts: &Options, shared: bool) -> Result<Throughput> {
     let per_task = opts.ops / opts.concurrency as u64;
+    let msg = echo_message(opts.value_size);
     let start = Instant::now();
     let mut tasks = Vec::new();
-    for _ in 0..opts.concurrency {
-        let addr = addr.to_string();
-        let size = opts.value_size;
-        tasks.push(tokio::spawn(async move {
-            let mut sock = TcpStream::connect(&addr).await.map_err(|e| e.to_string())?;
-            sock.set_nodelay(true).map_err(|e| e.to_string())?;
-            let msg = echo_message(size);
-            let mut buf = Vec::new();
-            for _ in 0..per_task {
-                ping_pong_once(&mut sock, &msg, &mut buf).await?;
-            }
-            Ok::<_, String>(())
-        }));
+    if shared {
+        let mux = Arc::new(Mux::connect(addr).await?);
+        for _ in 0..opts.concurrency {
+            let mux = Arc::clone(&mux);
+            let msg = msg.clone();
+            tasks.push(tokio::spawn(async move {
+                for _ in 0..per_task {
+                    mux.call(&msg).await?;
+                }
+                Ok::<_, String>(())
+            }));
+        }
+    } else {
+        for _ in 0..opts.concurrency {
+            let addr = addr.to_string();
+            let msg = msg.clone();
+            tasks.push(tokio::spawn(async move {
+                let mut sock = TcpStream::connect(&addr).await.map_err(|e| e.to_string())?;
+                sock.set_nodelay(true).map_err(|e| e.to_string())?;
+                let mut buf = Vec::new();
+                for _ in 0..per_task {
+                    ping_pong_once(&mut sock, &msg, &mut buf).await?;
+                }
+                Ok::<_, String>(())
+            }));
+        }
     }
     for t in tasks {
         t.await.map_err(|e| e.to_string())??;
@@ -212,9 +241,77 @@ async fn floor_throughput(addr: &str, opts: &Options) -> Result<Throughput> {
     let n = per_task * opts.concurrency as u64;
     Ok(Throughput {
         op: "ping-pong".into(),
+        connections: if shared { 1 } else { opts.concurrency },
         ops: n,
         ops_per_sec: n as f64 / start.elapsed().as_secs_f64(),
     })
+}
+
+/// One echo connection shared by many tasks (the floor of a multiplexing client).
+struct Mux {
+    /// Frames to send, each with the sender its answer goes to.
+    send: tokio::sync::mpsc::UnboundedSender<(Vec<u8>, tokio::sync::oneshot::Sender<()>)>,
+}
+
+impl Mux {
+    async fn connect(addr: &str) -> Result<Mux> {
+        use tokio::sync::{mpsc, oneshot};
+        let sock = TcpStream::connect(addr).await.map_err(|e| e.to_string())?;
+        sock.set_nodelay(true).map_err(|e| e.to_string())?;
+        let (r, mut w) = sock.into_split();
+        let (send, mut queued) = mpsc::unbounded_channel::<(Vec<u8>, oneshot::Sender<()>)>();
+        let (waiting_tx, mut waiting) = mpsc::unbounded_channel::<oneshot::Sender<()>>();
+        // Writer: everything queued so far in one write; answers are expected in that order.
+        tokio::spawn(async move {
+            let mut out = Vec::new();
+            while let Some((frame, answer)) = queued.recv().await {
+                out.clear();
+                out.extend_from_slice(&frame);
+                if waiting_tx.send(answer).is_err() {
+                    return;
+                }
+                while let Ok((frame, answer)) = queued.try_recv() {
+                    out.extend_from_slice(&frame);
+                    if waiting_tx.send(answer).is_err() {
+                        return;
+                    }
+                }
+                if w.write_all(&out).await.is_err() {
+                    return;
+                }
+            }
+        });
+        // Reader: each answer to the oldest waiting call.
+        tokio::spawn(async move {
+            let mut r = tokio::io::BufReader::new(r);
+            let mut buf = Vec::new();
+            loop {
+                let Ok(len) = r.read_u32().await else {
+                    return;
+                };
+                buf.resize(len as usize, 0);
+                if r.read_exact(&mut buf).await.is_err() {
+                    return;
+                }
+                match waiting.recv().await {
+                    Some(answer) => {
+                        let _ = answer.send(());
+                    }
+                    None => return,
+                }
+            }
+        });
+        Ok(Mux { send })
+    }
+
+    async fn call(&self, frame: &[u8]) -> Result<()> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        self.send
+            .send((frame.to_vec(), tx))
+            .map_err(|_| "the echo connection closed".to_string())?;
+        rx.await
+            .map_err(|_| "the echo connection closed".to_string())
+    }
 }
 
 /// Rounds the latency runs are cut into: each round measures the floor, then Puts, then Gets,
@@ -286,8 +383,12 @@ fn put_of(i: u64, value: &Bytes) -> RowMutation {
     RowMutation::new(key(i)).put(b"cf", b"v", LATEST_TIMESTAMP, value.clone())
 }
 
-/// Throughput of `concurrency` tasks sharing one client: Puts, then Gets of the loaded keys.
-async fn throughput_run(table: &cellar_client::Table, opts: &Options) -> Result<Vec<Throughput>> {
+/// Throughput of `concurrency` tasks: Puts, then Gets of the loaded keys, over `tables` (one
+/// shared client, or one client — one connection — per task, as the floor's two shapes).
+async fn throughput_run(
+    tables: &[cellar_client::Table],
+    opts: &Options,
+) -> Result<Vec<Throughput>> {
     let value = Bytes::from(vec![0x61u8; opts.value_size]);
     let mut throughput = Vec::new();
     for op in ["put", "get"] {
@@ -295,7 +396,7 @@ async fn throughput_run(table: &cellar_client::Table, opts: &Options) -> Result<
         let start = Instant::now();
         let mut tasks = Vec::new();
         for t in 0..opts.concurrency as u64 {
-            let table = table.clone();
+            let table = tables[t as usize % tables.len()].clone();
             let value = value.clone();
             tasks.push(tokio::spawn(async move {
                 for j in 0..per_task {
@@ -317,11 +418,24 @@ async fn throughput_run(table: &cellar_client::Table, opts: &Options) -> Result<
         let n = per_task * opts.concurrency as u64;
         throughput.push(Throughput {
             op: op.into(),
+            connections: tables.len(),
             ops: n,
             ops_per_sec: n as f64 / start.elapsed().as_secs_f64(),
         });
     }
     Ok(throughput)
+}
+
+/// `n` clients of their own (a connection each) on the bench table.
+async fn clients(addr: &str, n: usize) -> Result<Vec<cellar_client::Table>> {
+    let mut tables = Vec::with_capacity(n);
+    for _ in 0..n {
+        let client = Client::connect_with(addr, ClientConfig::default())
+            .await
+            .map_err(|e| e.to_string())?;
+        tables.push(client.table("bench"));
+    }
+    Ok(tables)
 }
 
 async fn connect_and_create(addr: &str) -> Result<cellar_client::Table> {
@@ -376,8 +490,13 @@ pub fn run_placement(p: Placement, opts: &Options, self_exe: &Path) -> Result<Pl
     let (lat, tp) = rt.block_on(async {
         let table = connect_and_create(&cellar_addr).await?;
         let lat = latency_run(&echo_addr, &table, opts).await?;
-        let mut tp = vec![floor_throughput(&echo_addr, opts).await?];
-        tp.extend(throughput_run(&table, opts).await?);
+        // Each shape beside its own floor: tasks sharing one connection, then a connection
+        // per task.
+        let mut tp = vec![floor_throughput(&echo_addr, opts, true).await?];
+        tp.extend(throughput_run(std::slice::from_ref(&table), opts).await?);
+        let own = clients(&cellar_addr, opts.concurrency).await?;
+        tp.push(floor_throughput(&echo_addr, opts, false).await?);
+        tp.extend(throughput_run(&own, opts).await?);
         Ok::<_, String>((lat, tp))
     })?;
     let p50 = |op: &str| lat.iter().find(|l| l.op == op).map_or(0.0, |l| l.p50_us);
@@ -408,7 +527,14 @@ pub fn print(r: &PlacementResult, opts: &Options) {
         );
     }
     for t in &r.throughput {
-        println!("  {:<10} {:>10.0} ops/s", t.op, t.ops_per_sec);
+        println!(
+            "  {:<10} {:>10.0} ops/s  ({} tasks over {} connection{})",
+            t.op,
+            t.ops_per_sec,
+            opts.concurrency,
+            t.connections,
+            if t.connections == 1 { "" } else { "s" }
+        );
     }
     println!(
         "  Get p50 / ping-pong p50 = {:.2} (target ≤ 2)",
