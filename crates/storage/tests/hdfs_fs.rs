@@ -20,6 +20,41 @@ fn hdfs_fs_on_a_minidfs() {
     writes_go_on_when_a_datanode_dies_mid_file(connect(), &mut dfs);
 }
 
+/// A store file stays open for as long as its region is: a read through it must go on when the
+/// DataNode holding its block restarts (a rolling restart, a crashed DataNode brought back),
+/// as HDFS's own client fetches the block's locations again instead of giving up on a node
+/// it once saw fail. One DataNode, so no other replica can answer.
+#[test]
+fn a_read_goes_on_across_a_datanode_restart() {
+    let mut dfs = MiniDfs::start(1).expect("start MiniDFS");
+    let fs = HdfsFs::connect(&dfs.url).expect("connect to HDFS");
+    let path = Path::new("/restart/storefile");
+    let data: Vec<u8> = (0..256 * 1024u32).map(|i| (i % 251) as u8).collect();
+    let mut w = fs.create(path).expect("create");
+    w.append(&data).expect("append");
+    w.sync().expect("sync");
+    drop(w);
+    let r = fs.open(path).expect("open");
+    assert_eq!(&r.read_at(0, 1024).expect("read")[..], &data[..1024]);
+
+    dfs.stop_datanode(0).expect("stop the DataNode");
+    // A read while it is down, answered once it is back.
+    let reader = Arc::clone(&r);
+    let read = std::thread::spawn(move || reader.read_at(4096, 8192));
+    std::thread::sleep(Duration::from_millis(500));
+    dfs.restart_datanode(0).expect("restart the DataNode");
+    let got = read
+        .join()
+        .expect("reader thread")
+        .expect("the read across the restart");
+    assert_eq!(&got[..], &data[4096..4096 + 8192]);
+    // And the same open file goes on reading afterwards.
+    assert_eq!(
+        &r.read_at(100_000, 1000).expect("read after the restart")[..],
+        &data[100_000..101_000]
+    );
+}
+
 fn files_and_directories_behave_as_on_local_disk(fs: HdfsFs) {
     let dir = Path::new("/t/files");
     fs.create_dir_all(dir).expect("mkdir");

@@ -164,12 +164,29 @@ impl MiniDfs {
         }
     }
 
-    /// Stops DataNode `n` (0-based) as a crash would; waits for the acknowledgement.
+    /// Stops DataNode `n` (0-based, numbered as at start) as a crash would; waits for the
+    /// acknowledgement.
     pub fn stop_datanode(&mut self, n: u32) -> Result<(), String> {
+        self.command(
+            &format!("stop-datanode {n}"),
+            &format!("stopped datanode {n}"),
+        )
+    }
+
+    /// Starts DataNode `n`, stopped by [`MiniDfs::stop_datanode`], again on its old port and
+    /// storage; waits until the cluster has it.
+    pub fn restart_datanode(&mut self, n: u32) -> Result<(), String> {
+        self.command(
+            &format!("restart-datanode {n}"),
+            &format!("restarted datanode {n}"),
+        )
+    }
+
+    /// Sends one command and waits (a minute at most) for the line `want`.
+    fn command(&mut self, command: &str, want: &str) -> Result<(), String> {
         let stdin = self.stdin.as_mut().ok_or("MiniDFS input closed")?;
-        writeln!(stdin, "stop-datanode {n}").map_err(|e| format!("MiniDFS input: {e}"))?;
+        writeln!(stdin, "{command}").map_err(|e| format!("MiniDFS input: {e}"))?;
         stdin.flush().map_err(|e| format!("MiniDFS input: {e}"))?;
-        let want = format!("stopped datanode {n}");
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
             if let Ok(line) = self.lines.recv_timeout(Duration::from_millis(500)) {
@@ -178,7 +195,9 @@ impl MiniDfs {
                 }
             }
         }
-        Err(format!("DataNode {n} did not stop within a minute"))
+        Err(format!(
+            "MiniDFS did not answer '{command}' with '{want}' within a minute"
+        ))
     }
 
     pub fn pid(&self) -> u32 {

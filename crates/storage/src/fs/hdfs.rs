@@ -354,23 +354,81 @@ impl FileSyncer for HdfsSyncer {
     }
 }
 
+/// How long a read goes on retrying after it failed on every DataNode it knew (HDFS's own
+/// client waits a few seconds per retry, `dfs.client.retry.window.base`, for three tries).
+const READ_RETRY_WINDOW: Duration = Duration::from_secs(15);
+/// The first wait before such a retry; each next one is twice as long, up to
+/// [`READ_RETRY_MAX_WAIT`].
+const READ_RETRY_FIRST_WAIT: Duration = Duration::from_millis(200);
+const READ_RETRY_MAX_WAIT: Duration = Duration::from_secs(2);
+
 struct HdfsReader {
     inner: Arc<Inner>,
     path: PathBuf,
-    reader: Arc<FileReader>,
+    /// The open file and the block locations it was given. A read that fails on every replica
+    /// it knows replaces it with a fresh open.
+    reader: parking_lot::RwLock<Arc<FileReader>>,
     len: u64,
 }
 
+/// Whether a read error may go away with fresh block locations: a DataNode that died (or a
+/// replica moved, or a block's generation changed under a file that was being recovered), as
+/// HDFS's `DFSInputStream` retries them. Errors of the file itself are not retried.
+fn retry_read_after(e: &HdfsError) -> bool {
+    matches!(
+        e,
+        HdfsError::DataTransferError(_)
+            | HdfsError::IOError(_)
+            | HdfsError::BlocksNotFound(_)
+            | HdfsError::ChecksumError
+    )
+}
+
 impl RandomAccessFile for HdfsReader {
+    /// Reads through the replicas the file's block locations name; when every one fails (a
+    /// DataNode died, its replica was moved), opens the file again for fresh locations and
+    /// tries again after a wait that doubles, for at most [`READ_RETRY_WINDOW`] — as HDFS's
+    /// own client marks the nodes dead, fetches the block's locations again and tries the
+    /// other replicas.
     fn read_at(&self, offset: u64, len: usize) -> Result<Bytes> {
         super::check_read(self.inner.name(&self.path), offset, len, self.len)?;
         let offset = usize::try_from(offset).map_err(|_| {
             Error::corruption(self.inner.name(&self.path), offset, "offset out of range")
         })?;
-        let r = Arc::clone(&self.reader);
-        self.inner.call(&self.path, "reading", async move {
-            r.read_range(offset, len).await
-        })
+        let r = Arc::clone(&self.reader.read());
+        let client = self.inner.client.clone();
+        let path = utf8(&self.path)?;
+        let (bytes, reopened) = self.inner.call(&self.path, "reading", async move {
+            let started = tokio::time::Instant::now();
+            let mut reader = r;
+            let mut reopened = None;
+            let mut wait = READ_RETRY_FIRST_WAIT;
+            loop {
+                match reader.read_range(offset, len).await {
+                    Ok(bytes) => return Ok((bytes, reopened)),
+                    Err(e) if retry_read_after(&e) && started.elapsed() + wait < READ_RETRY_WINDOW => {
+                        tracing::warn!(path = %path, offset, error = %e, wait_ms = wait.as_millis() as u64, "HDFS read failed on every DataNode it knew; fetching the block locations again");
+                        tokio::time::sleep(wait).await;
+                        wait = (wait * 2).min(READ_RETRY_MAX_WAIT);
+                        // A failed open is retried the same way, within the window.
+                        match client.read(&path).await {
+                            Ok(fresh) => {
+                                let fresh = Arc::new(fresh);
+                                reader = Arc::clone(&fresh);
+                                reopened = Some(fresh);
+                            }
+                            Err(e) if retry_read_after(&e) => {}
+                            Err(e) => return Err(e),
+                        }
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+        })?;
+        if let Some(fresh) = reopened {
+            *self.reader.write() = fresh;
+        }
+        Ok(bytes)
     }
 
     fn len(&self) -> u64 {
@@ -401,7 +459,7 @@ impl FileSystem for HdfsFs {
         Ok(Arc::new(HdfsReader {
             inner: Arc::clone(&self.inner),
             path: path.to_path_buf(),
-            reader: Arc::new(reader),
+            reader: parking_lot::RwLock::new(Arc::new(reader)),
             len,
         }))
     }

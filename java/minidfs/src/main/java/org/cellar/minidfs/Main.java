@@ -4,6 +4,8 @@ import java.io.BufferedReader;
 import java.io.File;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
+import java.util.HashMap;
+import java.util.Map;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.hdfs.MiniDFSCluster;
 
@@ -14,7 +16,9 @@ import org.apache.hadoop.hdfs.MiniDFSCluster;
  * picks a free one, 3 DataNodes by default; the lease soft limit, 60 s in HDFS, is how long a
  * dead writer's lease keeps others from appending to its file: tests shorten it). Prints {@code hdfs=hdfs://127.0.0.1:PORT} and then {@code Ready!}
  * once every DataNode is up. Commands on standard input, one per line: {@code stop-datanode N}
- * (stops DataNode N, as a crash would), {@code quit}. End of input also stops the cluster,
+ * (stops DataNode N, as a crash would), {@code restart-datanode N} (starts a DataNode stopped
+ * that way again, on its old port and storage), {@code quit}. DataNodes are numbered as they
+ * were at start, whichever were stopped since. End of input also stops the cluster,
  * unless the environment has {@code MINIDFS_DAEMON=1}: then it runs until SIGTERM (scripts).
  */
 public final class Main {
@@ -82,6 +86,11 @@ public final class Main {
     if ("1".equals(System.getenv("MINIDFS_DAEMON"))) {
       Thread.currentThread().join();
     }
+    Map<Integer, String> names = new HashMap<>();
+    for (int i = 0; i < cluster.getDataNodes().size(); i++) {
+      names.put(i, cluster.getDataNodes().get(i).getDisplayName());
+    }
+    Map<Integer, MiniDFSCluster.DataNodeProperties> stopped = new HashMap<>();
     BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
     String line;
     while ((line = in.readLine()) != null) {
@@ -91,8 +100,27 @@ public final class Main {
       }
       if (line.startsWith("stop-datanode ")) {
         int n = Integer.parseInt(line.substring("stop-datanode ".length()).trim());
-        cluster.stopDataNode(n);
+        // MiniDFSCluster renumbers its DataNodes as they stop: find N by its start-time name.
+        String name = names.get(n);
+        int index = 0;
+        for (int i = 0; i < cluster.getDataNodes().size(); i++) {
+          if (cluster.getDataNodes().get(i).getDisplayName().equals(name)) {
+            index = i;
+          }
+        }
+        stopped.put(n, cluster.stopDataNode(index));
         System.out.println("stopped datanode " + n);
+        System.out.flush();
+      } else if (line.startsWith("restart-datanode ")) {
+        int n = Integer.parseInt(line.substring("restart-datanode ".length()).trim());
+        MiniDFSCluster.DataNodeProperties props = stopped.remove(n);
+        if (props == null) {
+          System.out.println("datanode " + n + " is not stopped");
+        } else {
+          cluster.restartDataNode(props, true);
+          cluster.waitActive();
+          System.out.println("restarted datanode " + n);
+        }
         System.out.flush();
       } else if (!line.isEmpty()) {
         System.out.println("unknown command: " + line);
