@@ -7,7 +7,9 @@
 # Env: HBASE_HEAP (default 2g), HBASE_START_TIMEOUT seconds (default 120), CELLAR_CACHE,
 #   HBASE_CLEANER_MS (unset: HBase's defaults): how long compacted store files (archive/) and
 #   old WAL segments (oldWALs/) are kept, and how often the master's cleaners run, for runs
-#   whose data would otherwise fill the disk (docs/hbase-side-by-side.md).
+#   whose data would otherwise fill the disk (docs/hbase-side-by-side.md),
+#   HBASE_PORT_OFFSET (default 0): added to every port (ZooKeeper 2181, master 16000 and
+#   16010, region server 16020 and 16030), so a second standalone can run beside another.
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -28,6 +30,11 @@ if [[ -n "$cleaner_ms" ]]; then
   done
 fi
 timeout="${HBASE_START_TIMEOUT:-120}"
+offset="${HBASE_PORT_OFFSET:-0}"
+[[ "$offset" =~ ^[0-9]+$ ]] && (( offset < 40000 )) \
+  || { echo "start.sh: HBASE_PORT_OFFSET must be a number below 40000" >&2; exit 2; }
+zk_port=$((2181 + offset)); master_port=$((16000 + offset)); master_info=$((16010 + offset))
+rs_port=$((16020 + offset)); rs_info=$((16030 + offset))
 
 if [[ -f "$data/hbase.pid" ]] && kill -0 "$(cat "$data/hbase.pid")" 2>/dev/null; then
   echo "start.sh: HBase already running for $data (pid $(cat "$data/hbase.pid")); run stop.sh first" >&2
@@ -35,9 +42,9 @@ if [[ -f "$data/hbase.pid" ]] && kill -0 "$(cat "$data/hbase.pid")" 2>/dev/null;
 fi
 
 port_busy() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
-for port in 2181 16000 16010 16020 16030; do
+for port in "$zk_port" "$master_port" "$master_info" "$rs_port" "$rs_info"; do
   if port_busy "$port"; then
-    echo "start.sh: 127.0.0.1:$port is already in use; HBase standalone needs ports 2181 and 16000-16030" >&2
+    echo "start.sh: 127.0.0.1:$port is already in use; HBase standalone needs ports $zk_port and $master_port-$rs_info (HBASE_PORT_OFFSET moves them)" >&2
     exit 1
   fi
 done
@@ -58,7 +65,11 @@ cat > "$conf/hbase-site.xml" <<XML
   <property><name>hbase.tmp.dir</name><value>$data/tmp</value></property>
   <property><name>hbase.zookeeper.property.dataDir</name><value>$data/zookeeper</value></property>
   <property><name>hbase.zookeeper.quorum</name><value>127.0.0.1</value></property>
-  <property><name>hbase.zookeeper.property.clientPort</name><value>2181</value></property>
+  <property><name>hbase.zookeeper.property.clientPort</name><value>$zk_port</value></property>
+  <property><name>hbase.master.port</name><value>$master_port</value></property>
+  <property><name>hbase.master.info.port</name><value>$master_info</value></property>
+  <property><name>hbase.regionserver.port</name><value>$rs_port</value></property>
+  <property><name>hbase.regionserver.info.port</name><value>$rs_info</value></property>
   <property><name>hbase.zookeeper.property.clientPortAddress</name><value>127.0.0.1</value></property>
   <property><name>hbase.master.hostname</name><value>127.0.0.1</value></property>
   <property><name>hbase.unsafe.regionserver.hostname</name><value>127.0.0.1</value></property>
@@ -110,7 +121,7 @@ echo "$pid" > "$data/hbase.pid"
 
 # Ready = the active master counts one live region server (meta is assigned shortly after;
 # clients retry until it is).
-jmx="http://127.0.0.1:16010/jmx?qry=Hadoop:service=HBase,name=Master,sub=Server"
+jmx="http://127.0.0.1:$master_info/jmx?qry=Hadoop:service=HBase,name=Master,sub=Server"
 deadline=$((SECONDS + timeout))
 while :; do
   if ! kill -0 "$pid" 2>/dev/null; then
@@ -131,4 +142,4 @@ while :; do
   fi
   sleep 1
 done
-echo "listening hbase=127.0.0.1:16020"
+echo "listening hbase=127.0.0.1:$rs_port"

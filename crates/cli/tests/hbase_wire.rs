@@ -321,6 +321,86 @@ fn a_table_is_created_located_through_meta_written_and_read() {
     );
 }
 
+/// AsyncHBase (OpenTSDB's client) and pre-1.0 clients locate a region with a Get of
+/// `hbase:meta` carrying `closest_row_before` and family `info`. HBase 2.6's region server
+/// refuses it with `UnknownProtocolException` (do not retry), in Get and in a Multi's Get;
+/// on that class AsyncHBase falls back to a reversed scan of meta from the same key, one
+/// row, which must find the region. The same requests go to a real HBase 2.6 from
+/// java/hbase-compat-tests (ClosestRowBeforeTest) so both answers are compared.
+#[test]
+fn closest_row_before_gets_hbase_2s_unknown_protocol_exception_and_the_fallback_scan_locates() {
+    const UNKNOWN_PROTOCOL: &str = "org.apache.hadoop.hbase.exceptions.UnknownProtocolException";
+    let server = Server::start();
+    let mut master = open(&server.hbase, "MasterService");
+    create_table(&mut master, "crb", &[b"m"]);
+    let mut client = open(&server.hbase, "ClientService");
+    // AsyncHBase's meta search key: `<table>,<row>,:` (':' sorts after every region id).
+    let search = Bytes::from_static(b"crb,q,:");
+    let info = hbase::Column {
+        family: Bytes::from_static(b"info"),
+        qualifier: Vec::new(),
+    };
+    let closest = hbase::Get {
+        row: search.clone(),
+        column: vec![info.clone()],
+        closest_row_before: Some(true),
+        ..Default::default()
+    };
+    let get = hbase::GetRequest {
+        region: region(b"hbase:meta,,1"),
+        get: closest.clone(),
+    };
+    let e = call(&mut client, 1, "Get", &get).expect_err("closest_row_before is refused");
+    assert_eq!(e.exception_class_name(), UNKNOWN_PROTOCOL, "{e:?}");
+    assert!(e.do_not_retry(), "{e:?}");
+    assert!(e.stack_trace().contains("closest_row_before"), "{e:?}");
+
+    let multi = hbase::MultiRequest {
+        region_action: vec![hbase::RegionAction {
+            region: region(b"hbase:meta,,1"),
+            atomic: None,
+            action: vec![hbase::Action {
+                index: Some(0),
+                get: Some(closest),
+                ..Default::default()
+            }],
+            condition: None,
+        }],
+        ..Default::default()
+    };
+    let (param, _) = call(&mut client, 2, "Multi", &multi).expect("Multi answers per action");
+    let resp = hbase::MultiResponse::decode(param).expect("decodes");
+    let roe = &resp.region_action_result[0].result_or_exception;
+    let ex = roe[0].exception.as_ref().expect("the action fails");
+    assert_eq!(ex.name, UNKNOWN_PROTOCOL, "{resp:?}");
+
+    // AsyncHBase's fallback: reversed scan from the search key, family info, one row.
+    let scan = hbase::ScanRequest {
+        region: Some(region(b"hbase:meta,,1")),
+        scan: Some(hbase::Scan {
+            start_row: Some(search),
+            stop_row: Some(Bytes::new()),
+            reversed: Some(true),
+            column: vec![info],
+            ..Default::default()
+        }),
+        number_of_rows: Some(1),
+        client_handles_partials: Some(false),
+        client_handles_heartbeats: Some(false),
+        ..Default::default()
+    };
+    let (param, cells) = call(&mut client, 3, "Scan", &scan).expect("reversed meta scan");
+    let resp = hbase::ScanResponse::decode(param).expect("decodes");
+    assert!(!resp.cells_per_result.is_empty(), "{resp:?}");
+    let mut reader = cellar_proto::cellblock::CellReader::new(cells);
+    let first = reader.next_cell().expect("cell block").expect("a row");
+    assert!(
+        first.row.starts_with(b"crb,m,"),
+        "row 'q' is in the region starting at 'm': {:?}",
+        first.row
+    );
+}
+
 /// A client may send many calls before reading any answer (the Java client multiplexes its
 /// threads over one connection). More calls than a connection may have in flight, sent in
 /// one write: every one is answered exactly once, puts before the gets that read them.

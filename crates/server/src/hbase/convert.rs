@@ -93,10 +93,25 @@ fn refuse_unsupported_read_options(
     Ok(())
 }
 
+/// HBase 2's answer to `Get.closest_row_before` (the old `getClosestRowBefore`, which HBase
+/// 1 turned into a reversed scan of one row): HBase 2.0 removed it, and HBase 2.6's region
+/// server refuses it, in Get and in each Multi action, with `UnknownProtocolException` (a
+/// `DoNotRetryIOException`). The class is what matters: AsyncHBase (OpenTSDB) tries the Get
+/// first and switches to reversed scans of `hbase:meta` only on this class (HBASE-20225);
+/// any other error fails its region lookups.
+pub(crate) fn closest_row_before_refused() -> HbaseError {
+    HbaseError::new(
+        super::exceptions::UNKNOWN_PROTOCOL,
+        "Get.closest_row_before (getClosestRowBefore) was removed in HBase 2.0.0: \
+         use a reversed Scan of one row (a pre-1.0 or AsyncHBase client?)",
+        true,
+    )
+}
+
 /// A Get, and whether only the row's existence is asked for.
 pub(crate) fn get_from_hbase(g: &hbase::Get) -> Result<(Get, bool)> {
     if g.closest_row_before.unwrap_or(false) {
-        return refuse("Get.closest_row_before is no longer supported (HBase 2 removed it)");
+        return Err(closest_row_before_refused());
     }
     if g.row.is_empty() {
         return refuse("Get names an empty row");

@@ -2,7 +2,7 @@
 //! HBase messages. Regions are addressed by target (names are another module's job).
 
 use super::*;
-use crate::hbase::exceptions::{DO_NOT_RETRY, NO_SUCH_FAMILY, UNKNOWN_SCANNER};
+use crate::hbase::exceptions::{DO_NOT_RETRY, NO_SUCH_FAMILY, UNKNOWN_PROTOCOL, UNKNOWN_SCANNER};
 use crate::region_server::RegionServer;
 use crate::ServerConfig;
 use cellar_model::{FamilySchema, TableSchema};
@@ -643,6 +643,56 @@ fn multi_reports_each_action_and_each_region_on_its_own() {
     );
     assert!(fx.get_row("lost", 1).is_empty());
     assert_eq!(fx.get_row("k", 1)[0].2, "new");
+}
+
+/// An old-style `Get.closest_row_before` (pre-1.0 clients, AsyncHBase's first region lookup)
+/// is refused as HBase 2.6's region server refuses it: `UnknownProtocolException`, do not
+/// retry, in a Get of a user region or of meta and in a Multi's Get action (only that action
+/// fails). AsyncHBase switches to reversed meta scans on exactly that class.
+#[test]
+fn closest_row_before_is_refused_with_hbase_2s_unknown_protocol_exception() {
+    let fx = fixture();
+    fx.put("g", "a", "gv", 1);
+    let closest = hbase::Get {
+        row: b("h"),
+        column: vec![hbase::Column {
+            family: b("cf"),
+            qualifier: Vec::new(),
+        }],
+        closest_row_before: Some(true),
+        ..Default::default()
+    };
+    for target in [fx.target.clone(), RegionTarget::Meta] {
+        let e = get(&fx.svc, &PB, &target, &closest).expect_err("refused");
+        assert_eq!(e.class, UNKNOWN_PROTOCOL, "{target:?}: {e:?}");
+        assert!(e.do_not_retry, "{e:?}");
+        assert!(e.message.contains("closest_row_before"), "{e:?}");
+    }
+    let plain = hbase::Get {
+        row: b("g"),
+        ..Default::default()
+    };
+    let req = hbase::MultiRequest {
+        region_action: vec![region_action(
+            "r",
+            vec![
+                action(1, None, Some(closest.clone())),
+                action(2, None, Some(plain)),
+            ],
+        )],
+        ..Default::default()
+    };
+    let (resp, out) = multi(&fx.svc, &BLOCKS, &req, Bytes::new(), fx.resolve());
+    let r = &resp.region_action_result[0].result_or_exception;
+    assert_eq!(r.len(), 2, "{resp:?}");
+    let ex = r[0].exception.as_ref().expect("the closest-row Get fails");
+    assert_eq!((r[0].index, ex.name.as_str()), (Some(1), UNKNOWN_PROTOCOL));
+    let got = result_cells(
+        &BLOCKS,
+        r[1].result.as_ref().expect("the plain Get is served"),
+        &mut CellReader::new(out.freeze()),
+    );
+    assert_eq!(&got[0].value[..], b"gv");
 }
 
 #[test]
