@@ -1104,7 +1104,10 @@ mod tests {
             let t = wal.append(1, 1, b"before").expect("append");
             wal.sync(t, Durability::SyncWal).expect("acknowledged");
             std::fs::rename(&dir, tmp.path().join("wal-splitting")).expect("rename");
-            assert!(wal.roll().is_err(), "no segment outside the moved directory");
+            assert!(
+                wal.roll().is_err(),
+                "no segment outside the moved directory"
+            );
             assert!(!dir.exists(), "the roll made the directory again");
             let refused = wal
                 .append(1, 2, b"after")
