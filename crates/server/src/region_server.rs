@@ -166,8 +166,10 @@ impl RegionServer {
             opening.wal_dir.clone()
         };
         let mut storage = config.storage_config();
-        // A cluster's server is fenced by its WAL directory being renamed (unless the file
-        // system's lease recovery shuts it out anyway).
+        // A cluster's server is fenced by its WAL directory being renamed: it checks for the
+        // directory after every write round, unless the file system's lease recovery shuts
+        // it out of the moved segments (HDFS); either way it creates segments only inside the
+        // directory, never remaking it.
         storage.wal.fence_dir = !matches!(opening.role, Role::Standalone) && !fs.fences_writers();
         cellar_storage::memstore::chunk_pool::set_limit(
             usize::try_from(config.storage.memstore_chunk_pool_bytes).unwrap_or(usize::MAX),

@@ -74,8 +74,18 @@ pub trait RandomAccessFile: Send + Sync {
 
 /// Operations on files and directories.
 pub trait FileSystem: Send + Sync + 'static {
-    /// Creates (or truncates) a file for writing.
+    /// Creates (or truncates) a file for writing. Whether missing parent directories are
+    /// made depends on the file system (HDFS makes them, local disk does not): code that must
+    /// not bring a directory back calls [`FileSystem::create_in_existing_dir`].
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Creates (or truncates) a file for writing in a directory that must exist: if it does
+    /// not (it was moved or removed), fails (`NotFound`) and creates nothing, on every file
+    /// system. The parent is looked up by the file system when it creates the file, in one
+    /// step (one system call, one NameNode request), so a rename of the directory is either
+    /// before the create (which then fails) or after it (the file moves with the directory).
+    /// The WAL creates its segments this way: a fenced server cannot bring back the directory
+    /// the master moved away (`docs/reliability.md`, the WAL fence).
+    fn create_in_existing_dir(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
     /// Opens a file that nobody will change again (a store file) for reads. Local disk maps
     /// it into memory, so a read returns the page cache's bytes without copying them; a file
@@ -102,7 +112,11 @@ pub trait FileSystem: Send + Sync + 'static {
     }
     /// Whether taking a file over ([`FileSystem::recover`]) shuts its old writer out (HDFS's
     /// lease recovery). Without that, a cluster fences a server by renaming its WAL
-    /// directory and the server checks for it (`WalOptions::fence_dir`).
+    /// directory and the server checks for it (`WalOptions::fence_dir`). With it, the rename
+    /// still fences: the master takes over every segment in the moved directory before it
+    /// reads it (so nothing the old writer makes durable afterwards is acknowledged), and a
+    /// segment the old writer creates later has no directory to go in
+    /// ([`FileSystem::create_in_existing_dir`]).
     fn fences_writers(&self) -> bool {
         false
     }

@@ -48,7 +48,12 @@ pub struct WalOptions {
     /// After each write round, check that the log's directory is still where it was before
     /// anything is acknowledged: a cluster's master renames a dead (or paused) server's WAL
     /// directory before splitting it, and a server that finds it gone stops acknowledging
-    /// writes (a fence on file systems without leases; HDFS's lease recovery fences instead).
+    /// writes (a fence on file systems without leases). On HDFS the check is not needed, so
+    /// not made (it would be a NameNode request per round): the master recovers the lease of
+    /// every segment in the moved directory before it reads it, after which the old writer
+    /// cannot make a byte durable (what it made durable before is in the split), and a new
+    /// segment is created only inside the existing directory, never remaking it, so a segment
+    /// either moved with the directory (and is taken over and split) or was never created.
     pub fence_dir: bool,
 }
 

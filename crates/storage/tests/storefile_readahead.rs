@@ -70,6 +70,9 @@ impl FileSystem for Recording {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         LocalFs.create(path)
     }
+    fn create_in_existing_dir(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        LocalFs.create_in_existing_dir(path)
+    }
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         LocalFs.open(path)
     }

@@ -42,8 +42,10 @@ impl Assignment {
         let splitting = if dir.ends_with(SPLITTING) {
             root.join(dir)
         } else {
-            // Fencing: a server that is only paused finds its directory gone when it next
-            // rolls; on HDFS the lease recovery below also closes its open segment.
+            // Fencing: a server that is only paused finds its directory gone (local disk:
+            // it checks after every write round) and cannot create a segment outside it
+            // (`create_in_existing_dir`); on HDFS the split's lease recovery of every segment
+            // in the moved directory shuts the old writer out of the segments it has.
             let to = root.join(format!("{dir}{SPLITTING}"));
             self.fs.rename(&root.join(dir), &to)?;
             to

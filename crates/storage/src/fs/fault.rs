@@ -417,6 +417,11 @@ impl FileSystem for FaultFs {
         }))
     }
 
+    /// As on local disk, [`FileSystem::create`] never makes parents.
+    fn create_in_existing_dir(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
+
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.check_alive(path)?;
         LocalFs.open(path)

@@ -14,6 +14,10 @@
 //! return: the NameNode logs them before answering, so [`FileSystem::sync_dir`] has nothing
 //! to do. `truncate` rewrites the prefix into a new file and renames it over the old one.
 //!
+//! Creates: [`FileSystem::create`] makes missing parents; [`FileSystem::create_in_existing_dir`]
+//! (WAL segments) asks the NameNode not to, so a create in a directory a master moved away
+//! fails instead of bringing it back.
+//!
 //! Locks: HDFS has no advisory locks. [`FileSystem::lock`] creates the lock file exclusively
 //! and keeps it open: the holder's HDFS lease is the lock. A lock file left by a holder that
 //! closed it is taken over; while its holder still holds its lease (alive, or dead for less
@@ -109,6 +113,10 @@ impl Inner {
 fn hdfs_err(name: &str, what: &str, e: HdfsError) -> Error {
     let kind = match &e {
         HdfsError::FileNotFound(_) => io::ErrorKind::NotFound,
+        // The NameNode's own answer for a missing path (a create whose parent is gone).
+        HdfsError::RPCError(class, _) if class == "java.io.FileNotFoundException" => {
+            io::ErrorKind::NotFound
+        }
         HdfsError::AlreadyExists(_) => io::ErrorKind::AlreadyExists,
         HdfsError::IOError(io) => io.kind(),
         _ => io::ErrorKind::Other,
@@ -204,12 +212,15 @@ impl HdfsFs {
         })
     }
 
-    fn create_with(&self, path: &Path, overwrite: bool) -> Result<HdfsWritable> {
+    /// Creates `path`; with `parents`, its missing parent directories too. Without, the
+    /// NameNode refuses the create if the parent is missing, in the same request that would
+    /// create the file: no rename of the parent can come between the check and the create.
+    fn create_with(&self, path: &Path, overwrite: bool, parents: bool) -> Result<HdfsWritable> {
         let (c, p) = (self.inner.client.clone(), utf8(path)?);
         let writer = self.inner.call(path, "creating", async move {
             let options = WriteOptions::default()
                 .overwrite(overwrite)
-                .create_parent(true);
+                .create_parent(parents);
             c.create(&p, options).await
         })?;
         Ok(HdfsWritable::new(self, path, writer))
@@ -447,7 +458,11 @@ struct HdfsLock {
 
 impl FileSystem for HdfsFs {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
-        Ok(Box::new(self.create_with(path, true)?))
+        Ok(Box::new(self.create_with(path, true, true)?))
+    }
+
+    fn create_in_existing_dir(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        Ok(Box::new(self.create_with(path, true, false)?))
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
@@ -542,7 +557,8 @@ impl FileSystem for HdfsFs {
         let keep = file.read_at(0, usize::try_from(len).unwrap_or(usize::MAX))?;
         drop(file);
         let tmp = super::tmp_path(path);
-        let mut out = self.create_with(&tmp, true)?;
+        // Next to the file, which is there: a directory moved away meanwhile is not remade.
+        let mut out = self.create_with(&tmp, true, false)?;
         out.append(&keep)?;
         out.sync()?;
         drop(out);
@@ -583,7 +599,7 @@ impl FileSystem for HdfsFs {
     }
 
     fn lock(&self, path: &Path) -> Result<LockGuard> {
-        match self.create_with(path, false) {
+        match self.create_with(path, false, true) {
             Ok(file) => return Ok(Box::new(HdfsLock { _file: file })),
             Err(e) if e.io_kind() != Some(io::ErrorKind::AlreadyExists) => return Err(e),
             Err(_) => {}

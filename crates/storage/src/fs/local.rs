@@ -420,6 +420,11 @@ impl FileSystem for LocalFs {
         }))
     }
 
+    /// `open(2)` with `O_CREAT` never makes parents: [`FileSystem::create`] already is one.
+    fn create_in_existing_dir(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
+
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let file = File::open(path).map_err(io_err(path))?;
         let len = file.metadata().map_err(io_err(path))?.len();

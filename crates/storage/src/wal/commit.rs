@@ -1084,6 +1084,39 @@ mod tests {
         }
     }
 
+    /// A server that wakes after the master moved its log directory and rolls before it
+    /// writes cannot start a segment outside the moved directory: the create does not make
+    /// the directory again (`FileSystem::create_in_existing_dir`), on local disk and on the
+    /// fault-injecting file system alike (`hdfs_wal_fence.rs` checks HDFS).
+    #[test]
+    fn a_roll_after_the_directory_moved_creates_nothing() {
+        for fs in [
+            crate::fs::LocalFs::shared(),
+            Arc::new(FaultFs::new()) as FsRef,
+        ] {
+            let tmp = tempfile::tempdir().expect("tempdir");
+            let dir = tmp.path().join("wal");
+            let opts = WalOptions {
+                fence_dir: true,
+                ..WalOptions::default()
+            };
+            let (wal, _) = crate::wal::Wal::open(Arc::clone(&fs), &dir, opts).expect("open");
+            let t = wal.append(1, 1, b"before").expect("append");
+            wal.sync(t, Durability::SyncWal).expect("acknowledged");
+            std::fs::rename(&dir, tmp.path().join("wal-splitting")).expect("rename");
+            assert!(
+                wal.roll().is_err(),
+                "no segment outside the moved directory"
+            );
+            assert!(!dir.exists(), "the roll made the directory again");
+            let refused = wal
+                .append(1, 2, b"after")
+                .and_then(|t| wal.sync(t, Durability::SyncWal));
+            assert!(refused.is_err(), "acknowledged after the move");
+            assert!(!dir.exists());
+        }
+    }
+
     /// The fence is seen after the write: the record is in the moved segment the master
     /// splits, so its writer must hear that the outcome is unknown, never "not logged and not
     /// applied" (a retry told the write was not applied would apply it twice).

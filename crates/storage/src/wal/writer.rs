@@ -25,10 +25,12 @@ pub struct SegmentWriter {
 impl SegmentWriter {
     /// Creates segment `id` in `dir` for records framed with `salt`, writes its header, and
     /// makes its directory entry durable, so that a later sync of the file is enough for its
-    /// records to survive power loss.
+    /// records to survive power loss. `dir` must exist: it is never created here, so a server
+    /// whose log directory the master moved away (fencing it) cannot start a segment the
+    /// master's split would not see ([`FileSystem::create_in_existing_dir`]).
     pub fn create(fs: &dyn FileSystem, dir: &Path, id: u64, salt: u64) -> Result<SegmentWriter> {
         let path = dir.join(segment_name(id));
-        let mut file = fs.create(&path)?;
+        let mut file = fs.create_in_existing_dir(&path)?;
         file.append(&format::segment_header(salt))?;
         file.flush()?;
         fs.sync_dir(dir)?;
