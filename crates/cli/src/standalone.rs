@@ -178,6 +178,14 @@ pub fn run(args: Args, role: NodeRole) -> Result<(), String> {
         if let Some(which) = signalled {
             break which;
         }
+        if let Some(why) = server.stepped_down() {
+            // As HBase's HMaster aborts: a backup master takes over; a supervisor restarts
+            // this one, which comes back as a backup.
+            eprintln!(
+                "error: this master stepped down ({why}): it no longer serves as master and exits; restart it to run it as a backup master"
+            );
+            std::process::exit(75);
+        }
         if server.fenced() {
             // The master has given this server's regions to others: nothing here may be
             // flushed or written again, so the process ends as a crash would.

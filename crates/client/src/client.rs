@@ -251,10 +251,17 @@ impl Inner {
             table: table.to_string(),
             row: bytes::Bytes::copy_from_slice(row),
         };
-        let resp: pb::LocateRegionResponse = conn
-            .call(Method::LocateRegion, &req, &[])
-            .await?
-            .decode("LocateRegionResponse")?;
+        let resp: pb::LocateRegionResponse = match conn.call(Method::LocateRegion, &req, &[]).await
+        {
+            Ok(r) => r.decode("LocateRegionResponse")?,
+            Err(e) => {
+                // A master that stopped, or stepped down: the next listed one may be active.
+                if e.code() == Some(ErrorCode::ServerStopping) {
+                    self.next_master();
+                }
+                return Err(e);
+            }
+        };
         let loc = RegionLocation::from_pb(resp.location.ok_or_else(|| missing("a location"))?);
         if !loc.contains(row) || loc.table != table {
             return Err(Error::Protocol(format!(

@@ -152,6 +152,11 @@ pub trait Coordination: Send + Sync {
     /// The session's state now.
     fn session(&self) -> SessionState;
 
+    /// The session timeout the service granted, if it has sessions.
+    fn session_timeout(&self) -> Option<std::time::Duration> {
+        None
+    }
+
     /// Withdraws what this process announced (its server, its mastership) and ends the
     /// session. Later calls fail.
     fn close(&self);

@@ -132,6 +132,9 @@ impl HbaseService {
         // With authorization on, nobody the server cannot name is served anything, not even
         // the connection registry's answers or meta's rows.
         self.rs.authz.authenticate(&ctx.caller)?;
+        // A master that is no longer the active one answers nothing (not even the registry's
+        // "who is the master"), naming why.
+        self.rs.check_master()?;
         let outcome = match service {
             "ClientService" => client::call(self, ctx, method, param, cellblock),
             "MasterService" => master::call(self, ctx, method, param),
@@ -159,7 +162,7 @@ impl HbaseService {
         param: &Bytes,
         cellblock: &Bytes,
     ) -> Option<Inline> {
-        if service != "ClientService" {
+        if service != "ClientService" || !self.rs.master_fresh() {
             return None;
         }
         match method {

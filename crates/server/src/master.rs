@@ -13,8 +13,10 @@
 mod balance;
 mod crash;
 mod splits;
+mod tenure;
 
 pub use balance::plan as balance_plan;
+pub use tenure::Tenure;
 
 use crate::coord::{CoordRef, ServerName, ServerRecord};
 use crate::meta::META_TABLE;
@@ -71,18 +73,23 @@ pub struct Assignment {
     balancer_period: Duration,
     /// TLS for calls to region servers, when the cluster has it.
     peer_tls: Option<cellar_client::TlsClientConfig>,
+    /// Whether this is still the active master: checked before every call to a region
+    /// server, meta write and log split.
+    tenure: Arc<Tenure>,
 }
 
 impl Assignment {
+    /// The master's assignment; `tenure` names this master and its coordination.
     pub fn new(
-        coord: CoordRef,
+        tenure: Arc<Tenure>,
         fs: FsRef,
         data_dir: &Path,
-        me: ServerName,
         skip_wal_errors: bool,
         balancer_period: Duration,
         peer_tls: Option<cellar_client::TlsClientConfig>,
     ) -> Result<Arc<Assignment>, String> {
+        let coord = tenure.coord().clone();
+        let me = tenure.me().clone();
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("cellar-master-rpc")
@@ -117,11 +124,17 @@ impl Assignment {
             balanced_at: Mutex::new(std::time::Instant::now()),
             balancer_period,
             peer_tls,
+            tenure,
         }))
     }
 
     pub fn tick_interval(&self) -> Duration {
         self.tick
+    }
+
+    /// Whether this is still the active master.
+    pub fn tenure(&self) -> &Arc<Tenure> {
+        &self.tenure
     }
 
     /// The live region servers in ZooKeeper now.
@@ -170,6 +183,8 @@ impl Assignment {
             Some(rt) => rt.handle().clone(),
             None => return Err(ServerError::Stopping),
         };
+        // Fencing: a master that is no longer the active one asks nothing of region servers.
+        self.tenure.check()?;
         let addr = server.native_addr.clone();
         let client = self.client.lock().clone();
         let client = match client {
@@ -439,7 +454,7 @@ impl RegionServer {
             return;
         };
         let _admin = self.admin.lock();
-        if self.check_running().is_err() {
+        if self.check_running().is_err() || a.tenure.check().is_err() {
             return;
         }
         if let Err(e) = a.split_dead_logs() {

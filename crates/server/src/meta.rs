@@ -157,6 +157,8 @@ pub struct Meta {
     hosted: Arc<HostedRegion>,
     clock: Arc<dyn Clock>,
     last_ts: AtomicU64,
+    /// A cluster master's tenure: meta is written only while it is the active master.
+    tenure: Option<Arc<crate::master::Tenure>>,
 }
 
 fn encode_info(table: &str, info: &RegionInfo) -> Bytes {
@@ -203,7 +205,14 @@ impl Meta {
             hosted,
             clock,
             last_ts: AtomicU64::new(0),
+            tenure: None,
         }
+    }
+
+    /// Meta of a cluster's master: every write first checks that it is still the active one.
+    pub fn with_tenure(mut self, tenure: Option<Arc<crate::master::Tenure>>) -> Meta {
+        self.tenure = tenure;
+        self
     }
 
     pub fn hosted(&self) -> &Arc<HostedRegion> {
@@ -227,6 +236,9 @@ impl Meta {
     }
 
     fn write(&self, m: RowMutation) -> Result<(), ServerError> {
+        if let Some(t) = &self.tenure {
+            t.check()?;
+        }
         let m = m.with_durability(Durability::SyncWal);
         self.hosted.with(|r| Ok(r.mutate(&m)?))
     }

@@ -336,7 +336,10 @@ impl Node {
         // Last: announced only once everything serves.
         let announced = match role {
             NodeRole::Standalone => server.announce(&fs, &config),
-            NodeRole::Master => server.announce_master(&me),
+            NodeRole::Master => {
+                server.watch_mastership();
+                server.announce_master(&me)
+            }
             NodeRole::RegionServer => {
                 server.watch_session();
                 server.sync_permissions(peer_tls.clone());
@@ -399,6 +402,40 @@ impl Node {
         }
     }
 
+    /// A cluster master steps down as HBase's aborts: when its session expires, or
+    /// `/hbase/master` names another master or none (`master::Tenure`), it refuses every call
+    /// (a retriable error naming why), its assignment and balancer stop, and the process
+    /// exits ([`Node::fenced`]); a backup takes over. Checked every 100 ms; the tenure's
+    /// confirmation is renewed at half its life.
+    fn watch_mastership(&mut self) {
+        let Some(a) = self.region_server.assignment().cloned() else {
+            return;
+        };
+        let c = self.coordination.clone();
+        let rs = Arc::clone(&self.region_server);
+        let fenced = Arc::clone(&self.fenced);
+        let stop = Arc::clone(&self.watcher_stop);
+        let spawned = std::thread::Builder::new()
+            .name("cellar-mastership".into())
+            .spawn(move || {
+                while !stop.load(Ordering::SeqCst) {
+                    a.tenure().watch();
+                    if let Some(why) = a.tenure().lost() {
+                        tracing::error!(coordination = %c.describe(), reason = %why,
+                            "this master stepped down: it stops serving and exits; a backup master takes over");
+                        rs.fence();
+                        fenced.store(true, Ordering::SeqCst);
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(100));
+                }
+            });
+        match spawned {
+            Ok(h) => self.watcher = Some(h),
+            Err(e) => tracing::error!(error = %e, "cannot start the mastership watcher"),
+        }
+    }
+
     /// A cluster region server checks calls against the master's grants (meta lives there):
     /// with authorization on, it asks the active master for every grant each second, as this
     /// server (its certificate's user, else the user running it: a superuser there), and
@@ -448,9 +485,17 @@ impl Node {
         }
     }
 
-    /// Whether this region server was fenced (its session expired): the process should exit.
+    /// Whether this region server was fenced (its session expired), or this master stepped
+    /// down: the process should exit.
     pub fn fenced(&self) -> bool {
-        self.fenced.load(Ordering::SeqCst) || self.region_server.is_fenced()
+        self.fenced.load(Ordering::SeqCst)
+            || self.region_server.is_fenced()
+            || self.region_server.stepped_down().is_some()
+    }
+
+    /// Why this master stepped down (it is no longer the active master), if it did.
+    pub fn stepped_down(&self) -> Option<String> {
+        self.region_server.stepped_down()
     }
 
     pub fn role(&self) -> NodeRole {
@@ -943,11 +988,22 @@ fn prepare_master(
     let cluster_id = check_cluster_id(c, &**fs, &config.data_dir, true)?;
     c.publish_cluster_id(&cluster_id)
         .map_err(|e| format!("{on}: {e}"))?;
-    let assignment = Assignment::new(
+    // The shorter of the session timeout asked for and the one ZooKeeper granted.
+    let session_timeout = c
+        .session_timeout()
+        .unwrap_or(Duration::MAX)
+        .min(Duration::from_millis(
+            config.cluster.zookeeper_session_timeout_ms,
+        ));
+    let tenure = Arc::new(crate::master::Tenure::new(
         c.clone(),
+        me.name.clone(),
+        session_timeout,
+    ));
+    let assignment = Assignment::new(
+        tenure,
         fs.clone(),
         &config.data_dir,
-        me.name.clone(),
         config.storage.wal_skip_errors,
         Duration::from_millis(config.cluster.balancer_period_ms),
         peer_tls.clone(),

@@ -219,7 +219,11 @@ impl RegionServer {
                 .regions
                 .insert(meta_hosted.info.start_key.clone(), Arc::clone(&meta_hosted));
             router.insert_table(META_TABLE, route);
-            Some(Meta::new(meta_hosted, Arc::clone(&clock)))
+            let tenure = match &opening.role {
+                Role::Master(a) => Some(Arc::clone(a.tenure())),
+                _ => None,
+            };
+            Some(Meta::new(meta_hosted, Arc::clone(&clock)).with_tenure(tenure))
         };
         let startcode = match opening.startcode {
             0 => clock.now_millis(),
@@ -371,6 +375,32 @@ impl RegionServer {
     /// (its log is recovered by the master).
     pub fn is_fenced(&self) -> bool {
         self.fenced.load(Ordering::SeqCst)
+    }
+
+    /// A cluster master serves only while it is the active one (`master::Tenure`); others
+    /// pass.
+    pub(crate) fn check_master(&self) -> Result<(), ServerError> {
+        match &self.role {
+            Role::Master(a) => a.tenure().check(),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether a call may be answered on the reactor as far as mastership goes: not on a
+    /// master without a standing confirmation (the handler pool checks with ZooKeeper).
+    pub(crate) fn master_fresh(&self) -> bool {
+        match &self.role {
+            Role::Master(a) => a.tenure().fresh(),
+            _ => true,
+        }
+    }
+
+    /// Why this master stepped down, if it is one that did.
+    pub fn stepped_down(&self) -> Option<String> {
+        match &self.role {
+            Role::Master(a) => a.tenure().lost(),
+            _ => None,
+        }
     }
 
     /// SERVER_STOPPING once shutdown has begun.

@@ -55,6 +55,8 @@ impl RegionServer {
         param: Bytes,
         cellblock: Bytes,
     ) -> Result<Reply, ServerError> {
+        // A master that is no longer the active one answers nothing, naming why.
+        self.check_master()?;
         self.check_running()?;
         // With authorization on, nobody the server cannot name is served anything.
         self.authz.authenticate(&ctx.caller)?;
@@ -754,7 +756,7 @@ impl Handler for RegionServer {
         param: &Bytes,
         cellblock: &Bytes,
     ) -> Option<Inline> {
-        if self.check_running().is_err() {
+        if self.check_running().is_err() || !self.master_fresh() {
             return None;
         }
         match method {

@@ -383,6 +383,10 @@ impl Coordination for ZkCoordination {
         }
     }
 
+    fn session_timeout(&self) -> Option<Duration> {
+        self.client.lock().as_ref().map(zk::Client::session_timeout)
+    }
+
     fn close(&self) {
         let announced = std::mem::take(&mut *self.announced.lock());
         let mut paths: Vec<String> = announced.server.into_iter().collect();

@@ -107,6 +107,9 @@ impl From<ServerError> for HbaseError {
             | ServerError::Malformed(_)
             | ServerError::UnknownMethod(_) => (DO_NOT_RETRY, true),
             ServerError::Stopping => (SERVER_STOPPED, false),
+            // Retriable, as a stopped server: the client drops what it cached about this
+            // server and finds the active master (and meta's server) again.
+            ServerError::NotActiveMaster(_) => (SERVER_STOPPED, false),
             ServerError::Internal(_) => (IO, false),
             ServerError::PermissionDenied(_) | ServerError::Unauthenticated(_) => {
                 (ACCESS_DENIED, true)

@@ -15,6 +15,8 @@ impl Assignment {
     /// region, then removes it. Run before meta opens (an earlier master's log holds meta's
     /// edits) and on every tick.
     pub fn split_dead_logs(&self) -> Result<usize, ServerError> {
+        // Only the active master takes logs over.
+        self.tenure.check()?;
         let root = wal_root(&self.data_dir);
         if !self.fs.exists(&root)? {
             return Ok(0);

@@ -41,6 +41,10 @@ pub enum ServerError {
     UnknownMethod(i32),
     #[error("the server is stopping")]
     Stopping,
+    /// A master that stepped down (its ZooKeeper session expired, or another is active):
+    /// retriable; clients go to the active master.
+    #[error("this master is no longer the active master: {0}; it refuses master calls and exits. Ask the active master (ZooKeeper's /hbase/master, or the next listed master)")]
+    NotActiveMaster(String),
     #[error("internal error: {0}")]
     Internal(String),
     /// The caller may not do this; the message names the user, the action and the object
@@ -86,7 +90,7 @@ impl ServerError {
             | ServerError::NamespaceConstraint(_) => C::InvalidArgument,
             ServerError::Malformed(_) => C::MalformedRequest,
             ServerError::UnknownMethod(_) => C::UnknownMethod,
-            ServerError::Stopping => C::ServerStopping,
+            ServerError::Stopping | ServerError::NotActiveMaster(_) => C::ServerStopping,
             ServerError::Internal(_) => C::Internal,
             ServerError::PermissionDenied(_) => C::PermissionDenied,
             ServerError::Unauthenticated(_) => C::Unauthenticated,
