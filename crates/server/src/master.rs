@@ -53,6 +53,8 @@ pub struct Assignment {
     me: ServerName,
     tick: Duration,
     call_timeout: Duration,
+    /// How long an OPEN_REGION may take (`cluster.open_region_timeout_ms`).
+    open_timeout: Duration,
     skip_wal_errors: bool,
     /// Live region servers as of the last look (the tick's decisions use this list).
     live: Mutex<Vec<Arc<ServerRecord>>>,
@@ -81,6 +83,7 @@ impl Assignment {
         me: ServerName,
         skip_wal_errors: bool,
         balancer_period: Duration,
+        open_timeout: Duration,
         peer_tls: Option<cellar_client::TlsClientConfig>,
     ) -> Result<Arc<Assignment>, String> {
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -106,6 +109,7 @@ impl Assignment {
             me,
             tick: Duration::from_millis(250),
             call_timeout: Duration::from_secs(60),
+            open_timeout,
             skip_wal_errors,
             live: Mutex::new(Vec::new()),
             runtime: Mutex::new(Some(runtime)),
@@ -298,8 +302,11 @@ impl Assignment {
         for server in candidates {
             let loc = client_location.clone();
             let schema = schema.clone();
+            let within = self.open_timeout;
             let opened = self.call(&server, move |admin, addr| async move {
-                admin.open_region(&addr, &loc, &schema, splits).await
+                tokio::time::timeout(within, admin.open_region(&addr, &loc, &schema, splits))
+                    .await
+                    .unwrap_or(Err(cellar_client::Error::Timeout(within)))
             });
             match opened {
                 Ok(()) => {

@@ -950,6 +950,7 @@ fn prepare_master(
         me.name.clone(),
         config.storage.wal_skip_errors,
         Duration::from_millis(config.cluster.balancer_period_ms),
+        Duration::from_millis(config.cluster.open_region_timeout_ms),
         peer_tls.clone(),
     )?;
     let split = assignment

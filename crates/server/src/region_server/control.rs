@@ -28,6 +28,15 @@ impl RegionServer {
         table_splits: u32,
     ) -> Result<(), ServerError> {
         self.check_region_server("OPEN_REGION")?;
+        if let Some(delay) = crate::faults::open_region_delay() {
+            tracing::warn!(
+                table,
+                region = info.id,
+                ms = delay.as_millis() as u64,
+                "fault point open_region_delay_ms: holding an open back"
+            );
+            std::thread::sleep(delay);
+        }
         schema.validate()?;
         if schema.name != table {
             return Err(ServerError::invalid(format!(
