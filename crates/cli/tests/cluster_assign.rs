@@ -261,6 +261,12 @@ fn a_region_whose_open_outlasts_the_masters_wait_is_open_on_one_server_only() {
     assert!(reopened.is_some(), "every region reopened\n{}", logs());
     check("after a reopen from the files");
 
+    // The slow server's opens did go unanswered, and were settled by fencing them off.
+    assert!(
+        master.output().contains("fenced the open off"),
+        "no open went unanswered: the test did not test anything\n{}",
+        logs()
+    );
     // Nothing read a file another writer deleted, and nothing half-written is left.
     let all = logs();
     assert!(
