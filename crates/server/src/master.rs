@@ -342,14 +342,22 @@ impl Assignment {
             name: location.name.clone(),
         };
         let splits = rs.router.table(&hosted.table).map_or(0, |t| t.splits);
+        // A table being created is not in the router until its commit; a master that takes
+        // over before that does not know its regions and closes them wherever they are open
+        // (`close_unknown_regions`, fencing off every open of them), so their opens need no
+        // meta row first (a create of hundreds of regions would pay one meta write each).
+        let committed = rs.router.table(&hosted.table).is_some();
         for server in candidates {
             // Where the open goes and its number are in meta before it is sent: a master that
             // takes over sends the region back there first.
             let seq = hosted.next_open_seq();
             hosted.assign(Some(Arc::clone(&server)), RegionState::Offline);
-            let recorded = rs
-                .meta()
-                .and_then(|m| m.put_region(&rs.record_of(hosted, RegionState::Offline)));
+            let recorded = if committed {
+                rs.meta()
+                    .and_then(|m| m.put_region(&rs.record_of(hosted, RegionState::Offline)))
+            } else {
+                Ok(())
+            };
             if let Err(e) = recorded {
                 tracing::warn!(region = %location.name, error = %e, "cannot record an assignment in meta; the region waits");
                 hosted.assign(keep, RegionState::Offline);
@@ -633,9 +641,10 @@ impl RegionServer {
                     continue;
                 }
                 let table = table.to_string();
-                // Meta does not know it: no open number to fence off.
+                // Meta does not know it, and never will (region ids are not reused): every
+                // open of it is fenced off, one still on its way included.
                 let closed = a.call(&server, move |admin, addr| async move {
-                    admin.close_region(&addr, &table, id, 0).await
+                    admin.close_region(&addr, &table, id, u64::MAX).await
                 });
                 match closed {
                     Ok(()) => {
