@@ -44,6 +44,15 @@ pub fn wal_dir(data_dir: &Path, server: &ServerName) -> PathBuf {
     wal_root(data_dir).join(server.to_string())
 }
 
+/// The periods and waits of a master's assignment (`[cluster]` configuration).
+#[derive(Debug, Clone, Copy)]
+pub struct AssignmentTimes {
+    /// `cluster.balancer_period_ms`.
+    pub balancer_period: Duration,
+    /// `cluster.open_region_timeout_ms`.
+    pub open_region_timeout: Duration,
+}
+
 /// The master's view of the region servers, and its calls to them.
 pub struct Assignment {
     coord: CoordRef,
@@ -82,10 +91,13 @@ impl Assignment {
         data_dir: &Path,
         me: ServerName,
         skip_wal_errors: bool,
-        balancer_period: Duration,
-        open_timeout: Duration,
+        times: AssignmentTimes,
         peer_tls: Option<cellar_client::TlsClientConfig>,
     ) -> Result<Arc<Assignment>, String> {
+        let AssignmentTimes {
+            balancer_period,
+            open_region_timeout: open_timeout,
+        } = times;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("cellar-master-rpc")

@@ -949,8 +949,10 @@ fn prepare_master(
         &config.data_dir,
         me.name.clone(),
         config.storage.wal_skip_errors,
-        Duration::from_millis(config.cluster.balancer_period_ms),
-        Duration::from_millis(config.cluster.open_region_timeout_ms),
+        crate::master::AssignmentTimes {
+            balancer_period: Duration::from_millis(config.cluster.balancer_period_ms),
+            open_region_timeout: Duration::from_millis(config.cluster.open_region_timeout_ms),
+        },
         peer_tls.clone(),
     )?;
     let split = assignment
