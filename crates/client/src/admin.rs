@@ -397,13 +397,16 @@ impl Admin {
     }
 
     /// Region server control (the master's calls in a cluster): opens `region` of `schema`'s
-    /// table on the region server at `server` (`host:port`, native). One attempt.
+    /// table on the region server at `server` (`host:port`, native), which must have started
+    /// at `target_startcode`, as open number `open_seq` of the region. One attempt.
     pub async fn open_region(
         &self,
         server: &str,
         region: &RegionLocation,
         schema: &TableSchema,
         table_splits: u32,
+        target_startcode: u64,
+        open_seq: u64,
     ) -> Result<()> {
         let req = pb::OpenRegionRequest {
             region: Some(pb::RegionLocation {
@@ -417,17 +420,27 @@ impl Admin {
             }),
             schema: Some(convert::schema_to_pb(schema)),
             table_splits,
+            target_startcode,
+            open_seq,
         };
         self.server_call(server, Method::OpenRegion, &req).await
     }
 
-    /// Region server control: flushes and closes a region on `server`. One attempt.
-    pub async fn close_region(&self, server: &str, table: &str, region_id: u64) -> Result<()> {
+    /// Region server control: flushes and closes a region on `server`; from then on it
+    /// refuses opens of the region numbered `fence_seq` or lower. One attempt.
+    pub async fn close_region(
+        &self,
+        server: &str,
+        table: &str,
+        region_id: u64,
+        fence_seq: u64,
+    ) -> Result<()> {
         let req = pb::CloseRegionRequest {
             region: Some(pb::RegionRef {
                 table: table.to_string(),
                 region_id,
             }),
+            fence_seq,
         };
         self.server_call(server, Method::CloseRegion, &req).await
     }

@@ -111,6 +111,7 @@ impl RegionServer {
     pub(crate) fn record_of(&self, hosted: &HostedRegion, state: RegionState) -> RegionRecord {
         let mut r = RegionRecord::new(&hosted.table, hosted.info.clone(), state);
         (r.server, r.startcode) = self.placed_on(hosted);
+        r.open_seq = hosted.open_seq();
         r
     }
 

@@ -267,6 +267,10 @@ pub struct ClusterConfig {
     /// How often a cluster's master evens out region counts across region servers when the
     /// balancer is on (HBase's `hbase.balancer.period`).
     pub balancer_period_ms: u64,
+    /// How long a cluster's master waits for a region server to answer an OPEN_REGION. An
+    /// open not answered in time is never retried elsewhere before that server answers a
+    /// CLOSE_REGION or is known dead (`docs/design/0004-cluster.md` §5).
+    pub open_region_timeout_ms: u64,
 }
 
 impl Default for ClusterConfig {
@@ -277,6 +281,7 @@ impl Default for ClusterConfig {
             zookeeper_session_timeout_ms: 30_000,
             zookeeper_connect_timeout_ms: 10_000,
             balancer_period_ms: 300_000,
+            open_region_timeout_ms: 60_000,
         }
     }
 }
@@ -587,6 +592,10 @@ impl ServerConfig {
             (
                 "cluster.balancer_period_ms",
                 self.cluster.balancer_period_ms,
+            ),
+            (
+                "cluster.open_region_timeout_ms",
+                self.cluster.open_region_timeout_ms,
             ),
             (
                 "storage.memstore_flush_bytes",

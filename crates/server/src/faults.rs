@@ -3,9 +3,12 @@
 //! environment variable `CELLAR_FAULTS` names them when the process starts; a running server
 //! never turns one on.
 //!
-//! `CELLAR_FAULTS="crash_after_wal=increment"`:
+//! `CELLAR_FAULTS="crash_after_wal=increment,open_region_delay_ms=3000"`:
 //! - `crash_after_wal=KIND` (`increment`, `append`, `put`): the process kills itself with
 //!   SIGKILL once a mutation of that kind is in the WAL and applied, before it is answered.
+//! - `open_region_delay_ms=N`: a region server waits N ms at the start of every OPEN_REGION
+//!   its master sends (before it takes its admin lock), so the open outlasts the master's
+//!   `cluster.open_region_timeout_ms` and arrives after the master gave up on it.
 
 use std::sync::OnceLock;
 
@@ -13,6 +16,7 @@ use std::sync::OnceLock;
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Faults {
     crash_after_wal: Option<String>,
+    open_region_delay_ms: Option<u64>,
 }
 
 impl Faults {
@@ -26,6 +30,14 @@ impl Faults {
                 .ok_or_else(|| format!("CELLAR_FAULTS: {item:?} is not NAME=VALUE"))?;
             match key {
                 "crash_after_wal" => f.crash_after_wal = Some(value.to_string()),
+                "open_region_delay_ms" => {
+                    let ms = value.parse::<u64>().map_err(|_| {
+                        format!(
+                            "CELLAR_FAULTS: open_region_delay_ms={value:?} is not a number of ms"
+                        )
+                    })?;
+                    f.open_region_delay_ms = Some(ms);
+                }
                 _ => return Err(format!("CELLAR_FAULTS: unknown fault point {key:?}")),
             }
         }
@@ -69,6 +81,13 @@ pub fn after_wal(kind: &str) {
     }
 }
 
+/// The wait of `open_region_delay_ms` before an OPEN_REGION is handled, if asked for.
+pub fn open_region_delay() -> Option<std::time::Duration> {
+    faults()
+        .open_region_delay_ms
+        .map(std::time::Duration::from_millis)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -80,5 +99,10 @@ mod tests {
         assert_eq!(Faults::parse("").expect("empty"), Faults::default());
         assert!(Faults::parse("crash_after=increment").is_err());
         assert!(Faults::parse("crash_after_wal").is_err());
+        let f = Faults::parse("open_region_delay_ms=2500,crash_after_wal=put").expect("ok");
+        assert_eq!(f.open_region_delay_ms, Some(2500));
+        assert_eq!(f.crash_after_wal.as_deref(), Some("put"));
+        assert!(Faults::parse("open_region_delay_ms=soon").is_err());
+        assert!(Faults::parse("open_region_delay_ms=-1").is_err());
     }
 }

@@ -46,6 +46,15 @@ pub fn wal_dir(data_dir: &Path, server: &ServerName) -> PathBuf {
     wal_root(data_dir).join(server.to_string())
 }
 
+/// The periods and waits of a master's assignment (`[cluster]` configuration).
+#[derive(Debug, Clone, Copy)]
+pub struct AssignmentTimes {
+    /// `cluster.balancer_period_ms`.
+    pub balancer_period: Duration,
+    /// `cluster.open_region_timeout_ms`.
+    pub open_region_timeout: Duration,
+}
+
 /// The master's view of the region servers, and its calls to them.
 pub struct Assignment {
     coord: CoordRef,
@@ -55,6 +64,8 @@ pub struct Assignment {
     me: ServerName,
     tick: Duration,
     call_timeout: Duration,
+    /// How long an OPEN_REGION may take (`cluster.open_region_timeout_ms`).
+    open_timeout: Duration,
     skip_wal_errors: bool,
     /// Live region servers as of the last look (the tick's decisions use this list).
     live: Mutex<Vec<Arc<ServerRecord>>>,
@@ -85,11 +96,15 @@ impl Assignment {
         fs: FsRef,
         data_dir: &Path,
         skip_wal_errors: bool,
-        balancer_period: Duration,
+        times: AssignmentTimes,
         peer_tls: Option<cellar_client::TlsClientConfig>,
     ) -> Result<Arc<Assignment>, String> {
         let coord = tenure.coord().clone();
         let me = tenure.me().clone();
+        let AssignmentTimes {
+            balancer_period,
+            open_region_timeout: open_timeout,
+        } = times;
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .thread_name("cellar-master-rpc")
@@ -113,6 +128,7 @@ impl Assignment {
             me,
             tick: Duration::from_millis(250),
             call_timeout: Duration::from_secs(60),
+            open_timeout,
             skip_wal_errors,
             live: Mutex::new(Vec::new()),
             runtime: Mutex::new(Some(runtime)),
@@ -179,6 +195,26 @@ impl Assignment {
         F: FnOnce(Admin, String) -> Fut,
         Fut: std::future::Future<Output = cellar_client::Result<T>> + Send + 'static,
     {
+        let addr = server.native_addr.clone();
+        match self.call_raw(server, f) {
+            Ok(r) => r.map_err(|e| ServerError::Internal(format!("region server {addr}: {e}"))),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// [`Assignment::call`], telling an answer (`Ok`: the server's own result, a refusal
+    /// included) from no answer (`Err`: not connected, abandoned at the deadline or when the
+    /// server left ZooKeeper; the call may or may not have been carried out).
+    fn call_raw<T, F, Fut>(
+        &self,
+        server: &ServerRecord,
+        f: F,
+    ) -> Result<cellar_client::Result<T>, ServerError>
+    where
+        T: Send + 'static,
+        F: FnOnce(Admin, String) -> Fut,
+        Fut: std::future::Future<Output = cellar_client::Result<T>> + Send + 'static,
+    {
         let handle = match self.runtime.lock().as_ref() {
             Some(rt) => rt.handle().clone(),
             None => return Err(ServerError::Stopping),
@@ -218,10 +254,7 @@ impl Assignment {
         let deadline = std::time::Instant::now() + self.call_timeout;
         loop {
             match rx.recv_timeout(Duration::from_millis(500)) {
-                Ok(r) => {
-                    return r
-                        .map_err(|e| ServerError::Internal(format!("region server {addr}: {e}")))
-                }
+                Ok(r) => return Ok(r),
                 Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
                     return Err(ServerError::Internal(format!(
                         "region server {addr}: the call was dropped"
@@ -259,8 +292,16 @@ impl Assignment {
     }
 
     /// Opens `hosted` on `prefer` (if live) or the live server with the fewest regions,
-    /// trying the others if that fails. Returns whether it is open somewhere; if not, it is
-    /// left OFFLINE for the next tick.
+    /// trying the others if that one refuses. Returns whether it is open somewhere; if not,
+    /// it is left OFFLINE for the next tick.
+    ///
+    /// A region is open on at most one server: before each OPEN_REGION the target and the
+    /// open's number go to meta (`info:openseq`), and the target refuses an open addressed to
+    /// another start code or numbered at or below a fence (`region_server/control.rs`). An
+    /// open that goes unanswered (timeout, transport error) may still happen on its target:
+    /// the region then opens nowhere else until that server answers a CLOSE_REGION fencing
+    /// the open off, or is gone from ZooKeeper with its log split. Until then it stays
+    /// OFFLINE on that server and the next tick asks again.
     pub fn assign(
         &self,
         rs: &RegionServer,
@@ -268,6 +309,19 @@ impl Assignment {
         schema: &TableSchema,
         prefer: Option<Arc<ServerRecord>>,
     ) -> bool {
+        let mut prefer = prefer;
+        // Servers that just failed an open: tried last.
+        let mut avoid: Vec<ServerName> = Vec::new();
+        if hosted.open_unanswered() {
+            match self.settle_unanswered(hosted) {
+                Some(Some(fenced)) => {
+                    avoid.push(fenced.name.clone());
+                    prefer = None;
+                }
+                Some(None) => {}
+                None => return false,
+            }
+        }
         // A region whose server is alive goes back there and nowhere else: if that server
         // does not answer, it may still hold the region, and its log is not split until it
         // is gone (opening the region elsewhere first would miss its unflushed edits). "Alive"
@@ -293,7 +347,12 @@ impl Assignment {
         let n = candidates.len().max(1);
         let turn = self.turn.fetch_add(1, Ordering::Relaxed) % n;
         candidates.rotate_left(turn);
-        candidates.sort_by_key(|s| load.get(&s.name).copied().unwrap_or(0));
+        candidates.sort_by_key(|s| {
+            (
+                avoid.contains(&s.name),
+                load.get(&s.name).copied().unwrap_or(0),
+            )
+        });
         if let Some(p) = &keep {
             candidates = vec![Arc::clone(p)];
         } else if !self.released(hosted) {
@@ -310,20 +369,61 @@ impl Assignment {
             name: location.name.clone(),
         };
         let splits = rs.router.table(&hosted.table).map_or(0, |t| t.splits);
+        // A table being created is not in the router until its commit; a master that takes
+        // over before that does not know its regions and closes them wherever they are open
+        // (`close_unknown_regions`, fencing off every open of them), so their opens need no
+        // meta row first (a create of hundreds of regions would pay one meta write each).
+        let committed = rs.router.table(&hosted.table).is_some();
         for server in candidates {
+            // Where the open goes and its number are in meta before it is sent: a master that
+            // takes over sends the region back there first.
+            let seq = hosted.next_open_seq();
+            hosted.assign(Some(Arc::clone(&server)), RegionState::Offline);
+            let recorded = if committed {
+                rs.meta()
+                    .and_then(|m| m.put_region(&rs.record_of(hosted, RegionState::Offline)))
+            } else {
+                Ok(())
+            };
+            if let Err(e) = recorded {
+                tracing::warn!(region = %location.name, error = %e, "cannot record an assignment in meta; the region waits");
+                hosted.assign(keep, RegionState::Offline);
+                return false;
+            }
             let loc = client_location.clone();
             let schema = schema.clone();
-            let opened = self.call(&server, move |admin, addr| async move {
-                admin.open_region(&addr, &loc, &schema, splits).await
+            let within = self.open_timeout;
+            let startcode = server.name.start_code;
+            let opened = self.call_raw(&server, move |admin, addr| async move {
+                let open = admin.open_region(&addr, &loc, &schema, splits, startcode, seq);
+                tokio::time::timeout(within, open)
+                    .await
+                    .unwrap_or(Err(cellar_client::Error::Timeout(within)))
             });
-            match opened {
-                Ok(()) => {
+            let unanswered = match opened {
+                Ok(Ok(())) => {
                     tracing::info!(region = %location.name, server = %server.name, "region assigned");
+                    hosted.set_open_unanswered(false);
                     hosted.assign(Some(server), RegionState::Open);
                     return true;
                 }
-                Err(e) => {
-                    tracing::warn!(region = %location.name, server = %server.name, error = %e, "could not open the region there");
+                // Refused: not open there.
+                Ok(Err(e)) if e.code().is_some() => {
+                    tracing::warn!(region = %location.name, server = %server.name, error = %e, "the region server refused to open the region");
+                    None
+                }
+                Ok(Err(e)) => Some(e.to_string()),
+                Err(e) => Some(e.to_string()),
+            };
+            if let Some(e) = unanswered {
+                // The open may still happen there: settled before the region goes anywhere else.
+                tracing::warn!(region = %location.name, server = %server.name, error = %e, "an open went unanswered; the region opens elsewhere only once that server has closed it or is dead");
+                hosted.set_open_unanswered(true);
+                match self.settle_unanswered(hosted) {
+                    // Fenced off there: the next candidate.
+                    Some(Some(_)) => {}
+                    // Still unsettled, or its server died: its log is split first.
+                    _ => return false,
                 }
             }
         }
@@ -332,6 +432,50 @@ impl Assignment {
         }
         hosted.assign(keep, RegionState::Offline);
         false
+    }
+
+    /// Settles an open of `hosted` that went unanswered on `hosted.server()`: that server
+    /// answers a CLOSE_REGION fencing off every open numbered up to the last one (it holds
+    /// the region no more, flushed if it had opened it, and refuses the open if it comes
+    /// later): `Some(Some(server))`; or it is gone from ZooKeeper (its log is split before
+    /// the region opens elsewhere: `released`): `Some(None)`. Else `None`: the region stays
+    /// OFFLINE on that server, and the next tick asks again.
+    fn settle_unanswered(&self, hosted: &HostedRegion) -> Option<Option<Arc<ServerRecord>>> {
+        let Some(server) = hosted.server() else {
+            hosted.set_open_unanswered(false);
+            return Some(None);
+        };
+        match self.fetch_live() {
+            Ok(live) if !live.iter().any(|s| s.name == server.name) => {
+                hosted.set_open_unanswered(false);
+                return Some(None);
+            }
+            Ok(_) => {}
+            Err(e) => {
+                tracing::warn!(region = %hosted.name(), error = %e, "cannot tell whether a region server is alive; its unanswered open waits");
+                return None;
+            }
+        }
+        let (table, id, fence) = (hosted.table.clone(), hosted.info.id, hosted.open_seq());
+        let within = self.open_timeout;
+        let closed = self.call(&server, move |admin, addr| async move {
+            tokio::time::timeout(within, admin.close_region(&addr, &table, id, fence))
+                .await
+                .unwrap_or(Err(cellar_client::Error::Timeout(within)))
+        });
+        match closed {
+            Ok(()) => {
+                tracing::info!(region = %hosted.name(), server = %server.name, fence, "the server of an unanswered open closed the region and fenced the open off");
+                hosted.set_open_unanswered(false);
+                hosted.assign(None, RegionState::Offline);
+                Some(Some(server))
+            }
+            Err(e) => {
+                tracing::warn!(region = %hosted.name(), server = %server.name, error = %e, "the server of an unanswered open did not confirm the region closed; it stays unassigned");
+                hosted.assign(Some(server), RegionState::Offline);
+                None
+            }
+        }
     }
 
     /// Whether `hosted` may open on a server other than the one it was on: that server is
@@ -367,8 +511,9 @@ impl Assignment {
     pub fn unassign(&self, hosted: &HostedRegion, state: RegionState) -> Result<(), ServerError> {
         if let Some(server) = hosted.server() {
             let (table, id) = (hosted.table.clone(), hosted.info.id);
+            let fence = hosted.open_seq();
             let closed = self.call(&server, move |admin, addr| async move {
-                admin.close_region(&addr, &table, id).await
+                admin.close_region(&addr, &table, id, fence).await
             });
             if let Err(e) = closed {
                 let alive = self
@@ -523,8 +668,10 @@ impl RegionServer {
                     continue;
                 }
                 let table = table.to_string();
+                // Meta does not know it, and never will (region ids are not reused): every
+                // open of it is fenced off, one still on its way included.
                 let closed = a.call(&server, move |admin, addr| async move {
-                    admin.close_region(&addr, &table, id).await
+                    admin.close_region(&addr, &table, id, u64::MAX).await
                 });
                 match closed {
                     Ok(()) => {

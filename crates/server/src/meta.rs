@@ -4,7 +4,9 @@
 //! - one row per region, keyed by its HBase region name `<table>,<start_key>,<region_id>`,
 //!   family `info`: `regioninfo` (a `RegionLocation` message holding table, id, start and end
 //!   keys and name), `server` (host:port), `serverstartcode` (u64 BE), `state` (`OPEN`,
-//!   `CLOSED`, `SPLITTING`, `SPLIT`, `OFFLINE`) and, for a region being or having been split,
+//!   `CLOSED`, `SPLITTING`, `SPLIT`, `OFFLINE`), `openseq` (u64 BE: the number of the last
+//!   OPEN_REGION a cluster's master sent, written before it sends it; absent: 0) and, for a
+//!   region being or having been split,
 //!   `splitA` / `splitB` (the daughters, encoded as `regioninfo`);
 //! - one row per table, keyed by its name, family `table`: `state` (`ENABLED` / `DISABLED`),
 //!   `schema` (a `TableSchema` message), `splits` (u64 BE, splits so far) and, while a
@@ -46,6 +48,7 @@ pub const REGIONINFO: &[u8] = b"regioninfo";
 pub const SERVER: &[u8] = b"server";
 pub const STARTCODE: &[u8] = b"serverstartcode";
 pub const STATE: &[u8] = b"state";
+pub const OPEN_SEQ: &[u8] = b"openseq";
 pub const SPLIT_A: &[u8] = b"splitA";
 pub const SPLIT_B: &[u8] = b"splitB";
 pub const SCHEMA: &[u8] = b"schema";
@@ -90,6 +93,8 @@ pub struct RegionRecord {
     pub server: String,
     pub startcode: u64,
     pub state: RegionState,
+    /// The number of the last OPEN_REGION sent for the region (a cluster's master).
+    pub open_seq: u64,
     /// The daughters of a region being split (`SPLITTING`) or split (`SPLIT`).
     pub split_a: Option<RegionInfo>,
     pub split_b: Option<RegionInfo>,
@@ -103,6 +108,7 @@ impl RegionRecord {
             server: String::new(),
             startcode: 0,
             state,
+            open_seq: 0,
             split_a: None,
             split_b: None,
         }
@@ -260,6 +266,12 @@ impl Meta {
                 STATE,
                 ts,
                 Bytes::from_static(r.state.name().as_bytes()),
+            )
+            .put(
+                INFO,
+                OPEN_SEQ,
+                ts,
+                Bytes::copy_from_slice(&r.open_seq.to_be_bytes()),
             );
         for (q, d) in [(SPLIT_A, &r.split_a), (SPLIT_B, &r.split_b)] {
             m = match d {
@@ -410,6 +422,9 @@ fn parse_region(row: &[u8], cells: &[&Cell]) -> Result<RegionRecord, ServerError
         state: column(cells, STATE)
             .and_then(|v| RegionState::from_name(v))
             .ok_or_else(|| corrupt(row, "missing or unknown info:state"))?,
+        open_seq: column(cells, OPEN_SEQ)
+            .and_then(|v| u64_value(v))
+            .unwrap_or(0),
         split_a: daughter(SPLIT_A)?,
         split_b: daughter(SPLIT_B)?,
         table,

@@ -1005,7 +1005,10 @@ fn prepare_master(
         fs.clone(),
         &config.data_dir,
         config.storage.wal_skip_errors,
-        Duration::from_millis(config.cluster.balancer_period_ms),
+        crate::master::AssignmentTimes {
+            balancer_period: Duration::from_millis(config.cluster.balancer_period_ms),
+            open_region_timeout: Duration::from_millis(config.cluster.open_region_timeout_ms),
+        },
         peer_tls.clone(),
     )?;
     let split = assignment

@@ -335,13 +335,20 @@ impl RegionServer {
                     start_key: l.start_key,
                     end_key: l.end_key,
                 };
-                self.open_region_call(&l.table, info, schema, req.table_splits)?;
+                self.open_region_call(
+                    &l.table,
+                    info,
+                    schema,
+                    req.table_splits,
+                    req.target_startcode,
+                    req.open_seq,
+                )?;
                 empty()
             }
             Method::CloseRegion => {
                 let req: pb::CloseRegionRequest = decode(param, "CloseRegionRequest")?;
                 let r = region_ref(req.region, "CloseRegionRequest")?;
-                self.close_region_call(&r.table, r.region_id)?;
+                self.close_region_call(&r.table, r.region_id, req.fence_seq)?;
                 empty()
             }
             Method::FlushRegion => {

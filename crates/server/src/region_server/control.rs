@@ -19,15 +19,34 @@ impl RegionServer {
         }
     }
 
-    /// Opens region `info` of `schema`'s table here (replaying edits recovered for it).
+    /// Opens region `info` of `schema`'s table here (replaying edits recovered for it), as
+    /// open number `open_seq` of the region, addressed to the server started at
+    /// `target_startcode`.
+    ///
+    /// Refused when `target_startcode` is not this process's (an open meant for an earlier
+    /// server on this address) or when a CLOSE_REGION fenced off opens numbered `open_seq` or
+    /// lower: the master sends that close when an open went unanswered, and opens the region
+    /// elsewhere only once this server has answered it, so an open arriving late never opens
+    /// a region a second time. The check runs under the admin lock, as closes do.
     pub fn open_region_call(
         &self,
         table: &str,
         info: RegionInfo,
         schema: TableSchema,
         table_splits: u32,
+        target_startcode: u64,
+        open_seq: u64,
     ) -> Result<(), ServerError> {
         self.check_region_server("OPEN_REGION")?;
+        if let Some(delay) = crate::faults::open_region_delay() {
+            tracing::warn!(
+                table,
+                region = info.id,
+                ms = delay.as_millis() as u64,
+                "fault point open_region_delay_ms: holding an open back"
+            );
+            std::thread::sleep(delay);
+        }
         schema.validate()?;
         if schema.name != table {
             return Err(ServerError::invalid(format!(
@@ -36,6 +55,21 @@ impl RegionServer {
             )));
         }
         let _admin = self.admin.lock();
+        if target_startcode != self.startcode {
+            return Err(ServerError::invalid(format!(
+                "OPEN_REGION of region {} of '{table}' was meant for the server started at {}; \
+                 this one started at {}",
+                info.id, target_startcode, self.startcode
+            )));
+        }
+        let fence = self.open_fences.lock().get(&info.id).copied().unwrap_or(0);
+        if open_seq <= fence {
+            return Err(ServerError::invalid(format!(
+                "OPEN_REGION number {open_seq} of region {} of '{table}' was called off by the \
+                 master (a CLOSE_REGION fenced off opens up to number {fence})",
+                info.id
+            )));
+        }
         if let Some(h) = self.router.region(info.id) {
             if h.is_open() && h.table == table {
                 return Ok(());
@@ -53,9 +87,20 @@ impl RegionServer {
     }
 
     /// Flushes and closes a region served here; one not served here is already closed.
-    pub fn close_region_call(&self, table: &str, id: u64) -> Result<(), ServerError> {
+    /// Opens of the region numbered `fence_seq` or lower are refused from then on.
+    pub fn close_region_call(
+        &self,
+        table: &str,
+        id: u64,
+        fence_seq: u64,
+    ) -> Result<(), ServerError> {
         self.check_region_server("CLOSE_REGION")?;
         let _admin = self.admin.lock();
+        {
+            let mut fences = self.open_fences.lock();
+            let fence = fences.entry(id).or_insert(0);
+            *fence = (*fence).max(fence_seq);
+        }
         let Some(hosted) = self.router.region(id).filter(|h| h.table == table) else {
             return Ok(());
         };

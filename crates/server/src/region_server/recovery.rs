@@ -79,6 +79,7 @@ impl RegionServer {
                     // Regions are on region servers: the assignment loop confirms each with
                     // the server meta names (if it is alive) or opens it elsewhere.
                     let hosted = HostedRegion::new(name, rec.info.clone(), &dir, None);
+                    hosted.note_open_seq(rec.open_seq);
                     if t.state == TableState::Enabled {
                         hosted.assign(
                             a.live_server(&rec.server, rec.startcode),

@@ -30,6 +30,12 @@ pub struct HostedRegion {
     /// On the master of a cluster: the region server the region is assigned to (its slot
     /// stays empty there). `None` here: this process serves it, or nobody does yet.
     server: RwLock<Option<Arc<ServerRecord>>>,
+    /// On a cluster's master: the number of the last OPEN_REGION sent for this region (meta's
+    /// `info:openseq`), and whether that open went unanswered (it may yet happen on `server`,
+    /// so the region opens nowhere else before that server answers a CLOSE_REGION fencing it
+    /// off, or is dead with its log split).
+    open_seq: AtomicU64,
+    unanswered: AtomicBool,
 }
 
 impl HostedRegion {
@@ -54,6 +60,8 @@ impl HostedRegion {
             state: AtomicU8::new(state.code()),
             locks: RowLocks::new(),
             server: RwLock::new(None),
+            open_seq: AtomicU64::new(0),
+            unanswered: AtomicBool::new(false),
         })
     }
 
@@ -146,6 +154,30 @@ impl HostedRegion {
     /// The region server a master assigned this region to.
     pub fn server(&self) -> Option<Arc<ServerRecord>> {
         self.server.read().clone()
+    }
+
+    /// The number of the last OPEN_REGION sent for this region (0: none yet).
+    pub fn open_seq(&self) -> u64 {
+        self.open_seq.load(Ordering::SeqCst)
+    }
+
+    /// Takes the next open number.
+    pub fn next_open_seq(&self) -> u64 {
+        self.open_seq.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Makes later open numbers larger than `seq` (meta's, when a master takes over).
+    pub fn note_open_seq(&self, seq: u64) {
+        self.open_seq.fetch_max(seq, Ordering::SeqCst);
+    }
+
+    /// Whether the last OPEN_REGION went unanswered (see the field).
+    pub fn open_unanswered(&self) -> bool {
+        self.unanswered.load(Ordering::SeqCst)
+    }
+
+    pub fn set_open_unanswered(&self, unanswered: bool) {
+        self.unanswered.store(unanswered, Ordering::SeqCst);
     }
 
     /// Records where the region is assigned, and its state there.

@@ -6,8 +6,8 @@ use super::levels::{check_levels, Busy};
 use super::mvcc::ReadPoint;
 use super::runs::{group, Run, RunIter};
 use super::store_files::{
-    marker_file_name, parse_number, read_marker, store_file_name, write_marker, Marker,
-    StoreFileHandle,
+    new_writer_tag, parse_number, read_marker, store_file_name, tagged_marker_file_name,
+    tagged_store_file_name, write_marker, Marker, StoreFileHandle,
 };
 use crate::block_cache::{BlockCache, Priority};
 use crate::fs::{tmp_path, FsRef};
@@ -64,6 +64,8 @@ pub struct Store {
     /// Markers of committed compactions whose inputs a reader may still hold: deleted once
     /// the inputs are gone (`cleanup_markers`), else on the next open.
     pending_markers: Mutex<Vec<u64>>,
+    /// This open's writer tag, in the names of the files it writes (`store_files.rs`).
+    writer: u64,
     fs: FsRef,
     cache: Option<Arc<BlockCache>>,
 }
@@ -159,6 +161,7 @@ impl Store {
                 compaction_done: Condvar::new(),
                 level_cursors: Mutex::new(Vec::new()),
                 pending_markers: Mutex::new(Vec::new()),
+                writer: new_writer_tag(),
                 fs: Arc::clone(fs),
                 cache,
             },
@@ -266,7 +269,7 @@ impl Store {
     /// unless it is installed (a full disk must not stay full of half-written files until
     /// the next open).
     pub fn create_output(&self, number: u64) -> Result<(StoreFileWriter, PendingFile)> {
-        let path = self.dir.join(store_file_name(number));
+        let path = self.dir.join(tagged_store_file_name(number, self.writer));
         let tmp = tmp_path(&path);
         let pending = PendingFile {
             number,
@@ -298,7 +301,11 @@ impl Store {
                 inputs: inputs.iter().filter_map(|h| name(&h.own_path)).collect(),
                 outputs: Some(files.iter().filter_map(|f| name(&f.path)).collect()),
             };
-            write_marker(&self.fs, &self.dir.join(marker_file_name(number)), &marker)?;
+            write_marker(
+                &self.fs,
+                &self.dir.join(tagged_marker_file_name(number, self.writer)),
+                &marker,
+            )?;
         }
         for i in 0..files.len() {
             let renamed = files
@@ -391,7 +398,7 @@ impl Store {
 
     /// Deletes marker `number` if its inputs are gone; whether it is gone.
     fn marker_done(&self, number: u64) -> Result<bool> {
-        let marker = self.dir.join(marker_file_name(number));
+        let marker = self.dir.join(tagged_marker_file_name(number, self.writer));
         if !self.fs.exists(&marker)? {
             return Ok(true);
         }

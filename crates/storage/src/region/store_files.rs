@@ -2,13 +2,18 @@
 //! compaction markers, and handles that delete a replaced file once no reader holds it.
 //!
 //! Directory of a store: `<region>/<family hex>/`, holding
-//! - `<number:016x>.sf`: store files;
+//! - `<number:016x>-<writer:016x>.sf`: store files (`<number:016x>.sf` before writer tags;
+//!   both are read);
 //! - `<number:016x>.ref`: references to a parent's store file, restricted to a row range;
-//! - `<number:016x>.compaction`: a compaction's inputs and outputs, written before its first
-//!   output is renamed into place, so a crash part way through is finished (every output in
-//!   place: the inputs go) or undone (the outputs in place go) on open instead of leaving the
-//!   same cells twice;
+//! - `<number:016x>-<writer:016x>.compaction` (or `<number:016x>.compaction`): a compaction's
+//!   inputs and outputs, written before its first output is renamed into place, so a crash
+//!   part way through is finished (every output in place: the inputs go) or undone (the
+//!   outputs in place go) on open instead of leaving the same cells twice;
 //! - `*.tmp`: half-written files, deleted on open.
+//!
+//! The writer tag is random, drawn each time a store is opened: two processes that ever
+//! wrote one region directory at once (which assignment rules out) could not write, rename
+//! or delete each other's files by name.
 //!
 //! Formats in `docs/region-layout.md`.
 
@@ -30,8 +35,34 @@ pub fn next_file_id() -> u64 {
     NEXT_FILE_ID.fetch_add(1, Ordering::Relaxed)
 }
 
+/// A new writer tag (see the module's comment): std's hasher keys come from the operating
+/// system's randomness, and the clock, the process and a counter go in too.
+pub fn new_writer_tag() -> u64 {
+    use std::hash::{BuildHasher, Hasher};
+    static TAGS: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(TAGS.fetch_add(1, Ordering::Relaxed));
+    h.write_u32(std::process::id());
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    h.write_u128(now);
+    h.finish()
+}
+
+/// A store file's name before writer tags (still read).
 pub fn store_file_name(number: u64) -> String {
     format!("{number:016x}.sf")
+}
+
+/// The name of store file `number` written under writer tag `writer`.
+pub fn tagged_store_file_name(number: u64, writer: u64) -> String {
+    format!("{number:016x}-{writer:016x}.sf")
+}
+
+/// The name of compaction marker `number` written under writer tag `writer`.
+pub fn tagged_marker_file_name(number: u64, writer: u64) -> String {
+    format!("{number:016x}-{writer:016x}.compaction")
 }
 
 pub fn ref_file_name(number: u64) -> String {
@@ -42,13 +73,23 @@ pub fn marker_file_name(number: u64) -> String {
     format!("{number:016x}.compaction")
 }
 
-/// The number in a file name like `00000000000000a1.sf`.
+/// The number in a file name like `00000000000000a1.sf` or, with a writer tag,
+/// `00000000000000a1-5f3c0e9a7b21d4c8.sf`; and its extension.
 pub fn parse_number(name: &str) -> Option<(u64, &str)> {
     let (stem, ext) = name.split_once('.')?;
-    if stem.len() != 16 {
+    let number = match stem.split_once('-') {
+        None => stem,
+        Some((number, writer)) => {
+            if writer.len() != 16 || u64::from_str_radix(writer, 16).is_err() {
+                return None;
+            }
+            number
+        }
+    };
+    if number.len() != 16 {
         return None;
     }
-    Some((u64::from_str_radix(stem, 16).ok()?, ext))
+    Some((u64::from_str_radix(number, 16).ok()?, ext))
 }
 
 /// A reference: rows `[start, end)` of the store file at `parent`.
@@ -336,6 +377,26 @@ impl Drop for StoreFileHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn file_names_with_and_without_a_writer_tag_parse() {
+        assert_eq!(parse_number("00000000000000a1.sf"), Some((0xa1, "sf")));
+        let tagged = tagged_store_file_name(0xa1, 0x5f3c_0e9a_7b21_d4c8);
+        assert_eq!(tagged, "00000000000000a1-5f3c0e9a7b21d4c8.sf");
+        assert_eq!(parse_number(&tagged), Some((0xa1, "sf")));
+        assert_eq!(
+            parse_number(&tagged_marker_file_name(3, 7)),
+            Some((3, "compaction"))
+        );
+        assert_eq!(
+            parse_number(&format!("{tagged}.tmp")),
+            Some((0xa1, "sf.tmp"))
+        );
+        // Two writers never share a name.
+        assert_ne!(tagged_store_file_name(1, 1), tagged_store_file_name(1, 2));
+        assert_eq!(parse_number("00000000000000a1-xyz.sf"), None);
+        assert_eq!(parse_number("a1.sf"), None);
+    }
     use crate::fs::LocalFs;
 
     /// Found by the `store_refs` fuzz target: a marker whose body ends in an empty line read
