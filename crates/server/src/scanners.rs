@@ -10,6 +10,12 @@
 //! `more_in_region` is exact: the scanner reads one row ahead, so a client never needs an
 //! extra call to learn a region is done.
 //!
+//! Each scanner keeps HBase's call sequence: a call may carry the number it expects to be
+//! (`next_call_seq`, 0 for the first call after the open); a number that is not the
+//! scanner's next one is refused with [`ServerError::OutOfOrderScannerNext`] and changes
+//! nothing, so a retried call never gets the rows after the ones whose answer was lost.
+//! Calls without a number (the native protocol's) are not counted.
+//!
 //! Scanner ids are a counter run through a per-server keyed hash: unique while the server
 //! runs and not guessable from another scanner's id.
 
@@ -80,6 +86,8 @@ struct OpenScanner {
 struct Slot {
     conn_id: u64,
     format: ResultFormat,
+    /// The `next_call_seq` the scanner's next numbered call must carry.
+    next_call_seq: AtomicU64,
     touched: Mutex<Instant>,
     scanner: Mutex<OpenScanner>,
 }
@@ -157,6 +165,26 @@ impl ScannerRegistry {
 
     fn remove(&self, id: u64) {
         self.open.lock().remove(&id);
+    }
+}
+
+impl Slot {
+    /// Takes call number `got` if it is the scanner's next one (HBase's `nextCallSeq`).
+    fn take_call_seq(&self, scanner: u64, got: Option<u64>) -> Result<(), ServerError> {
+        let Some(got) = got else { return Ok(()) };
+        self.next_call_seq
+            .compare_exchange(
+                got,
+                got.wrapping_add(1),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .map(|_| ())
+            .map_err(|expected| ServerError::OutOfOrderScannerNext {
+                scanner,
+                expected,
+                got,
+            })
     }
 }
 
@@ -289,6 +317,7 @@ impl RegionServer {
                 Arc::new(Slot {
                     conn_id,
                     format: format.clone(),
+                    next_call_seq: AtomicU64::new(0),
                     touched: Mutex::new(Instant::now()),
                     scanner: Mutex::new(scanner),
                 }),
@@ -304,10 +333,23 @@ impl RegionServer {
 
     /// The next `rows` results of an open scanner; `rows == 0` only renews its lease.
     pub fn scan_next(&self, scanner_id: u64, rows: u32) -> Result<ScanBatch, ServerError> {
+        self.scan_next_in_order(scanner_id, rows, None)
+    }
+
+    /// [`RegionServer::scan_next`] for call number `call_seq` of the scanner, if the caller
+    /// numbers its calls: any other number than the scanner's next one is refused before
+    /// anything is read, and the scanner stays as it was.
+    pub fn scan_next_in_order(
+        &self,
+        scanner_id: u64,
+        rows: u32,
+        call_seq: Option<u64>,
+    ) -> Result<ScanBatch, ServerError> {
         self.check_running()?;
         let slot = self.scanners.get(scanner_id)?;
         *slot.touched.lock() = Instant::now();
         let mut scanner = slot.scanner.lock();
+        slot.take_call_seq(scanner_id, call_seq)?;
         if rows == 0 {
             return Ok(ScanBatch {
                 scanner_id,
@@ -349,5 +391,18 @@ impl RegionServer {
     /// Closes a scanner; closing one that is already gone is not an error.
     pub fn scan_close(&self, scanner_id: u64) {
         self.scanners.remove(scanner_id);
+    }
+
+    /// Counts call number `call_seq` of an open scanner that is not a next (a close, or the
+    /// open itself): refused, and the scanner left as it was, unless it is the scanner's next
+    /// number. A scanner that is gone has nothing to check.
+    pub fn scan_take_call_seq(&self, scanner_id: u64, call_seq: u64) -> Result<(), ServerError> {
+        match self.scanners.get(scanner_id) {
+            Ok(slot) => {
+                let _in_call = slot.scanner.lock();
+                slot.take_call_seq(scanner_id, Some(call_seq))
+            }
+            Err(_) => Ok(()),
+        }
     }
 }

@@ -704,7 +704,9 @@ fn scan_response(
 /// SCAN: open (region + scan), next (scanner id), renew (lease only) or close. Meta scans
 /// answer every row at once and keep no scanner. `more_results` stays true: the client
 /// stops by itself at its stop row and limit, and moves on to the next region when
-/// `more_results_in_region` is false.
+/// `more_results_in_region` is false. A `next_call_seq` on any call is checked against the
+/// scanner's call sequence (the open is call 0): a number out of order gets HBase's
+/// `OutOfOrderScannerNextException` and the scanner stays as it was.
 pub(crate) fn scan(
     svc: &HbaseService,
     ctx: &CallCtx,
@@ -716,6 +718,9 @@ pub(crate) fn scan(
             svc.rs.check_scanner_owner(ctx.conn_id, id)?;
         }
         if req.close_scanner.unwrap_or(false) {
+            if let Some(seq) = req.next_call_seq {
+                svc.rs.scan_take_call_seq(id, seq)?;
+            }
             svc.rs.scan_close(id);
             return Ok(HReply::message(&hbase::ScanResponse {
                 scanner_id: Some(id),
@@ -729,7 +734,7 @@ pub(crate) fn scan(
         } else {
             req.number_of_rows.unwrap_or(0)
         };
-        let batch = svc.rs.scan_next(id, rows)?;
+        let batch = svc.rs.scan_next_in_order(id, rows, req.next_call_seq)?;
         let results: Vec<_> = batch
             .results
             .into_iter()
@@ -751,6 +756,15 @@ pub(crate) fn scan(
         .as_ref()
         .ok_or_else(|| HbaseError::do_not_retry("ScanRequest opens a scanner without a scan"))?;
     let limit = req.limit_of_rows.unwrap_or(0);
+    // A numbered open is the new scanner's call 0, as in HBase.
+    if let Some(got) = req.next_call_seq.filter(|s| *s != 0) {
+        return Err(crate::region_server::ServerError::OutOfOrderScannerNext {
+            scanner: 0,
+            expected: 0,
+            got,
+        }
+        .into());
+    }
     match resolve(spec)? {
         RegionTarget::Meta => {
             let rows = meta_view::scan(svc, &meta_scan(s, limit)?)?;
@@ -774,6 +788,9 @@ pub(crate) fn scan(
                 req.number_of_rows.unwrap_or(0),
                 crate::scanners::ResultFormat::CellBlock,
             )?;
+            if let (Some(seq), true) = (req.next_call_seq, batch.more_in_region) {
+                svc.rs.scan_take_call_seq(batch.scanner_id, seq)?;
+            }
             let results: Vec<_> = batch
                 .results
                 .into_iter()

@@ -2,7 +2,9 @@
 //! HBase messages. Regions are addressed by target (names are another module's job).
 
 use super::*;
-use crate::hbase::exceptions::{DO_NOT_RETRY, NO_SUCH_FAMILY, UNKNOWN_PROTOCOL, UNKNOWN_SCANNER};
+use crate::hbase::exceptions::{
+    DO_NOT_RETRY, NO_SUCH_FAMILY, OUT_OF_ORDER_SCANNER_NEXT, UNKNOWN_PROTOCOL, UNKNOWN_SCANNER,
+};
 use crate::region_server::RegionServer;
 use crate::ServerConfig;
 use cellar_model::{FamilySchema, TableSchema};
@@ -850,6 +852,103 @@ fn scanners_open_continue_and_close_with_hbase_flags() {
         bounded(true, "r9", true, "", false),
         vec!["r5", "r4", "r3", "r2", "r1"]
     );
+}
+
+/// HBase's per-scanner call sequence: nexts, renewals and closes that carry `next_call_seq`
+/// must carry the scanner's next number (the Java client counts nexts and renewals from 0);
+/// any other gets `OutOfOrderScannerNextException` and changes nothing. Calls without a
+/// number are not counted.
+#[test]
+fn scanner_calls_out_of_sequence_are_refused_and_change_nothing() {
+    let fx = fixture();
+    for r in ["r1", "r2", "r3", "r4", "r5", "r6"] {
+        fx.put(r, "a", r, 1);
+    }
+    let numbered = |id: u64, seq: u64| hbase::ScanRequest {
+        next_call_seq: Some(seq),
+        ..next(id, 1)
+    };
+    let (resp, res) = fx
+        .scan_call(&PB, open(hbase::Scan::default(), 1, 0))
+        .expect("open");
+    assert_eq!(rows(&res), vec!["r1"]);
+    let id = resp.scanner_id.expect("id");
+    let (_, res) = fx.scan_call(&PB, numbered(id, 0)).expect("next 0");
+    assert_eq!(rows(&res), vec!["r2"]);
+    for (seq, what) in [(0, "a repeated number"), (2, "a skipped number")] {
+        let e = fx.scan_call(&PB, numbered(id, seq)).expect_err(what);
+        assert_eq!(e.class, OUT_OF_ORDER_SCANNER_NEXT, "{what}");
+        assert!(e.do_not_retry);
+        assert!(
+            e.message.contains("Expected nextCallSeq: 1")
+                && e.message.contains(&format!("from client: {seq}")),
+            "{}",
+            e.message
+        );
+    }
+    // The Java client's lease renewal takes a number too.
+    let renew = hbase::ScanRequest {
+        renew: Some(true),
+        ..numbered(id, 1)
+    };
+    let (_, res) = fx.scan_call(&PB, renew.clone()).expect("renew 1");
+    assert!(res.is_empty());
+    assert_eq!(
+        fx.scan_call(&PB, renew).expect_err("renew 1 again").class,
+        OUT_OF_ORDER_SCANNER_NEXT
+    );
+    // An unnumbered next is served and not counted.
+    let (_, res) = fx.scan_call(&PB, next(id, 1)).expect("unnumbered");
+    assert_eq!(rows(&res), vec!["r3"]);
+    let (_, res) = fx.scan_call(&PB, numbered(id, 2)).expect("next 2");
+    assert_eq!(rows(&res), vec!["r4"]);
+    // A close out of order leaves the scanner open; in order, it closes it.
+    let close = |seq: u64| hbase::ScanRequest {
+        close_scanner: Some(true),
+        ..numbered(id, seq)
+    };
+    assert_eq!(
+        fx.scan_call(&PB, close(7)).expect_err("close 7").class,
+        OUT_OF_ORDER_SCANNER_NEXT
+    );
+    let (_, res) = fx.scan_call(&PB, numbered(id, 3)).expect("next 3");
+    assert_eq!(rows(&res), vec!["r5"]);
+    fx.scan_call(&PB, close(4)).expect("close 4");
+    assert_eq!(
+        fx.scan_call(&PB, numbered(id, 5))
+            .expect_err("closed")
+            .class,
+        UNKNOWN_SCANNER
+    );
+    // A numbered open is call 0: its first next is 1; another number is refused.
+    let opened = |seq: u64| hbase::ScanRequest {
+        next_call_seq: Some(seq),
+        ..open(hbase::Scan::default(), 1, 0)
+    };
+    let e = fx.scan_call(&PB, opened(3)).expect_err("open numbered 3");
+    assert_eq!(e.class, OUT_OF_ORDER_SCANNER_NEXT);
+    let (resp, _) = fx.scan_call(&PB, opened(0)).expect("open numbered 0");
+    let id = resp.scanner_id.expect("id");
+    let refused = hbase::ScanRequest {
+        next_call_seq: Some(0),
+        ..next(id, 1)
+    };
+    assert_eq!(
+        fx.scan_call(&PB, refused)
+            .expect_err("0 was the open")
+            .class,
+        OUT_OF_ORDER_SCANNER_NEXT
+    );
+    let (_, res) = fx
+        .scan_call(
+            &PB,
+            hbase::ScanRequest {
+                next_call_seq: Some(1),
+                ..next(id, 1)
+            },
+        )
+        .expect("next 1");
+    assert_eq!(rows(&res), vec!["r2"]);
 }
 
 #[test]
