@@ -19,10 +19,6 @@ use prost::Message;
 
 type Result<T> = std::result::Result<T, HbaseError>;
 
-/// The scanner id answered for meta scans, which keep no state: Cellar never hands out 0,
-/// and closing it is harmless.
-const META_SCANNER_ID: u64 = 0;
-
 fn decode<M: Message + Default>(param: Bytes, what: &str) -> Result<M> {
     M::decode(param).map_err(|e| HbaseError::malformed(what, e))
 }
@@ -701,8 +697,9 @@ fn scan_response(
     HReply::with_cells(&resp, out)
 }
 
-/// SCAN: open (region + scan), next (scanner id), renew (lease only) or close. Meta scans
-/// answer every row at once and keep no scanner. `more_results` stays true: the client
+/// SCAN: open (region + scan), next (scanner id), renew (lease only) or close. A meta scan's
+/// rows are computed whole at the open and handed out `number_of_rows` at a time by a
+/// scanner like a region's. `more_results` stays true: the client
 /// stops by itself at its stop row and limit, and moves on to the next region when
 /// `more_results_in_region` is false. A `next_call_seq` on any call is checked against the
 /// scanner's call sequence (the open is call 0): a number out of order gets HBase's
@@ -714,9 +711,7 @@ pub(crate) fn scan(
     resolve: impl Fn(&hbase::RegionSpecifier) -> Result<RegionTarget>,
 ) -> Result<HReply> {
     if let Some(id) = req.scanner_id {
-        if id != META_SCANNER_ID {
-            svc.rs.check_scanner_owner(ctx.conn_id, id)?;
-        }
+        svc.rs.check_scanner_owner(ctx.conn_id, id)?;
         if req.close_scanner.unwrap_or(false) {
             if let Some(seq) = req.next_call_seq {
                 svc.rs.scan_take_call_seq(id, seq)?;
@@ -767,13 +762,27 @@ pub(crate) fn scan(
     }
     match resolve(spec)? {
         RegionTarget::Meta => {
+            // Computed whole from the catalog, answered `number_of_rows` at a time.
             let rows = meta_view::scan(svc, &meta_scan(s, limit)?)?;
-            let results: Vec<_> = rows.into_iter().map(|r| (r, false)).collect();
+            let batch = svc.rs.scan_open_rows(
+                ctx.conn_id,
+                rows,
+                req.number_of_rows.unwrap_or(0),
+                crate::scanners::ResultFormat::CellBlock,
+            );
+            if let (Some(seq), true) = (req.next_call_seq, batch.more_in_region) {
+                svc.rs.scan_take_call_seq(batch.scanner_id, seq)?;
+            }
+            let results: Vec<_> = batch
+                .results
+                .into_iter()
+                .map(|r| (r.cells, r.partial))
+                .collect();
             Ok(scan_response(
                 ctx,
-                META_SCANNER_ID,
+                batch.scanner_id,
                 &results,
-                false,
+                batch.more_in_region,
                 ttl(svc),
             ))
         }

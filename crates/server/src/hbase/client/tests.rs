@@ -951,6 +951,74 @@ fn scanner_calls_out_of_sequence_are_refused_and_change_nothing() {
     assert_eq!(rows(&res), vec!["r2"]);
 }
 
+/// A scan of `hbase:meta` answers at most `number_of_rows` rows per call, as HBase's region
+/// server does, with a scanner for the rest (its calls numbered like any scanner's); without
+/// a number of rows every row comes at once.
+#[test]
+fn meta_scans_answer_number_of_rows_at_a_time() {
+    let fx = fixture();
+    fx.svc
+        .rs
+        .create_table(
+            TableSchema::new("m", vec![FamilySchema::new("f")]),
+            &[b("b"), b("c"), b("d"), b("e")],
+        )
+        .expect("table m created");
+    let meta = |_: &hbase::RegionSpecifier| Ok(RegionTarget::Meta);
+    let call = |r: hbase::ScanRequest| -> Result<(hbase::ScanResponse, Vec<Vec<u8>>)> {
+        let reply = scan(&fx.svc, &PB, &r, meta)?;
+        let resp = hbase::ScanResponse::decode(reply.param).expect("decodes");
+        let rows = resp
+            .results
+            .iter()
+            .map(|r| convert::cells_from_hbase(r)[0].row.to_vec())
+            .collect();
+        Ok((resp, rows))
+    };
+    let regions_of_m = hbase::Scan {
+        start_row: Some(b("m,,")),
+        stop_row: Some(b("m-")),
+        column: vec![hbase::Column {
+            family: b("info"),
+            qualifier: Vec::new(),
+        }],
+        ..Default::default()
+    };
+    let (resp, all) = call(open(regions_of_m.clone(), 0, 0)).expect("whole meta scan");
+    assert_eq!(
+        all.len(),
+        5,
+        "one row per region of m: {:?}",
+        all.iter()
+            .map(|r| String::from_utf8_lossy(r).into_owned())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(resp.more_results_in_region, Some(false));
+
+    let (resp, first) = call(open(regions_of_m, 2, 0)).expect("open");
+    assert_eq!(first, all[..2], "the first two rows");
+    assert_eq!(resp.more_results_in_region, Some(true), "more to come");
+    let id = resp.scanner_id.expect("a scanner id");
+    let numbered = |seq: u64| hbase::ScanRequest {
+        next_call_seq: Some(seq),
+        ..next(id, 2)
+    };
+    let (resp, second) = call(numbered(0)).expect("next 0");
+    assert_eq!(second, all[2..4]);
+    assert_eq!(resp.more_results_in_region, Some(true));
+    assert_eq!(
+        call(numbered(0)).expect_err("next 0 again").class,
+        OUT_OF_ORDER_SCANNER_NEXT
+    );
+    let (resp, last) = call(numbered(1)).expect("next 1");
+    assert_eq!(last, all[4..]);
+    assert_eq!(resp.more_results_in_region, Some(false), "meta is done");
+    assert_eq!(
+        call(numbered(2)).expect_err("closed at the end").class,
+        UNKNOWN_SCANNER
+    );
+}
+
 #[test]
 fn wide_rows_come_in_batches_flagged_partial() {
     let fx = fixture();
