@@ -341,12 +341,13 @@ pub(crate) fn mutate(
         .map(convert::condition_from_hbase)
         .transpose()?;
     check_mutation(svc, ctx, table, &m.mutation, m.kind, condition.as_ref())?;
-    let outcome = svc.rs.mutate_checked(
+    let outcome = svc.rs.mutate_reading(
         table,
         region_id,
         &m.mutation,
         m.kind,
         condition.as_ref().map(|c| c.check()),
+        m.read_range,
     )?;
     let mut out = BytesMut::new();
     let result = (!m.is_put_or_delete())
@@ -516,9 +517,14 @@ fn run_action(
             m_ready.expand_whole_row(families(svc, table)?, convert::mutation_timestamp(m));
         }
         check_mutation(svc, ctx, table, &m_ready.mutation, m_ready.kind, None)?;
-        let outcome = svc
-            .rs
-            .mutate(table, region_id, &m_ready.mutation, m_ready.kind, None)?;
+        let outcome = svc.rs.mutate_reading(
+            table,
+            region_id,
+            &m_ready.mutation,
+            m_ready.kind,
+            None,
+            m_ready.read_range,
+        )?;
         return Ok(mutation_result(
             ctx,
             m_ready.kind,
@@ -596,13 +602,19 @@ fn atomic_region_action(
     let (_, region_id) = user_region(target)?;
     let condition = condition.map(convert::condition_from_hbase).transpose()?;
     let (mutation, kind, return_results) = merge(&decoded)?;
+    // An increment or append is the only action (`merge`): its range is the one read.
+    let read_range = match decoded.as_slice() {
+        [(_, only)] => only.read_range,
+        _ => cellar_model::TimeRange::ALL,
+    };
     check_mutation(svc, ctx, table, &mutation, kind, condition.as_ref())?;
-    let outcome = svc.rs.mutate_checked(
+    let outcome = svc.rs.mutate_reading(
         table,
         region_id,
         &mutation,
         kind,
         condition.as_ref().map(|c| c.check()),
+        read_range,
     )?;
     // As HBase's region server answers atomic and conditional region actions: one entry per
     // action, indexed by POSITION (the client's AsyncProcess reads them so), the increment or

@@ -427,6 +427,68 @@ fn increments_and_appends_return_results_unless_told_not_to() {
     assert_eq!(&cells[0].value[..], b"abcd");
 }
 
+/// An increment or append reads the current value only among the versions inside its
+/// `time_range` (HBase reads it with a Get over that range): a newer version outside it is
+/// passed over, and with none inside it the increment starts from 0, the append from
+/// nothing. The Java client always sends the range, all time unless set.
+#[test]
+fn increments_and_appends_read_the_current_value_within_their_time_range() {
+    let fx = fixture();
+    let counter = |n: i64, ts: u64| QualifierValue {
+        qualifier: Some(b("n")),
+        value: Some(Bytes::copy_from_slice(&n.to_be_bytes())),
+        timestamp: Some(ts),
+        ..Default::default()
+    };
+    let older = mutation(MutationType::Put, "k", "cf", vec![counter(5, 100)]);
+    fx.mutate(&PB, req(older, None), Bytes::new())
+        .expect("put 5");
+    let newer = mutation(MutationType::Put, "k", "cf", vec![counter(50, 200)]);
+    fx.mutate(&PB, req(newer, None), Bytes::new())
+        .expect("put 50");
+    fx.put("k", "s", "old", 100);
+    fx.put("k", "s", "new", 200);
+    let range = |from: u64, to: u64| {
+        Some(hbase::TimeRange {
+            from: Some(from),
+            to: Some(to),
+        })
+    };
+    let value = |m: hbase::MutationProto| {
+        let (resp, _) = fx.mutate(&PB, req(m, None), Bytes::new()).expect("applied");
+        convert::cells_from_hbase(&resp.result.expect("result"))[0]
+            .value
+            .clone()
+    };
+    let inc = |tr: Option<hbase::TimeRange>| hbase::MutationProto {
+        time_range: tr,
+        ..mutation(
+            MutationType::Increment,
+            "k",
+            "cf",
+            vec![QualifierValue {
+                timestamp: None,
+                ..counter(1, 0)
+            }],
+        )
+    };
+    // [0, 150) holds only the 5 at 100.
+    assert_eq!(&value(inc(range(0, 150)))[..], &6i64.to_be_bytes());
+    // [300, 400) holds nothing: from 0.
+    assert_eq!(&value(inc(range(300, 400)))[..], &1i64.to_be_bytes());
+    // All time, as the Java client sends it by default (to = Long.MAX_VALUE): the newest.
+    assert_eq!(
+        &value(inc(range(0, i64::MAX as u64)))[..],
+        &2i64.to_be_bytes()
+    );
+    let app = |tr: Option<hbase::TimeRange>| hbase::MutationProto {
+        time_range: tr,
+        ..mutation(MutationType::Append, "k", "cf", vec![qv("s", "+x", None)])
+    };
+    assert_eq!(&value(app(range(0, 150)))[..], b"old+x");
+    assert_eq!(&value(app(range(150, 160)))[..], b"+x");
+}
+
 fn condition(op: hbase::CompareType, value: &str) -> hbase::Condition {
     hbase::Condition {
         row: b("k"),
