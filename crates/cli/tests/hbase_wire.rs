@@ -754,3 +754,77 @@ fn both_ports_share_one_handler_pool_and_one_reactor() {
     );
     server.terminate();
 }
+
+/// The rows of a ScanResponse whose results came in the cell block.
+fn scanned_rows(param: Bytes, cells: Bytes) -> (hbase::ScanResponse, Vec<Bytes>) {
+    let resp = hbase::ScanResponse::decode(param).expect("ScanResponse decodes");
+    let mut reader = cellar_proto::cellblock::CellReader::new(cells);
+    let mut rows = Vec::new();
+    for n in &resp.cells_per_result {
+        let cells = reader.take(*n as usize).expect("the result's cells");
+        rows.push(cells[0].row.clone());
+    }
+    (resp, rows)
+}
+
+/// HBase counts each scanner's calls: the Java client sends `next_call_seq` 0, 1, 2, … on its
+/// nexts, and a `next` whose number is not the one expected (a retry after a lost answer)
+/// gets `OutOfOrderScannerNextException` (the client then reopens the scan after the last row
+/// it has), never the rows after the lost ones.
+#[test]
+fn a_retried_scanner_next_gets_out_of_order_scanner_next_exception_not_the_next_rows() {
+    let server = Server::start();
+    let mut master = open(&server.hbase, "MasterService");
+    create_table(&mut master, "seq", &[]);
+    let mut client = support::hbase::Conn::open(&server.hbase, "ClientService");
+    let region_name = client.locate("seq", "r1");
+    for i in 1..=6 {
+        let r = format!("r{i}");
+        client.put(&region_name, r.as_bytes(), b"f", b"c", r.as_bytes());
+    }
+    let scan_open = hbase::ScanRequest {
+        region: Some(region(&region_name)),
+        scan: Some(hbase::Scan::default()),
+        number_of_rows: Some(2),
+        ..Default::default()
+    };
+    let (param, cells) = client.call("Scan", &scan_open).expect("open");
+    let (resp, rows) = scanned_rows(param, cells);
+    assert_eq!(rows, vec![Bytes::from("r1"), Bytes::from("r2")]);
+    let id = resp.scanner_id.expect("a scanner id");
+    let next = |seq: u64| hbase::ScanRequest {
+        scanner_id: Some(id),
+        number_of_rows: Some(2),
+        next_call_seq: Some(seq),
+        ..Default::default()
+    };
+    let (param, cells) = client.call("Scan", &next(0)).expect("next 0");
+    assert_eq!(
+        scanned_rows(param, cells).1,
+        vec![Bytes::from("r3"), Bytes::from("r4")]
+    );
+    // The answer to next 0 was lost; the client sends it again.
+    let e = client
+        .call("Scan", &next(0))
+        .expect_err("a repeated next_call_seq must not get the following rows");
+    assert_eq!(
+        e.exception_class_name(),
+        "org.apache.hadoop.hbase.exceptions.OutOfOrderScannerNextException"
+    );
+    assert!(e.do_not_retry(), "{e:?}");
+    assert!(
+        e.stack_trace().contains("Expected nextCallSeq: 1")
+            && e.stack_trace().contains("from client: 0"),
+        "{e:?}"
+    );
+    // A number ahead of the expected one is refused too; the scanner stays as it was.
+    let e = client.call("Scan", &next(5)).expect_err("a skipped number");
+    assert_eq!(
+        e.exception_class_name(),
+        "org.apache.hadoop.hbase.exceptions.OutOfOrderScannerNextException"
+    );
+    let (param, cells) = client.call("Scan", &next(1)).expect("next 1");
+    let (resp, rows) = scanned_rows(param, cells);
+    assert_eq!(rows, vec![Bytes::from("r5"), Bytes::from("r6")]);
+    assert_eq!(resp.more_results_in_region, Some(false));
+}

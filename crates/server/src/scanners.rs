@@ -6,9 +6,17 @@
 //! early once `max_result_bytes` of cells are gathered (at least one result always goes).
 //! A row wider than the scan's `batch` comes as several results, all but the last `partial`.
 //! The scan's `limit` and the filter count rows after filtering, as the client sees them.
+//! A scanner may also hand out rows its opener computed whole ([`RegionServer::scan_open_rows`],
+//! the HBase front end's `hbase:meta`), `rows` whole rows per call, under the same leases.
 //!
 //! `more_in_region` is exact: the scanner reads one row ahead, so a client never needs an
 //! extra call to learn a region is done.
+//!
+//! Each scanner keeps HBase's call sequence: a call may carry the number it expects to be
+//! (`next_call_seq`, 0 for the first call after the open); a number that is not the
+//! scanner's next one is refused with [`ServerError::OutOfOrderScannerNext`] and changes
+//! nothing, so a retried call never gets the rows after the ones whose answer was lost.
+//! Calls without a number (the native protocol's) are not counted.
 //!
 //! Scanner ids are a counter run through a per-server keyed hash: unique while the server
 //! runs and not guessable from another scanner's id.
@@ -80,8 +88,20 @@ struct OpenScanner {
 struct Slot {
     conn_id: u64,
     format: ResultFormat,
+    /// The `next_call_seq` the scanner's next numbered call must carry.
+    next_call_seq: AtomicU64,
     touched: Mutex<Instant>,
-    scanner: Mutex<OpenScanner>,
+    scanner: Mutex<Source>,
+}
+
+/// What a scanner reads from.
+// One per open scanner, inside its `Slot`: the size difference costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
+enum Source {
+    Region(OpenScanner),
+    /// Rows computed whole when the scanner opened (the HBase front end's `hbase:meta`,
+    /// which it builds from the catalog), handed out in order.
+    Rows(VecDeque<Vec<Cell>>),
 }
 
 /// Every open scanner of the server.
@@ -160,6 +180,26 @@ impl ScannerRegistry {
     }
 }
 
+impl Slot {
+    /// Takes call number `got` if it is the scanner's next one (HBase's `nextCallSeq`).
+    fn take_call_seq(&self, scanner: u64, got: Option<u64>) -> Result<(), ServerError> {
+        let Some(got) = got else { return Ok(()) };
+        self.next_call_seq
+            .compare_exchange(
+                got,
+                got.wrapping_add(1),
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            )
+            .map(|_| ())
+            .map_err(|expected| ServerError::OutOfOrderScannerNext {
+                scanner,
+                expected,
+                got,
+            })
+    }
+}
+
 impl OpenScanner {
     /// The next row the client gets (filtered, within the limit), or `None` at the end.
     fn next_row(&mut self) -> Result<Option<Vec<Cell>>, ServerError> {
@@ -229,6 +269,17 @@ impl OpenScanner {
     }
 }
 
+/// Up to `n` whole rows from the front of `rows`.
+fn take_rows(rows: &mut VecDeque<Vec<Cell>>, n: u32) -> Vec<ScanResult> {
+    let n = rows.len().min(usize::try_from(n).unwrap_or(usize::MAX));
+    rows.drain(..n)
+        .map(|cells| ScanResult {
+            cells,
+            partial: false,
+        })
+        .collect()
+}
+
 impl RegionServer {
     /// Opens a scanner on a region for connection `conn_id` and returns its first `rows`
     /// results (0: the configured default caching).
@@ -289,8 +340,9 @@ impl RegionServer {
                 Arc::new(Slot {
                     conn_id,
                     format: format.clone(),
+                    next_call_seq: AtomicU64::new(0),
                     touched: Mutex::new(Instant::now()),
-                    scanner: Mutex::new(scanner),
+                    scanner: Mutex::new(Source::Region(scanner)),
                 }),
             );
         }
@@ -304,10 +356,23 @@ impl RegionServer {
 
     /// The next `rows` results of an open scanner; `rows == 0` only renews its lease.
     pub fn scan_next(&self, scanner_id: u64, rows: u32) -> Result<ScanBatch, ServerError> {
+        self.scan_next_in_order(scanner_id, rows, None)
+    }
+
+    /// [`RegionServer::scan_next`] for call number `call_seq` of the scanner, if the caller
+    /// numbers its calls: any other number than the scanner's next one is refused before
+    /// anything is read, and the scanner stays as it was.
+    pub fn scan_next_in_order(
+        &self,
+        scanner_id: u64,
+        rows: u32,
+        call_seq: Option<u64>,
+    ) -> Result<ScanBatch, ServerError> {
         self.check_running()?;
         let slot = self.scanners.get(scanner_id)?;
         *slot.touched.lock() = Instant::now();
-        let mut scanner = slot.scanner.lock();
+        let mut source = slot.scanner.lock();
+        slot.take_call_seq(scanner_id, call_seq)?;
         if rows == 0 {
             return Ok(ScanBatch {
                 scanner_id,
@@ -316,9 +381,26 @@ impl RegionServer {
                 format: slot.format.clone(),
             });
         }
+        let scanner = match &mut *source {
+            Source::Region(s) => s,
+            Source::Rows(rows_left) => {
+                let results = take_rows(rows_left, rows);
+                let more = !rows_left.is_empty();
+                drop(source);
+                if !more {
+                    self.scanners.remove(scanner_id);
+                }
+                return Ok(ScanBatch {
+                    scanner_id,
+                    results,
+                    more_in_region: more,
+                    format: slot.format.clone(),
+                });
+            }
+        };
         let hosted = Arc::clone(&scanner.hosted);
         if hosted.epoch() != scanner.epoch || !hosted.is_open() {
-            drop(scanner);
+            drop(source);
             self.scanners.remove(scanner_id);
             return Err(hosted.not_serving(
                 "it was closed or split while scanned; reopen the scan from the last row received",
@@ -326,7 +408,7 @@ impl RegionServer {
         }
         let filled = scanner.fill(rows as usize, self.config.scanner.max_result_bytes);
         *slot.touched.lock() = Instant::now();
-        drop(scanner);
+        drop(source);
         match filled {
             Ok((results, more)) => {
                 if !more {
@@ -346,8 +428,60 @@ impl RegionServer {
         }
     }
 
+    /// A scanner over `rows`, computed whole by the caller, for connection `conn_id`: the
+    /// first `first` of them (0: the configured default caching) answered now, the rest
+    /// kept under a lease for the next calls (no scanner is kept when none are left).
+    pub fn scan_open_rows(
+        &self,
+        conn_id: u64,
+        rows: Vec<Vec<Cell>>,
+        first: u32,
+        format: ResultFormat,
+    ) -> ScanBatch {
+        let first = if first == 0 {
+            self.config.scanner.default_caching
+        } else {
+            first
+        };
+        let mut rows = VecDeque::from(rows);
+        let results = take_rows(&mut rows, first);
+        let scanner_id = self.scanners.new_id();
+        let more = !rows.is_empty();
+        if more {
+            self.scanners.open.lock().insert(
+                scanner_id,
+                Arc::new(Slot {
+                    conn_id,
+                    format: format.clone(),
+                    next_call_seq: AtomicU64::new(0),
+                    touched: Mutex::new(Instant::now()),
+                    scanner: Mutex::new(Source::Rows(rows)),
+                }),
+            );
+        }
+        ScanBatch {
+            scanner_id,
+            results,
+            more_in_region: more,
+            format,
+        }
+    }
+
     /// Closes a scanner; closing one that is already gone is not an error.
     pub fn scan_close(&self, scanner_id: u64) {
         self.scanners.remove(scanner_id);
+    }
+
+    /// Counts call number `call_seq` of an open scanner that is not a next (a close, or the
+    /// open itself): refused, and the scanner left as it was, unless it is the scanner's next
+    /// number. A scanner that is gone has nothing to check.
+    pub fn scan_take_call_seq(&self, scanner_id: u64, call_seq: u64) -> Result<(), ServerError> {
+        match self.scanners.get(scanner_id) {
+            Ok(slot) => {
+                let _in_call = slot.scanner.lock();
+                slot.take_call_seq(scanner_id, Some(call_seq))
+            }
+            Err(_) => Ok(()),
+        }
     }
 }

@@ -19,10 +19,6 @@ use prost::Message;
 
 type Result<T> = std::result::Result<T, HbaseError>;
 
-/// The scanner id answered for meta scans, which keep no state: Cellar never hands out 0,
-/// and closing it is harmless.
-const META_SCANNER_ID: u64 = 0;
-
 fn decode<M: Message + Default>(param: Bytes, what: &str) -> Result<M> {
     M::decode(param).map_err(|e| HbaseError::malformed(what, e))
 }
@@ -345,12 +341,13 @@ pub(crate) fn mutate(
         .map(convert::condition_from_hbase)
         .transpose()?;
     check_mutation(svc, ctx, table, &m.mutation, m.kind, condition.as_ref())?;
-    let outcome = svc.rs.mutate_checked(
+    let outcome = svc.rs.mutate_reading(
         table,
         region_id,
         &m.mutation,
         m.kind,
         condition.as_ref().map(|c| c.check()),
+        m.read_range,
     )?;
     let mut out = BytesMut::new();
     let result = (!m.is_put_or_delete())
@@ -520,9 +517,14 @@ fn run_action(
             m_ready.expand_whole_row(families(svc, table)?, convert::mutation_timestamp(m));
         }
         check_mutation(svc, ctx, table, &m_ready.mutation, m_ready.kind, None)?;
-        let outcome = svc
-            .rs
-            .mutate(table, region_id, &m_ready.mutation, m_ready.kind, None)?;
+        let outcome = svc.rs.mutate_reading(
+            table,
+            region_id,
+            &m_ready.mutation,
+            m_ready.kind,
+            None,
+            m_ready.read_range,
+        )?;
         return Ok(mutation_result(
             ctx,
             m_ready.kind,
@@ -600,13 +602,19 @@ fn atomic_region_action(
     let (_, region_id) = user_region(target)?;
     let condition = condition.map(convert::condition_from_hbase).transpose()?;
     let (mutation, kind, return_results) = merge(&decoded)?;
+    // An increment or append is the only action (`merge`): its range is the one read.
+    let read_range = match decoded.as_slice() {
+        [(_, only)] => only.read_range,
+        _ => cellar_model::TimeRange::ALL,
+    };
     check_mutation(svc, ctx, table, &mutation, kind, condition.as_ref())?;
-    let outcome = svc.rs.mutate_checked(
+    let outcome = svc.rs.mutate_reading(
         table,
         region_id,
         &mutation,
         kind,
         condition.as_ref().map(|c| c.check()),
+        read_range,
     )?;
     // As HBase's region server answers atomic and conditional region actions: one entry per
     // action, indexed by POSITION (the client's AsyncProcess reads them so), the increment or
@@ -701,10 +709,13 @@ fn scan_response(
     HReply::with_cells(&resp, out)
 }
 
-/// SCAN: open (region + scan), next (scanner id), renew (lease only) or close. Meta scans
-/// answer every row at once and keep no scanner. `more_results` stays true: the client
+/// SCAN: open (region + scan), next (scanner id), renew (lease only) or close. A meta scan's
+/// rows are computed whole at the open and handed out `number_of_rows` at a time by a
+/// scanner like a region's. `more_results` stays true: the client
 /// stops by itself at its stop row and limit, and moves on to the next region when
-/// `more_results_in_region` is false.
+/// `more_results_in_region` is false. A `next_call_seq` on any call is checked against the
+/// scanner's call sequence (the open is call 0): a number out of order gets HBase's
+/// `OutOfOrderScannerNextException` and the scanner stays as it was.
 pub(crate) fn scan(
     svc: &HbaseService,
     ctx: &CallCtx,
@@ -712,10 +723,11 @@ pub(crate) fn scan(
     resolve: impl Fn(&hbase::RegionSpecifier) -> Result<RegionTarget>,
 ) -> Result<HReply> {
     if let Some(id) = req.scanner_id {
-        if id != META_SCANNER_ID {
-            svc.rs.check_scanner_owner(ctx.conn_id, id)?;
-        }
+        svc.rs.check_scanner_owner(ctx.conn_id, id)?;
         if req.close_scanner.unwrap_or(false) {
+            if let Some(seq) = req.next_call_seq {
+                svc.rs.scan_take_call_seq(id, seq)?;
+            }
             svc.rs.scan_close(id);
             return Ok(HReply::message(&hbase::ScanResponse {
                 scanner_id: Some(id),
@@ -729,7 +741,7 @@ pub(crate) fn scan(
         } else {
             req.number_of_rows.unwrap_or(0)
         };
-        let batch = svc.rs.scan_next(id, rows)?;
+        let batch = svc.rs.scan_next_in_order(id, rows, req.next_call_seq)?;
         let results: Vec<_> = batch
             .results
             .into_iter()
@@ -751,15 +763,38 @@ pub(crate) fn scan(
         .as_ref()
         .ok_or_else(|| HbaseError::do_not_retry("ScanRequest opens a scanner without a scan"))?;
     let limit = req.limit_of_rows.unwrap_or(0);
+    // A numbered open is the new scanner's call 0, as in HBase.
+    if let Some(got) = req.next_call_seq.filter(|s| *s != 0) {
+        return Err(crate::region_server::ServerError::OutOfOrderScannerNext {
+            scanner: 0,
+            expected: 0,
+            got,
+        }
+        .into());
+    }
     match resolve(spec)? {
         RegionTarget::Meta => {
+            // Computed whole from the catalog, answered `number_of_rows` at a time.
             let rows = meta_view::scan(svc, &meta_scan(s, limit)?)?;
-            let results: Vec<_> = rows.into_iter().map(|r| (r, false)).collect();
+            let batch = svc.rs.scan_open_rows(
+                ctx.conn_id,
+                rows,
+                req.number_of_rows.unwrap_or(0),
+                crate::scanners::ResultFormat::CellBlock,
+            );
+            if let (Some(seq), true) = (req.next_call_seq, batch.more_in_region) {
+                svc.rs.scan_take_call_seq(batch.scanner_id, seq)?;
+            }
+            let results: Vec<_> = batch
+                .results
+                .into_iter()
+                .map(|r| (r.cells, r.partial))
+                .collect();
             Ok(scan_response(
                 ctx,
-                META_SCANNER_ID,
+                batch.scanner_id,
                 &results,
-                false,
+                batch.more_in_region,
                 ttl(svc),
             ))
         }
@@ -774,6 +809,9 @@ pub(crate) fn scan(
                 req.number_of_rows.unwrap_or(0),
                 crate::scanners::ResultFormat::CellBlock,
             )?;
+            if let (Some(seq), true) = (req.next_call_seq, batch.more_in_region) {
+                svc.rs.scan_take_call_seq(batch.scanner_id, seq)?;
+            }
             let results: Vec<_> = batch
                 .results
                 .into_iter()

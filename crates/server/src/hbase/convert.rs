@@ -236,6 +236,9 @@ pub(crate) struct HMutation {
     pub whole_row_delete: bool,
     /// Increment/append: whether the client wants the new values back.
     pub return_results: bool,
+    /// Increment/append: the versions the current value is read from (the proto's
+    /// `time_range`, all time without it); everything else ignores it, as HBase does.
+    pub read_range: TimeRange,
 }
 
 impl HMutation {
@@ -377,6 +380,10 @@ pub(crate) fn mutation_from_hbase(
             printable(&row)
         ));
     }
+    let read_range = match kind {
+        MutationKind::Increment | MutationKind::Append => time_range(m.time_range.as_ref())?,
+        _ => TimeRange::ALL,
+    };
     let return_results = m
         .attribute
         .iter()
@@ -396,6 +403,7 @@ pub(crate) fn mutation_from_hbase(
         kind,
         whole_row_delete,
         return_results,
+        read_range,
     })
 }
 

@@ -102,6 +102,7 @@ impl From<ServerError> for HbaseError {
             ServerError::NoSuchFamily { .. } => (NO_SUCH_FAMILY, true),
             ServerError::NotServingRegion { .. } => (NOT_SERVING_REGION, false),
             ServerError::UnknownScanner(_) => (UNKNOWN_SCANNER, true),
+            ServerError::OutOfOrderScannerNext { .. } => (OUT_OF_ORDER_SCANNER_NEXT, true),
             ServerError::InvalidArgument(_)
             | ServerError::UnknownPreparedScan(_)
             | ServerError::Malformed(_)

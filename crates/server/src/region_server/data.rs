@@ -11,7 +11,7 @@ use crate::router::HostedRegion;
 use crate::router::RowGuard;
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::{CompareOp, Condition, Filter, FilterEval};
-use cellar_model::{Cell, CellSink, CellType, Get, RowMutation};
+use cellar_model::{Cell, CellSink, CellType, Get, RowMutation, TimeRange};
 use cellar_proto::pb::MutationKind;
 use cellar_storage::region::{PendingWrite, Region, RowCells};
 use std::borrow::Cow;
@@ -251,6 +251,21 @@ impl RegionServer {
         kind: MutationKind,
         check: Option<Check<'_>>,
     ) -> Result<MutateOutcome, ServerError> {
+        self.mutate_reading(table, region_id, m, kind, check, TimeRange::ALL)
+    }
+
+    /// [`RegionServer::mutate_checked`] for an increment or append that reads the current
+    /// values only among the versions in `read` (HBase's `Increment/Append.setTimeRange`):
+    /// a column with none there counts as missing. Other kinds ignore `read`.
+    pub fn mutate_reading(
+        &self,
+        table: &str,
+        region_id: u64,
+        m: &RowMutation,
+        kind: MutationKind,
+        check: Option<Check<'_>>,
+        read: TimeRange,
+    ) -> Result<MutateOutcome, ServerError> {
         if names::is_system(table) {
             return Err(ServerError::invalid(format!(
                 "table '{table}' is read-only: it is written by the server"
@@ -291,7 +306,7 @@ impl RegionServer {
                 if self.nonces.start(n) == Start::Duplicate {
                     return Ok(MutateOutcome {
                         processed: true,
-                        cells: current_values(region, m)?,
+                        cells: current_values(region, m, read)?,
                     });
                 }
             }
@@ -300,8 +315,8 @@ impl RegionServer {
                     .mutate(m)
                     .map(|()| Vec::new())
                     .map_err(ServerError::from),
-                MutationKind::Increment => read_modify_write(region, m, increment),
-                MutationKind::Append => read_modify_write(region, m, append),
+                MutationKind::Increment => read_modify_write(region, m, read, increment),
+                MutationKind::Append => read_modify_write(region, m, read, append),
                 MutationKind::Unspecified => {
                     Err(ServerError::invalid("mutation kind is unspecified"))
                 }
@@ -324,10 +339,15 @@ impl RegionServer {
     }
 }
 
-/// The newest values of the columns `m` names: what a retried increment or append answers
-/// (HBase turns the retry into a Get).
-fn current_values(region: &Region, m: &RowMutation) -> Result<Vec<Cell>, ServerError> {
+/// The newest values of the columns `m` names within `read`: what a retried increment or
+/// append answers (HBase turns the retry into a Get over the mutation's time range).
+fn current_values(
+    region: &Region,
+    m: &RowMutation,
+    read: TimeRange,
+) -> Result<Vec<Cell>, ServerError> {
     let mut get = Get::new(m.row.clone());
+    get.time_range = read;
     for e in &m.entries {
         get = get.column(&e.family, &e.qualifier);
     }
@@ -404,19 +424,21 @@ fn append(
 
 type Combine = fn(&[u8], &[u8], Option<&[u8]>, &[u8]) -> Result<Bytes, ServerError>;
 
-/// Reads the columns a mutation names, combines each with its cell's value, and writes the
-/// results as puts; the caller holds the row lock. A new value's timestamp is the clock's,
+/// Reads the columns a mutation names (their newest versions within `read`), combines each
+/// with its cell's value, and writes the results as puts; the caller holds the row lock. A new value's timestamp is the clock's,
 /// or one above the old value's if that is later, so it is always the newest version.
 /// Returns the new cells, sorted by family and qualifier.
 fn read_modify_write(
     region: &Region,
     m: &RowMutation,
+    read: TimeRange,
     combine: Combine,
 ) -> Result<Vec<Cell>, ServerError> {
     if m.entries.is_empty() {
         return Err(ServerError::invalid("mutation has no cells"));
     }
     let mut get = Get::new(m.row.clone());
+    get.time_range = read;
     for e in &m.entries {
         get = get.column(&e.family, &e.qualifier);
     }

@@ -31,6 +31,14 @@ pub enum ServerError {
     },
     #[error("scanner {0} is unknown: its lease expired or it was closed")]
     UnknownScanner(u64),
+    /// A scanner call whose `next_call_seq` is not the one the scanner expects (HBase's
+    /// per-scanner call sequence): a retry of a call already answered, or one skipped.
+    #[error("Expected nextCallSeq: {expected} But the nextCallSeq got from client: {got}; scanner {scanner}")]
+    OutOfOrderScannerNext {
+        scanner: u64,
+        expected: u64,
+        got: u64,
+    },
     #[error("prepared scan {0} is unknown on this connection: its lease expired, it was closed, or another connection prepared it; prepare it again")]
     UnknownPreparedScan(u64),
     #[error("invalid argument: {0}")]
@@ -82,6 +90,8 @@ impl ServerError {
             ServerError::NoSuchFamily { .. } => C::NoSuchFamily,
             ServerError::NotServingRegion { .. } => C::NotServingRegion,
             ServerError::UnknownScanner(_) => C::UnknownScanner,
+            // Only the HBase front end checks call sequences.
+            ServerError::OutOfOrderScannerNext { .. } => C::InvalidArgument,
             ServerError::UnknownPreparedScan(_) => C::UnknownPreparedScan,
             // The native protocol has no namespace codes; the message names the problem.
             ServerError::InvalidArgument(_)

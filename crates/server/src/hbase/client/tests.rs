@@ -2,7 +2,9 @@
 //! HBase messages. Regions are addressed by target (names are another module's job).
 
 use super::*;
-use crate::hbase::exceptions::{DO_NOT_RETRY, NO_SUCH_FAMILY, UNKNOWN_PROTOCOL, UNKNOWN_SCANNER};
+use crate::hbase::exceptions::{
+    DO_NOT_RETRY, NO_SUCH_FAMILY, OUT_OF_ORDER_SCANNER_NEXT, UNKNOWN_PROTOCOL, UNKNOWN_SCANNER,
+};
 use crate::region_server::RegionServer;
 use crate::ServerConfig;
 use cellar_model::{FamilySchema, TableSchema};
@@ -423,6 +425,68 @@ fn increments_and_appends_return_results_unless_told_not_to() {
         &mut CellReader::new(block),
     );
     assert_eq!(&cells[0].value[..], b"abcd");
+}
+
+/// An increment or append reads the current value only among the versions inside its
+/// `time_range` (HBase reads it with a Get over that range): a newer version outside it is
+/// passed over, and with none inside it the increment starts from 0, the append from
+/// nothing. The Java client always sends the range, all time unless set.
+#[test]
+fn increments_and_appends_read_the_current_value_within_their_time_range() {
+    let fx = fixture();
+    let counter = |n: i64, ts: u64| QualifierValue {
+        qualifier: Some(b("n")),
+        value: Some(Bytes::copy_from_slice(&n.to_be_bytes())),
+        timestamp: Some(ts),
+        ..Default::default()
+    };
+    let older = mutation(MutationType::Put, "k", "cf", vec![counter(5, 100)]);
+    fx.mutate(&PB, req(older, None), Bytes::new())
+        .expect("put 5");
+    let newer = mutation(MutationType::Put, "k", "cf", vec![counter(50, 200)]);
+    fx.mutate(&PB, req(newer, None), Bytes::new())
+        .expect("put 50");
+    fx.put("k", "s", "old", 100);
+    fx.put("k", "s", "new", 200);
+    let range = |from: u64, to: u64| {
+        Some(hbase::TimeRange {
+            from: Some(from),
+            to: Some(to),
+        })
+    };
+    let value = |m: hbase::MutationProto| {
+        let (resp, _) = fx.mutate(&PB, req(m, None), Bytes::new()).expect("applied");
+        convert::cells_from_hbase(&resp.result.expect("result"))[0]
+            .value
+            .clone()
+    };
+    let inc = |tr: Option<hbase::TimeRange>| hbase::MutationProto {
+        time_range: tr,
+        ..mutation(
+            MutationType::Increment,
+            "k",
+            "cf",
+            vec![QualifierValue {
+                timestamp: None,
+                ..counter(1, 0)
+            }],
+        )
+    };
+    // [0, 150) holds only the 5 at 100.
+    assert_eq!(&value(inc(range(0, 150)))[..], &6i64.to_be_bytes());
+    // [300, 400) holds nothing: from 0.
+    assert_eq!(&value(inc(range(300, 400)))[..], &1i64.to_be_bytes());
+    // All time, as the Java client sends it by default (to = Long.MAX_VALUE): the newest.
+    assert_eq!(
+        &value(inc(range(0, i64::MAX as u64)))[..],
+        &2i64.to_be_bytes()
+    );
+    let app = |tr: Option<hbase::TimeRange>| hbase::MutationProto {
+        time_range: tr,
+        ..mutation(MutationType::Append, "k", "cf", vec![qv("s", "+x", None)])
+    };
+    assert_eq!(&value(app(range(0, 150)))[..], b"old+x");
+    assert_eq!(&value(app(range(150, 160)))[..], b"+x");
 }
 
 fn condition(op: hbase::CompareType, value: &str) -> hbase::Condition {
@@ -849,6 +913,171 @@ fn scanners_open_continue_and_close_with_hbase_flags() {
     assert_eq!(
         bounded(true, "r9", true, "", false),
         vec!["r5", "r4", "r3", "r2", "r1"]
+    );
+}
+
+/// HBase's per-scanner call sequence: nexts, renewals and closes that carry `next_call_seq`
+/// must carry the scanner's next number (the Java client counts nexts and renewals from 0);
+/// any other gets `OutOfOrderScannerNextException` and changes nothing. Calls without a
+/// number are not counted.
+#[test]
+fn scanner_calls_out_of_sequence_are_refused_and_change_nothing() {
+    let fx = fixture();
+    for r in ["r1", "r2", "r3", "r4", "r5", "r6"] {
+        fx.put(r, "a", r, 1);
+    }
+    let numbered = |id: u64, seq: u64| hbase::ScanRequest {
+        next_call_seq: Some(seq),
+        ..next(id, 1)
+    };
+    let (resp, res) = fx
+        .scan_call(&PB, open(hbase::Scan::default(), 1, 0))
+        .expect("open");
+    assert_eq!(rows(&res), vec!["r1"]);
+    let id = resp.scanner_id.expect("id");
+    let (_, res) = fx.scan_call(&PB, numbered(id, 0)).expect("next 0");
+    assert_eq!(rows(&res), vec!["r2"]);
+    for (seq, what) in [(0, "a repeated number"), (2, "a skipped number")] {
+        let e = fx.scan_call(&PB, numbered(id, seq)).expect_err(what);
+        assert_eq!(e.class, OUT_OF_ORDER_SCANNER_NEXT, "{what}");
+        assert!(e.do_not_retry);
+        assert!(
+            e.message.contains("Expected nextCallSeq: 1")
+                && e.message.contains(&format!("from client: {seq}")),
+            "{}",
+            e.message
+        );
+    }
+    // The Java client's lease renewal takes a number too.
+    let renew = hbase::ScanRequest {
+        renew: Some(true),
+        ..numbered(id, 1)
+    };
+    let (_, res) = fx.scan_call(&PB, renew.clone()).expect("renew 1");
+    assert!(res.is_empty());
+    assert_eq!(
+        fx.scan_call(&PB, renew).expect_err("renew 1 again").class,
+        OUT_OF_ORDER_SCANNER_NEXT
+    );
+    // An unnumbered next is served and not counted.
+    let (_, res) = fx.scan_call(&PB, next(id, 1)).expect("unnumbered");
+    assert_eq!(rows(&res), vec!["r3"]);
+    let (_, res) = fx.scan_call(&PB, numbered(id, 2)).expect("next 2");
+    assert_eq!(rows(&res), vec!["r4"]);
+    // A close out of order leaves the scanner open; in order, it closes it.
+    let close = |seq: u64| hbase::ScanRequest {
+        close_scanner: Some(true),
+        ..numbered(id, seq)
+    };
+    assert_eq!(
+        fx.scan_call(&PB, close(7)).expect_err("close 7").class,
+        OUT_OF_ORDER_SCANNER_NEXT
+    );
+    let (_, res) = fx.scan_call(&PB, numbered(id, 3)).expect("next 3");
+    assert_eq!(rows(&res), vec!["r5"]);
+    fx.scan_call(&PB, close(4)).expect("close 4");
+    assert_eq!(
+        fx.scan_call(&PB, numbered(id, 5))
+            .expect_err("closed")
+            .class,
+        UNKNOWN_SCANNER
+    );
+    // A numbered open is call 0: its first next is 1; another number is refused.
+    let opened = |seq: u64| hbase::ScanRequest {
+        next_call_seq: Some(seq),
+        ..open(hbase::Scan::default(), 1, 0)
+    };
+    let e = fx.scan_call(&PB, opened(3)).expect_err("open numbered 3");
+    assert_eq!(e.class, OUT_OF_ORDER_SCANNER_NEXT);
+    let (resp, _) = fx.scan_call(&PB, opened(0)).expect("open numbered 0");
+    let id = resp.scanner_id.expect("id");
+    let refused = hbase::ScanRequest {
+        next_call_seq: Some(0),
+        ..next(id, 1)
+    };
+    assert_eq!(
+        fx.scan_call(&PB, refused)
+            .expect_err("0 was the open")
+            .class,
+        OUT_OF_ORDER_SCANNER_NEXT
+    );
+    let (_, res) = fx
+        .scan_call(
+            &PB,
+            hbase::ScanRequest {
+                next_call_seq: Some(1),
+                ..next(id, 1)
+            },
+        )
+        .expect("next 1");
+    assert_eq!(rows(&res), vec!["r2"]);
+}
+
+/// A scan of `hbase:meta` answers at most `number_of_rows` rows per call, as HBase's region
+/// server does, with a scanner for the rest (its calls numbered like any scanner's); without
+/// a number of rows every row comes at once.
+#[test]
+fn meta_scans_answer_number_of_rows_at_a_time() {
+    let fx = fixture();
+    fx.svc
+        .rs
+        .create_table(
+            TableSchema::new("m", vec![FamilySchema::new("f")]),
+            &[b("b"), b("c"), b("d"), b("e")],
+        )
+        .expect("table m created");
+    let meta = |_: &hbase::RegionSpecifier| Ok(RegionTarget::Meta);
+    let call = |r: hbase::ScanRequest| -> Result<(hbase::ScanResponse, Vec<Vec<u8>>)> {
+        let reply = scan(&fx.svc, &PB, &r, meta)?;
+        let resp = hbase::ScanResponse::decode(reply.param).expect("decodes");
+        let rows = resp
+            .results
+            .iter()
+            .map(|r| convert::cells_from_hbase(r)[0].row.to_vec())
+            .collect();
+        Ok((resp, rows))
+    };
+    let regions_of_m = hbase::Scan {
+        start_row: Some(b("m,,")),
+        stop_row: Some(b("m-")),
+        column: vec![hbase::Column {
+            family: b("info"),
+            qualifier: Vec::new(),
+        }],
+        ..Default::default()
+    };
+    let (resp, all) = call(open(regions_of_m.clone(), 0, 0)).expect("whole meta scan");
+    assert_eq!(
+        all.len(),
+        5,
+        "one row per region of m: {:?}",
+        all.iter()
+            .map(|r| String::from_utf8_lossy(r).into_owned())
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(resp.more_results_in_region, Some(false));
+
+    let (resp, first) = call(open(regions_of_m, 2, 0)).expect("open");
+    assert_eq!(first, all[..2], "the first two rows");
+    assert_eq!(resp.more_results_in_region, Some(true), "more to come");
+    let id = resp.scanner_id.expect("a scanner id");
+    let numbered = |seq: u64| hbase::ScanRequest {
+        next_call_seq: Some(seq),
+        ..next(id, 2)
+    };
+    let (resp, second) = call(numbered(0)).expect("next 0");
+    assert_eq!(second, all[2..4]);
+    assert_eq!(resp.more_results_in_region, Some(true));
+    assert_eq!(
+        call(numbered(0)).expect_err("next 0 again").class,
+        OUT_OF_ORDER_SCANNER_NEXT
+    );
+    let (resp, last) = call(numbered(1)).expect("next 1");
+    assert_eq!(last, all[4..]);
+    assert_eq!(resp.more_results_in_region, Some(false), "meta is done");
+    assert_eq!(
+        call(numbered(2)).expect_err("closed at the end").class,
+        UNKNOWN_SCANNER
     );
 }
 
