@@ -11,6 +11,8 @@ pub type Status = i8;
 pub const UCS_OK: Status = 0;
 pub const UCS_INPROGRESS: Status = 1;
 pub const UCS_ERR_BUSY: Status = -15;
+/// `UCS_ERR_MESSAGE_TRUNCATED`: a message longer than the buffer it was received into.
+pub const UCS_ERR_MESSAGE_TRUNCATED: Status = -9;
 /// `UCS_ERR_LAST`: a status pointer at or above this (as unsigned) is an error code.
 pub const UCS_ERR_LAST: isize = -100;
 

@@ -32,6 +32,8 @@ const API_MAJOR: u32 = 1;
 const API_MINOR: u32 = 13;
 /// The oldest library accepted: `ucp_tag_send_nbx` and friends appeared in 1.10.
 const MIN_MINOR: u32 = 10;
+/// The scratch buffer a discarded message is received (and truncated) into.
+pub const DISCARD_BYTES: usize = 64;
 /// How long dropping an endpoint may progress its worker to flush it.
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 
@@ -487,8 +489,45 @@ impl Worker {
         })
     }
 
+    /// Takes a probed message out of UCX without receiving its bytes: it is received into a
+    /// scratch buffer of [`DISCARD_BYTES`] and truncated, so a peer's announced length never
+    /// becomes an allocation. UCX drops what does not fit (a rendezvous message's data is
+    /// never fetched: the sender is told the receive is done). The operation completes once
+    /// UCX has let go of the message; a truncation is its expected outcome, not an error.
+    pub fn discard_probed(&self, probed: Probed) -> Result<Owned<'_, Box<[u8]>>> {
+        let mut buf: Box<[u8]> = vec![0u8; DISCARD_BYTES].into_boxed_slice();
+        let mut info = Box::new(ffi::TagRecvInfo::default());
+        let mut param = ffi::RequestParam::none();
+        param.op_attr_mask = ffi::UCP_OP_ATTR_FIELD_RECV_INFO;
+        param.recv_info = (&mut *info as *mut ffi::TagRecvInfo).cast::<c_void>();
+        // SAFETY: `buf` holds `buf.len()` bytes whose memory stays put while the operation
+        // holds it (a boxed slice: the value moves, the memory does not); `info` is boxed; UCX
+        // writes at most `buf.len()` bytes, whatever the message's length.
+        let p = unsafe {
+            (self.ucx().f.tag_msg_recv_nbx)(
+                self.h,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                probed.msg,
+                &param,
+            )
+        };
+        // A receive that completed at once may return its truncation as an error status.
+        let truncated = isize::from(ffi::UCS_ERR_MESSAGE_TRUNCATED);
+        let p = if !p.is_null() && !is_request(p) && p as isize == truncated {
+            null_mut()
+        } else {
+            p
+        };
+        let mut op = Op::start(self, p, Some(info), "discarding")?;
+        op.truncation_ok = true;
+        Ok(Owned { op, buf: Some(buf) })
+    }
+
     /// Receives a probed message into a buffer of `pool` (reused across messages, so its
-    /// memory is registered once where a transport needs that: `pool.rs`).
+    /// memory is registered once where a transport needs that: `pool.rs`). The buffer is the
+    /// message's length: a caller that must bound what it takes in decides from
+    /// [`Probed::len`] first, and [`Worker::discard_probed`]s what it will not take.
     pub fn recv_probed(&self, probed: Probed, pool: &RecvPool) -> Result<Owned<'_, PoolBuf>> {
         let mut buf = pool.take(probed.len);
         let mut info = Box::new(ffi::TagRecvInfo::default());
@@ -672,6 +711,8 @@ struct Op<'w> {
     what: &'static str,
     /// Set once completed: `Err` with UCX's reason if it failed.
     outcome: Option<std::result::Result<(), String>>,
+    /// A truncated receive is a success (a discard).
+    truncation_ok: bool,
 }
 
 /// Whether a status pointer is a request (not null, not an error code).
@@ -699,6 +740,7 @@ impl<'w> Op<'w> {
             info,
             what,
             outcome: p.is_null().then_some(Ok(())),
+            truncation_ok: false,
         })
     }
 
@@ -717,7 +759,8 @@ impl<'w> Op<'w> {
             // SAFETY: completed, freed once.
             unsafe { (f.request_free)(self.h) };
             self.h = null_mut();
-            self.outcome = Some(if status == ffi::UCS_OK {
+            let truncated = self.truncation_ok && status == ffi::UCS_ERR_MESSAGE_TRUNCATED;
+            self.outcome = Some(if status == ffi::UCS_OK || truncated {
                 Ok(())
             } else {
                 Err(self.worker.ucx().describe(status))
