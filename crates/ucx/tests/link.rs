@@ -350,3 +350,53 @@ fn frames_are_admitted_by_their_announced_length_before_any_buffer() {
     );
     drop((a, b));
 }
+
+/// Links of one context on several threads at once (the server's and the client's shape: a
+/// worker and progress thread per connection, all in one UCP context), created, used with
+/// eager and rendezvous frames, and destroyed concurrently: the context is one UCX made
+/// thread-safe, or each worker has its own (`Context::workers_shared`).
+#[test]
+fn links_of_one_context_on_many_threads_at_once() {
+    std::env::set_var("UCX_TLS", "sm,self");
+    let ucx = Ucx::load().unwrap_or_else(|e| panic!("{e}"));
+    let ctx = cellar_ucx::Context::new(&ucx).expect("context");
+    eprintln!("workers share the context: {}", ctx.workers_shared());
+    const THREADS: usize = 4;
+    const ROUNDS: usize = 4;
+    const FRAMES: usize = 16;
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let threads: Vec<_> = (0..THREADS)
+        .map(|t| {
+            let ctx = ctx.clone();
+            std::thread::spawn(move || {
+                for round in 0..ROUNDS {
+                    let (a_tx, a_rx) = mpsc::channel();
+                    let (b_tx, _b_rx) = mpsc::channel();
+                    let opts = LinkOptions::default();
+                    let a =
+                        Link::start_in(&ctx, opts.clone(), ToChannel(a_tx, false)).expect("link a");
+                    let b = Link::start_in(&ctx, opts, ToChannel(b_tx, true)).expect("link b");
+                    a.connect(1, b.address().to_vec(), 7).expect("a -> b");
+                    b.connect(7, a.address().to_vec(), 1).expect("b -> a");
+                    for i in 0..FRAMES {
+                        let size = if i % 2 == 0 { 1000 } else { 256 * 1024 };
+                        let sent = Bytes::from(vec![(t * 31 + round * 7 + i) as u8; size]);
+                        a.send(1, sent.clone()).expect("send");
+                        let left = deadline.saturating_duration_since(Instant::now());
+                        match a_rx.recv_timeout(left.min(Duration::from_secs(10))) {
+                            Ok(Got::Frame(_, back)) => {
+                                assert!(back == sent, "thread {t} round {round} frame {i}")
+                            }
+                            Ok(Got::Lost(p, why)) => panic!("thread {t} lost {p}: {why}"),
+                            Err(_) => panic!("thread {t} round {round}: no echo of frame {i}"),
+                        }
+                    }
+                    drop((a, b));
+                }
+            })
+        })
+        .collect();
+    for t in threads {
+        t.join().expect("a thread's links failed");
+    }
+}
