@@ -336,3 +336,220 @@ async fn a_client_killed_mid_load_leaves_the_server_serving_others() {
         .expect("get");
     assert_eq!(got.value(b"family", b"q").map(Bytes::len), Some(64));
 }
+
+/// Zero-filled memory of any size that costs no memory: an anonymous read-only mapping
+/// without swap reservation, whose pages all map the kernel's zero page when read. The first
+/// page is written (a frame's head) before the rest is made read-only.
+struct Zeros {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the mapping is owned by the value alone and never written after `Zeros::new`.
+unsafe impl Send for Zeros {}
+// SAFETY: as above: shared access only reads.
+unsafe impl Sync for Zeros {}
+
+impl Zeros {
+    /// `len` bytes starting with `head`.
+    fn new(len: usize, head: &[u8]) -> Zeros {
+        assert!(head.len() <= 4096 && head.len() <= len);
+        // SAFETY: a fresh private anonymous mapping at an address the kernel picks;
+        // MAP_FAILED is checked below.
+        let ptr = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        assert_ne!(ptr, libc::MAP_FAILED, "mmap of {len} bytes");
+        let ptr = ptr.cast::<u8>();
+        // SAFETY: the mapping is at least `head.len()` bytes long and writable.
+        unsafe { std::ptr::copy_nonoverlapping(head.as_ptr(), ptr, head.len()) };
+        // SAFETY: the same mapping, whole; from here on it is only read.
+        let rc = unsafe { libc::mprotect(ptr.cast(), len, libc::PROT_READ) };
+        assert_eq!(rc, 0, "mprotect");
+        Zeros { ptr, len }
+    }
+}
+
+impl AsRef<[u8]> for Zeros {
+    fn as_ref(&self) -> &[u8] {
+        // SAFETY: `len` readable bytes mapped at `ptr` for as long as the value lives.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl Drop for Zeros {
+    fn drop(&mut self) {
+        // SAFETY: unmaps exactly what `new` mapped, once, when no slice of it is left.
+        unsafe { libc::munmap(self.ptr.cast(), self.len) };
+    }
+}
+
+/// Frames a hand-made UCX peer receives.
+struct Collect(std::sync::mpsc::Sender<Bytes>);
+
+impl cellar_ucx::link::Events for Collect {
+    fn frame(&mut self, _: u32, frame: Bytes, _: &mut cellar_ucx::link::Replies) {
+        let _ = self.0.send(frame);
+    }
+    fn lost(&mut self, _: u32, _: String) {}
+}
+
+/// A UCX client of the native protocol made by hand, to send what the Rust client never
+/// would: its TCP control connection (preamble and TRANSPORT_HELLO done) and its link.
+struct RawPeer {
+    _tcp: std::net::TcpStream,
+    link: cellar_ucx::link::Link,
+    frames: std::sync::mpsc::Receiver<Bytes>,
+}
+
+impl RawPeer {
+    fn connect(addr: &str) -> RawPeer {
+        use cellar_proto::{frame, pb};
+        use prost::Message;
+        use std::io::{Read, Write};
+        let mut tcp = std::net::TcpStream::connect(addr).expect("connect");
+        tcp.set_read_timeout(Some(Duration::from_secs(20)))
+            .expect("timeout");
+        tcp.write_all(&frame::PREAMBLE).expect("preamble");
+        let mut preamble = [0u8; 8];
+        tcp.read_exact(&mut preamble).expect("server preamble");
+        assert_eq!(preamble, frame::PREAMBLE);
+        let (tx, frames) = std::sync::mpsc::channel();
+        let ucx = cellar_ucx::Ucx::load().expect("UCX");
+        let link = cellar_ucx::link::Link::start(
+            &ucx,
+            cellar_ucx::link::LinkOptions::default(),
+            Collect(tx),
+        )
+        .expect("link");
+        let hello = pb::TransportHelloRequest {
+            transport: "ucx".into(),
+            worker_address: Bytes::copy_from_slice(link.address()),
+            client_peer_id: 1,
+        };
+        let header = pb::RequestHeader {
+            call_id: 1,
+            method: pb::Method::TransportHello as i32,
+            ..Default::default()
+        };
+        let mut out = bytes::BytesMut::new();
+        frame::encode_request(&mut out, &header, &hello, &[]);
+        tcp.write_all(&out).expect("hello");
+        let mut len = [0u8; 4];
+        tcp.read_exact(&mut len).expect("hello answer");
+        let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+        tcp.read_exact(&mut body).expect("hello answer");
+        let (header, parts) = frame::decode_response(Bytes::from(body)).expect("response");
+        assert!(header.error.is_none(), "{:?}", header.error);
+        let answer = pb::TransportHelloResponse::decode(parts.param).expect("hello response");
+        link.connect(1, answer.worker_address.to_vec(), answer.server_peer_id)
+            .expect("connect the link");
+        RawPeer {
+            _tcp: tcp,
+            link,
+            frames,
+        }
+    }
+
+    /// Sends one UCX message of `len` bytes whose head is a MUTATE request's frame head (call
+    /// id 7, the frame's length prefix saying what a u32 can of `len`), and waits for the
+    /// server's answer.
+    fn send_and_answer(&self, len: usize) -> Option<cellar_proto::pb::ResponseHeader> {
+        use cellar_proto::{frame, pb};
+        let header = pb::RequestHeader {
+            call_id: 7,
+            method: pb::Method::Mutate as i32,
+            ..Default::default()
+        };
+        let mut head = bytes::BytesMut::new();
+        frame::encode_request(&mut head, &header, &pb::Empty {}, &[]);
+        let body_len = u32::try_from(len - 4).unwrap_or(u32::MAX);
+        head[..4].copy_from_slice(&body_len.to_be_bytes());
+        let message = Bytes::from_owner(Zeros::new(len, &head));
+        self.link.send(1, message).expect("send");
+        let frame = self.frames.recv_timeout(Duration::from_secs(60)).ok()?;
+        let (header, _) = frame::decode_response(frame.slice(4..)).expect("a response frame");
+        Some(header)
+    }
+}
+
+/// The peak resident memory of a process (`VmHWM`), in bytes.
+fn peak_rss(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("read status");
+    let line = status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))
+        .expect("VmHWM");
+    let kib: u64 = line
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("VmHWM in kB");
+    kib * 1024
+}
+
+/// A UCX message over `rpc.max_request_bytes` is refused by the length UCX announces, before
+/// the server takes any memory for it: a 256 MiB one leaves the server's peak memory where it
+/// was (it used to be received whole, into a buffer of its size, and refused after), and one
+/// of a TiB, which no buffer could hold (it used to abort the server: "memory allocation of
+/// 1099511627776 bytes failed"), is refused the same way. The sender is told why, and the
+/// server goes on serving others.
+#[test]
+fn oversized_ucx_messages_are_refused_before_they_take_memory() {
+    if !ucx_installed() {
+        return;
+    }
+    let server = Server::start_with_config("[rpc]\nmax_request_bytes = 4194304\n");
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let client = rt.block_on(connect(&server, Transport::Ucx));
+    rt.block_on(create(&client, "t"));
+    let pid = server.pid();
+
+    for len in [256usize << 20, 1 << 40] {
+        let before = peak_rss(pid);
+        let peer = RawPeer::connect(&server.native);
+        let Some(answer) = peer.send_and_answer(len) else {
+            panic!(
+                "no answer to a message of {len} bytes\nserver output:\n{}",
+                server.output()
+            );
+        };
+        let error = answer.error.expect("an error answer");
+        assert_eq!(
+            error.code,
+            cellar_proto::pb::ErrorCode::RequestTooLarge as i32,
+            "{error:?}"
+        );
+        assert!(
+            error.message.contains("rpc.max_request_bytes"),
+            "the error names the limit: {}",
+            error.message
+        );
+        let grown = peak_rss(pid).saturating_sub(before);
+        assert!(
+            grown < 64 << 20,
+            "a refused message of {len} bytes grew the server's peak memory by {grown} bytes"
+        );
+        // Others are served, over UCX, on the connection that was there and on a new one.
+        let t = client.table("t");
+        rt.block_on(t.put(RowMutation::new("k").put(b"f", b"q", 0, vec![b'v'; 1000])))
+            .unwrap_or_else(|e| panic!("put after the refusal: {e}\n{}", server.output()));
+        let other = rt.block_on(connect(&server, Transport::Ucx));
+        let got = rt
+            .block_on(other.table("t").get(Get::new("k")))
+            .expect("get");
+        assert_eq!(got.value(b"f", b"q").map(Bytes::len), Some(1000));
+        drop(peer);
+    }
+}

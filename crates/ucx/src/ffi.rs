@@ -11,6 +11,8 @@ pub type Status = i8;
 pub const UCS_OK: Status = 0;
 pub const UCS_INPROGRESS: Status = 1;
 pub const UCS_ERR_BUSY: Status = -15;
+/// `UCS_ERR_MESSAGE_TRUNCATED`: a message longer than the buffer it was received into.
+pub const UCS_ERR_MESSAGE_TRUNCATED: Status = -9;
 /// `UCS_ERR_LAST`: a status pointer at or above this (as unsigned) is an error code.
 pub const UCS_ERR_LAST: isize = -100;
 
@@ -31,6 +33,7 @@ pub struct UcpParams {
     pub name: *const c_char,
 }
 pub const UCP_PARAM_FIELD_FEATURES: u64 = 1 << 0;
+pub const UCP_PARAM_FIELD_MT_WORKERS_SHARED: u64 = 1 << 5;
 pub const UCP_FEATURE_TAG: u64 = 1 << 0;
 pub const UCP_FEATURE_WAKEUP: u64 = 1 << 4;
 
@@ -51,6 +54,19 @@ pub struct WorkerParams {
 pub const UCP_WORKER_PARAM_FIELD_THREAD_MODE: u64 = 1 << 0;
 /// `UCS_THREAD_MODE_SERIALIZED`: several threads, one at a time.
 pub const UCS_THREAD_MODE_SERIALIZED: c_int = 1;
+/// `UCS_THREAD_MODE_MULTI`: several threads at once.
+pub const UCS_THREAD_MODE_MULTI: c_int = 2;
+
+/// `ucp_context_attr_t` (`UCP_ENTITY_NAME_MAX` is 32).
+#[repr(C)]
+pub struct ContextAttr {
+    pub field_mask: u64,
+    pub request_size: usize,
+    pub thread_mode: c_int,
+    pub memory_types: u64,
+    pub name: [c_char; 32],
+}
+pub const UCP_ATTR_FIELD_THREAD_MODE: u64 = 1 << 1;
 
 /// `ucs_sock_addr_t`.
 #[repr(C)]
@@ -143,6 +159,7 @@ pub type ConfigModify = unsafe extern "C" fn(Handle, *const c_char, *const c_cha
 pub type InitVersion =
     unsafe extern "C" fn(c_uint, c_uint, *const UcpParams, Handle, *mut Handle) -> Status;
 pub type Cleanup = unsafe extern "C" fn(Handle);
+pub type ContextQuery = unsafe extern "C" fn(Handle, *mut ContextAttr) -> Status;
 pub type GetVersion = unsafe extern "C" fn(*mut c_uint, *mut c_uint, *mut c_uint);
 pub type WorkerCreate = unsafe extern "C" fn(Handle, *const WorkerParams, *mut Handle) -> Status;
 pub type WorkerDestroy = unsafe extern "C" fn(Handle);

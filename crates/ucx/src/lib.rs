@@ -32,6 +32,8 @@ const API_MAJOR: u32 = 1;
 const API_MINOR: u32 = 13;
 /// The oldest library accepted: `ucp_tag_send_nbx` and friends appeared in 1.10.
 const MIN_MINOR: u32 = 10;
+/// The scratch buffer a discarded message is received (and truncated) into.
+pub const DISCARD_BYTES: usize = 64;
 /// How long dropping an endpoint may progress its worker to flush it.
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 
@@ -61,6 +63,7 @@ struct Fns {
     config_modify: ffi::ConfigModify,
     init_version: ffi::InitVersion,
     cleanup: ffi::Cleanup,
+    context_query: ffi::ContextQuery,
     worker_create: ffi::WorkerCreate,
     worker_destroy: ffi::WorkerDestroy,
     worker_get_address: ffi::WorkerGetAddress,
@@ -132,6 +135,7 @@ impl Ucx {
             config_modify: sym(&lib, name, "ucp_config_modify")?,
             init_version: sym(&lib, name, "ucp_init_version")?,
             cleanup: sym(&lib, name, "ucp_cleanup")?,
+            context_query: sym(&lib, name, "ucp_context_query")?,
             worker_create: sym(&lib, name, "ucp_worker_create")?,
             worker_destroy: sym(&lib, name, "ucp_worker_destroy")?,
             worker_get_address: sym(&lib, name, "ucp_worker_get_address")?,
@@ -185,7 +189,17 @@ impl Ucx {
     }
 }
 
-/// A UCP context with tag matching and wake-ups. Workers keep it alive.
+/// A UCP context with tag matching and wake-ups, for workers on any threads (`Clone`,
+/// `Send`, `Sync`). Workers keep it alive.
+///
+/// Thread safety, by construction: each worker runs on a thread of its own (a link's progress
+/// thread), and workers of one UCP context share the context's state (memory registrations
+/// and their cache, transport resources), so the context is created with `mt_workers_shared`:
+/// UCX then guards that state with a lock of its own. UCX is asked what it granted
+/// (`ucp_context_query`): where it reports less than UCS_THREAD_MODE_MULTI (a UCX built
+/// without thread support), no two workers share a context: each gets a private one
+/// ([`Context::workers_shared`]). Worker creation and destruction are serialized under the
+/// context's lock either way.
 #[derive(Clone)]
 pub struct Context {
     inner: Arc<ContextInner>,
@@ -194,14 +208,20 @@ pub struct Context {
 struct ContextInner {
     ucx: Arc<Ucx>,
     h: Handle,
-    /// Worker creation, serialized (the context is not shared between workers' threads).
+    /// UCX made the context thread-safe (UCS_THREAD_MODE_MULTI): workers on different threads
+    /// may share it.
+    shared: bool,
+    /// Worker creation and destruction in this context, one at a time.
     create: Mutex<()>,
 }
 
-// SAFETY: after `ucp_init`, the context is used only to create workers (under `create`) and
-// cleaned up once, when the last worker holding it is gone.
+// SAFETY: the handle is used only to create workers and to destroy them (both under `create`)
+// and cleaned up once, when the last worker holding the Arc is gone. Workers of it run on
+// different threads only when UCX reported the context thread-safe (`shared`); otherwise it
+// has at most one worker.
 unsafe impl Send for ContextInner {}
-// SAFETY: as above: every use through `&ContextInner` takes `create`.
+// SAFETY: as above: the only uses through `&ContextInner` are worker creation and destruction,
+// under `create`.
 unsafe impl Sync for ContextInner {}
 
 impl Drop for ContextInner {
@@ -270,8 +290,34 @@ pub fn transports_without_peer_copy(user: Option<&str>) -> String {
 }
 
 impl Context {
-    /// Reads UCX's configuration from the environment (`UCX_*`) and creates a context.
+    /// Reads UCX's configuration from the environment (`UCX_*`) and creates a context whose
+    /// workers may run on different threads.
     pub fn new(ucx: &Arc<Ucx>) -> Result<Context> {
+        Ok(Context {
+            inner: Arc::new(ContextInner::new(ucx, true)?),
+        })
+    }
+
+    /// Whether the workers of this context share one UCP context (UCX made it thread-safe), or
+    /// each gets a private one (UCX offers no thread-safe context).
+    pub fn workers_shared(&self) -> bool {
+        self.inner.shared
+    }
+
+    /// A new worker: one thread at a time uses it. In this context if UCX made it
+    /// thread-safe, else in a private context of its own.
+    pub fn worker(&self) -> Result<Worker> {
+        if self.inner.shared {
+            return self.inner.worker();
+        }
+        Arc::new(ContextInner::new(&self.inner.ucx, false)?).worker()
+    }
+}
+
+impl ContextInner {
+    /// A UCP context; with `mt`, one that workers on several threads may share, if UCX
+    /// grants it (`shared`).
+    fn new(ucx: &Arc<Ucx>, mt: bool) -> Result<ContextInner> {
         let f = &ucx.f;
         let mut config: Handle = null_mut();
         // SAFETY: null prefix and file mean UCX's defaults and environment.
@@ -291,13 +337,13 @@ impl Context {
             return Err(UcxError::Invalid(format!("UCX_TLS={tls}: {e}")));
         }
         let params = ffi::UcpParams {
-            field_mask: ffi::UCP_PARAM_FIELD_FEATURES,
+            field_mask: ffi::UCP_PARAM_FIELD_FEATURES | ffi::UCP_PARAM_FIELD_MT_WORKERS_SHARED,
             features: ffi::UCP_FEATURE_TAG | ffi::UCP_FEATURE_WAKEUP,
             request_size: 0,
             request_init: std::ptr::null(),
             request_cleanup: std::ptr::null(),
             tag_sender_mask: 0,
-            mt_workers_shared: 0,
+            mt_workers_shared: c_int::from(mt),
             estimated_num_eps: 0,
             estimated_num_ppn: 0,
             name: std::ptr::null(),
@@ -308,22 +354,32 @@ impl Context {
         // SAFETY: read above; released once.
         unsafe { (f.config_release)(config) };
         ucx.check("creating a context", status)?;
-        Ok(Context {
-            inner: Arc::new(ContextInner {
-                ucx: Arc::clone(ucx),
-                h,
-                create: Mutex::new(()),
-            }),
-        })
+        let mut inner = ContextInner {
+            ucx: Arc::clone(ucx),
+            h,
+            shared: false,
+            create: Mutex::new(()),
+        };
+        if mt {
+            let mut attr = ffi::ContextAttr {
+                field_mask: ffi::UCP_ATTR_FIELD_THREAD_MODE,
+                request_size: 0,
+                thread_mode: -1,
+                memory_types: 0,
+                name: [0; 32],
+            };
+            // SAFETY: a live context; `attr` is an out-parameter of the header's layout, and
+            // UCX fills only the fields its mask names.
+            let status = unsafe { (f.context_query)(h, &mut attr) };
+            inner.shared = status == ffi::UCS_OK && attr.thread_mode == ffi::UCS_THREAD_MODE_MULTI;
+        }
+        Ok(inner)
     }
 
-    /// A new worker: one thread at a time uses it.
-    pub fn worker(&self) -> Result<Worker> {
-        let c = &self.inner;
-        let _serial = c
-            .create
-            .lock()
-            .map_err(|_| UcxError::Invalid("a worker creation panicked".into()))?;
+    /// A worker in this context, created under its lock.
+    fn worker(self: &Arc<Self>) -> Result<Worker> {
+        let c = self;
+        let _serial = c.create.lock().unwrap_or_else(|p| p.into_inner());
         let params = ffi::WorkerParams {
             field_mask: ffi::UCP_WORKER_PARAM_FIELD_THREAD_MODE,
             thread_mode: ffi::UCS_THREAD_MODE_SERIALIZED,
@@ -356,12 +412,17 @@ pub struct Worker {
 }
 
 // SAFETY: created in UCS_THREAD_MODE_SERIALIZED; `&mut`-free methods still run on one
-// thread at a time because `Worker` is not `Sync`.
+// thread at a time because `Worker` is not `Sync`. Its context is thread-safe, or its own
+// (`Context::worker`), so moving it to another thread shares nothing unguarded.
 unsafe impl Send for Worker {}
 
 impl Drop for Worker {
     fn drop(&mut self) {
-        // SAFETY: endpoints and requests borrow the worker, so none is left.
+        // Destroyed under the context's lock, as it was created: no other worker of the
+        // context is being created or destroyed meanwhile.
+        let _serial = self.ctx.create.lock().unwrap_or_else(|p| p.into_inner());
+        // SAFETY: endpoints and requests borrow the worker, so none is left; `drop` runs on the
+        // one thread that owns it (`Worker` is not `Sync`).
         unsafe { (self.ctx.ucx.f.worker_destroy)(self.h) };
     }
 }
@@ -487,8 +548,45 @@ impl Worker {
         })
     }
 
+    /// Takes a probed message out of UCX without receiving its bytes: it is received into a
+    /// scratch buffer of [`DISCARD_BYTES`] and truncated, so a peer's announced length never
+    /// becomes an allocation. UCX drops what does not fit (a rendezvous message's data is
+    /// never fetched: the sender is told the receive is done). The operation completes once
+    /// UCX has let go of the message; a truncation is its expected outcome, not an error.
+    pub fn discard_probed(&self, probed: Probed) -> Result<Owned<'_, Box<[u8]>>> {
+        let mut buf: Box<[u8]> = vec![0u8; DISCARD_BYTES].into_boxed_slice();
+        let mut info = Box::new(ffi::TagRecvInfo::default());
+        let mut param = ffi::RequestParam::none();
+        param.op_attr_mask = ffi::UCP_OP_ATTR_FIELD_RECV_INFO;
+        param.recv_info = (&mut *info as *mut ffi::TagRecvInfo).cast::<c_void>();
+        // SAFETY: `buf` holds `buf.len()` bytes whose memory stays put while the operation
+        // holds it (a boxed slice: the value moves, the memory does not); `info` is boxed; UCX
+        // writes at most `buf.len()` bytes, whatever the message's length.
+        let p = unsafe {
+            (self.ucx().f.tag_msg_recv_nbx)(
+                self.h,
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                probed.msg,
+                &param,
+            )
+        };
+        // A receive that completed at once may return its truncation as an error status.
+        let truncated = isize::from(ffi::UCS_ERR_MESSAGE_TRUNCATED);
+        let p = if !p.is_null() && !is_request(p) && p as isize == truncated {
+            null_mut()
+        } else {
+            p
+        };
+        let mut op = Op::start(self, p, Some(info), "discarding")?;
+        op.truncation_ok = true;
+        Ok(Owned { op, buf: Some(buf) })
+    }
+
     /// Receives a probed message into a buffer of `pool` (reused across messages, so its
-    /// memory is registered once where a transport needs that: `pool.rs`).
+    /// memory is registered once where a transport needs that: `pool.rs`). The buffer is the
+    /// message's length: a caller that must bound what it takes in decides from
+    /// [`Probed::len`] first, and [`Worker::discard_probed`]s what it will not take.
     pub fn recv_probed(&self, probed: Probed, pool: &RecvPool) -> Result<Owned<'_, PoolBuf>> {
         let mut buf = pool.take(probed.len);
         let mut info = Box::new(ffi::TagRecvInfo::default());
@@ -672,6 +770,8 @@ struct Op<'w> {
     what: &'static str,
     /// Set once completed: `Err` with UCX's reason if it failed.
     outcome: Option<std::result::Result<(), String>>,
+    /// A truncated receive is a success (a discard).
+    truncation_ok: bool,
 }
 
 /// Whether a status pointer is a request (not null, not an error code).
@@ -699,6 +799,7 @@ impl<'w> Op<'w> {
             info,
             what,
             outcome: p.is_null().then_some(Ok(())),
+            truncation_ok: false,
         })
     }
 
@@ -717,7 +818,8 @@ impl<'w> Op<'w> {
             // SAFETY: completed, freed once.
             unsafe { (f.request_free)(self.h) };
             self.h = null_mut();
-            self.outcome = Some(if status == ffi::UCS_OK {
+            let truncated = self.truncation_ok && status == ffi::UCS_ERR_MESSAGE_TRUNCATED;
+            self.outcome = Some(if status == ffi::UCS_OK || truncated {
                 Ok(())
             } else {
                 Err(self.worker.ucx().describe(status))
@@ -892,6 +994,58 @@ mod tests {
         let msg = err.to_string();
         assert!(msg.contains("libcellar-no-such-ucp.so.0"), "{msg}");
         assert!(msg.contains("libucx0"), "{msg}");
+    }
+
+    /// Two workers made from one context on two threads either share a UCP context that UCX
+    /// itself makes thread-safe (`ucp_context_query` reports UCS_THREAD_MODE_MULTI), or do
+    /// not share one at all. Asked of UCX directly, through its own symbol.
+    #[test]
+    fn workers_on_different_threads_share_only_a_thread_safe_context() {
+        #[repr(C)]
+        struct Attr {
+            field_mask: u64,
+            request_size: usize,
+            thread_mode: c_int,
+            memory_types: u64,
+            name: [std::os::raw::c_char; 32],
+        }
+        type Query = unsafe extern "C" fn(Handle, *mut Attr) -> ffi::Status;
+        const FIELD_THREAD_MODE: u64 = 1 << 1;
+        const THREAD_MODE_MULTI: c_int = 2;
+        let Ok(ucx) = Ucx::load() else {
+            eprintln!("skipped: UCX is not installed");
+            return;
+        };
+        let ctx = Context::new(&ucx).expect("context");
+        let other = {
+            let ctx = ctx.clone();
+            std::thread::spawn(move || ctx.worker().expect("worker on another thread"))
+                .join()
+                .expect("thread")
+        };
+        let here = ctx.worker().expect("worker");
+        if !Arc::ptr_eq(&here.ctx, &other.ctx) {
+            return;
+        }
+        // SAFETY: the symbol's C signature is declared above, from ucp.h.
+        let query: Query =
+            *unsafe { ucx._lib.get::<Query>(b"ucp_context_query") }.expect("ucp_context_query");
+        let mut attr = Attr {
+            field_mask: FIELD_THREAD_MODE,
+            request_size: 0,
+            thread_mode: -1,
+            memory_types: 0,
+            name: [0; 32],
+        };
+        // SAFETY: a live context and an out-parameter of the declared layout.
+        let status = unsafe { query(here.ctx.h, &mut attr) };
+        assert_eq!(status, ffi::UCS_OK);
+        assert_eq!(
+            attr.thread_mode, THREAD_MODE_MULTI,
+            "a context whose workers run on different threads must be thread-safe \
+             (UCS_THREAD_MODE_MULTI = 2; UCX reports {})",
+            attr.thread_mode
+        );
     }
 
     #[test]

@@ -16,6 +16,13 @@
 //! the progress thread (a wake-up of a sleeping thread is several microseconds; UCX's
 //! shared-memory round trip is a third of one). Meanwhile the progress thread stays parked,
 //! so the two never spin against each other; it takes over again when the caller leaves.
+//!
+//! Nothing a peer announces becomes an allocation before the receiver has agreed to it: a
+//! frame's length is known from UCX's probe before any of it is received, and
+//! [`Events::admit`] takes it (into a buffer of its size), leaves it in UCX for a later turn
+//! (the frames behind it wait too: order is kept), or refuses it, in which case UCX drops it
+//! unread ([`crate::Worker::discard_probed`]). Heartbeats and messages of unknown kinds carry
+//! nothing Cellar reads and are discarded the same way, whatever length they announce.
 
 use crate::{Context, Endpoint, Gathered, Owned, PoolBuf, PoolStats, RecvPool, Result, Ucx};
 use crate::{UcxError, Worker};
@@ -32,6 +39,11 @@ pub type PeerId = u32;
 const KIND_SHIFT: u32 = 56;
 const KIND_FRAME: u64 = 0;
 const KIND_HEARTBEAT: u64 = 1;
+/// The bits of a tag that hold its kind.
+const KIND_MASK: u64 = 0xff << KIND_SHIFT;
+/// How often a link whose next frame waits for admission ([`Admit::Wait`]) asks again when
+/// nothing else wakes it.
+const ADMIT_RETRY: Duration = Duration::from_millis(1);
 /// Frames of a head and a tail are sent gathered by UCX from both buffers below this size, and
 /// copied into one buffer from it on. Measured with `ucx_bench` (UCX 1.13): gathering saves
 /// the copy at every size over shared memory (2-4 %) and up to 64 KiB over UCX's TCP
@@ -72,8 +84,47 @@ impl Default for LinkOptions {
     }
 }
 
+/// Whatever an [`Events`] wants to keep with a frame it admitted until the frame is delivered
+/// (bytes counted against a budget, say): handed back with it, or dropped if the frame never
+/// arrives whole (its peer is lost, or the link stops).
+pub type Hold = Box<dyn std::any::Any + Send>;
+
+/// What [`Events::admit`] decides about a frame that has arrived in UCX, before any memory is
+/// taken for it.
+pub enum Admit {
+    /// Receive it into a buffer of its length; the hold comes back with it
+    /// ([`Events::held_frame`]).
+    Take(Option<Hold>),
+    /// Leave it in UCX and ask again on a later turn (at least every millisecond); frames that
+    /// arrived after it wait with it, heartbeats do not.
+    Wait,
+    /// Drop it unread ([`Events::refused`] is told once UCX has let go of it).
+    Refuse,
+}
+
 /// What the progress thread reports. Called on that thread: never block in it.
 pub trait Events: Send + 'static {
+    /// A frame of `len` bytes (as the sender's UCX announced it) from `peer` has arrived and
+    /// nothing of it is received yet: take it, leave it for later, or refuse it. Asked in
+    /// arrival order, before the frame gets a buffer. Every frame is taken by default.
+    fn admit(&mut self, _peer: PeerId, _len: usize) -> Admit {
+        Admit::Take(None)
+    }
+    /// A frame admitted with `hold` arrived whole: [`Events::frame`] by default, the hold
+    /// dropped after it.
+    fn held_frame(
+        &mut self,
+        peer: PeerId,
+        frame: Bytes,
+        hold: Option<Hold>,
+        replies: &mut Replies,
+    ) {
+        self.frame(peer, frame, replies);
+        drop(hold);
+    }
+    /// A frame of `len` bytes from `peer` that [`Events::admit`] refused has been dropped
+    /// unread; told in arrival order among `peer`'s frames.
+    fn refused(&mut self, _peer: PeerId, _len: usize, _replies: &mut Replies) {}
     /// A frame arrived from `peer`. What is pushed to `replies` is sent at once from the
     /// progress thread, with no hand-off to another thread (a call answered where it
     /// arrived, as the TCP reactor answers Gets from memory).
@@ -180,6 +231,7 @@ impl Link {
                 peers: HashMap::new(),
                 sends: Vec::new(),
                 recvs: VecDeque::new(),
+                waiting: None,
                 closing: Vec::new(),
                 lost: Vec::new(),
                 replies: Replies::default(),
@@ -437,7 +489,10 @@ struct State {
     peers: HashMap<PeerId, Peer>,
     sends: Vec<(PeerId, Owned<'static, Gathered>)>,
     /// In arrival order: delivered from the front as they complete.
-    recvs: VecDeque<(PeerId, u64, Owned<'static, PoolBuf>)>,
+    recvs: VecDeque<Recv>,
+    /// A frame taken out of UCX's queue whose admission waits ([`Admit::Wait`]): asked about
+    /// again before any frame that arrived after it.
+    waiting: Option<crate::Probed>,
     closing: Vec<crate::Closing<'static>>,
     lost: Vec<(PeerId, String)>,
     replies: Replies,
@@ -453,6 +508,30 @@ struct State {
 // `Core::state`'s mutex, so one thread at a time.
 unsafe impl Send for State {}
 
+/// A message being received, in arrival order.
+struct Recv {
+    from: PeerId,
+    op: RecvOp,
+}
+
+enum RecvOp {
+    /// A frame admitted, into a buffer of its length, with what [`Events::admit`] kept.
+    Frame(Owned<'static, PoolBuf>, Option<Hold>),
+    /// A frame refused: dropped unread. Its announced length.
+    Refused(Owned<'static, Box<[u8]>>, usize),
+    /// A heartbeat (or a message of an unknown kind), dropped unread.
+    Other(Owned<'static, Box<[u8]>>),
+}
+
+impl RecvOp {
+    fn test(&mut self) -> Result<bool> {
+        match self {
+            RecvOp::Frame(op, _) => op.test(),
+            RecvOp::Refused(op, _) | RecvOp::Other(op) => op.test(),
+        }
+    }
+}
+
 /// What one [`State::turn`] saw.
 struct Turn {
     /// Something happened (a command, a message, progress).
@@ -461,6 +540,8 @@ struct Turn {
     pending: bool,
     /// The link was told to stop.
     stop: bool,
+    /// A frame waits for admission ([`Admit::Wait`]).
+    waiting: bool,
 }
 
 impl State {
@@ -511,6 +592,7 @@ impl State {
                         busy,
                         pending: false,
                         stop: true,
+                        waiting: false,
                     }
                 }
             }
@@ -518,13 +600,8 @@ impl State {
         if worker.progress() > 0 {
             busy = true;
         }
-        while let Some(probed) = worker.probe(0, 0) {
+        if self.take_arrivals() {
             busy = true;
-            let (kind, from) = (probed.tag >> KIND_SHIFT, probed.tag as u32);
-            match worker.recv_probed(probed, &self.pool) {
-                Ok(op) => self.recvs.push_back((from, kind, op)),
-                Err(e) => self.lost.push((from, e.to_string())),
-            }
         }
         let lost = &mut self.lost;
         self.sends.retain_mut(|(peer, op)| match op.test() {
@@ -535,25 +612,38 @@ impl State {
             }
         });
         let mut delivered = false;
-        while let Some((from, kind, op)) = self.recvs.front_mut() {
-            match op.test() {
+        while let Some(recv) = self.recvs.front_mut() {
+            match recv.op.test() {
                 Ok(false) => break,
                 Ok(true) => {
-                    let (from, kind) = (*from, *kind);
-                    let got = op.take();
-                    self.recvs.pop_front();
+                    let Some(Recv { from, op }) = self.recvs.pop_front() else {
+                        break;
+                    };
                     if let Some(p) = self.peers.get_mut(&from) {
                         p.heard = true;
                     }
-                    if let (KIND_FRAME, Some((frame, _))) = (kind, got) {
-                        self.events
-                            .frame(from, frame.into_bytes(), &mut self.replies);
-                        delivered = true;
-                        self.send_replies();
+                    match op {
+                        RecvOp::Frame(mut op, hold) => {
+                            if let Some((frame, _)) = op.take() {
+                                self.events.held_frame(
+                                    from,
+                                    frame.into_bytes(),
+                                    hold,
+                                    &mut self.replies,
+                                );
+                                delivered = true;
+                                self.send_replies();
+                            }
+                        }
+                        RecvOp::Refused(_, len) => {
+                            self.events.refused(from, len, &mut self.replies);
+                            self.send_replies();
+                        }
+                        RecvOp::Other(_) => {}
                     }
                 }
                 Err(e) => {
-                    self.lost.push((*from, e.to_string()));
+                    self.lost.push((recv.from, e.to_string()));
                     self.recvs.pop_front();
                 }
             }
@@ -579,7 +669,64 @@ impl State {
             busy,
             pending: !self.sends.is_empty() || !self.recvs.is_empty() || !self.closing.is_empty(),
             stop: false,
+            waiting: self.waiting.is_some(),
         }
+    }
+
+    /// Takes the messages that have arrived out of UCX's queue, in order: frames as
+    /// [`Events::admit`] decides, before any buffer is taken for them; heartbeats and unknown
+    /// kinds dropped unread. While a frame waits for admission, only heartbeats are taken.
+    /// True if anything was taken.
+    fn take_arrivals(&mut self) -> bool {
+        let worker = self.worker;
+        let mut took = false;
+        loop {
+            let probed = match self.waiting.take() {
+                Some(p) => p,
+                None => match worker.probe(0, 0) {
+                    Some(p) => p,
+                    None => break,
+                },
+            };
+            let (kind, from, len) = (probed.tag >> KIND_SHIFT, probed.tag as u32, probed.len);
+            let op = if kind != KIND_FRAME {
+                worker.discard_probed(probed).map(RecvOp::Other)
+            } else {
+                match self.events.admit(from, len) {
+                    Admit::Take(hold) => worker
+                        .recv_probed(probed, &self.pool)
+                        .map(|op| RecvOp::Frame(op, hold)),
+                    Admit::Refuse => worker
+                        .discard_probed(probed)
+                        .map(|op| RecvOp::Refused(op, len)),
+                    Admit::Wait => {
+                        self.waiting = Some(probed);
+                        break;
+                    }
+                }
+            };
+            took = true;
+            match op {
+                Ok(op) => self.recvs.push_back(Recv { from, op }),
+                Err(e) => self.lost.push((from, e.to_string())),
+            }
+        }
+        if self.waiting.is_some() {
+            // Heartbeats are not held up by a frame that waits: a peer whose frames wait is
+            // not silent.
+            while let Some(probed) = worker.probe(tag(KIND_HEARTBEAT, 0), KIND_MASK) {
+                took = true;
+                let from = probed.tag as u32;
+                match worker.discard_probed(probed) {
+                    Ok(op) => self.recvs.push_back(Recv {
+                        from,
+                        op: RecvOp::Other(op),
+                    }),
+                    Err(e) => self.lost.push((from, e.to_string())),
+                }
+            }
+        }
+        took
     }
 
     /// Heartbeats due, and peers silent too long (reported lost on this turn).
@@ -633,14 +780,22 @@ impl State {
             .unwrap_or(self.opts.heartbeat)
     }
 
-    /// Stopping: closes every endpoint and gives the closes a moment.
+    /// Stopping: drops a frame still waiting for admission, closes every endpoint and gives
+    /// the closes a moment.
     fn close_all(&mut self) {
         let deadline = Instant::now() + STOP_LIMIT;
+        let mut dropping = self
+            .waiting
+            .take()
+            .and_then(|p| self.worker.discard_probed(p).ok());
         self.closing
             .extend(self.peers.drain().map(|(_, p)| p.ep.close()));
-        while !self.closing.is_empty() && Instant::now() < deadline {
+        while (!self.closing.is_empty() || dropping.is_some()) && Instant::now() < deadline {
             self.worker.progress();
             self.closing.retain_mut(|c| !c.test());
+            if dropping.as_mut().is_none_or(|d| d.test().unwrap_or(true)) {
+                dropping = None;
+            }
         }
     }
 }
@@ -713,6 +868,12 @@ impl Progress {
             };
             if turn.busy {
                 idle = 0;
+                continue;
+            }
+            if turn.waiting && !turn.pending {
+                // A frame waits for room: ask again soon, without spinning meanwhile
+                // (commands still wake the thread at once).
+                self.sleep(None, ADMIT_RETRY);
                 continue;
             }
             idle += 1;

@@ -12,12 +12,21 @@
 //! open as the control channel: when it closes, the UCX peer is closed and the connection's
 //! scanners freed, as for any connection. A peer silent past the heartbeat limit is dropped.
 //!
-//! The same bounds as TCP: at most [`MAX_IN_FLIGHT_PER_CONNECTION`] calls per connection and
-//! its requests and answers counted against the connection's and the front end's in-flight
-//! bytes until handed to the progress thread; past them a call is answered SERVER_BUSY (the
-//! progress thread never waits). `rpc.max_request_bytes` bounds a frame.
+//! The same bounds as TCP, applied before a frame takes any memory: UCX announces each
+//! message's length before it is received ([`Events::admit`]), and
+//! - a frame longer than `rpc.max_request_bytes` is dropped unread (UCX discards it; nothing
+//!   of its announced size is allocated). Its call id is unknown, so the client is told on
+//!   call id 0 (REQUEST_TOO_LARGE, which ends its connection) and the UCX peer is closed; the
+//!   TCP connection and every other client go on;
+//! - a frame is counted against the connection's and the front end's in-flight bytes from the
+//!   moment it is taken, before its buffer is allocated, and until its answer is handed to
+//!   the progress thread; a connection past its own bound takes no more frames until its
+//!   answers drain (they wait in UCX, as a TCP reader stops reading), and a front end past
+//!   its bound answers new calls SERVER_BUSY ([`route::serve`]);
+//! - at most [`MAX_IN_FLIGHT_PER_CONNECTION`] calls per connection; past them a call is
+//!   answered SERVER_BUSY (the progress thread never waits).
 
-use super::budget::ConnBudget;
+use super::budget::{Charge, ConnBudget};
 use super::connection::{Shared, MAX_IN_FLIGHT_PER_CONNECTION};
 use super::respond::{error_frame, rpc_error, Responder, Sink};
 
@@ -29,7 +38,7 @@ use crate::metrics::Overload;
 use bytes::{Buf, Bytes};
 use cellar_proto::frame::peek_request_header;
 use cellar_proto::pb;
-use cellar_ucx::link::{Events, Link, LinkOptions, PeerId, Replies, Sender};
+use cellar_ucx::link::{Admit, Events, Hold, Link, LinkOptions, PeerId, Replies, Sender};
 use cellar_ucx::{Context, Ucx};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
@@ -190,7 +199,108 @@ impl Serve {
 }
 
 impl Events for Serve {
+    /// Decides on a frame by the length UCX announces, before any buffer is taken for it.
+    fn admit(&mut self, _peer: PeerId, len: usize) -> Admit {
+        let Some(shared) = self.shared.upgrade().filter(|_| self.open) else {
+            // Closed (or the server is gone): its frames are dropped unread.
+            return Admit::Refuse;
+        };
+        // One frame per message: its 4-byte length prefix, then the request.
+        let max = (shared.limits.max_request_bytes as usize).saturating_add(4);
+        if len > max {
+            return Admit::Refuse;
+        }
+        if !self.peer.budget.room(0) {
+            // Past the connection's own bound: the frame waits in UCX until answers drain.
+            return Admit::Wait;
+        }
+        let charge: Hold = Box::new(self.peer.budget.charge(len as u64));
+        Admit::Take(Some(charge))
+    }
+
+    /// A frame over `rpc.max_request_bytes`, dropped unread: the client is told on call id 0
+    /// (which ends its connection: the call it belonged to cannot be named) and the UCX peer
+    /// is closed. Nothing of it was allocated or counted.
+    fn refused(&mut self, peer: PeerId, len: usize, replies: &mut Replies) {
+        let Some(shared) = self.shared.upgrade().filter(|_| self.open) else {
+            return;
+        };
+        let max = shared.limits.max_request_bytes;
+        let why = format!(
+            "a request of {} bytes exceeds the server's limit of {max} bytes (rpc.max_request_bytes); it was dropped unread and the connection's UCX side closed",
+            len.saturating_sub(4)
+        );
+        tracing::info!(conn = self.peer.conn_id, reason = %why, "refusing a UCX frame");
+        shared.metrics.record_error(pb::ErrorCode::RequestTooLarge);
+        Serve::reply(
+            &shared,
+            replies,
+            peer,
+            error_frame(0, rpc_error(pb::ErrorCode::RequestTooLarge, why)),
+        );
+        self.open = false;
+        if let Some(sender) = self.sender.get() {
+            let _ = sender.close(peer);
+        }
+    }
+
+    fn held_frame(
+        &mut self,
+        peer: PeerId,
+        frame: Bytes,
+        hold: Option<Hold>,
+        replies: &mut Replies,
+    ) {
+        let charge = hold.and_then(|h| h.downcast::<Charge>().ok()).map(|c| *c);
+        self.serve_frame(peer, frame, charge, replies);
+    }
+
     fn frame(&mut self, peer: PeerId, frame: Bytes, replies: &mut Replies) {
+        self.serve_frame(peer, frame, None, replies);
+    }
+
+    /// Finishes the puts applied since the last call: the first finish writes every buffered
+    /// WAL record and the rest find theirs written; their answers go from here. One whose
+    /// record another writer's round is writing is finished on the runtime instead (the
+    /// progress thread never waits).
+    fn frames_done(&mut self, replies: &mut Replies) {
+        let Some(shared) = self.shared.upgrade() else {
+            self.deferred.clear();
+            return;
+        };
+        for (peer, d, respond) in std::mem::take(&mut self.deferred) {
+            match d.try_finish() {
+                route::Finish::Done(frame) => {
+                    drop(respond);
+                    Serve::reply(&shared, replies, peer, frame);
+                }
+                route::Finish::Wait(d) => {
+                    self.runtime.spawn(async move {
+                        respond.send(d.finish().await);
+                    });
+                }
+            }
+        }
+    }
+
+    fn lost(&mut self, _peer: PeerId, why: String) {
+        if self.open {
+            self.open = false;
+            tracing::info!(conn = self.peer.conn_id, reason = %why, "UCX peer lost");
+        }
+    }
+}
+
+impl Serve {
+    /// Serves one frame that arrived whole; `charge` counts its bytes since it was admitted
+    /// (taken here if it came without one).
+    fn serve_frame(
+        &mut self,
+        peer: PeerId,
+        frame: Bytes,
+        charge: Option<Charge>,
+        replies: &mut Replies,
+    ) {
         let Some(shared) = self.shared.upgrade() else {
             return;
         };
@@ -222,6 +332,8 @@ impl Events for Serve {
             return self.malformed(&shared, replies, peer, call_id, why);
         }
         let max = shared.limits.max_request_bytes as usize;
+        // Admitted frames are within the limit ([`Events::admit`]); a frame that came another
+        // way is checked here (it is already received: refused by its call id).
         if len > max {
             let Some(header) = peek_request_header(&body) else {
                 return self.malformed(
@@ -247,7 +359,7 @@ impl Events for Serve {
             let frame = route::refusal_frame(&shared, refusal, received);
             return Serve::reply(&shared, replies, peer, frame);
         }
-        let charge = self.peer.budget.charge(4 + len as u64);
+        let charge = charge.unwrap_or_else(|| self.peer.budget.charge(4 + len as u64));
         let req = match route::decode(body, received) {
             Ok(req) => req,
             Err(refusal) => {
@@ -317,37 +429,6 @@ impl Events for Serve {
                     self.frames_done(replies);
                 }
             }
-        }
-    }
-
-    /// Finishes the puts applied since the last call: the first finish writes every buffered
-    /// WAL record and the rest find theirs written; their answers go from here. One whose
-    /// record another writer's round is writing is finished on the runtime instead (the
-    /// progress thread never waits).
-    fn frames_done(&mut self, replies: &mut Replies) {
-        let Some(shared) = self.shared.upgrade() else {
-            self.deferred.clear();
-            return;
-        };
-        for (peer, d, respond) in std::mem::take(&mut self.deferred) {
-            match d.try_finish() {
-                route::Finish::Done(frame) => {
-                    drop(respond);
-                    Serve::reply(&shared, replies, peer, frame);
-                }
-                route::Finish::Wait(d) => {
-                    self.runtime.spawn(async move {
-                        respond.send(d.finish().await);
-                    });
-                }
-            }
-        }
-    }
-
-    fn lost(&mut self, _peer: PeerId, why: String) {
-        if self.open {
-            self.open = false;
-            tracing::info!(conn = self.peer.conn_id, reason = %why, "UCX peer lost");
         }
     }
 }
