@@ -40,6 +40,17 @@ fn frame(i: usize) -> Vec<u8> {
 }
 
 /// The process's CPU time (user + system).
+/// Held by each test of this file for its whole run: one test measures the process's CPU time
+/// over an idle second, which another test's traffic (or a link closing beside it) would
+/// count too.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn one_at_a_time() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 fn cpu() -> Duration {
     let mut u = std::mem::MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: an out-parameter.
@@ -52,6 +63,7 @@ fn cpu() -> Duration {
 
 #[test]
 fn frames_arrive_in_order_idle_links_sleep_and_silent_peers_are_lost() {
+    let _alone = one_at_a_time();
     std::env::set_var("UCX_TLS", "sm,self");
     let ucx = Ucx::load().unwrap_or_else(|e| panic!("{e}"));
     let opts = LinkOptions {
@@ -161,6 +173,7 @@ impl Events for GatherEcho {
 
 #[test]
 fn receive_buffers_are_reused_across_messages_and_gathered_sends_arrive_whole() {
+    let _alone = one_at_a_time();
     std::env::set_var("UCX_TLS", "sm,self");
     let ucx = Ucx::load().unwrap_or_else(|e| panic!("{e}"));
     let (a_tx, a_rx) = mpsc::channel();
@@ -206,6 +219,7 @@ impl Events for OnThread {
 
 #[test]
 fn a_driving_caller_takes_its_answers_off_the_wire_itself() {
+    let _alone = one_at_a_time();
     std::env::set_var("UCX_TLS", "sm,self");
     let ucx = Ucx::load().unwrap_or_else(|e| panic!("{e}"));
     let (a_tx, a_rx) = mpsc::channel();
