@@ -134,6 +134,10 @@ impl FileSystem for MemFs {
             files: Arc::clone(&self.files),
         }))
     }
+    /// Directories are implicit here: every parent exists.
+    fn create_in_existing_dir(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        self.create(path)
+    }
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         let data = self.get(path).ok_or_else(|| not_found(path))?;
         Ok(Arc::new(MemFile {

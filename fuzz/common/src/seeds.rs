@@ -323,6 +323,7 @@ fn native(out: &mut Vec<Seed>) {
             timeout_ms: 1000,
             want_timing: false,
             user: String::new(),
+            effective_user: String::new(),
         };
         let mut f = BytesMut::new();
         frame::encode_frame_raw(&mut f, &header, param, cells);
