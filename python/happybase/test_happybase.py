@@ -122,8 +122,21 @@ class Modes:
             self.assertTrue(self.conn.is_table_enabled(name))
             self.conn.disable_table(name)
             self.assertFalse(self.conn.is_table_enabled(name))
+            with self.assertRaises(Hbase_thrift.IOError) as cm:
+                self.conn.disable_table(name)
+            self.assertEqual(
+                first_line(cm.exception),
+                "org.apache.hadoop.hbase.TableNotEnabledException: "
+                "org.apache.hadoop.hbase.TableNotEnabledException: " + name,
+            )
             self.conn.enable_table(name)
             self.assertTrue(self.conn.is_table_enabled(name))
+            with self.assertRaises(Hbase_thrift.IOError) as cm:
+                self.conn.enable_table(name)
+            self.assertEqual(
+                first_line(cm.exception),
+                "org.apache.hadoop.hbase.TableNotDisabledException: tableName=%s, state=ENABLED" % name,
+            )
             with self.assertRaises(Hbase_thrift.AlreadyExists) as cm:
                 self.conn.create_table(name, {"a": dict()})
             self.assertEqual(text(cm.exception), "table name already in use")
@@ -176,16 +189,30 @@ class Modes:
         self.conn.create_table(name, {"a": dict()})
         with self.assertRaises(Hbase_thrift.IOError) as cm:
             self.conn.delete_table(name)  # disable=False
-        self.assertTrue(
-            text(cm.exception).startswith("org.apache.hadoop.hbase.TableNotDisabledException: ")
+        self.assertEqual(
+            first_line(cm.exception),
+            "org.apache.hadoop.hbase.TableNotDisabledException: "
+            "org.apache.hadoop.hbase.TableNotDisabledException: Not DISABLED; tableName=%s, "
+            "state=ENABLED" % name,
         )
-        self.assertIn(name, text(cm.exception))
         self.conn.delete_table(name, disable=True)
         with self.assertRaises(Hbase_thrift.IOError) as cm:
             self.conn.delete_table(name, disable=False)
         self.assertEqual(first_line(cm.exception), "java.io.IOException: table does not exist")
         with self.assertRaises(Hbase_thrift.IOError) as cm:
-            self.conn.delete_table(name, disable=True)  # disabling it fails first
+            self.conn.delete_table(name, disable=True)  # isTableEnabled fails first
+        self.assertEqual(
+            first_line(cm.exception), "org.apache.hadoop.hbase.TableNotFoundException: " + name
+        )
+        with self.assertRaises(Hbase_thrift.IOError) as cm:
+            self.conn.disable_table(name)
+        self.assertEqual(
+            first_line(cm.exception),
+            "org.apache.hadoop.hbase.TableNotFoundException: "
+            "org.apache.hadoop.hbase.TableNotFoundException: " + name,
+        )
+        with self.assertRaises(Hbase_thrift.IOError) as cm:
+            self.conn.enable_table(name)
         self.assertEqual(
             first_line(cm.exception), "org.apache.hadoop.hbase.TableNotFoundException: " + name
         )
