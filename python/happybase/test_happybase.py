@@ -416,8 +416,24 @@ class Modes:
         with self.assertRaises(Hbase_thrift.IOError) as cm:
             missing.row(b"r")
         self.assertEqual(first_line(cm.exception), not_found)
-        with self.assertRaises(Hbase_thrift.IOError):
+        # A batch of writes fails as HBase's client reports a batch: one failure per row.
+        with self.assertRaises(Hbase_thrift.IOError) as cm:
             missing.put(b"r", {b"cf:a": b"1"})
+        self.assertEqual(
+            first_line(cm.exception),
+            "org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException: Failed 1 "
+            "action: %s: 1 time, servers with issues: null" % missing_name,
+        )
+        with self.assertRaises(Hbase_thrift.IOError) as cm:
+            with missing.batch() as b:
+                b.put(b"r1", {b"cf:a": b"1"})
+                b.put(b"r2", {b"cf:a": b"1"})
+                b.delete(b"r3")
+        self.assertEqual(
+            first_line(cm.exception),
+            "org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException: Failed 2 "
+            "actions: %s: 2 times, servers with issues: null" % missing_name,
+        )
         with self.assertRaises(Hbase_thrift.IOError) as cm:
             list(missing.scan())
         self.assertEqual(first_line(cm.exception), not_found)
@@ -432,8 +448,23 @@ class Modes:
         # Unknown families: HBase wraps a put's in RetriesExhaustedWithDetailsException.
         with self.assertRaises(Hbase_thrift.IOError) as cm:
             self.table.put(b"r", {b"nosuch:a": b"1"})
-        self.assertIn("NoSuchColumnFamilyException", text(cm.exception))
+        self.assertTrue(
+            text(cm.exception).startswith(
+                "org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException: Failed 1 "
+                "action: org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException: "
+            ),
+            text(cm.exception),
+        )
         self.assertIn("nosuch", text(cm.exception))
+        # A counter that is not 8 bytes.
+        self.table.put(b"str", {b"cf:s": b"abc"})
+        with self.assertRaises(Hbase_thrift.IOError) as cm:
+            self.table.counter_inc(b"str", b"cf:s")
+        self.assertEqual(
+            first_line(cm.exception),
+            "org.apache.hadoop.hbase.DoNotRetryIOException: "
+            "org.apache.hadoop.hbase.DoNotRetryIOException: Field is not a long, it's 3 bytes wide",
+        )
         with self.assertRaises(Hbase_thrift.IOError) as cm:
             self.table.row(b"r", columns=[b"nosuch:a"])
         self.assertTrue(

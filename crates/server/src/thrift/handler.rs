@@ -328,9 +328,16 @@ async fn dispatch(gw: &Call<'_>, name: &str, a: &Fields<'_>) -> Outcome<Option<V
                 deletes.extend(d);
                 puts.extend(p);
             }
-            // HBase sends a batch's puts first, then its deletes (a single row's the other way).
-            apply(gw, &table, Vec::new(), puts).await?;
-            apply(gw, &table, deletes, Vec::new()).await?;
+            // HBase sends a batch's puts first, then its deletes (a single row's the other way);
+            // each batch fails as its client reports a batch.
+            let n = puts.len();
+            apply_raw(gw, &table, Vec::new(), puts)
+                .await
+                .map_err(|e| batch_fault(e, n))?;
+            let n = deletes.len();
+            apply_raw(gw, &table, deletes, Vec::new())
+                .await
+                .map_err(|e| batch_fault(e, n))?;
             Ok(None)
         }
         "atomicIncrement" => {
@@ -607,16 +614,29 @@ fn client_fault(e: ClientError) -> Fault {
         _ => "java.io.IOException",
     };
     let message = server_message(&e);
-    // HBase's TableNotFoundException says only the table's name.
     let message = match e.code() {
-        Some(ErrorCode::TableNotFound) => message
-            .strip_prefix("table '")
-            .and_then(|m| m.strip_suffix("' not found"))
-            .map(str::to_string)
-            .unwrap_or(message),
+        // HBase's TableNotFoundException says only the table's name.
+        Some(ErrorCode::TableNotFound) => table_not_found_name(message),
+        // An increment of a cell that is not a counter, in HBase's words.
+        Some(ErrorCode::InvalidArgument) => match counter_width(&message) {
+            Some(n) => {
+                format!("{class}: Field is not a long, it's {n} bytes wide")
+            }
+            None => message,
+        },
         _ => message,
     };
     Fault::io(format!("{class}: {message}"))
+}
+
+/// The width of the cell a refused increment found, from the region server's message
+/// ("increment of f:q: the current value is N bytes, not an 8-byte counter").
+fn counter_width(message: &str) -> Option<usize> {
+    let rest = message.split("the current value is ").nth(1)?;
+    let (n, tail) = rest.split_once(' ')?;
+    tail.starts_with("bytes, not an 8-byte counter")
+        .then(|| n.parse().ok())
+        .flatten()
 }
 
 /// Thrift's internal error for `method`, as HBase's handler answers an exception it does not
@@ -778,18 +798,57 @@ async fn apply(
     gw: &Call<'_>,
     table: &str,
     deletes: Vec<RowMutation>,
-    mut puts: Vec<RowMutation>,
+    puts: Vec<RowMutation>,
 ) -> Outcome<()> {
+    apply_raw(gw, table, deletes, puts)
+        .await
+        .map_err(client_fault)
+}
+
+async fn apply_raw(
+    gw: &Call<'_>,
+    table: &str,
+    deletes: Vec<RowMutation>,
+    mut puts: Vec<RowMutation>,
+) -> Result<(), ClientError> {
     let t = gw.client.table(table);
     for d in deletes {
-        t.delete(d).await.map_err(client_fault)?;
+        t.delete(d).await?;
     }
     if puts.len() > 1 {
-        t.put_all(puts).await.map_err(client_fault)?;
+        t.put_all(puts).await?;
     } else if let Some(p) = puts.pop() {
-        t.put(p).await.map_err(client_fault)?;
+        t.put(p).await?;
     }
     Ok(())
+}
+
+/// A failed batch of `n` rows as HBase's client reports one (RetriesExhaustedWithDetails
+/// Exception: each failure counted under its do-not-retry exception's message, then the
+/// servers; a missing table has none, `null`). Cellar's batch fails whole, so every row
+/// is counted.
+fn batch_fault(e: ClientError, n: usize) -> Fault {
+    let what = match e.code() {
+        Some(ErrorCode::TableNotFound) => table_not_found_name(server_message(&e)),
+        Some(ErrorCode::NoSuchFamily) => format!(
+            "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException: {}",
+            server_message(&e)
+        ),
+        _ => return client_fault(e),
+    };
+    let s = if n == 1 { "" } else { "s" };
+    Fault::io(format!(
+        "org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException: Failed {n} action{s}: {what}: {n} time{s}, servers with issues: null"
+    ))
+}
+
+/// The table a TableNotFound error names (HBase's message is only that).
+fn table_not_found_name(message: String) -> String {
+    message
+        .strip_prefix("table '")
+        .and_then(|m| m.strip_suffix("' not found"))
+        .map(str::to_string)
+        .unwrap_or(message)
 }
 
 async fn increment(gw: &Call<'_>, inc: &Fields<'_>) -> Outcome<()> {
