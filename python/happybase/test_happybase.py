@@ -1,8 +1,14 @@
-"""Unmodified happybase (PyPI) against Cellar's Thrift gateway.
+"""Unmodified happybase (PyPI) against Cellar's Thrift gateway, or against Apache HBase's own.
 
 Run by scripts/thrift-compat.sh, which installs happybase in a virtualenv, starts
 `cellar standalone --thrift-listen 127.0.0.1:0` and sets CELLAR_THRIFT=host:port.
 Every data test runs on each transport (buffered, framed) and protocol (binary, compact).
+
+`scripts/thrift-compat.sh --against-hbase` runs the same tests against Apache HBase 2.6's
+Thrift server: THRIFT_TARGET=hbase, and one server per transport and protocol (HBase's serves
+one of each), named by THRIFT_<TRANSPORT>_<PROTOCOL>=host:port (THRIFT_FRAMED_COMPACT, ...).
+Where the two differ on purpose (docs/thrift.md), a test asserts each system's answer, keyed
+by HBASE.
 """
 
 import os
@@ -18,16 +24,49 @@ from thriftpy2.thrift import TApplicationException
 
 HOST, PORT = os.environ.get("CELLAR_THRIFT", "127.0.0.1:9090").rsplit(":", 1)
 PORT = int(PORT)
+# True when the server is Apache HBase's Thrift server, not Cellar's gateway.
+HBASE = os.environ.get("THRIFT_TARGET", "cellar") == "hbase"
 
 
-def connect(**kw):
-    return happybase.Connection(HOST, PORT, timeout=30000, **kw)
+def address(transport, protocol):
+    """The server of one transport and protocol (Cellar's serves all four on one port)."""
+    a = os.environ.get("THRIFT_%s_%s" % (transport.upper(), protocol.upper()))
+    if not a:
+        return HOST, PORT
+    h, p = a.rsplit(":", 1)
+    return h, int(p)
+
+
+def connect(transport="buffered", protocol="binary", **kw):
+    host, port = address(transport, protocol)
+    return happybase.Connection(
+        host, port, timeout=30000, transport=transport, protocol=protocol, **kw
+    )
 
 
 def text(e):
     """An exception's message (happybase reads strings as bytes)."""
     m = e.message
     return m.decode("utf-8", "replace") if isinstance(m, bytes) else m
+
+
+def first_line(e):
+    """An exception message's first line: HBase follows it with a Java stack trace."""
+    return text(e).split("\n", 1)[0]
+
+
+# A family's descriptor as HBase's Thrift server reports it when nothing was set: the IDL's
+# defaults, and blockCacheEnabled false (HBase does not report it).
+DEFAULT_FAMILY = {
+    "max_versions": 3,
+    "compression": b"NONE",
+    "in_memory": False,
+    "bloom_filter_type": b"NONE",
+    "bloom_filter_vector_size": 0,
+    "bloom_filter_nb_hashes": 0,
+    "block_cache_enabled": False,
+    "time_to_live": 2147483647,
+}
 
 
 def unique(prefix):
@@ -74,16 +113,33 @@ class Modes:
             self.assertTrue(fam[b"a"]["in_memory"])
             self.assertEqual(fam[b"a"]["bloom_filter_type"], b"ROW")
             self.assertEqual(fam[b"a"]["time_to_live"], 3600)
-            self.assertEqual(fam[b"b"]["max_versions"], 3)  # the IDL's default
-            self.assertEqual(fam[b"b"]["time_to_live"], 2147483647)  # forever
+            self.assertEqual(fam[b"b"], dict(DEFAULT_FAMILY, name=b"b:"))  # the IDL's defaults
+            self.assertEqual(
+                fam[b"a"],
+                dict(DEFAULT_FAMILY, name=b"a:", max_versions=7, in_memory=True,
+                     bloom_filter_type=b"ROW", time_to_live=3600),
+            )
             self.assertTrue(self.conn.is_table_enabled(name))
             self.conn.disable_table(name)
             self.assertFalse(self.conn.is_table_enabled(name))
+            with self.assertRaises(Hbase_thrift.IOError) as cm:
+                self.conn.disable_table(name)
+            self.assertEqual(
+                first_line(cm.exception),
+                "org.apache.hadoop.hbase.TableNotEnabledException: "
+                "org.apache.hadoop.hbase.TableNotEnabledException: " + name,
+            )
             self.conn.enable_table(name)
             self.assertTrue(self.conn.is_table_enabled(name))
+            with self.assertRaises(Hbase_thrift.IOError) as cm:
+                self.conn.enable_table(name)
+            self.assertEqual(
+                first_line(cm.exception),
+                "org.apache.hadoop.hbase.TableNotDisabledException: tableName=%s, state=ENABLED" % name,
+            )
             with self.assertRaises(Hbase_thrift.AlreadyExists) as cm:
                 self.conn.create_table(name, {"a": dict()})
-            self.assertIn("already in use", text(cm.exception))
+            self.assertEqual(text(cm.exception), "table name already in use")
             regions = self.conn.table(name).regions()
             self.assertEqual(len(regions), 1)
             self.assertEqual(regions[0]["start_key"], b"")
@@ -96,16 +152,70 @@ class Modes:
             self.conn.delete_table(name, disable=True)
         self.assertNotIn(name.encode(), self.conn.tables())
 
+    def test_create_table_errors(self):
+        c = self.conn.client
+        cd = Hbase_thrift.ColumnDescriptor
+        cases = [
+            (cd(name=b"cf:", maxVersions=0),
+             "java.lang.IllegalArgumentException: Maximum versions must be positive"),
+            (cd(name=b"cf:", compression=b"NOPE"),
+             "java.lang.IllegalArgumentException: Unsupported compression algorithm name: nope"),
+            (cd(name=b"cf:", bloomFilterType=b"NOPE"),
+             "java.lang.IllegalArgumentException: No enum constant "
+             "org.apache.hadoop.hbase.regionserver.BloomType.NOPE"),
+        ]
+        for desc, message in cases:
+            with self.assertRaises(Hbase_thrift.IllegalArgument) as cm:
+                c.createTable(unique("bad").encode(), [desc])
+            self.assertEqual(first_line(cm.exception), message)
+        # An illegal table name escapes HBase's handler: Thrift's internal error.
+        with self.assertRaises(TApplicationException) as cm:
+            self.conn.create_table("bad name!", {"cf": dict()})
+        self.assertEqual(cm.exception.type, TApplicationException.INTERNAL_ERROR)
+        self.assertTrue(text(cm.exception).startswith("Internal error processing createTable"))
+        # GZ is one of HBase's codecs, not one of Cellar's (docs/thrift.md).
+        name = unique("gz")
+        if HBASE:
+            self.conn.create_table(name, {"cf": dict(compression="GZ")})
+            self.assertEqual(self.conn.table(name).families()[b"cf"]["compression"], b"GZ")
+            self.conn.delete_table(name, disable=True)
+        else:
+            with self.assertRaises(Hbase_thrift.IllegalArgument) as cm:
+                self.conn.create_table(name, {"cf": dict(compression="GZ")})
+            self.assertIn("GZ", text(cm.exception))
+
     def test_delete_of_an_enabled_table_is_refused_as_hbase_does(self):
         name = unique("enabled")
         self.conn.create_table(name, {"a": dict()})
         with self.assertRaises(Hbase_thrift.IOError) as cm:
             self.conn.delete_table(name)  # disable=False
-        self.assertIn("TableNotDisabledException", text(cm.exception))
+        self.assertEqual(
+            first_line(cm.exception),
+            "org.apache.hadoop.hbase.TableNotDisabledException: "
+            "org.apache.hadoop.hbase.TableNotDisabledException: Not DISABLED; tableName=%s, "
+            "state=ENABLED" % name,
+        )
         self.conn.delete_table(name, disable=True)
         with self.assertRaises(Hbase_thrift.IOError) as cm:
             self.conn.delete_table(name, disable=False)
-        self.assertIn("table does not exist", text(cm.exception))
+        self.assertEqual(first_line(cm.exception), "java.io.IOException: table does not exist")
+        with self.assertRaises(Hbase_thrift.IOError) as cm:
+            self.conn.delete_table(name, disable=True)  # isTableEnabled fails first
+        self.assertEqual(
+            first_line(cm.exception), "org.apache.hadoop.hbase.TableNotFoundException: " + name
+        )
+        with self.assertRaises(Hbase_thrift.IOError) as cm:
+            self.conn.disable_table(name)
+        self.assertEqual(
+            first_line(cm.exception),
+            "org.apache.hadoop.hbase.TableNotFoundException: "
+            "org.apache.hadoop.hbase.TableNotFoundException: " + name,
+        )
+        with self.assertRaises(Hbase_thrift.IOError) as cm:
+            self.conn.enable_table(name)
+        self.assertEqual(
+            first_line(cm.exception), "org.apache.hadoop.hbase.TableNotFoundException: " + name
+        )
 
     # ---- reads and writes ----
 
@@ -300,34 +410,149 @@ class Modes:
     # ---- errors ----
 
     def test_errors(self):
-        missing = self.conn.table(unique("missing"))
+        missing_name = unique("missing")
+        missing = self.conn.table(missing_name)
+        not_found = "org.apache.hadoop.hbase.TableNotFoundException: " + missing_name
         with self.assertRaises(Hbase_thrift.IOError) as cm:
             missing.row(b"r")
-        self.assertIn("TableNotFoundException", text(cm.exception))
-        with self.assertRaises(Hbase_thrift.IOError):
+        self.assertEqual(first_line(cm.exception), not_found)
+        # A batch of writes fails as HBase's client reports a batch: one failure per row.
+        with self.assertRaises(Hbase_thrift.IOError) as cm:
             missing.put(b"r", {b"cf:a": b"1"})
-        with self.assertRaises(Hbase_thrift.IOError):
+        self.assertEqual(
+            first_line(cm.exception),
+            "org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException: Failed 1 "
+            "action: %s: 1 time, servers with issues: null" % missing_name,
+        )
+        with self.assertRaises(Hbase_thrift.IOError) as cm:
+            with missing.batch() as b:
+                b.put(b"r1", {b"cf:a": b"1"})
+                b.put(b"r2", {b"cf:a": b"1"})
+                b.delete(b"r3")
+        self.assertEqual(
+            first_line(cm.exception),
+            "org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException: Failed 2 "
+            "actions: %s: 2 times, servers with issues: null" % missing_name,
+        )
+        with self.assertRaises(Hbase_thrift.IOError) as cm:
             list(missing.scan())
+        self.assertEqual(first_line(cm.exception), not_found)
         self.assertEqual(missing.regions(), [])
+        # HBase's scannerOpen only builds the scanner: the first scannerGet finds the table
+        # missing.
+        sid = self.conn.client.scannerOpen(missing_name.encode(), b"", [], {})
+        self.assertIsInstance(sid, int)
+        with self.assertRaises(Hbase_thrift.IOError) as cm:
+            self.conn.client.scannerGetList(sid, 1)
+        self.assertEqual(first_line(cm.exception), not_found)
+        # Unknown families: HBase wraps a put's in RetriesExhaustedWithDetailsException.
         with self.assertRaises(Hbase_thrift.IOError) as cm:
             self.table.put(b"r", {b"nosuch:a": b"1"})
+        self.assertTrue(
+            text(cm.exception).startswith(
+                "org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException: Failed 1 "
+                "action: org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException: "
+            ),
+            text(cm.exception),
+        )
         self.assertIn("nosuch", text(cm.exception))
+        # A counter that is not 8 bytes.
+        self.table.put(b"str", {b"cf:s": b"abc"})
+        with self.assertRaises(Hbase_thrift.IOError) as cm:
+            self.table.counter_inc(b"str", b"cf:s")
+        self.assertEqual(
+            first_line(cm.exception),
+            "org.apache.hadoop.hbase.DoNotRetryIOException: "
+            "org.apache.hadoop.hbase.DoNotRetryIOException: Field is not a long, it's 3 bytes wide",
+        )
         with self.assertRaises(Hbase_thrift.IOError) as cm:
             self.table.row(b"r", columns=[b"nosuch:a"])
+        self.assertTrue(
+            text(cm.exception).startswith(
+                "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException: "
+            )
+        )
         self.assertIn("nosuch", text(cm.exception))
-        with self.assertRaises(TApplicationException) as cm:
-            list(self.table.scan(filter="PrefixFilter('a'"))
-        self.assertIn("filter", text(cm.exception))
-        with self.assertRaises(TApplicationException) as cm:
-            list(self.table.scan(filter="NoSuchFilter('a')"))
-        self.assertIn("NoSuchFilter", text(cm.exception))
-        with self.assertRaises(Hbase_thrift.IllegalArgument) as cm:
-            self.table.put(b"r", {b"cf": b"no qualifier"})
-        self.assertIn("family:qualifier", text(cm.exception))
+        # A malformed filter escapes HBase's handler as Thrift's internal error; Cellar's
+        # message adds the reason (HBase logs it).
+        for bad in ("PrefixFilter('a'", "NoSuchFilter('a')"):
+            with self.assertRaises(TApplicationException) as cm:
+                list(self.table.scan(filter=bad))
+            self.assertEqual(cm.exception.type, TApplicationException.INTERNAL_ERROR)
+            self.assertTrue(
+                text(cm.exception).startswith("Internal error processing scannerOpenWithScan")
+            )
+            if not HBASE:
+                self.assertIn("filter", text(cm.exception))
+        if not HBASE:
+            self.assertIn("NoSuchFilter", text(cm.exception))
         # happybase checks versions itself; the server's own check, through the raw call:
         with self.assertRaises(Hbase_thrift.IOError) as cm:
             self.conn.client.getVer(self.name.encode(), b"r", b"cf:a", 0, {})
-        self.assertIn("versions must be positive", text(cm.exception))
+        self.assertEqual(first_line(cm.exception), "java.io.IOException: versions must be positive")
+        # The connection still serves after every error.
+        self.table.put(b"ok", {b"cf:a": b"1"})
+        self.assertEqual(self.table.row(b"ok"), {b"cf:a": b"1"})
+
+    def internal_error(self, method, call):
+        """`call` fails as HBase's handler does with an exception it does not declare."""
+        with self.assertRaises(TApplicationException) as cm:
+            call()
+        self.assertEqual(cm.exception.type, TApplicationException.INTERNAL_ERROR)
+        self.assertTrue(
+            text(cm.exception).startswith("Internal error processing " + method),
+            text(cm.exception),
+        )
+
+    def test_bad_arguments(self):
+        c, name, M = self.conn.client, self.name.encode(), Hbase_thrift.Mutation
+        # A put of a family without a qualifier: mutateRows (happybase's put) fails with
+        # Thrift's internal error; HBase's mutateRow drops the put silently, which Cellar
+        # refuses with IllegalArgument (docs/thrift.md).
+        self.internal_error("mutateRows", lambda: self.table.put(b"r", {b"cf": b"no qualifier"}))
+        if HBASE:
+            c.mutateRow(name, b"nq", [M(column=b"cf", value=b"v")], {})
+        else:
+            with self.assertRaises(Hbase_thrift.IllegalArgument) as cm:
+                c.mutateRow(name, b"nq", [M(column=b"cf", value=b"v")], {})
+            self.assertIn("family:qualifier", text(cm.exception))
+        self.assertEqual(self.table.row(b"nq"), {})
+        with self.assertRaises(Hbase_thrift.IllegalArgument) as cm:
+            c.mutateRow(name, b"nq", [M(column=b":a", value=b"v")], {})
+        self.assertEqual(first_line(cm.exception), "java.lang.IllegalArgumentException: Family cannot be null")
+        # Negative timestamps.
+        with self.assertRaises(Hbase_thrift.IllegalArgument) as cm:
+            c.mutateRowTs(name, b"nt", [M(column=b"cf:a", value=b"v")], -1, {})
+        self.assertEqual(
+            first_line(cm.exception), "java.lang.IllegalArgumentException: Timestamp cannot be negative. ts=-1"
+        )
+        batch = [Hbase_thrift.BatchMutation(row=b"nt", mutations=[M(column=b"cf:a", value=b"v")])]
+        self.internal_error("mutateRowsTs", lambda: c.mutateRowsTs(name, batch, -1, {}))
+        self.internal_error("getRowTs", lambda: c.getRowTs(name, b"nt", -5, {}))
+        self.internal_error("getVerTs", lambda: c.getVerTs(name, b"nt", b"cf:a", -1, 1, {}))
+        self.internal_error("deleteAllTs", lambda: c.deleteAllTs(name, b"nt", b"cf:a", -1, {}))
+        self.internal_error(
+            "scannerOpenWithScan",
+            lambda: c.scannerOpenWithScan(name, Hbase_thrift.TScan(timestamp=-3), {}),
+        )
+        # An append whose columns and values differ in number.
+        ap = Hbase_thrift.TAppend(table=name, row=b"ap", columns=[b"cf:a", b"cf:b"], values=[b"1"])
+        self.internal_error("append", lambda: c.append(ap))
+        # A negative row count.
+        sid = c.scannerOpen(name, b"", [], {})
+        self.internal_error("scannerGetList", lambda: c.scannerGetList(sid, -1))
+        # checkAndPut's mutation is always a put: HBase ignores isDelete and puts an empty
+        # value, which Cellar refuses (docs/thrift.md).
+        self.table.put(b"cp", {b"cf:a": b"x"})
+        delete = M(isDelete=True, column=b"cf:z")
+        if HBASE:
+            self.assertTrue(c.checkAndPut(name, b"cp", b"cf:a", b"x", delete, {}))
+            self.assertEqual(self.table.row(b"cp"), {b"cf:a": b"x", b"cf:z": b""})
+        else:
+            with self.assertRaises(Hbase_thrift.IllegalArgument) as cm:
+                c.checkAndPut(name, b"cp", b"cf:a", b"x", delete, {})
+            self.assertIn("delete", text(cm.exception))
+            self.assertEqual(self.table.row(b"cp"), {b"cf:a": b"x"})
         # The connection still serves after every error.
         self.table.put(b"ok", {b"cf:a": b"1"})
         self.assertEqual(self.table.row(b"ok"), {b"cf:a": b"1"})
@@ -376,7 +601,8 @@ class Pool(unittest.TestCase):
     """A connection pool under several Python threads: every write read back, counters exact."""
 
     def test_pool_under_threads(self):
-        pool = happybase.ConnectionPool(size=4, host=HOST, port=PORT, timeout=30000)
+        host, port = address("buffered", "binary")
+        pool = happybase.ConnectionPool(size=4, host=host, port=port, timeout=30000)
         name = unique("pool")
         with pool.connection() as c:
             c.create_table(name, {"cf": dict()})

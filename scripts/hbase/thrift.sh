@@ -4,9 +4,13 @@
 # libthrift; thrift-pom.xml) on the standalone's jars and configuration, as `hbase thrift start`
 # runs it: the default thread-pool server, unframed transport, binary protocol.
 #
-# Usage: scripts/hbase/thrift.sh start DATA_DIR [PORT]   (default 9090; prints `listening thrift=127.0.0.1:PORT`)
-#        scripts/hbase/thrift.sh stop DATA_DIR
-# Writes DATA_DIR/thrift.pid; logs to DATA_DIR/logs/thrift.out.
+# Usage: scripts/hbase/thrift.sh start DATA_DIR [PORT [OPTION...]]   (default 9090; prints
+#          `listening thrift=127.0.0.1:PORT`); OPTIONs go to the server: -f framed transport,
+#          -c compact protocol (one server serves one transport and one protocol)
+#        scripts/hbase/thrift.sh stop DATA_DIR [PORT]
+# Writes DATA_DIR/thrift.pid and logs to DATA_DIR/logs/thrift.out; a server started with
+# OPTIONs is another process beside it: DATA_DIR/thrift-PORT.pid, DATA_DIR/logs/thrift-PORT.out
+# (stop it with its PORT).
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -14,7 +18,14 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cmd="$1"
 data="$(cd "$2" && pwd)"
 port="${3:-9090}"
+shift $(( $# < 3 ? $# : 3 ))
+options=("$@")
 pidfile="$data/thrift.pid"
+log="$data/logs/thrift.out"
+if [[ ${#options[@]} -gt 0 || ( "$cmd" == stop && -f "$data/thrift-$port.pid" ) ]]; then
+  pidfile="$data/thrift-$port.pid"
+  log="$data/logs/thrift-$port.out"
+fi
 . "$here/../lib/pidfile.sh"
 
 case "$cmd" in
@@ -47,13 +58,13 @@ conf="$data/conf"
 nohup java -Xms1g -Xmx1g -XX:+UseG1GC "${hbase_client_java_flags[@]}" \
   "-Dlog4j2.configurationFile=file:$conf/log4j2.properties" \
   -cp "$conf:$home/webapps:$lib/*:$tlib/*" org.apache.hadoop.hbase.thrift.ThriftServer \
-  -p "$port" --bind 127.0.0.1 --infoport -1 start >"$data/logs/thrift.out" 2>&1 </dev/null &
+  -p "$port" --bind 127.0.0.1 --infoport -1 ${options[@]+"${options[@]}"} start >"$log" 2>&1 </dev/null &
 pid=$!
 echo "$pid" > "$pidfile"
 for _ in $(seq 1 240); do
   if ! kill -0 "$pid" 2>/dev/null; then
     echo "thrift.sh: the Thrift server exited; its output:" >&2
-    tail -n 20 "$data/logs/thrift.out" >&2
+    tail -n 20 "$log" >&2
     rm -f "$pidfile"
     exit 1
   fi

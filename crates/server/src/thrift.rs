@@ -231,8 +231,6 @@ pub(crate) type SharedScanner = Arc<tokio::sync::Mutex<OpenScanner>>;
 /// connection, so any connection of the same caller may read or close one by its id.
 pub struct OpenScanner {
     pub(crate) scanner: cellar_client::Scanner,
-    /// A row read ahead (the first, read when the scanner opened).
-    pub(crate) ahead: Option<cellar_client::Row>,
     /// The scanner has returned its last row.
     pub(crate) done: bool,
     pub(crate) sort_columns: bool,

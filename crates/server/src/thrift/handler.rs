@@ -152,19 +152,30 @@ async fn dispatch(gw: &Call<'_>, name: &str, a: &Fields<'_>) -> Outcome<Option<V
             let info = admin.describe_table(&t).await.map_err(client_fault)?;
             Ok(Some(Value::Bool(info.enabled)))
         }
+        // HBase's messages for a table in the wrong state, word for word (its master's
+        // exception text, in places behind its class twice).
         "enableTable" => {
-            admin
-                .enable_table(&a.text(1, "tableName")?)
-                .await
-                .map_err(client_fault)?;
-            Ok(None)
+            let t = a.text(1, "tableName")?;
+            match admin.enable_table(&t).await {
+                Ok(()) => Ok(None),
+                Err(e) if e.code() == Some(ErrorCode::TableNotDisabled) => Err(Fault::io(format!(
+                    "org.apache.hadoop.hbase.TableNotDisabledException: tableName={t}, state=ENABLED"
+                ))),
+                Err(e) => Err(client_fault(e)),
+            }
         }
         "disableTable" => {
-            admin
-                .disable_table(&a.text(1, "tableName")?)
-                .await
-                .map_err(client_fault)?;
-            Ok(None)
+            let t = a.text(1, "tableName")?;
+            match admin.disable_table(&t).await {
+                Ok(()) => Ok(None),
+                Err(e) if e.code() == Some(ErrorCode::TableDisabled) => Err(Fault::io(format!(
+                    "org.apache.hadoop.hbase.TableNotEnabledException: org.apache.hadoop.hbase.TableNotEnabledException: {t}"
+                ))),
+                Err(e) if e.code() == Some(ErrorCode::TableNotFound) => Err(Fault::io(format!(
+                    "org.apache.hadoop.hbase.TableNotFoundException: org.apache.hadoop.hbase.TableNotFoundException: {t}"
+                ))),
+                Err(e) => Err(client_fault(e)),
+            }
         }
         "compact" | "majorCompact" => {
             let target = a.text(1, "tableNameOrRegionName")?;
@@ -221,8 +232,10 @@ async fn dispatch(gw: &Call<'_>, name: &str, a: &Fields<'_>) -> Outcome<Option<V
                 Err(e) if e.code() == Some(ErrorCode::TableExists) => {
                     Err(Fault::AlreadyExists("table name already in use".into()))
                 }
+                // HBase's TableName.valueOf throws an IllegalArgumentException its handler does
+                // not catch (the families were checked above).
                 Err(e) if e.code() == Some(ErrorCode::InvalidArgument) => {
-                    Err(Fault::illegal(server_message(&e)))
+                    Err(internal(name, server_message(&e)))
                 }
                 Err(e) => Err(client_fault(e)),
             }
@@ -234,6 +247,9 @@ async fn dispatch(gw: &Call<'_>, name: &str, a: &Fields<'_>) -> Outcome<Option<V
                 Err(e) if e.code() == Some(ErrorCode::TableNotFound) => {
                     Err(Fault::io("java.io.IOException: table does not exist"))
                 }
+                Err(e) if e.code() == Some(ErrorCode::TableNotDisabled) => Err(Fault::io(format!(
+                    "org.apache.hadoop.hbase.TableNotDisabledException: org.apache.hadoop.hbase.TableNotDisabledException: Not DISABLED; tableName={t}, state=ENABLED"
+                ))),
                 Err(e) => Err(client_fault(e)),
             }
         }
@@ -252,7 +268,7 @@ async fn dispatch(gw: &Call<'_>, name: &str, a: &Fields<'_>) -> Outcome<Option<V
         }
         "getVerTs" => {
             let (table, row) = (a.text(1, "tableName")?, a.bytes(2, "row")?);
-            let ts = timestamp(a.i64(4, "timestamp")?)?;
+            let ts = timestamp(name, a.i64(4, "timestamp")?)?;
             let n = versions(a.opt_i32(5, "numVersions")?)?;
             let get = column_get(row, &a.bytes(3, "column")?, n, Some(ts));
             Ok(Some(cells(gw, &table, get).await?))
@@ -274,7 +290,10 @@ async fn dispatch(gw: &Call<'_>, name: &str, a: &Fields<'_>) -> Outcome<Option<V
                 Vec::new()
             };
             let ts = if name.ends_with("Ts") {
-                Some(timestamp(a.i64(if with_columns { 4 } else { 3 }, "timestamp")?)?)
+                Some(timestamp(
+                    name,
+                    a.i64(if with_columns { 4 } else { 3 }, "timestamp")?,
+                )?)
             } else {
                 None
             };
@@ -299,13 +318,26 @@ async fn dispatch(gw: &Call<'_>, name: &str, a: &Fields<'_>) -> Outcome<Option<V
             let mut puts = Vec::new();
             for b in &batches {
                 let row = b.bytes(1, "BatchMutation.row")?;
-                let (d, p) = row_mutations(row, &b.struct_list(2, "BatchMutation.mutations")?, ts)?;
+                // HBase's mutateRows does not catch the IllegalArgumentException of a bad
+                // mutation: Thrift's internal error.
+                let (d, p) = row_mutations(row, &b.struct_list(2, "BatchMutation.mutations")?, ts)
+                    .map_err(|f| match f {
+                        Fault::IllegalArgument(m) => internal(name, m),
+                        f => f,
+                    })?;
                 deletes.extend(d);
                 puts.extend(p);
             }
-            // HBase sends a batch's puts first, then its deletes (a single row's the other way).
-            apply(gw, &table, Vec::new(), puts).await?;
-            apply(gw, &table, deletes, Vec::new()).await?;
+            // HBase sends a batch's puts first, then its deletes (a single row's the other way);
+            // each batch fails as its client reports a batch.
+            let n = puts.len();
+            apply_raw(gw, &table, Vec::new(), puts)
+                .await
+                .map_err(|e| batch_fault(e, n))?;
+            let n = deletes.len();
+            apply_raw(gw, &table, deletes, Vec::new())
+                .await
+                .map_err(|e| batch_fault(e, n))?;
             Ok(None)
         }
         "atomicIncrement" => {
@@ -339,11 +371,14 @@ async fn dispatch(gw: &Call<'_>, name: &str, a: &Fields<'_>) -> Outcome<Option<V
             let columns = ap.bytes_list(3, "TAppend.columns")?;
             let values = ap.bytes_list(4, "TAppend.values")?;
             if columns.len() != values.len() {
-                return Err(Fault::io(format!(
-                    "TAppend has {} columns and {} values",
-                    columns.len(),
-                    values.len()
-                )));
+                return Err(internal(
+                    name,
+                    format!(
+                        "TAppend has {} columns and {} values",
+                        columns.len(),
+                        values.len()
+                    ),
+                ));
             }
             let split: Vec<(Bytes, Bytes, Bytes)> = columns
                 .iter()
@@ -443,7 +478,7 @@ async fn dispatch(gw: &Call<'_>, name: &str, a: &Fields<'_>) -> Outcome<Option<V
                 scan.stop_row = s;
             }
             if let Some(ts) = t.opt_i64(3, "TScan.timestamp")? {
-                scan = scan.time_range(0, timestamp(ts)?);
+                scan = scan.time_range(0, timestamp(name, ts)?);
             }
             scan = add_columns(scan, &t.bytes_list(4, "TScan.columns")?);
             if let Some(c) = t.opt_i32(5, "TScan.caching")? {
@@ -476,7 +511,7 @@ async fn dispatch(gw: &Call<'_>, name: &str, a: &Fields<'_>) -> Outcome<Option<V
             scan.start_row = a.opt_bytes(2, "startRow")?.unwrap_or_default();
             scan = add_columns(scan, &a.bytes_list(3, "columns")?);
             if name == "scannerOpenTs" {
-                scan = scan.time_range(0, timestamp(a.i64(4, "timestamp")?)?);
+                scan = scan.time_range(0, timestamp(name, a.i64(4, "timestamp")?)?);
             }
             open_scanner(gw, &table, scan, false).await
         }
@@ -487,7 +522,7 @@ async fn dispatch(gw: &Call<'_>, name: &str, a: &Fields<'_>) -> Outcome<Option<V
             scan.stop_row = a.opt_bytes(3, "stopRow")?.unwrap_or_default();
             scan = add_columns(scan, &a.bytes_list(4, "columns")?);
             if name == "scannerOpenWithStopTs" {
-                scan = scan.time_range(0, timestamp(a.i64(5, "timestamp")?)?);
+                scan = scan.time_range(0, timestamp(name, a.i64(5, "timestamp")?)?);
             }
             open_scanner(gw, &table, scan, false).await
         }
@@ -505,7 +540,7 @@ async fn dispatch(gw: &Call<'_>, name: &str, a: &Fields<'_>) -> Outcome<Option<V
             let id = a.opt_i32(1, "id")?.unwrap_or(-1);
             let n = a.opt_i32(2, "nbRows")?.unwrap_or(1);
             if n < 0 {
-                return Err(Fault::illegal(format!("nbRows {n} is negative")));
+                return Err(internal(name, format!("nbRows {n} is negative")));
             }
             Ok(Some(scanner_rows(gw, id, n as usize).await?))
         }
@@ -578,7 +613,40 @@ fn client_fault(e: ClientError) -> Fault {
         }
         _ => "java.io.IOException",
     };
-    Fault::io(format!("{class}: {}", server_message(&e)))
+    let message = server_message(&e);
+    let message = match e.code() {
+        // HBase's TableNotFoundException says only the table's name.
+        Some(ErrorCode::TableNotFound) => table_not_found_name(message),
+        // An increment of a cell that is not a counter, in HBase's words.
+        Some(ErrorCode::InvalidArgument) => match counter_width(&message) {
+            Some(n) => {
+                format!("{class}: Field is not a long, it's {n} bytes wide")
+            }
+            None => message,
+        },
+        _ => message,
+    };
+    Fault::io(format!("{class}: {message}"))
+}
+
+/// The width of the cell a refused increment found, from the region server's message
+/// ("increment of f:q: the current value is N bytes, not an 8-byte counter").
+fn counter_width(message: &str) -> Option<usize> {
+    let rest = message.split("the current value is ").nth(1)?;
+    let (n, tail) = rest.split_once(' ')?;
+    tail.starts_with("bytes, not an 8-byte counter")
+        .then(|| n.parse().ok())
+        .flatten()
+}
+
+/// Thrift's internal error for `method`, as HBase's handler answers an exception it does not
+/// declare (an unchecked one: `IllegalArgumentException`, a parser's); HBase's message ends
+/// at the method's name, the gateway's adds the reason.
+fn internal(method: &str, reason: impl std::fmt::Display) -> Fault {
+    Fault::Application {
+        kind: INTERNAL_ERROR,
+        message: format!("Internal error processing {method}: {reason}"),
+    }
 }
 
 /// The server's own message, without the client's decoration.
@@ -593,14 +661,25 @@ fn server_message(e: &ClientError) -> String {
 /// The timestamp of a `*Ts` write (argument `id`); the server's clock for the others.
 fn write_ts(a: &Fields<'_>, name: &str, id: i16) -> Outcome<u64> {
     if name.ends_with("Ts") {
-        timestamp(a.i64(id, "timestamp")?)
+        timestamp(name, a.i64(id, "timestamp")?)
     } else {
         Ok(LATEST_TIMESTAMP)
     }
 }
 
-fn timestamp(ts: i64) -> Outcome<u64> {
-    u64::try_from(ts).map_err(|_| Fault::illegal(format!("timestamp {ts} is negative")))
+/// A timestamp argument of `method`. HBase refuses a negative one with an
+/// `IllegalArgumentException` that only `mutateRowTs` catches (as `IllegalArgument`); every
+/// other call answers Thrift's internal error.
+fn timestamp(method: &str, ts: i64) -> Outcome<u64> {
+    u64::try_from(ts).map_err(|_| {
+        if method == "mutateRowTs" {
+            Fault::illegal(format!(
+                "java.lang.IllegalArgumentException: Timestamp cannot be negative. ts={ts}"
+            ))
+        } else {
+            internal(method, format!("timestamp {ts} is negative"))
+        }
+    })
 }
 
 fn versions(n: Option<i32>) -> Outcome<u32> {
@@ -681,10 +760,9 @@ fn row_mutations(
         let column = m.bytes(2, "Mutation.column")?;
         let (family, qualifier) = split_column(&column);
         if family.is_empty() {
-            return Err(Fault::illegal(format!(
-                "column {:?} names no family",
-                String::from_utf8_lossy(&column)
-            )));
+            return Err(Fault::illegal(
+                "java.lang.IllegalArgumentException: Family cannot be null",
+            ));
         }
         let durability = if m.opt_bool(4, "Mutation.writeToWAL")?.unwrap_or(true) {
             Durability::UseDefault
@@ -720,18 +798,57 @@ async fn apply(
     gw: &Call<'_>,
     table: &str,
     deletes: Vec<RowMutation>,
-    mut puts: Vec<RowMutation>,
+    puts: Vec<RowMutation>,
 ) -> Outcome<()> {
+    apply_raw(gw, table, deletes, puts)
+        .await
+        .map_err(client_fault)
+}
+
+async fn apply_raw(
+    gw: &Call<'_>,
+    table: &str,
+    deletes: Vec<RowMutation>,
+    mut puts: Vec<RowMutation>,
+) -> Result<(), ClientError> {
     let t = gw.client.table(table);
     for d in deletes {
-        t.delete(d).await.map_err(client_fault)?;
+        t.delete(d).await?;
     }
     if puts.len() > 1 {
-        t.put_all(puts).await.map_err(client_fault)?;
+        t.put_all(puts).await?;
     } else if let Some(p) = puts.pop() {
-        t.put(p).await.map_err(client_fault)?;
+        t.put(p).await?;
     }
     Ok(())
+}
+
+/// A failed batch of `n` rows as HBase's client reports one (RetriesExhaustedWithDetails
+/// Exception: each failure counted under its do-not-retry exception's message, then the
+/// servers; a missing table has none, `null`). Cellar's batch fails whole, so every row
+/// is counted.
+fn batch_fault(e: ClientError, n: usize) -> Fault {
+    let what = match e.code() {
+        Some(ErrorCode::TableNotFound) => table_not_found_name(server_message(&e)),
+        Some(ErrorCode::NoSuchFamily) => format!(
+            "org.apache.hadoop.hbase.regionserver.NoSuchColumnFamilyException: {}",
+            server_message(&e)
+        ),
+        _ => return client_fault(e),
+    };
+    let s = if n == 1 { "" } else { "s" };
+    Fault::io(format!(
+        "org.apache.hadoop.hbase.client.RetriesExhaustedWithDetailsException: Failed {n} action{s}: {what}: {n} time{s}, servers with issues: null"
+    ))
+}
+
+/// The table a TableNotFound error names (HBase's message is only that).
+fn table_not_found_name(message: String) -> String {
+    message
+        .strip_prefix("table '")
+        .and_then(|m| m.strip_suffix("' not found"))
+        .map(str::to_string)
+        .unwrap_or(message)
 }
 
 async fn increment(gw: &Call<'_>, inc: &Fields<'_>) -> Outcome<()> {
@@ -778,16 +895,14 @@ async fn open_scanner(
     scan: Scan,
     sort: bool,
 ) -> Outcome<Option<Value>> {
-    // The first row is read now: a missing table or family fails here, as HBase's
-    // getScanner does, not at the first scannerGet; and it costs no extra call.
-    let mut scanner = gw.client.table(table).scan(scan);
-    let first = scanner.next().await.map_err(client_fault)?;
+    // Nothing is read yet: as HBase's scannerOpen, a missing table or family fails at the first
+    // scannerGet.
+    let scanner = gw.client.table(table).scan(scan);
     let id = gw
         .add_scanner(
             gw.user.clone(),
             OpenScanner {
                 scanner,
-                ahead: first,
                 done: false,
                 sort_columns: sort,
                 last_used: Instant::now(),
@@ -810,17 +925,19 @@ async fn scanner_rows(gw: &Call<'_>, id: i32, n: usize) -> Outcome<Value> {
     let mut s = entry.lock().await;
     let mut rows = Vec::with_capacity(n.min(1024));
     while rows.len() < n {
-        let next = match s.ahead.take() {
-            Some(r) => Some(r),
-            None if s.done => None,
-            None => match s.scanner.next().await {
+        let next = if s.done {
+            None
+        } else {
+            match s.scanner.next().await {
                 Ok(r) => r,
+                // The scanner stays until closed, as in HBase (happybase closes it after the
+                // error): done, it answers empty lists.
                 Err(e) => {
-                    drop(s);
-                    gw.scanners.lock().remove(&id);
+                    s.done = true;
+                    s.last_used = Instant::now();
                     return Err(client_fault(e));
                 }
-            },
+            }
         };
         let Some(r) = next else {
             s.done = true;
@@ -849,7 +966,8 @@ fn region_info(r: &cellar_client::RegionLocation) -> Value {
 }
 
 /// `ColumnDescriptor` of a family: name `family:`, HBase's names for compression and blooms,
-/// time to live in seconds (`Integer.MAX_VALUE`: forever).
+/// time to live in seconds (`Integer.MAX_VALUE`: forever); what HBase does not report (bloom
+/// vector size and hashes, block cache) the IDL's defaults, 0 and false.
 fn column_descriptor(f: &FamilySchema) -> Value {
     let compression = f.compression.to_string().to_ascii_uppercase();
     let bloom = f.bloom.to_string().to_ascii_uppercase();
@@ -865,7 +983,8 @@ fn column_descriptor(f: &FamilySchema) -> Value {
         (5, Value::text(bloom)),
         (6, Value::I32(0)),
         (7, Value::I32(0)),
-        (8, Value::Bool(true)),
+        // HBase's Thrift server does not report it: the IDL's default.
+        (8, Value::Bool(false)),
         (9, Value::I32(ttl)),
     ])
 }
@@ -882,9 +1001,9 @@ fn family_schema(d: &Fields<'_>) -> Outcome<FamilySchema> {
     let mut f = FamilySchema::new(family.clone());
     let max_versions = d.opt_i32(2, "ColumnDescriptor.maxVersions")?.unwrap_or(3);
     if max_versions < 1 {
-        return Err(Fault::illegal(format!(
-            "family {family}: maxVersions {max_versions} must be at least 1"
-        )));
+        return Err(Fault::illegal(
+            "java.lang.IllegalArgumentException: Maximum versions must be positive",
+        ));
     }
     f.max_versions = max_versions as u32;
     let text_or_none = |id, what| -> Outcome<String> {
@@ -892,9 +1011,41 @@ fn family_schema(d: &Fields<'_>) -> Outcome<FamilySchema> {
             .filter(|t| !t.is_empty())
             .unwrap_or_else(|| "NONE".into()))
     };
-    f.compression = text_or_none(3, "ColumnDescriptor.compression")?
-        .parse()
-        .map_err(|e| Fault::illegal(format!("family {family}: {e}")))?;
+    // HBase looks compression up by its lower-cased name, and a bloom type by its exact
+    // (upper-case) enum name; its codecs that Cellar lacks are refused naming both lists.
+    let compression = text_or_none(3, "ColumnDescriptor.compression")?.to_ascii_lowercase();
+    f.compression = match compression.as_str() {
+        "none" | "snappy" | "lz4" | "zstd" => compression
+            .parse()
+            .map_err(|e| Fault::illegal(format!("family {family}: {e}")))?,
+        "gz" | "lzo" | "bzip2" | "lzma" => {
+            return Err(Fault::illegal(format!(
+                "java.lang.IllegalArgumentException: compression {} is HBase's but not Cellar's (NONE, SNAPPY, LZ4, ZSTD)",
+                compression.to_ascii_uppercase()
+            )))
+        }
+        other => {
+            return Err(Fault::illegal(format!(
+                "java.lang.IllegalArgumentException: Unsupported compression algorithm name: {other}"
+            )))
+        }
+    };
+    let bloom = text_or_none(5, "ColumnDescriptor.bloomFilterType")?;
+    f.bloom = match bloom.as_str() {
+        "NONE" | "ROW" | "ROWCOL" => bloom
+            .parse()
+            .map_err(|e| Fault::illegal(format!("family {family}: {e}")))?,
+        "ROWPREFIX_FIXED_LENGTH" => {
+            return Err(Fault::illegal(
+                "java.lang.IllegalArgumentException: bloom filter type ROWPREFIX_FIXED_LENGTH is HBase's but not Cellar's (NONE, ROW, ROWCOL)",
+            ))
+        }
+        other => {
+            return Err(Fault::illegal(format!(
+                "java.lang.IllegalArgumentException: No enum constant org.apache.hadoop.hbase.regionserver.BloomType.{other}"
+            )))
+        }
+    };
     f.in_memory = d.opt_bool(4, "ColumnDescriptor.inMemory")?.unwrap_or(false);
     f.bloom = text_or_none(5, "ColumnDescriptor.bloomFilterType")?
         .parse()
