@@ -19,9 +19,13 @@
 # outgrows memory both servers read from the disk alike instead of competing for one page
 # cache (needs root or a delegated cgroup; see docs/hbase-side-by-side.md).
 #
+# Before every run phase both servers are let go idle (no compaction or flush running): each
+# must spend under --idle-cpu PCT of a core (default 5) over 3 s, waiting at most --idle-wait S
+# (default 1800); the wait, and a server that never went idle, are printed.
+#
 # Usage: scripts/bench-vs-hbase.sh [--records N] [--ops N] [--threads "1 8"] [--passes N]
 #          [--workloads "load a c"] [--out FILE.json] [--cellar BIN] [--work DIR] [--no-cellar]
-#          [--no-native] [--no-ucx] [--server-memory SIZE]
+#          [--no-native] [--no-ucx] [--server-memory SIZE] [--idle-cpu PCT] [--idle-wait S]
 set -euo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -36,6 +40,8 @@ work=""
 with_cellar=1
 with_native=1
 with_ucx=1
+idle_cpu=5
+idle_wait=1800
 
 die() { echo "bench-vs-hbase: $*" >&2; exit 1; }
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
@@ -52,13 +58,16 @@ while [[ $# -gt 0 ]]; do
     --no-cellar) with_cellar=0; shift ;;
     --no-native) with_native=0; shift ;;
     --no-ucx) with_ucx=0; shift ;;
+    --idle-cpu) need_value "$@"; idle_cpu="$2"; shift 2 ;;
+    --idle-wait) need_value "$@"; idle_wait="$2"; shift 2 ;;
     --server-memory) need_value "$@"
       server_memory="$(numfmt --from=iec "${2%[bB]}" 2>/dev/null)" || die "--server-memory: '$2' is not a size (e.g. 6G)"
       shift 2 ;;
-    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}"; exit 0 ;;
+    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}"; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
+[[ "$idle_cpu" =~ ^[0-9]+$ && "$idle_wait" =~ ^[0-9]+$ ]] || die "--idle-cpu and --idle-wait take whole numbers"
 for n in "$records" "$ops" "$passes"; do
   [[ "$n" =~ ^[1-9][0-9]*$ ]] || die "'$n' is not a positive count (--records/--ops/--passes)"
 done
@@ -343,6 +352,32 @@ measure_idle() {
     echo "idle $sys ($when): ${idle_meta[-1]#*=} ms CPU per second" >&2
   done
 }
+# wait_idle: until each server spends under idle_cpu % of a core over 3 s (its compactions
+# and flushes done), at most idle_wait seconds; so no phase pays for another's leftovers.
+wait_idle() {
+  local started now sys pid before after pct busy
+  started=$(date +%s)
+  while true; do
+    busy=""
+    for sys in hbase cellar; do
+      [[ "$sys" == cellar ]] && (( ! with_cellar )) && continue
+      if [[ "$sys" == hbase ]]; then pid="$hbase_pid"; else pid="$cellar_pid"; fi
+      before="$(cpu_ticks "$pid")"; sleep 3; after="$(cpu_ticks "$pid")"
+      pct=$(( (after - before) * 100 / clk_tck / 3 ))
+      (( pct >= idle_cpu )) && busy="$busy $sys=${pct}%"
+    done
+    now=$(date +%s)
+    if [[ -z "$busy" ]]; then
+      echo "  idle after $((now - started)) s" >&2
+      return 0
+    fi
+    if (( now - started >= idle_wait )); then
+      echo "  still busy after $((now - started)) s:$busy (running anyway)" >&2
+      return 0
+    fi
+  done
+}
+
 measure_idle start
 for pass in $(seq 1 "$passes"); do
   for t in $threads; do
@@ -354,7 +389,7 @@ for pass in $(seq 1 "$passes"); do
     cap_memory
     for w in $workloads; do
       [[ "$w" == load ]] && continue
-      for sys in "${order[@]}"; do run_phase "$sys" "$w" "$t" "$pass"; done
+      for sys in "${order[@]}"; do wait_idle; run_phase "$sys" "$w" "$t" "$pass"; done
     done
   done
 done
