@@ -20,7 +20,7 @@ use cellar_proto::hbase;
 use cellar_proto::hbase::get_procedure_result_response::State as ProcState;
 use parking_lot::Mutex;
 use prost::Message;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 #[cfg(test)]
 pub(crate) mod test_support;
@@ -54,6 +54,18 @@ pub(crate) struct Procedures {
 struct ProcTable {
     last_id: u64,
     done: BTreeMap<u64, Outcome>,
+    /// The procedure each client nonce started, while that procedure is kept: a request
+    /// retried with the same `(nonce_group, nonce)` gets that procedure back instead of
+    /// running again (HBase's `ProcedureExecutor.registerNonce`).
+    nonces: HashMap<(u64, u64), u64>,
+}
+
+/// A request's nonce as HBase keys procedures by it; none when the nonce is 0 (`NO_NONCE`).
+pub(super) fn nonce_key(group: Option<u64>, nonce: Option<u64>) -> Option<(u64, u64)> {
+    match nonce {
+        Some(n) if n != 0 => Some((group.unwrap_or(0), n)),
+        _ => None,
+    }
 }
 
 impl Procedures {
@@ -64,6 +76,7 @@ impl Procedures {
         &self,
         class: &'static str,
         ctx: &CallCtx,
+        nonce: Option<(u64, u64)>,
         op: impl FnOnce() -> Result<(), HbaseError>,
     ) -> u64 {
         let submitted_ms = super::now_ms();
@@ -71,6 +84,9 @@ impl Procedures {
         let mut st = self.inner.lock();
         st.last_id += 1;
         let id = st.last_id;
+        if let Some(key) = nonce {
+            st.nonces.insert(key, id);
+        }
         st.done.insert(
             id,
             Outcome {
@@ -82,9 +98,17 @@ impl Procedures {
             },
         );
         while st.done.len() > MAX_PROCEDURES {
-            st.done.pop_first();
+            if let Some((old, _)) = st.done.pop_first() {
+                st.nonces.retain(|_, v| *v != old);
+            }
         }
         id
+    }
+
+    /// The procedure a request with this nonce already started, if it is still kept.
+    fn replayed(&self, nonce: Option<(u64, u64)>) -> Option<u64> {
+        let key = nonce?;
+        self.inner.lock().nonces.get(&key).copied()
     }
 
     fn get(&self, id: u64) -> Option<Outcome> {
@@ -193,10 +217,16 @@ pub(crate) fn call(
             let req: hbase::CreateTableRequest = decode("CreateTableRequest", &param)?;
             let schema = schema::table_from_pb(&req.table_schema)?;
             svc.rs.authz.require_create(&ctx.caller, &schema.name)?;
+            let nonce = nonce_key(req.nonce_group, req.nonce);
+            if let Some(id) = procs.replayed(nonce) {
+                return Ok(HReply::message(&hbase::CreateTableResponse {
+                    proc_id: Some(id),
+                }));
+            }
             let name = schema.name.clone();
             rs.create_table(schema, &req.split_keys)?;
             rs.grant_owner(&ctx.caller, &name)?;
-            let proc_id = procs.run("procedure.CreateTableProcedure", ctx, || Ok(()));
+            let proc_id = procs.run("procedure.CreateTableProcedure", ctx, nonce, || Ok(()));
             Ok(HReply::message(&hbase::CreateTableResponse {
                 proc_id: Some(proc_id),
             }))
@@ -205,8 +235,14 @@ pub(crate) fn call(
             let req: hbase::DeleteTableRequest = decode("DeleteTableRequest", &param)?;
             let table = table_of(&req.table_name, "DeleteTableRequest")?;
             table_admin(svc, ctx, &table, "delete a table")?;
+            let nonce = nonce_key(req.nonce_group, req.nonce);
+            if let Some(id) = procs.replayed(nonce) {
+                return Ok(HReply::message(&hbase::DeleteTableResponse {
+                    proc_id: Some(id),
+                }));
+            }
             rs.delete_table(&table)?;
-            let proc_id = procs.run("procedure.DeleteTableProcedure", ctx, || Ok(()));
+            let proc_id = procs.run("procedure.DeleteTableProcedure", ctx, nonce, || Ok(()));
             Ok(HReply::message(&hbase::DeleteTableResponse {
                 proc_id: Some(proc_id),
             }))
@@ -215,7 +251,13 @@ pub(crate) fn call(
             let req: hbase::DisableTableRequest = decode("DisableTableRequest", &param)?;
             let table = table_of(&req.table_name, "DisableTableRequest")?;
             table_admin(svc, ctx, &table, "disable a table")?;
-            let proc_id = procs.run("procedure.DisableTableProcedure", ctx, || {
+            let nonce = nonce_key(req.nonce_group, req.nonce);
+            if let Some(id) = procs.replayed(nonce) {
+                return Ok(HReply::message(&hbase::DisableTableResponse {
+                    proc_id: Some(id),
+                }));
+            }
+            let proc_id = procs.run("procedure.DisableTableProcedure", ctx, nonce, || {
                 Ok(rs.disable_table(&table)?)
             });
             Ok(HReply::message(&hbase::DisableTableResponse {
@@ -226,7 +268,13 @@ pub(crate) fn call(
             let req: hbase::EnableTableRequest = decode("EnableTableRequest", &param)?;
             let table = table_of(&req.table_name, "EnableTableRequest")?;
             table_admin(svc, ctx, &table, "enable a table")?;
-            let proc_id = procs.run("procedure.EnableTableProcedure", ctx, || {
+            let nonce = nonce_key(req.nonce_group, req.nonce);
+            if let Some(id) = procs.replayed(nonce) {
+                return Ok(HReply::message(&hbase::EnableTableResponse {
+                    proc_id: Some(id),
+                }));
+            }
+            let proc_id = procs.run("procedure.EnableTableProcedure", ctx, nonce, || {
                 Ok(rs.enable_table(&table)?)
             });
             Ok(HReply::message(&hbase::EnableTableResponse {
@@ -237,8 +285,14 @@ pub(crate) fn call(
             let req: hbase::TruncateTableRequest = decode("TruncateTableRequest", &param)?;
             let table = table_of(&req.table_name, "TruncateTableRequest")?;
             table_admin(svc, ctx, &table, "truncate a table")?;
+            let nonce = nonce_key(req.nonce_group, req.nonce);
+            if let Some(id) = procs.replayed(nonce) {
+                return Ok(HReply::message(&hbase::TruncateTableResponse {
+                    proc_id: Some(id),
+                }));
+            }
             let preserve = req.preserve_splits();
-            let proc_id = procs.run("procedure.TruncateTableProcedure", ctx, || {
+            let proc_id = procs.run("procedure.TruncateTableProcedure", ctx, nonce, || {
                 truncate(svc, &table, preserve)
             });
             Ok(HReply::message(&hbase::TruncateTableResponse {
@@ -249,6 +303,12 @@ pub(crate) fn call(
             let req: hbase::ModifyTableRequest = decode("ModifyTableRequest", &param)?;
             let table = table_of(&req.table_name, "ModifyTableRequest")?;
             table_admin(svc, ctx, &table, "modify a table")?;
+            let nonce = nonce_key(req.nonce_group, req.nonce);
+            if let Some(id) = procs.replayed(nonce) {
+                return Ok(HReply::message(&hbase::ModifyTableResponse {
+                    proc_id: Some(id),
+                }));
+            }
             let wanted = schema::table_from_pb(&req.table_schema)?;
             if wanted.name != table {
                 return Err(HbaseError::do_not_retry(format!(
@@ -256,7 +316,7 @@ pub(crate) fn call(
                     wanted.name
                 )));
             }
-            let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, || {
+            let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, nonce, || {
                 modify(svc, &table, wanted)
             });
             Ok(HReply::message(&hbase::ModifyTableResponse {
@@ -264,15 +324,23 @@ pub(crate) fn call(
             }))
         }
         "AddColumn" | "ModifyColumn" => {
-            let (table, family) = if method == "AddColumn" {
+            let (table, family, nonce) = if method == "AddColumn" {
                 let req: hbase::AddColumnRequest = decode("AddColumnRequest", &param)?;
-                (req.table_name, req.column_families)
+                let nonce = nonce_key(req.nonce_group, req.nonce);
+                (req.table_name, req.column_families, nonce)
             } else {
                 let req: hbase::ModifyColumnRequest = decode("ModifyColumnRequest", &param)?;
-                (req.table_name, req.column_families)
+                let nonce = nonce_key(req.nonce_group, req.nonce);
+                (req.table_name, req.column_families, nonce)
             };
             let table = table_of(&table, method)?;
             table_admin(svc, ctx, &table, "modify a table")?;
+            if let Some(id) = procs.replayed(nonce) {
+                // AddColumnResponse and ModifyColumnResponse are the same message.
+                return Ok(HReply::message(&hbase::AddColumnResponse {
+                    proc_id: Some(id),
+                }));
+            }
             let family = schema::family_from_pb(&table, &family)?;
             let current = current_schema(svc, &table)?;
             let exists = current.family(family.name.as_bytes()).is_some();
@@ -288,7 +356,7 @@ pub(crate) fn call(
                     family.name
                 )));
             }
-            let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, || {
+            let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, nonce, || {
                 Ok(rs.alter_table(&table, vec![family], &[])?)
             });
             let reply = hbase::AddColumnResponse {
@@ -300,6 +368,12 @@ pub(crate) fn call(
             let req: hbase::DeleteColumnRequest = decode("DeleteColumnRequest", &param)?;
             let table = table_of(&req.table_name, "DeleteColumnRequest")?;
             table_admin(svc, ctx, &table, "modify a table")?;
+            let nonce = nonce_key(req.nonce_group, req.nonce);
+            if let Some(id) = procs.replayed(nonce) {
+                return Ok(HReply::message(&hbase::DeleteColumnResponse {
+                    proc_id: Some(id),
+                }));
+            }
             let family = String::from_utf8_lossy(&req.column_name).into_owned();
             let current = current_schema(svc, &table)?;
             if current.family(&req.column_name).is_none() {
@@ -313,7 +387,7 @@ pub(crate) fn call(
                     "family '{family}' is the only column family of table '{table}', so it cannot be deleted"
                 )));
             }
-            let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, || {
+            let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, nonce, || {
                 Ok(rs.alter_table(&table, Vec::new(), &[family])?)
             });
             Ok(HReply::message(&hbase::DeleteColumnResponse {
@@ -324,8 +398,17 @@ pub(crate) fn call(
             let req: hbase::FlushTableRequest = decode("FlushTableRequest", &param)?;
             let table = table_of(&req.table_name, "FlushTableRequest")?;
             table_admin(svc, ctx, &table, "flush a table")?;
-            // Cellar flushes whole regions: a family list flushes them all, which is a superset.
-            let proc_id = procs.run("procedure.FlushTableProcedure", ctx, || {
+            let nonce = nonce_key(req.nonce_group, req.nonce);
+            if let Some(id) = procs.replayed(nonce) {
+                return Ok(HReply::message(&hbase::FlushTableResponse {
+                    proc_id: Some(id),
+                }));
+            }
+            // As HBase's FlushTableProcedure, families the table lacks fail the call itself.
+            // Cellar then flushes whole regions: a family list flushes them all, a superset
+            // with the same data visible.
+            check_families(&current_schema(svc, &table)?, &req.column_family, &table)?;
+            let proc_id = procs.run("procedure.FlushTableProcedure", ctx, nonce, || {
                 Ok(rs.flush_table(&table)?)
             });
             Ok(HReply::message(&hbase::FlushTableResponse {
@@ -344,9 +427,20 @@ pub(crate) fn call(
                 &Scope::table(&table),
                 "split a region",
             )?;
+            let nonce = nonce_key(req.nonce_group, req.nonce);
+            if let Some(id) = procs.replayed(nonce) {
+                return Ok(HReply::message(&hbase::SplitTableRegionResponse {
+                    proc_id: Some(id),
+                }));
+            }
             let row = req.split_row.filter(|r| !r.is_empty());
             rs.split_region_by_id(&table, info.region_id, row)?;
-            let proc_id = procs.run("assignment.SplitTableRegionProcedure", ctx, || Ok(()));
+            let proc_id = procs.run(
+                "assignment.SplitTableRegionProcedure",
+                ctx,
+                nonce,
+                || Ok(()),
+            );
             Ok(HReply::message(&hbase::SplitTableRegionResponse {
                 proc_id: Some(proc_id),
             }))
@@ -370,24 +464,28 @@ pub(crate) fn call(
         "GetTableDescriptors" => {
             let req: hbase::GetTableDescriptorsRequest =
                 decode("GetTableDescriptorsRequest", &param)?;
-            let schemas = if req.table_names.is_empty() {
-                let pick = Selection::new(
-                    req.regex.as_deref(),
-                    req.namespace.as_deref(),
-                    req.include_sys_tables(),
-                )?;
+            let pick = Selection::new(
+                req.regex.as_deref(),
+                req.namespace.as_deref(),
+                req.include_sys_tables(),
+            )?;
+            let schemas: Vec<TableSchema> = if req.table_names.is_empty() {
+                pick.check_namespace(svc)?;
                 user_tables(svc, ctx)
                     .into_iter()
                     .filter(|(n, _)| pick.matches(n))
                     .map(|(_, s)| s)
                     .collect()
             } else {
-                // Tables that do not exist are left out; the client reports them.
+                // Tables that do not exist are left out; the client reports them. As in
+                // HBase, the regex still applies to the tables named (the namespace does not).
                 let mut v = Vec::new();
                 for t in &req.table_names {
                     let name = names::table_from_pb(t)?;
                     if let Some(route) = visible_table(svc, &name) {
-                        v.push((*route.schema).clone());
+                        if pick.matches_name(&name) {
+                            v.push((*route.schema).clone());
+                        }
                     }
                 }
                 v
@@ -403,6 +501,7 @@ pub(crate) fn call(
                 req.namespace.as_deref(),
                 req.include_sys_tables(),
             )?;
+            pick.check_namespace(svc)?;
             Ok(HReply::message(&hbase::GetTableNamesResponse {
                 table_names: user_tables(svc, ctx)
                     .into_iter()
@@ -479,11 +578,21 @@ pub(crate) fn call(
         }
         // Namespace DDL. As in HBase, "exists", "not found" and "not empty" fail the call.
         "CreateNamespace" | "ModifyNamespace" => {
-            let descriptor = if method == "CreateNamespace" {
-                decode::<hbase::CreateNamespaceRequest>(method, &param)?.namespace_descriptor
+            let (descriptor, nonce) = if method == "CreateNamespace" {
+                let req: hbase::CreateNamespaceRequest = decode(method, &param)?;
+                let nonce = nonce_key(req.nonce_group, req.nonce);
+                (req.namespace_descriptor, nonce)
             } else {
-                decode::<hbase::ModifyNamespaceRequest>(method, &param)?.namespace_descriptor
+                let req: hbase::ModifyNamespaceRequest = decode(method, &param)?;
+                let nonce = nonce_key(req.nonce_group, req.nonce);
+                (req.namespace_descriptor, nonce)
             };
+            if let Some(id) = procs.replayed(nonce) {
+                // Both responses are the same message.
+                return Ok(HReply::message(&hbase::CreateNamespaceResponse {
+                    proc_id: Some(id),
+                }));
+            }
             let name = String::from_utf8(descriptor.name.to_vec()).map_err(|_| {
                 HbaseError::do_not_retry(format!("{method}: the namespace name is not UTF-8"))
             })?;
@@ -504,6 +613,7 @@ pub(crate) fn call(
                     "procedure.ModifyNamespaceProcedure"
                 },
                 ctx,
+                nonce,
                 || Ok(()),
             ));
             Ok(if method == "CreateNamespace" {
@@ -514,10 +624,17 @@ pub(crate) fn call(
         }
         "DeleteNamespace" => {
             let req: hbase::DeleteNamespaceRequest = decode(method, &param)?;
+            let nonce = nonce_key(req.nonce_group, req.nonce);
+            if let Some(id) = procs.replayed(nonce) {
+                return Ok(HReply::message(&hbase::DeleteNamespaceResponse {
+                    proc_id: Some(id),
+                }));
+            }
             // HBase checks before its procedure runs (its prepare latch): a namespace that
             // still holds tables, or a reserved one, is refused by the call itself.
             rs.delete_namespace(&req.namespace_name)?;
-            let proc_id = Some(procs.run("procedure.DeleteNamespaceProcedure", ctx, || Ok(())));
+            let proc_id =
+                Some(procs.run("procedure.DeleteNamespaceProcedure", ctx, nonce, || Ok(())));
             Ok(HReply::message(&hbase::DeleteNamespaceResponse { proc_id }))
         }
         _ => Err(HbaseError::unknown_method("MasterService", method)),
@@ -555,6 +672,31 @@ pub(crate) fn foreign_exception(
             trace: Vec::new(),
         }),
     }
+}
+
+/// HBase's check of the families a flush names: every one the table lacks, in one
+/// NoSuchColumnFamilyException ("Column families [a, b] don't exist in table t").
+pub(super) fn check_families(
+    schema: &TableSchema,
+    families: &[Bytes],
+    table: &str,
+) -> Result<(), HbaseError> {
+    let missing: Vec<String> = families
+        .iter()
+        .filter(|f| schema.family(f).is_none())
+        .map(|f| String::from_utf8_lossy(f).into_owned())
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(HbaseError::new(
+        super::exceptions::NO_SUCH_FAMILY,
+        format!(
+            "Column families [{}] don't exist in table {table}",
+            missing.join(", ")
+        ),
+        true,
+    ))
 }
 
 fn invalid_family(message: String) -> HbaseError {
@@ -640,11 +782,26 @@ impl Selection {
         })
     }
 
+    /// HBase looks the namespace up first: one that does not exist is
+    /// NamespaceNotFoundException, not an empty list.
+    pub(super) fn check_namespace(&self, svc: &HbaseService) -> Result<(), HbaseError> {
+        match &self.namespace {
+            Some(ns) if !svc.rs.namespaces().contains_key(ns) => Err(namespace_not_found(ns)),
+            _ => Ok(()),
+        }
+    }
+
     pub(super) fn matches(&self, table: &str) -> bool {
         let (ns, _) = catalog_names::split(table);
         if self.namespace.as_deref().is_some_and(|want| want != ns) {
             return false;
         }
+        self.matches_name(table)
+    }
+
+    /// Whether the regex (if any) takes `table`, whatever the namespace asked for.
+    pub(super) fn matches_name(&self, table: &str) -> bool {
+        let (ns, _) = catalog_names::split(table);
         match &self.regex {
             None => true,
             Some(re) => {

@@ -685,3 +685,120 @@ fn the_standalone_balancer_switches_and_there_is_no_maintenance_mode() {
     assert_eq!(e.class, crate::hbase::exceptions::DO_NOT_RETRY);
     assert!(e.message.contains("MasterService.Balance"), "{}", e.message);
 }
+
+#[test]
+fn a_ddl_request_retried_with_its_nonce_gets_its_first_procedure_back() {
+    use crate::hbase::master::INVALID_FAMILY_OPERATION;
+    let f = Fixture::new();
+    let create_req = |nonce: u64| hbase::CreateTableRequest {
+        table_schema: table_schema("n", &["cf"]),
+        split_keys: Vec::new(),
+        nonce_group: Some(9),
+        nonce: Some(nonce),
+    };
+    let first: hbase::CreateTableResponse = f.master("CreateTable", &create_req(77));
+    assert_eq!(f.procedure(first.proc_id), (FINISHED, None));
+    // The client resends a call whose answer it lost: HBase finds the nonce registered and
+    // answers the first procedure; the table is not created twice nor reported as existing.
+    let again: hbase::CreateTableResponse = f
+        .try_master("CreateTable", &create_req(77))
+        .expect("a retry with the same nonce answers the first procedure");
+    assert_eq!(again.proc_id, first.proc_id);
+    // Another nonce is another request: the table exists.
+    let other = f
+        .try_master::<hbase::CreateTableResponse>("CreateTable", &create_req(78))
+        .expect_err("exists");
+    assert_eq!(other.class, TABLE_EXISTS);
+
+    let add = |nonce: Option<u64>| hbase::AddColumnRequest {
+        table_name: table_req("n"),
+        column_families: table_schema("n", &["extra"]).column_families[0].clone(),
+        nonce_group: Some(9),
+        nonce,
+    };
+    let added: hbase::AddColumnResponse = f.master("AddColumn", &add(Some(5)));
+    assert_eq!(f.procedure(added.proc_id), (FINISHED, None));
+    let replay: hbase::AddColumnResponse = f
+        .try_master("AddColumn", &add(Some(5)))
+        .expect("a replayed AddColumn answers its procedure");
+    assert_eq!(replay.proc_id, added.proc_id);
+    // Without a nonce (0 is HBase's NO_NONCE) nothing is deduplicated.
+    let dup = f
+        .try_master::<hbase::AddColumnResponse>("AddColumn", &add(Some(0)))
+        .expect_err("the family exists");
+    assert_eq!(dup.class, INVALID_FAMILY_OPERATION);
+}
+
+#[test]
+fn table_lists_check_the_namespace_and_filter_named_tables_by_the_regex() {
+    use crate::hbase::exceptions::NAMESPACE_NOT_FOUND;
+    let f = Fixture::new();
+    create(&f, "a1", &[]).expect("create a1");
+    create(&f, "b1", &[]).expect("create b1");
+    let e = f
+        .try_master::<hbase::GetTableNamesResponse>(
+            "GetTableNames",
+            &hbase::GetTableNamesRequest {
+                namespace: Some("nope".into()),
+                ..Default::default()
+            },
+        )
+        .expect_err("no such namespace");
+    assert_eq!(e.class, NAMESPACE_NOT_FOUND);
+    let e = f
+        .try_master::<hbase::GetTableDescriptorsResponse>(
+            "GetTableDescriptors",
+            &hbase::GetTableDescriptorsRequest {
+                namespace: Some("nope".into()),
+                ..Default::default()
+            },
+        )
+        .expect_err("no such namespace");
+    assert_eq!(e.class, NAMESPACE_NOT_FOUND);
+    // Tables named and a regex: HBase keeps only those the regex matches.
+    let d: hbase::GetTableDescriptorsResponse = f.master(
+        "GetTableDescriptors",
+        &hbase::GetTableDescriptorsRequest {
+            table_names: vec![table_req("a1"), table_req("b1")],
+            regex: Some("a.*".into()),
+            ..Default::default()
+        },
+    );
+    let got: Vec<_> = d
+        .table_schema
+        .iter()
+        .map(|s| {
+            crate::hbase::names::table_from_pb(s.table_name.as_ref().expect("name")).expect("ok")
+        })
+        .collect();
+    assert_eq!(got, vec!["a1"]);
+}
+
+#[test]
+fn flush_table_refuses_families_the_table_lacks() {
+    use crate::hbase::exceptions::NO_SUCH_FAMILY;
+    let f = Fixture::new();
+    create(&f, "fl", &[]).expect("create");
+    let flush = |families: &[&str]| {
+        f.try_master::<hbase::FlushTableResponse>(
+            "FlushTable",
+            &hbase::FlushTableRequest {
+                table_name: table_req("fl"),
+                column_family: families
+                    .iter()
+                    .map(|c| Bytes::copy_from_slice(c.as_bytes()))
+                    .collect(),
+                nonce_group: None,
+                nonce: None,
+            },
+        )
+    };
+    let ok = flush(&["cf"]).expect("a family the table has");
+    assert_eq!(f.procedure(ok.proc_id), (FINISHED, None));
+    let e = flush(&["cf", "nope", "gone"]).expect_err("missing families");
+    assert_eq!(e.class, NO_SUCH_FAMILY);
+    assert_eq!(
+        e.message,
+        "Column families [nope, gone] don't exist in table fl"
+    );
+}
