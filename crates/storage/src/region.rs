@@ -542,6 +542,20 @@ impl Region {
         self.compact_stores(major).map(drop)
     }
 
+    /// Compacts the store of `family` alone (HBase's compaction of one family of a region);
+    /// `false`, with nothing done, when the region has no such family.
+    pub fn compact_family(&self, family: &str, major: bool) -> Result<bool> {
+        match self
+            .inner
+            .stores
+            .iter()
+            .position(|s| s.family.name == family)
+        {
+            Some(i) => self.inner.compact_store(i, major).map(|_| true),
+            None => Ok(false),
+        }
+    }
+
     /// The region's families, in the order of its stores (sorted by name).
     pub fn families(&self) -> Vec<String> {
         self.inner

@@ -58,6 +58,17 @@ pub(crate) fn call(
                 Resolved::Meta => false,
                 Resolved::User(r) => {
                     super::master::table_admin(svc, ctx, &r.table, "flush a region")?;
+                    // HBase flushes only the family named, after checking the table has it.
+                    // Cellar flushes the whole region (every family's memstore): more than
+                    // asked, with the same data visible.
+                    if let Some(family) = &req.family {
+                        let schema = r.with(|region| Ok(region.schema().clone()))?;
+                        super::master::check_families(
+                            &schema,
+                            std::slice::from_ref(family),
+                            &r.table,
+                        )?;
+                    }
                     r.with(|region| Ok(region.flush()?))?;
                     true
                 }
@@ -73,7 +84,29 @@ pub(crate) fn call(
             if let Resolved::User(r) = resolve(svc, &req.region)? {
                 super::master::table_admin(svc, ctx, &r.table, "compact a region")?;
                 let major = req.major.unwrap_or(false);
-                r.with(|region| Ok(region.compact(major)?))?;
+                match &req.family {
+                    // One family's store, as HBase's `compact(table, family)`; a family the
+                    // region lacks is HBase's NoSuchColumnFamilyException.
+                    Some(family) => {
+                        let name = String::from_utf8_lossy(family).into_owned();
+                        let done = r.with(|region| Ok(region.compact_family(&name, major)?))?;
+                        if !done {
+                            return Err(HbaseError::new(
+                                super::exceptions::NO_SUCH_FAMILY,
+                                format!(
+                                    "column family {name} does not exist in region {}",
+                                    names::show(&names::region_name(
+                                        &r.table,
+                                        &r.info.start_key,
+                                        r.info.id
+                                    ))
+                                ),
+                                true,
+                            ));
+                        }
+                    }
+                    None => r.with(|region| Ok(region.compact(major)?))?,
+                }
             }
             Ok(HReply::message(&hbase::CompactRegionResponse {}))
         }
@@ -233,5 +266,86 @@ mod tests {
         )
         .expect_err("disabled");
         assert_eq!(closed.class, crate::hbase::exceptions::TABLE_NOT_ENABLED);
+    }
+
+    #[test]
+    fn flush_and_compact_of_one_family() {
+        use crate::hbase::exceptions::NO_SUCH_FAMILY;
+        use crate::hbase::master::test_support::table_schema;
+        use cellar_model::RowMutation;
+        use cellar_proto::pb::MutationKind;
+        let f = Fixture::new();
+        let _: hbase::CreateTableResponse = f.master(
+            "CreateTable",
+            &hbase::CreateTableRequest {
+                table_schema: table_schema("two", &["a", "b"]),
+                split_keys: Vec::new(),
+                nonce_group: None,
+                nonce: None,
+            },
+        );
+        let region = f.svc.rs.router.locate("two", b"r").expect("located");
+        let name = region_name("two", b"", region.info.id);
+        // Two store files in each family.
+        for ts in [1, 2] {
+            let m = RowMutation::new(b"r".to_vec())
+                .put(b"a", b"q", ts, b"v".to_vec())
+                .put(b"b", b"q", ts, b"v".to_vec());
+            f.svc
+                .rs
+                .mutate("two", region.info.id, &m, MutationKind::PutDelete, None)
+                .expect("put");
+            region.with(|r| Ok(r.flush()?)).expect("flush");
+        }
+        let files = |family: &str| {
+            region
+                .with(|r| Ok(r.store_files(family).len()))
+                .expect("open")
+        };
+        assert_eq!((files("a"), files("b")), (2, 2));
+        let compact = |family: Option<&str>| {
+            f.call(
+                "AdminService",
+                "CompactRegion",
+                &hbase::CompactRegionRequest {
+                    region: spec(REGION_NAME, name.clone()),
+                    major: Some(true),
+                    family: family.map(|c| Bytes::copy_from_slice(c.as_bytes())),
+                },
+            )
+        };
+        // HBase compacts the store of the family named, and only it.
+        compact(Some("a")).expect("compact a");
+        assert_eq!(
+            (files("a"), files("b")),
+            (1, 2),
+            "only family a is compacted"
+        );
+        let e = compact(Some("nope")).expect_err("no such family");
+        assert_eq!(e.class, NO_SUCH_FAMILY);
+        assert!(
+            e.message
+                .starts_with("column family nope does not exist in region two,,"),
+            "{}",
+            e.message
+        );
+        let e = f
+            .call(
+                "AdminService",
+                "FlushRegion",
+                &hbase::FlushRegionRequest {
+                    region: spec(REGION_NAME, name.clone()),
+                    family: Some(Bytes::from_static(b"nope")),
+                    ..Default::default()
+                },
+            )
+            .expect_err("no such family");
+        assert_eq!(e.class, NO_SUCH_FAMILY);
+        assert_eq!(e.message, "Column families [nope] don't exist in table two");
+        assert_eq!(
+            (files("a"), files("b")),
+            (1, 2),
+            "a refused call does nothing"
+        );
     }
 }
