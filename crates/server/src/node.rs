@@ -380,49 +380,53 @@ impl Node {
     /// splits its log and gives its regions to others, so it must not serve again.
     fn watch_session(&mut self) {
         let c = self.coordination.clone();
-        let rs = Arc::clone(&self.region_server);
-        let fenced = Arc::clone(&self.fenced);
-        let stop = Arc::clone(&self.watcher_stop);
-        let spawned = std::thread::Builder::new()
-            .name("cellar-session".into())
-            .spawn(move || {
-                while !stop.load(Ordering::SeqCst) {
-                    if c.session() == crate::coord::SessionState::Expired {
-                        tracing::error!(coordination = %c.describe(), "ZooKeeper session expired: this region server is fenced and stops serving");
-                        rs.fence();
-                        fenced.store(true, Ordering::SeqCst);
-                        return;
-                    }
-                    std::thread::sleep(Duration::from_millis(100));
-                }
-            });
-        match spawned {
-            Ok(h) => self.watcher = Some(h),
-            Err(e) => tracing::error!(error = %e, "cannot start the session watcher"),
-        }
+        self.watch_until_fenced("cellar-session", move || {
+            (c.session() == crate::coord::SessionState::Expired).then(|| {
+                format!(
+                    "ZooKeeper session expired ({}): this region server is fenced and stops serving",
+                    c.describe()
+                )
+            })
+        });
     }
 
     /// A cluster master steps down as HBase's aborts: when its session expires, or
     /// `/hbase/master` names another master or none (`master::Tenure`), it refuses every call
     /// (a retriable error naming why), its assignment and balancer stop, and the process
-    /// exits ([`Node::fenced`]); a backup takes over. Checked every 100 ms; the tenure's
-    /// confirmation is renewed at half its life.
+    /// exits ([`Node::fenced`]); a backup takes over. The tenure's confirmation is renewed at
+    /// half its life.
     fn watch_mastership(&mut self) {
         let Some(a) = self.region_server.assignment().cloned() else {
             return;
         };
         let c = self.coordination.clone();
+        self.watch_until_fenced("cellar-mastership", move || {
+            a.tenure().watch();
+            a.tenure().lost().map(|why| {
+                format!(
+                    "this master stepped down ({why}; {}): it stops serving and exits; a backup master takes over",
+                    c.describe()
+                )
+            })
+        });
+    }
+
+    /// Runs `lost` every 100 ms on a thread of its own until it names why this server must
+    /// stop serving; then fences the server ([`Node::fenced`]).
+    fn watch_until_fenced(
+        &mut self,
+        name: &str,
+        lost: impl Fn() -> Option<String> + Send + 'static,
+    ) {
         let rs = Arc::clone(&self.region_server);
         let fenced = Arc::clone(&self.fenced);
         let stop = Arc::clone(&self.watcher_stop);
         let spawned = std::thread::Builder::new()
-            .name("cellar-mastership".into())
+            .name(name.into())
             .spawn(move || {
                 while !stop.load(Ordering::SeqCst) {
-                    a.tenure().watch();
-                    if let Some(why) = a.tenure().lost() {
-                        tracing::error!(coordination = %c.describe(), reason = %why,
-                            "this master stepped down: it stops serving and exits; a backup master takes over");
+                    if let Some(why) = lost() {
+                        tracing::error!("{why}");
                         rs.fence();
                         fenced.store(true, Ordering::SeqCst);
                         return;
@@ -432,7 +436,7 @@ impl Node {
             });
         match spawned {
             Ok(h) => self.watcher = Some(h),
-            Err(e) => tracing::error!(error = %e, "cannot start the mastership watcher"),
+            Err(e) => tracing::error!(error = %e, thread = name, "cannot start a watcher"),
         }
     }
 
