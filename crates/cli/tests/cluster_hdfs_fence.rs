@@ -15,17 +15,12 @@
 
 mod support;
 
-use bytes::Bytes;
-use cellar_client::{FamilySchema, TableSchema};
-use cellar_server::coord::zk::{ZkCoordination, ZkOptions};
-use cellar_server::coord::Coordination;
 use cellar_storage::fs::{FileSystem, HdfsFs};
-use cellar_testing::{MiniDfs, ZooKeeper};
 use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
-use support::cluster::{assert_writer_rows, client, Writers, TABLE};
-use support::{wait_for, Server};
+use support::cluster::{assert_writer_rows, client, HdfsCluster, Writers, TABLE};
+use support::wait_for;
 
 fn signal(pid: u32, signal: &str) {
     let ok = Command::new("kill")
@@ -37,64 +32,27 @@ fn signal(pid: u32, signal: &str) {
 
 #[test]
 fn a_region_server_paused_past_its_session_on_hdfs_acknowledges_nothing_the_split_missed() {
-    let zk = ZooKeeper::start(200).expect("start ZooKeeper");
-    let dfs = MiniDfs::start(3).expect("start MiniDFS");
-    let root = format!("{}/cellar", dfs.url);
-    let tmp = tempfile::tempdir().expect("tempdir");
-    let config = tmp.path().join("cellar.toml");
-    std::fs::write(
-        &config,
+    let mut cluster = HdfsCluster::start(
+        3,
         "[cluster]\nzookeeper_session_timeout_ms = 2000\n[split]\nauto = false\n\
          [storage]\nwal_segment_bytes = 2048\n",
-    )
-    .expect("write config");
-    let args = ["--zk", zk.addr.as_str(), "--root", root.as_str()];
-    let data = tmp.path().join("unused");
-    let mut master = Server::start_role("master", &data, Some(&config), &args);
-    let mut servers: Vec<Server> = (0..2)
-        .map(|_| Server::start_role("regionserver", &data, Some(&config), &args))
-        .collect();
-    let zk_view = ZkCoordination::connect(ZkOptions::new(&zk.addr)).expect("read ZooKeeper");
-    wait_for(Duration::from_secs(30), || {
-        (zk_view.live_servers().ok()?.len() == 2).then_some(())
-    })
-    .expect("two region servers registered");
-
-    let c = client(&master.native);
-    let splits: Vec<Bytes> = (1..10).map(|d| Bytes::from(d.to_string())).collect();
-    c.admin()
-        .create_table(
-            TableSchema::new(TABLE, vec![FamilySchema::new("f")]),
-            splits,
-        )
-        .expect("create table on HDFS");
-    let placed = wait_for(Duration::from_secs(30), || {
-        let regions = c.admin().list_regions(TABLE).ok()?;
-        regions
-            .iter()
-            .all(|r| !r.server.is_empty())
-            .then_some(regions)
-    })
-    .expect("every region open");
-    let victim_addr = servers[0].native.clone();
-    assert!(
-        placed.iter().any(|r| r.server == victim_addr),
-        "the first server holds regions"
     );
+    let c = client(&cluster.master.native);
+    let victim_addr = cluster.servers[0].native.clone();
 
-    let writers = Writers::start(&master.native, 4);
+    let writers = Writers::start(&cluster.master.native, 4);
     writers.wait_progress(0, 300, "at the start");
 
     // Paused mid-load (its segments roll every few dozen rows): its session expires, the
     // master fences and splits its log and moves its regions.
-    let mut victim = servers.remove(0);
+    let mut victim = cluster.servers.remove(0);
     let paused_at = Instant::now();
     signal(victim.pid(), "-STOP");
     let moved = wait_for(Duration::from_secs(90), || {
         let regions = c.admin().list_regions(TABLE).ok()?;
         regions
             .iter()
-            .all(|r| r.server == servers[0].native)
+            .all(|r| r.server == cluster.servers[0].native)
             .then_some(())
     });
     // Woken while writers' calls to it (sent before its regions moved) still wait.
@@ -102,7 +60,7 @@ fn a_region_server_paused_past_its_session_on_hdfs_acknowledges_nothing_the_spli
     assert!(
         moved.is_some(),
         "regions moved off the paused server; the master:\n{}",
-        master.output()
+        cluster.master.output()
     );
     println!(
         "HDFS: regions moved off the paused server {:.1} s after SIGSTOP",
@@ -128,7 +86,7 @@ fn a_region_server_paused_past_its_session_on_hdfs_acknowledges_nothing_the_spli
     assert_writer_rows(&c, &acked, "on HDFS after a paused server was fenced");
     println!("{} rows acknowledged on HDFS, all present", acked.len());
 
-    let hdfs = HdfsFs::connect(&dfs.url).expect("connect to HDFS");
+    let hdfs = HdfsFs::connect(&cluster.dfs.url).expect("connect to HDFS");
     let wal_dirs = hdfs
         .list(Path::new("/cellar/wal"))
         .expect("list the WAL root");
@@ -139,8 +97,12 @@ fn a_region_server_paused_past_its_session_on_hdfs_acknowledges_nothing_the_spli
         victim.output()
     );
 
-    for mut s in servers {
+    for mut s in cluster.servers {
         assert!(s.terminate().success(), "{}", s.output());
     }
-    assert!(master.terminate().success(), "{}", master.output());
+    assert!(
+        cluster.master.terminate().success(),
+        "{}",
+        cluster.master.output()
+    );
 }

@@ -3,7 +3,7 @@
 
 use bytes::Bytes;
 use cellar_client::blocking::Client;
-use cellar_client::{ClientConfig, RowMutation, Scan};
+use cellar_client::{ClientConfig, FamilySchema, RowMutation, Scan, TableSchema};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
@@ -163,6 +163,72 @@ impl LocalCluster {
         LocalCluster {
             region_servers,
             master,
+            zk,
+            _tmp: tmp,
+        }
+    }
+}
+
+/// A cluster on HDFS: a real ZooKeeper, a MiniDFS with `datanodes` DataNodes, a master and two
+/// region servers whose root is on HDFS, with `TABLE` created in ten regions, every one open
+/// and some on the first server. Dropped in field order: region servers, master, MiniDFS,
+/// ZooKeeper, the directory.
+pub struct HdfsCluster {
+    pub servers: Vec<super::Server>,
+    pub master: super::Server,
+    pub dfs: cellar_testing::MiniDfs,
+    pub zk: cellar_testing::ZooKeeper,
+    _tmp: tempfile::TempDir,
+}
+
+impl HdfsCluster {
+    /// Starts it; `config` is the servers' `cellar.toml` (a 2 s ZooKeeper session, splits off,
+    /// and whatever else the test needs).
+    pub fn start(datanodes: u32, config: &str) -> HdfsCluster {
+        use cellar_server::coord::zk::{ZkCoordination, ZkOptions};
+        use cellar_server::coord::Coordination;
+        let zk = cellar_testing::ZooKeeper::start(200).expect("start ZooKeeper");
+        let dfs = cellar_testing::MiniDfs::start(datanodes).expect("start MiniDFS");
+        let root = format!("{}/cellar", dfs.url);
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let config_path = tmp.path().join("cellar.toml");
+        std::fs::write(&config_path, config).expect("write config");
+        let args = ["--zk", zk.addr.as_str(), "--root", root.as_str()];
+        let data = tmp.path().join("unused");
+        let master = super::Server::start_role("master", &data, Some(&config_path), &args);
+        let servers: Vec<super::Server> = (0..2)
+            .map(|_| super::Server::start_role("regionserver", &data, Some(&config_path), &args))
+            .collect();
+        let zk_view = ZkCoordination::connect(ZkOptions::new(&zk.addr)).expect("read ZooKeeper");
+        wait_for(Duration::from_secs(30), || {
+            (zk_view.live_servers().ok()?.len() == 2).then_some(())
+        })
+        .expect("two region servers registered");
+
+        let c = client(&master.native);
+        let splits: Vec<Bytes> = (1..10).map(|d| Bytes::from(d.to_string())).collect();
+        c.admin()
+            .create_table(
+                TableSchema::new(TABLE, vec![FamilySchema::new("f")]),
+                splits,
+            )
+            .expect("create table on HDFS");
+        let placed = wait_for(Duration::from_secs(30), || {
+            let regions = c.admin().list_regions(TABLE).ok()?;
+            regions
+                .iter()
+                .all(|r| !r.server.is_empty())
+                .then_some(regions)
+        })
+        .expect("every region open");
+        assert!(
+            placed.iter().any(|r| r.server == servers[0].native),
+            "the first server holds regions"
+        );
+        HdfsCluster {
+            servers,
+            master,
+            dfs,
             zk,
             _tmp: tmp,
         }
