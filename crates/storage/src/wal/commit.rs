@@ -1053,6 +1053,25 @@ mod tests {
         assert!(f.wal.append(1, 3, b"x").is_err());
     }
 
+    /// A fenced log on `fs` in a temporary `wal` directory, one record acknowledged, then the
+    /// directory moved to `wal-splitting` as a master moves it before a split.
+    fn moved_after_one_write(
+        fs: FsRef,
+    ) -> (tempfile::TempDir, std::path::PathBuf, Arc<crate::wal::Wal>) {
+        let tmp = tempfile::tempdir().expect("tempdir");
+        let dir = tmp.path().join("wal");
+        let opts = WalOptions {
+            fence_dir: true,
+            ..WalOptions::default()
+        };
+        let (wal, _) = crate::wal::Wal::open(fs, &dir, opts).expect("open");
+        let t = wal.append(1, 1, b"before").expect("append");
+        wal.sync(t, Durability::SyncWal)
+            .expect("acknowledged while in place");
+        std::fs::rename(&dir, tmp.path().join("wal-splitting")).expect("the master's rename");
+        (tmp, dir, wal)
+    }
+
     /// A cluster's master renames a dead (or paused) server's WAL directory before splitting
     /// it: from then on the server acknowledges nothing, whether its file system watches the
     /// directory (local disk: inotify) or looks the path up (here, the fault-injecting one).
@@ -1062,17 +1081,7 @@ mod tests {
             crate::fs::LocalFs::shared(),
             Arc::new(FaultFs::new()) as FsRef,
         ] {
-            let tmp = tempfile::tempdir().expect("tempdir");
-            let dir = tmp.path().join("wal");
-            let opts = WalOptions {
-                fence_dir: true,
-                ..WalOptions::default()
-            };
-            let (wal, _) = crate::wal::Wal::open(Arc::clone(&fs), &dir, opts).expect("open");
-            let t = wal.append(1, 1, b"before").expect("append");
-            wal.sync(t, Durability::SyncWal)
-                .expect("acknowledged while in place");
-            std::fs::rename(&dir, tmp.path().join("wal-splitting")).expect("rename");
+            let (tmp, dir, wal) = moved_after_one_write(fs);
             let t = wal.append(1, 2, b"after").expect("append");
             let err = wal
                 .sync(t, Durability::SyncWal)
@@ -1094,16 +1103,7 @@ mod tests {
             crate::fs::LocalFs::shared(),
             Arc::new(FaultFs::new()) as FsRef,
         ] {
-            let tmp = tempfile::tempdir().expect("tempdir");
-            let dir = tmp.path().join("wal");
-            let opts = WalOptions {
-                fence_dir: true,
-                ..WalOptions::default()
-            };
-            let (wal, _) = crate::wal::Wal::open(Arc::clone(&fs), &dir, opts).expect("open");
-            let t = wal.append(1, 1, b"before").expect("append");
-            wal.sync(t, Durability::SyncWal).expect("acknowledged");
-            std::fs::rename(&dir, tmp.path().join("wal-splitting")).expect("rename");
+            let (_tmp, dir, wal) = moved_after_one_write(fs);
             assert!(
                 wal.roll().is_err(),
                 "no segment outside the moved directory"
@@ -1122,18 +1122,8 @@ mod tests {
     /// applied" (a retry told the write was not applied would apply it twice).
     #[test]
     fn a_write_the_fence_caught_after_it_reached_the_log_is_reported_unknown() {
-        let tmp = tempfile::tempdir().expect("tempdir");
-        let dir = tmp.path().join("wal");
-        let opts = WalOptions {
-            fence_dir: true,
-            ..WalOptions::default()
-        };
-        let (wal, _) =
-            crate::wal::Wal::open(crate::fs::LocalFs::shared(), &dir, opts).expect("open");
-        let t = wal.append(1, 1, b"before").expect("append");
-        wal.sync(t, Durability::SyncWal).expect("acknowledged");
+        let (tmp, _dir, wal) = moved_after_one_write(crate::fs::LocalFs::shared());
         let moved = tmp.path().join("wal-splitting");
-        std::fs::rename(&dir, &moved).expect("the master's rename");
         let t = wal.append(1, 2, b"after").expect("append");
         let err = wal
             .sync(t, Durability::SyncWal)
