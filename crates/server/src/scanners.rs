@@ -130,6 +130,21 @@ impl ScannerRegistry {
         self.open.lock().len()
     }
 
+    /// Keeps an open scanner of `conn_id` under `id` for its next calls (sequence 0, its lease
+    /// starting now).
+    fn keep(&self, id: u64, conn_id: u64, format: ResultFormat, source: Source) {
+        self.open.lock().insert(
+            id,
+            Arc::new(Slot {
+                conn_id,
+                format,
+                next_call_seq: AtomicU64::new(0),
+                touched: Mutex::new(Instant::now()),
+                scanner: Mutex::new(source),
+            }),
+        );
+    }
+
     fn new_id(&self) -> u64 {
         loop {
             let n = self.counter.fetch_add(1, Ordering::Relaxed);
@@ -335,16 +350,8 @@ impl RegionServer {
         let (results, more) = scanner.fill(rows as usize, self.config.scanner.max_result_bytes)?;
         let scanner_id = self.scanners.new_id();
         if more {
-            self.scanners.open.lock().insert(
-                scanner_id,
-                Arc::new(Slot {
-                    conn_id,
-                    format: format.clone(),
-                    next_call_seq: AtomicU64::new(0),
-                    touched: Mutex::new(Instant::now()),
-                    scanner: Mutex::new(Source::Region(scanner)),
-                }),
-            );
+            self.scanners
+                .keep(scanner_id, conn_id, format.clone(), Source::Region(scanner));
         }
         Ok(ScanBatch {
             scanner_id,
@@ -448,16 +455,8 @@ impl RegionServer {
         let scanner_id = self.scanners.new_id();
         let more = !rows.is_empty();
         if more {
-            self.scanners.open.lock().insert(
-                scanner_id,
-                Arc::new(Slot {
-                    conn_id,
-                    format: format.clone(),
-                    next_call_seq: AtomicU64::new(0),
-                    touched: Mutex::new(Instant::now()),
-                    scanner: Mutex::new(Source::Rows(rows)),
-                }),
-            );
+            self.scanners
+                .keep(scanner_id, conn_id, format.clone(), Source::Rows(rows));
         }
         ScanBatch {
             scanner_id,
