@@ -154,6 +154,9 @@ pub struct Shared {
     refusing: AtomicBool,
     /// With `fence_dir`: the file system's cheap watch on `dir`, if it has one.
     dir_watch: Option<Box<dyn DirWatch>>,
+    /// Set once a round found `dir` gone: the master may be splitting the log, so it fails
+    /// for good (a directory moved back must not let the background recovery reopen it).
+    fenced: AtomicBool,
 }
 
 impl Shared {
@@ -204,6 +207,7 @@ impl Shared {
             roll_lock: Mutex::new(()),
             refusing: AtomicBool::new(false),
             dir_watch,
+            fenced: AtomicBool::new(false),
         }
     }
 
@@ -593,6 +597,7 @@ impl Shared {
             // renames it later splits a log that already holds this batch. If it is gone, the
             // batch may be in what the master splits, or not: its outcome is unknown.
             if self.opts.fence_dir && !self.dir_intact()? {
+                self.fenced.store(true, Ordering::Release);
                 return Err(Error::WalFailed(format!(
                     "the WAL directory {} is gone: the master has taken this server's log over \
                      (its session expired); nothing more is acknowledged",
@@ -617,7 +622,12 @@ impl Shared {
         st.buf.clear();
         st.regions.clear();
         st.stats.failures += 1;
-        if st.health == WalHealth::Ok {
+        if self.fenced.load(Ordering::Acquire) {
+            if !matches!(st.health, WalHealth::Failed(_)) {
+                tracing::error!(dir = %self.dir.display(), error = %e, "WAL fenced: its directory moved; writes are refused until the server restarts");
+                st.health = WalHealth::Failed(e.to_string());
+            }
+        } else if st.health == WalHealth::Ok {
             tracing::error!(dir = %self.dir.display(), error = %e, "WAL write failed: unlogged writes are refused and rolled back; writes are refused until the log recovers");
             st.health = WalHealth::Stalled(e.to_string());
         }
@@ -1087,6 +1097,12 @@ mod tests {
                 .sync(t, Durability::SyncWal)
                 .expect_err("nothing is acknowledged once the directory moved");
             assert!(err.to_string().contains("is gone"), "{err}");
+            // Failed, not stalled: the background thread never recovers a fenced log.
+            assert!(
+                matches!(wal.health(), WalHealth::Failed(_)),
+                "{:?}",
+                wal.health()
+            );
             // Moved back, it stays fenced: the master may already be splitting it.
             std::fs::rename(tmp.path().join("wal-splitting"), &dir).expect("rename back");
             assert!(wal.append(1, 3, b"x").is_err(), "still refusing writes");
