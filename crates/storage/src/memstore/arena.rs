@@ -15,17 +15,10 @@
 //! Thread-safety: `alloc` takes `&mut self`; the memstore keeps the arena under its writer
 //! mutex. Readers never touch the arena itself, only memory it handed out.
 
+use super::chunk::{fresh_chunk, HUGE_PAGE};
+use super::chunk_pool;
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
-
-/// Default chunk size: 2 MiB (HBase's MSLAB chunk), one transparent huge page. Searches hop
-/// between nodes spread over the whole memstore; with 4 KiB pages nearly every hop is also a
-/// TLB miss.
-pub(crate) const DEFAULT_CHUNK_SIZE: usize = HUGE_PAGE;
-
-/// Chunks of a multiple of this size are aligned to it and offered to the kernel as
-/// transparent huge pages (`MADV_HUGEPAGE`; a no-op where THP is off).
-const HUGE_PAGE: usize = 2 << 20;
 
 /// Alignment of every chunk; allocations may ask for at most this.
 pub(crate) const CHUNK_ALIGN: usize = 16;
@@ -102,9 +95,9 @@ impl Arena {
 
     /// Allocates a chunk of `size` bytes and records it for `Drop`.
     fn new_chunk(&mut self, size: usize) -> NonNull<u8> {
-        let pooled = super::chunk_pool::layout();
+        let pooled = chunk_pool::layout();
         if size == pooled.size() {
-            if let Some(chunk) = super::chunk_pool::take() {
+            if let Some(chunk) = chunk_pool::take() {
                 self.chunks.push((chunk, pooled));
                 self.reserved += size;
                 return chunk;
@@ -133,35 +126,14 @@ impl Arena {
     }
 }
 
-/// A chunk of `layout` (non-zero size) from the allocator, offered to the kernel as transparent
-/// huge pages when its size is a multiple of one.
-pub(super) fn fresh_chunk(layout: Layout) -> NonNull<u8> {
-    // SAFETY: `layout` has a non-zero size (small chunks are ≥ 4 KiB, `alloc` is never asked
-    // for zero bytes, and the pool's layout is a whole chunk).
-    let raw = unsafe { alloc::alloc(layout) };
-    let Some(chunk) = NonNull::new(raw) else {
-        alloc::handle_alloc_error(layout)
-    };
-    // Miri cannot run `madvise`; the advice changes no contents, so skipping it there leaves
-    // what Miri checks unchanged.
-    if layout.size().is_multiple_of(HUGE_PAGE) && !cfg!(miri) {
-        // SAFETY: the range is exactly the chunk just allocated, huge-page aligned; the advice
-        // changes only how the kernel backs it, never its contents. Failure is harmless.
-        unsafe {
-            libc::madvise(chunk.as_ptr().cast(), layout.size(), libc::MADV_HUGEPAGE);
-        }
-    }
-    chunk
-}
-
 impl Drop for Arena {
     fn drop(&mut self) {
-        let pooled = super::chunk_pool::layout();
+        let pooled = chunk_pool::layout();
         for &(chunk, layout) in &self.chunks {
             // The owner guarantees no handed-out pointer is used after the arena drops (the
             // memstore drops it last, when no iterator remains), so the chunk is free to reuse.
             if layout == pooled {
-                super::chunk_pool::give(chunk);
+                chunk_pool::give(chunk);
                 continue;
             }
             // SAFETY: each chunk was allocated by `alloc::alloc` with exactly this layout and
@@ -174,6 +146,7 @@ impl Drop for Arena {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::memstore::chunk::DEFAULT_CHUNK_SIZE;
 
     #[test]
     fn allocations_are_aligned_and_disjoint() {

@@ -26,6 +26,7 @@
 //! no memory behind that reads could use for the page cache (at 10 M entries under a 4 GiB
 //! cap, the ~400 MB kept after the writes was the largest difference from RocksDB's process).
 
+use super::chunk::{fresh_chunk, DEFAULT_CHUNK_SIZE};
 use parking_lot::{Condvar, Mutex};
 use std::alloc::{self, Layout};
 use std::ptr::NonNull;
@@ -85,7 +86,7 @@ pub fn trim_idle_for(idle: Duration) -> usize {
         let at = keep.min(pool.len());
         pool.split_off(at)
     };
-    let freed = extra.len() * super::arena::DEFAULT_CHUNK_SIZE;
+    let freed = extra.len() * DEFAULT_CHUNK_SIZE;
     for chunk in extra {
         free(chunk.0);
     }
@@ -108,7 +109,7 @@ unsafe impl Send for Chunk {}
 pub fn set_limit(bytes: usize) {
     LIMIT.store(bytes, Ordering::Relaxed);
     let mut pool = POOL.lock();
-    while pool.len() * super::arena::DEFAULT_CHUNK_SIZE > bytes {
+    while pool.len() * DEFAULT_CHUNK_SIZE > bytes {
         if let Some(chunk) = pool.pop() {
             free(chunk.0);
         }
@@ -117,14 +118,14 @@ pub fn set_limit(bytes: usize) {
 
 /// Bytes held now.
 pub fn held_bytes() -> usize {
-    POOL.lock().len() * super::arena::DEFAULT_CHUNK_SIZE
+    POOL.lock().len() * DEFAULT_CHUNK_SIZE
 }
 
 /// Keeps `bytes` of fresh chunks (rounded down to whole chunks, within the pool's limit)
 /// ready in the pool, made by a background thread started on the first call. `0` stops making
 /// them; chunks already made stay pooled.
 pub fn keep_ready(bytes: usize) {
-    READY.store(bytes / super::arena::DEFAULT_CHUNK_SIZE, Ordering::Relaxed);
+    READY.store(bytes / DEFAULT_CHUNK_SIZE, Ordering::Relaxed);
     static START: Once = Once::new();
     START.call_once(|| {
         let spawned = std::thread::Builder::new()
@@ -140,7 +141,7 @@ pub fn keep_ready(bytes: usize) {
 
 /// The chunks the pool should hold ready now.
 fn ready_target() -> usize {
-    let by_limit = LIMIT.load(Ordering::Relaxed) / super::arena::DEFAULT_CHUNK_SIZE;
+    let by_limit = LIMIT.load(Ordering::Relaxed) / DEFAULT_CHUNK_SIZE;
     READY.load(Ordering::Relaxed).min(by_limit)
 }
 
@@ -157,7 +158,7 @@ fn prepare_forever() {
                 LOW.wait(&mut pool);
             }
         }
-        let chunk = super::arena::fresh_chunk(layout());
+        let chunk = fresh_chunk(layout());
         prefault(chunk);
         let mut pool = POOL.lock();
         if pool.len() < ready_target() {
@@ -197,7 +198,7 @@ fn prefault(chunk: NonNull<u8>) {
 
 /// The layout of every pooled chunk: a standard chunk, aligned to its size.
 pub(super) fn layout() -> Layout {
-    let size = super::arena::DEFAULT_CHUNK_SIZE;
+    let size = DEFAULT_CHUNK_SIZE;
     match Layout::from_size_align(size, size) {
         Ok(l) => l,
         Err(_) => panic!("memstore chunk pool: {size} is not a power of two"),
@@ -222,7 +223,7 @@ pub(super) fn give(chunk: NonNull<u8>) {
     LAST_USE_MS.store(now_ms(), Ordering::Relaxed);
     let limit = LIMIT.load(Ordering::Relaxed);
     let mut pool = POOL.lock();
-    if (pool.len() + 1) * super::arena::DEFAULT_CHUNK_SIZE <= limit {
+    if (pool.len() + 1) * DEFAULT_CHUNK_SIZE <= limit {
         pool.push(Chunk(chunk));
     } else {
         drop(pool);
