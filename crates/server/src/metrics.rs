@@ -55,7 +55,7 @@ pub struct Gauges {
     /// standalone, master or regionserver.
     pub role: String,
     /// The region servers and their regions (`status 'detailed'`).
-    pub servers: Vec<crate::catalog::ServerLoad>,
+    pub servers: Vec<crate::status::ServerLoad>,
 }
 
 impl Gauges {

@@ -3,7 +3,7 @@
 //! response cell block. PING is answered by the front end itself; unknown methods get
 //! UNKNOWN_METHOD.
 
-use crate::catalog::{ServerStatus, TableInfo};
+use crate::catalog::TableInfo;
 use crate::metrics::Gauges;
 use crate::region_server::{DeferredPut, RegionServer, ServerError};
 use crate::router::{RegionLocation, RegionState, TableState};
@@ -12,6 +12,7 @@ use crate::scanners::{ResultFormat, ScanBatch};
 use crate::security::acl::{Action, Actions, Permission, Scope};
 use crate::security::authz::restrict;
 use crate::security::Caller;
+use crate::status::ServerStatus;
 use bytes::{Bytes, BytesMut};
 use cellar_model::Cell;
 use cellar_proto::cellblock::{CellBlockWriter, CellReader};

@@ -151,13 +151,13 @@ pub(crate) fn region_loads(svc: &HbaseService, table: Option<&str>) -> Vec<hbase
     regions.sort_by(|a, b| (&a.table, &a.info.start_key).cmp(&(&b.table, &b.info.start_key)));
     regions
         .iter()
-        .filter_map(|r| crate::catalog::region_load(r))
+        .filter_map(|r| crate::status::region_load(r))
         .map(|l| to_hbase(&l))
         .collect()
 }
 
 /// A region's numbers as HBase's RegionLoad.
-fn to_hbase(l: &crate::catalog::RegionLoad) -> hbase::RegionLoad {
+fn to_hbase(l: &crate::status::RegionLoad) -> hbase::RegionLoad {
     let name = if l.table == META_TABLE {
         Bytes::from_static(names::META_REGION_NAME)
     } else {
