@@ -7,7 +7,7 @@
 //! retry logic treats as "look the region up again", and the pool opens a new connection on
 //! the next call.
 
-use crate::client::ClientConfig;
+use crate::config::ClientConfig;
 use crate::error::{Error, Result};
 use crate::transport::{LinkSlot, Peer, Route, Transport};
 use bytes::{Buf, Bytes, BytesMut};

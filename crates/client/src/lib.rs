@@ -27,6 +27,7 @@ mod admin;
 mod batch;
 pub mod blocking;
 mod client;
+mod config;
 mod connection;
 mod error;
 mod location;
@@ -40,7 +41,8 @@ mod tls;
 mod transport;
 
 pub use admin::{Admin, RegionLoad, ServerLoad, Status, TableInfo};
-pub use client::{Client, ClientConfig};
+pub use client::Client;
+pub use config::ClientConfig;
 pub use error::{Error, Result};
 pub use location::RegionLocation;
 pub use prepared::PreparedScan;
