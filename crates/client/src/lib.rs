@@ -41,6 +41,7 @@ mod tls;
 mod transport;
 
 pub use admin::{Admin, RegionLoad, ServerLoad, Status, TableInfo};
+pub use batch::{BatchOp, BatchOutcome};
 pub use client::Client;
 pub use config::ClientConfig;
 pub use error::{Error, Result};
@@ -48,7 +49,7 @@ pub use location::RegionLocation;
 pub use prepared::PreparedScan;
 pub use row::Row;
 pub use scanner::Scanner;
-pub use table::{BatchOp, BatchOutcome, Table};
+pub use table::Table;
 pub use timing::CallTiming;
 pub use tls::TlsClientConfig;
 pub use transport::{parse_url, Transport};
