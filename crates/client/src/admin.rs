@@ -1,6 +1,6 @@
 //! Table administration and server status.
 
-use crate::client::Inner;
+use crate::cluster::Inner;
 use crate::connection::missing;
 use crate::error::{Error, Result};
 use crate::location::RegionLocation;

@@ -2,7 +2,7 @@
 //! call per server, sent concurrently. Each operation has its own outcome; the failed ones
 //! whose error is retryable go round again (relocated when needed) until the retries run out.
 
-use crate::client::Inner;
+use crate::cluster::Inner;
 use crate::connection::Response;
 use crate::error::{Error, Handling, Result};
 use crate::location::RegionLocation;

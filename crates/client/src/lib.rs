@@ -27,6 +27,7 @@ mod admin;
 mod batch;
 pub mod blocking;
 mod client;
+mod cluster;
 mod config;
 mod connection;
 mod error;

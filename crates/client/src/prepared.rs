@@ -8,7 +8,7 @@
 //! forgot it (lease, restart: UNKNOWN_PREPARED_SCAN), and released by
 //! [`PreparedScan::close`] or when the connection ends.
 
-use crate::client::Inner;
+use crate::cluster::Inner;
 use crate::connection::Connection;
 use crate::error::Result;
 use crate::scanner::Scanner;

@@ -7,7 +7,7 @@
 //! reversed scan, just before), so no row is lost or repeated. A scanner left idle past its
 //! lease fails with UNKNOWN_SCANNER, as HBase's does.
 
-use crate::client::Inner;
+use crate::cluster::Inner;
 use crate::connection::{Connection, Response};
 use crate::error::{Error, Handling, Result};
 use crate::location::RegionLocation;

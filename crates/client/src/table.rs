@@ -1,7 +1,7 @@
 //! Single-row operations on one table.
 
 use crate::batch::{self, BatchOp, BatchOutcome};
-use crate::client::Inner;
+use crate::cluster::Inner;
 use crate::connection::{missing, Response, SendStamps};
 use crate::error::{Error, Result};
 use crate::row::Row;
