@@ -35,6 +35,7 @@ mod location;
 mod prepared;
 mod retry;
 mod row;
+mod scan_shape;
 mod scanner;
 mod table;
 mod timing;
