@@ -3,8 +3,8 @@
 //! prepared scans all work through it; `client.rs` only hands them out.
 
 use crate::config::ClientConfig;
-use crate::connection::{missing, Connection, Pool, Response};
-use crate::error::{Error, Handling, Result};
+use crate::connection::{Connection, Pool, Response};
+use crate::error::{missing, Error, Handling, Result};
 use crate::location::{LocationCache, RegionLocation};
 use crate::retry::Retrier;
 use cellar_proto::pb::{self, ErrorCode, Method};

@@ -516,8 +516,3 @@ impl Pool {
         Ok(c)
     }
 }
-
-/// Builds the error of a response message that lacks a required field.
-pub(crate) fn missing(what: &str) -> Error {
-    Error::Protocol(format!("server response lacks {what}"))
-}

@@ -2,8 +2,8 @@
 
 use crate::batch::{self, BatchOp, BatchOutcome};
 use crate::cluster::Inner;
-use crate::connection::{missing, Response, SendStamps};
-use crate::error::{Error, Result};
+use crate::connection::{Response, SendStamps};
+use crate::error::{missing, Error, Result};
 use crate::row::Row;
 use crate::scanner::Scanner;
 use crate::timing::CallTiming;
