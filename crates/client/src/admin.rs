@@ -1,8 +1,7 @@
 //! Table administration and server status.
 
-use crate::client::Inner;
-use crate::connection::missing;
-use crate::error::{Error, Result};
+use crate::cluster::Inner;
+use crate::error::{missing, Error, Result};
 use crate::location::RegionLocation;
 use bytes::Bytes;
 use cellar_model::{FamilySchema, TableSchema};

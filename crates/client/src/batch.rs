@@ -2,20 +2,36 @@
 //! call per server, sent concurrently. Each operation has its own outcome; the failed ones
 //! whose error is retryable go round again (relocated when needed) until the retries run out.
 
-use crate::client::Inner;
+use crate::cluster::Inner;
 use crate::connection::Response;
 use crate::error::{Error, Handling, Result};
 use crate::location::RegionLocation;
 use crate::retry::pause;
 use crate::row::Row;
-use crate::table::{BatchOp, BatchOutcome};
 use bytes::{Bytes, BytesMut};
+use cellar_model::{Get, RowMutation};
 use cellar_proto::cellblock::CellReader;
 use cellar_proto::convert;
 use cellar_proto::pb::{self, Method, MutationKind};
 use std::collections::HashMap;
 use std::sync::Arc;
 use tokio::task::JoinSet;
+
+/// One operation of [`Table::batch`](crate::Table::batch).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchOp {
+    Get(Get),
+    Mutate(RowMutation),
+}
+
+/// What one successful batch operation returned.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BatchOutcome {
+    /// A get's row (empty when not found).
+    Row(Row),
+    /// A mutation was applied.
+    Done,
+}
 
 /// One operation ready to send: its row, its message and its cells.
 struct Prepared {

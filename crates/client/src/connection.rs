@@ -7,7 +7,7 @@
 //! retry logic treats as "look the region up again", and the pool opens a new connection on
 //! the next call.
 
-use crate::client::ClientConfig;
+use crate::config::ClientConfig;
 use crate::error::{Error, Result};
 use crate::transport::{LinkSlot, Peer, Route, Transport};
 use bytes::{Buf, Bytes, BytesMut};
@@ -515,9 +515,4 @@ impl Pool {
         *conn = Some(c.clone());
         Ok(c)
     }
-}
-
-/// Builds the error of a response message that lacks a required field.
-pub(crate) fn missing(what: &str) -> Error {
-    Error::Protocol(format!("server response lacks {what}"))
 }

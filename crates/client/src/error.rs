@@ -125,6 +125,11 @@ impl Clone for Error {
     }
 }
 
+/// Builds the error of a response message that lacks a required field.
+pub(crate) fn missing(what: &str) -> Error {
+    Error::Protocol(format!("server response lacks {what}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -7,12 +7,13 @@
 //! reversed scan, just before), so no row is lost or repeated. A scanner left idle past its
 //! lease fails with UNKNOWN_SCANNER, as HBase's does.
 
-use crate::client::Inner;
+use crate::cluster::Inner;
 use crate::connection::{Connection, Response};
 use crate::error::{Error, Handling, Result};
 use crate::location::RegionLocation;
 use crate::retry::Retrier;
 use crate::row::Row;
+use crate::scan_shape::ScanShape;
 use bytes::Bytes;
 use cellar_model::filter::ListOp;
 use cellar_model::{Filter, Scan};
@@ -101,7 +102,7 @@ pub struct Scanner {
     last_contact: Instant,
     retrier: Retrier,
     /// Set for an execution of a prepared scan.
-    prepared: Option<Arc<crate::prepared::Shared>>,
+    prepared: Option<Arc<ScanShape>>,
 }
 
 impl std::fmt::Debug for Scanner {
@@ -159,7 +160,7 @@ impl Scanner {
         inner: Arc<Inner>,
         table: Arc<str>,
         scan: Scan,
-        shared: Arc<crate::prepared::Shared>,
+        shared: Arc<ScanShape>,
     ) -> Scanner {
         let mut s = Scanner::new(inner, table, scan);
         s.prepared = Some(shared);

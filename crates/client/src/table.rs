@@ -1,9 +1,9 @@
 //! Single-row operations on one table.
 
-use crate::batch;
-use crate::client::Inner;
-use crate::connection::{missing, Response, SendStamps};
-use crate::error::{Error, Result};
+use crate::batch::{self, BatchOp, BatchOutcome};
+use crate::cluster::Inner;
+use crate::connection::{Response, SendStamps};
+use crate::error::{missing, Error, Result};
 use crate::row::Row;
 use crate::scanner::Scanner;
 use crate::timing::CallTiming;
@@ -14,22 +14,6 @@ use cellar_proto::convert;
 use cellar_proto::pb::{self, ErrorCode, Method, MutationKind};
 use std::sync::Arc;
 use std::time::Instant;
-
-/// One operation of [`Table::batch`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BatchOp {
-    Get(Get),
-    Mutate(RowMutation),
-}
-
-/// What one successful batch operation returned.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum BatchOutcome {
-    /// A get's row (empty when not found).
-    Row(Row),
-    /// A mutation was applied.
-    Done,
-}
 
 /// A handle on one table; cheap to clone.
 #[derive(Clone)]

@@ -3,8 +3,8 @@
 //! server for its share (`RequestHeader.want_timing`) and read the clock at each client
 //! stage; ordinary calls do neither.
 
-use crate::connection::{missing, Response, SendStamps};
-use crate::error::Result;
+use crate::connection::{Response, SendStamps};
+use crate::error::{missing, Result};
 use std::time::{Duration, Instant};
 
 /// Where one call's time went. The stages follow each other, so they add up to `total`
