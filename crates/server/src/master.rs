@@ -13,14 +13,14 @@
 mod balance;
 mod crash;
 mod splits;
-mod tenure;
+pub mod tenure;
 
 pub use balance::plan as balance_plan;
 pub use tenure::Tenure;
 
 use crate::coord::{CoordRef, ServerName, ServerRecord};
 use crate::meta::META_TABLE;
-use crate::region_server::{RegionServer, RegionWork, Role, ServerError};
+use crate::region_server::{ClusterMaster, RegionServer, RegionWork, Role, ServerError};
 use crate::router::{HostedRegion, RegionState, TableState};
 use cellar_client::{Admin, Client, ClientConfig};
 use cellar_model::TableSchema;
@@ -582,6 +582,33 @@ impl Assignment {
     }
 }
 
+/// What the region server's code asks of its master (`region_server::ClusterMaster`).
+impl ClusterMaster for Assignment {
+    fn assign(&self, server: &RegionServer, hosted: &HostedRegion, schema: &TableSchema) {
+        Assignment::assign(self, server, hosted, schema, None);
+    }
+
+    fn unassign(&self, hosted: &HostedRegion, state: RegionState) -> Result<(), ServerError> {
+        Assignment::unassign(self, hosted, state)
+    }
+
+    fn region_work(&self, hosted: &HostedRegion, work: RegionWork) -> Result<(), ServerError> {
+        Assignment::region_work(self, hosted, work)
+    }
+
+    fn live_server(&self, native: &str, startcode: u64) -> Option<Arc<ServerRecord>> {
+        Assignment::live_server(self, native, startcode)
+    }
+
+    fn tenure(&self) -> &Arc<Tenure> {
+        Assignment::tenure(self)
+    }
+
+    fn tick_interval(&self) -> Duration {
+        Assignment::tick_interval(self)
+    }
+}
+
 fn waited<E: std::fmt::Display>(addr: &str, e: Waited<E>) -> ServerError {
     match e {
         Waited::TimedOut => {
@@ -595,9 +622,10 @@ impl RegionServer {
     /// The master's loop: split dead servers' logs, then open every region of an enabled
     /// table that is not open on a live server.
     pub(crate) fn assignment_tick(&self) {
-        let Role::Master(a) = &self.role else {
+        let Some(a) = self.assignment() else {
             return;
         };
+        let a = &*a;
         let _admin = self.admin.lock();
         if self.check_running().is_err() || a.tenure.check().is_err() {
             return;
@@ -688,9 +716,12 @@ impl RegionServer {
     }
 
     /// The assignment of a master, if this is one.
-    pub fn assignment(&self) -> Option<&Arc<Assignment>> {
+    pub fn assignment(&self) -> Option<Arc<Assignment>> {
         match &self.role {
-            Role::Master(a) => Some(a),
+            Role::Master(m) => {
+                let any: Arc<dyn std::any::Any + Send + Sync> = Arc::clone(m) as _;
+                any.downcast::<Assignment>().ok()
+            }
             _ => None,
         }
     }

@@ -27,6 +27,7 @@
 //! increasing timestamps (never below the largest found in meta), so a column deleted and
 //! written again within one millisecond is not hidden by its own delete marker.
 
+use crate::catalog::names::{region_name, region_row};
 use crate::region_server::ServerError;
 use crate::router::{HostedRegion, RegionState, TableState};
 use crate::security::acl::{self, Actions, Permission, Scope};
@@ -67,22 +68,6 @@ pub fn meta_schema() -> TableSchema {
     let mut table = FamilySchema::new("table");
     table.in_memory = true;
     TableSchema::new(META_TABLE, vec![info, table])
-}
-
-/// The meta row key of a region: `<table>,<start_key>,<region_id>`.
-pub fn region_row(table: &str, start_key: &[u8], id: u64) -> Bytes {
-    let mut row = Vec::with_capacity(table.len() + start_key.len() + 22);
-    row.extend_from_slice(table.as_bytes());
-    row.push(b',');
-    row.extend_from_slice(start_key);
-    row.push(b',');
-    row.extend_from_slice(id.to_string().as_bytes());
-    Bytes::from(row)
-}
-
-/// [`region_row`] as text (non-UTF-8 key bytes replaced), for names shown to people.
-pub fn region_name(table: &str, start_key: &[u8], id: u64) -> String {
-    String::from_utf8_lossy(&region_row(table, start_key, id)).into_owned()
 }
 
 /// One region row.

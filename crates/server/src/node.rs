@@ -396,7 +396,7 @@ impl Node {
     /// exits ([`Node::fenced`]); a backup takes over. The tenure's confirmation is renewed at
     /// half its life.
     fn watch_mastership(&mut self) {
-        let Some(a) = self.region_server.assignment().cloned() else {
+        let Some(a) = self.region_server.assignment() else {
             return;
         };
         let c = self.coordination.clone();

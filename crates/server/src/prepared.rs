@@ -141,51 +141,6 @@ impl PreparedRegistry {
     }
 }
 
-impl crate::region_server::RegionServer {
-    /// PREPARE_SCAN: checks the scan against the table and keeps it for connection `conn_id`.
-    pub fn prepare_scan(
-        &self,
-        conn_id: u64,
-        table: &str,
-        scan: Scan,
-        compress: bool,
-    ) -> Result<u64, ServerError> {
-        let route = self.router.require(table)?;
-        for c in &scan.columns {
-            if route.schema.family(&c.family).is_none() {
-                return Err(ServerError::NoSuchFamily {
-                    table: table.to_string(),
-                    family: String::from_utf8_lossy(&c.family).into_owned(),
-                });
-            }
-        }
-        if scan.batch != 0 {
-            return Err(ServerError::invalid(
-                "a prepared scan returns whole rows: its scan's batch must be 0",
-            ));
-        }
-        let columns = Columns::new(
-            scan.columns
-                .iter()
-                .filter_map(|c| Some((c.family.clone(), c.qualifier.clone()?)))
-                .collect(),
-        );
-        let mut template = scan;
-        template.start_row = Default::default();
-        template.stop_row = Default::default();
-        template.limit = 0;
-        self.prepared.prepare(
-            conn_id,
-            PreparedScan {
-                table: table.to_string(),
-                scan: template,
-                columns: Arc::new(columns),
-                compress,
-            },
-        )
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -12,18 +12,18 @@ mod error;
 mod nonces;
 mod placement;
 mod recovery;
+mod scan;
 mod workers;
 
 pub use data::{Check, DeferredPut, MutateOutcome};
 pub use error::ServerError;
-pub use placement::RegionWork;
+pub use placement::{ClusterMaster, RegionWork};
 
 use crate::catalog::names;
 use crate::config::ServerConfig;
 use crate::meta::{meta_schema, Meta, META_REGION_ID, META_TABLE};
 use crate::router::{HostedRegion, RegionState, Router, TableRoute, TableState};
 use crate::scanners::ScannerRegistry;
-use crate::split::SplitParent;
 use cellar_model::TableSchema;
 use cellar_storage::fs::{FsRef, LocalFs};
 use cellar_storage::region::{Region, RegionInfo, StorageServices};
@@ -43,7 +43,7 @@ pub enum Role {
     Standalone,
     /// The active master of a cluster: meta is served here, user regions are assigned to
     /// region servers.
-    Master(Arc<crate::master::Assignment>),
+    Master(Arc<dyn ClusterMaster>),
     /// A region server of a cluster: serves the regions the master opens on it; no meta, no
     /// table administration.
     RegionServer,
@@ -57,6 +57,14 @@ impl Role {
             Role::RegionServer => "regionserver",
         }
     }
+}
+
+/// A split region whose directory waits for its daughters to stop referencing its files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitParent {
+    pub table: String,
+    pub info: RegionInfo,
+    pub daughters: [u64; 2],
 }
 
 /// Asks the master to split a region of a table at a row.

@@ -6,7 +6,7 @@
 //! early once `max_result_bytes` of cells are gathered (at least one result always goes).
 //! A row wider than the scan's `batch` comes as several results, all but the last `partial`.
 //! The scan's `limit` and the filter count rows after filtering, as the client sees them.
-//! A scanner may also hand out rows its opener computed whole ([`RegionServer::scan_open_rows`],
+//! A scanner may also hand out rows its opener computed whole ([`ScannerRegistry::open_rows`],
 //! the HBase front end's `hbase:meta`), `rows` whole rows per call, under the same leases.
 //!
 //! `more_in_region` is exact: the scanner reads one row ahead, so a client never needs an
@@ -21,7 +21,7 @@
 //! Scanner ids are a counter run through a per-server keyed hash: unique while the server
 //! runs and not guessable from another scanner's id.
 
-use crate::region_server::{RegionServer, ServerError};
+use crate::region_server::ServerError;
 use crate::router::HostedRegion;
 use cellar_model::filter::FilterEval;
 use cellar_model::{Cell, Scan};
@@ -295,24 +295,18 @@ fn take_rows(rows: &mut VecDeque<Vec<Cell>>, n: u32) -> Vec<ScanResult> {
         .collect()
 }
 
-impl RegionServer {
-    /// Opens a scanner on a region for connection `conn_id` and returns its first `rows`
-    /// results (0: the configured default caching).
-    pub fn scan_open(
+impl ScannerRegistry {
+    /// Opens a scanner on `hosted` for connection `conn_id` and returns its first `rows`
+    /// results, at most `max_bytes` of cells (at least one result).
+    pub fn open_region(
         &self,
         conn_id: u64,
-        table: &str,
-        region_id: u64,
+        hosted: Arc<HostedRegion>,
         scan: &Scan,
         rows: u32,
+        max_bytes: u64,
         format: ResultFormat,
     ) -> Result<ScanBatch, ServerError> {
-        let hosted = self.data_region(table, region_id)?;
-        let rows = if rows == 0 {
-            self.config.scanner.default_caching
-        } else {
-            rows
-        };
         let mut storage_scan = scan.clone();
         // What the first batch reads at least, for the engine's first seek to ask the disk
         // for ahead of time (bounded there by the stop row and 1 MiB per source).
@@ -347,11 +341,10 @@ impl RegionServer {
             peeked: None,
             exhausted: false,
         };
-        let (results, more) = scanner.fill(rows as usize, self.config.scanner.max_result_bytes)?;
-        let scanner_id = self.scanners.new_id();
+        let (results, more) = scanner.fill(rows as usize, max_bytes)?;
+        let scanner_id = self.new_id();
         if more {
-            self.scanners
-                .keep(scanner_id, conn_id, format.clone(), Source::Region(scanner));
+            self.keep(scanner_id, conn_id, format.clone(), Source::Region(scanner));
         }
         Ok(ScanBatch {
             scanner_id,
@@ -361,22 +354,17 @@ impl RegionServer {
         })
     }
 
-    /// The next `rows` results of an open scanner; `rows == 0` only renews its lease.
-    pub fn scan_next(&self, scanner_id: u64, rows: u32) -> Result<ScanBatch, ServerError> {
-        self.scan_next_in_order(scanner_id, rows, None)
-    }
-
-    /// [`RegionServer::scan_next`] for call number `call_seq` of the scanner, if the caller
-    /// numbers its calls: any other number than the scanner's next one is refused before
-    /// anything is read, and the scanner stays as it was.
-    pub fn scan_next_in_order(
+    /// The next `rows` results of an open scanner (at most `max_bytes` of cells); `rows == 0`
+    /// only renews its lease. With `call_seq`, any other number than the scanner's next one
+    /// is refused before anything is read, and the scanner stays as it was.
+    pub fn next(
         &self,
         scanner_id: u64,
         rows: u32,
         call_seq: Option<u64>,
+        max_bytes: u64,
     ) -> Result<ScanBatch, ServerError> {
-        self.check_running()?;
-        let slot = self.scanners.get(scanner_id)?;
+        let slot = self.get(scanner_id)?;
         *slot.touched.lock() = Instant::now();
         let mut source = slot.scanner.lock();
         slot.take_call_seq(scanner_id, call_seq)?;
@@ -395,7 +383,7 @@ impl RegionServer {
                 let more = !rows_left.is_empty();
                 drop(source);
                 if !more {
-                    self.scanners.remove(scanner_id);
+                    self.remove(scanner_id);
                 }
                 return Ok(ScanBatch {
                     scanner_id,
@@ -408,18 +396,18 @@ impl RegionServer {
         let hosted = Arc::clone(&scanner.hosted);
         if hosted.epoch() != scanner.epoch || !hosted.is_open() {
             drop(source);
-            self.scanners.remove(scanner_id);
+            self.remove(scanner_id);
             return Err(hosted.not_serving(
                 "it was closed or split while scanned; reopen the scan from the last row received",
             ));
         }
-        let filled = scanner.fill(rows as usize, self.config.scanner.max_result_bytes);
+        let filled = scanner.fill(rows as usize, max_bytes);
         *slot.touched.lock() = Instant::now();
         drop(source);
         match filled {
             Ok((results, more)) => {
                 if !more {
-                    self.scanners.remove(scanner_id);
+                    self.remove(scanner_id);
                 }
                 Ok(ScanBatch {
                     scanner_id,
@@ -429,34 +417,28 @@ impl RegionServer {
                 })
             }
             Err(e) => {
-                self.scanners.remove(scanner_id);
+                self.remove(scanner_id);
                 Err(e)
             }
         }
     }
 
     /// A scanner over `rows`, computed whole by the caller, for connection `conn_id`: the
-    /// first `first` of them (0: the configured default caching) answered now, the rest
-    /// kept under a lease for the next calls (no scanner is kept when none are left).
-    pub fn scan_open_rows(
+    /// first `first` of them answered now, the rest kept under a lease for the next calls
+    /// (no scanner is kept when none are left).
+    pub fn open_rows(
         &self,
         conn_id: u64,
         rows: Vec<Vec<Cell>>,
         first: u32,
         format: ResultFormat,
     ) -> ScanBatch {
-        let first = if first == 0 {
-            self.config.scanner.default_caching
-        } else {
-            first
-        };
         let mut rows = VecDeque::from(rows);
         let results = take_rows(&mut rows, first);
-        let scanner_id = self.scanners.new_id();
+        let scanner_id = self.new_id();
         let more = !rows.is_empty();
         if more {
-            self.scanners
-                .keep(scanner_id, conn_id, format.clone(), Source::Rows(rows));
+            self.keep(scanner_id, conn_id, format.clone(), Source::Rows(rows));
         }
         ScanBatch {
             scanner_id,
@@ -467,15 +449,15 @@ impl RegionServer {
     }
 
     /// Closes a scanner; closing one that is already gone is not an error.
-    pub fn scan_close(&self, scanner_id: u64) {
-        self.scanners.remove(scanner_id);
+    pub fn close(&self, scanner_id: u64) {
+        self.remove(scanner_id);
     }
 
     /// Counts call number `call_seq` of an open scanner that is not a next (a close, or the
     /// open itself): refused, and the scanner left as it was, unless it is the scanner's next
     /// number. A scanner that is gone has nothing to check.
-    pub fn scan_take_call_seq(&self, scanner_id: u64, call_seq: u64) -> Result<(), ServerError> {
-        match self.scanners.get(scanner_id) {
+    pub fn take_call_seq(&self, scanner_id: u64, call_seq: u64) -> Result<(), ServerError> {
+        match self.get(scanner_id) {
             Ok(slot) => {
                 let _in_call = slot.scanner.lock();
                 slot.take_call_seq(scanner_id, Some(call_seq))

@@ -19,7 +19,7 @@
 //! daughters, and the janitor can drop the parent once neither daughter has references.
 
 use crate::catalog::names;
-use crate::region_server::{RegionServer, Role, ServerError};
+use crate::region_server::{RegionServer, ServerError, SplitParent};
 use crate::router::{HostedRegion, RegionState, TableRoute, TableState};
 use bytes::Bytes;
 use cellar_storage::region::RegionInfo;
@@ -35,14 +35,6 @@ pub enum SplitStep {
     DaughtersWritten,
     /// The parent's row says SPLIT; the daughters have no rows yet.
     Committed,
-}
-
-/// A split region whose directory waits for its daughters to stop referencing its files.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SplitParent {
-    pub table: String,
-    pub info: RegionInfo,
-    pub daughters: [u64; 2],
 }
 
 /// The split size of a table split `splits` times: `initial × 2^splits`, at most `max`.
@@ -246,7 +238,7 @@ impl RegionServer {
     /// Readies a region for a split (flushed, no references left) and returns its middle
     /// row, if it has one.
     fn prepare_split(&self, hosted: &Arc<HostedRegion>) -> Result<Option<Bytes>, ServerError> {
-        if let Role::Master(a) = &self.role {
+        if let Some(a) = self.assignment() {
             return a.prepare_split(hosted);
         }
         hosted.with(|r| {
@@ -281,8 +273,8 @@ impl RegionServer {
         row: Bytes,
         stop: Option<SplitStep>,
     ) -> Result<(), ServerError> {
-        if let Role::Master(a) = &self.role {
-            return self.split_remote(a, hosted, row);
+        if let Some(a) = self.assignment() {
+            return self.split_remote(&a, hosted, row);
         }
         let table = hosted.table.clone();
         let t = self.router.require(&table)?;

@@ -1,4 +1,4 @@
-//! Table names (HBase's rules) and where a table's regions live on disk.
+//! Table names (HBase's rules), region names, and where a table's regions live on disk.
 //!
 //! A name is `qualifier` or `namespace:qualifier`. Namespaces are `[A-Za-z0-9_]+`; qualifiers
 //! are `[A-Za-z0-9_.-]+` not starting with `.` or `-`. `default:t` is `t`. The namespace
@@ -7,6 +7,7 @@
 //! reaches a path.
 
 use crate::region_server::ServerError;
+use bytes::Bytes;
 use std::path::{Path, PathBuf};
 
 pub const DEFAULT_NAMESPACE: &str = "default";
@@ -122,6 +123,22 @@ pub fn table_of_dir(namespace: &str, qualifier: &str) -> String {
     } else {
         format!("{namespace}:{qualifier}")
     }
+}
+
+/// The meta row key of a region: `<table>,<start_key>,<region_id>`.
+pub fn region_row(table: &str, start_key: &[u8], id: u64) -> Bytes {
+    let mut row = Vec::with_capacity(table.len() + start_key.len() + 22);
+    row.extend_from_slice(table.as_bytes());
+    row.push(b',');
+    row.extend_from_slice(start_key);
+    row.push(b',');
+    row.extend_from_slice(id.to_string().as_bytes());
+    Bytes::from(row)
+}
+
+/// [`region_row`] as text (non-UTF-8 key bytes replaced), for names shown to people.
+pub fn region_name(table: &str, start_key: &[u8], id: u64) -> String {
+    String::from_utf8_lossy(&region_row(table, start_key, id)).into_owned()
 }
 
 #[cfg(test)]

@@ -53,6 +53,7 @@ pub(crate) fn cluster_status(svc: &HbaseService, parts: &[i32]) -> hbase::Cluste
         .collect();
     if wants(Part::LiveServers) {
         status.live_servers = if let Some(a) = svc.rs.assignment() {
+            let a = &*a;
             // Each server's load from the server, all asked at once; one that does not
             // answer in time is listed with an empty load.
             let loads: Vec<hbase::ServerLoad> = std::thread::scope(|scope| {

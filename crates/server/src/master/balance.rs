@@ -45,10 +45,10 @@ pub fn plan(loads: &BTreeMap<ServerName, Vec<u64>>) -> Vec<(u64, ServerName, Ser
 }
 
 impl RegionServer {
-    fn assignment_or_err(&self, what: &str) -> Result<&Arc<Assignment>, ServerError> {
-        match &self.role {
-            Role::Master(a) => Ok(a),
-            _ => Err(ServerError::invalid(format!(
+    fn assignment_or_err(&self, what: &str) -> Result<Arc<Assignment>, ServerError> {
+        match self.assignment() {
+            Some(a) => Ok(a),
+            None => Err(ServerError::invalid(format!(
                 "{what}: this server is {} and holds every region itself; regions move between \
                  the region servers of a cluster",
                 self.role.name()
@@ -75,7 +75,9 @@ impl RegionServer {
     /// region server has none.
     pub fn balancer_enabled(&self) -> bool {
         match &self.role {
-            Role::Master(a) => a.balancer_on.load(Ordering::SeqCst),
+            Role::Master(_) => self
+                .assignment()
+                .is_some_and(|a| a.balancer_on.load(Ordering::SeqCst)),
             Role::Standalone => self.standalone_balancer.load(Ordering::SeqCst),
             Role::RegionServer => false,
         }
@@ -94,7 +96,7 @@ impl RegionServer {
         if !a.balancer_on.load(Ordering::SeqCst) {
             return Ok(0);
         }
-        self.balance_locked(a)
+        self.balance_locked(&a)
     }
 
     /// The balancer's work; the admin lock is held.
@@ -173,7 +175,7 @@ impl RegionServer {
                     })?
             }
         };
-        self.move_to(a, &hosted, target)
+        self.move_to(&a, &hosted, target)
     }
 
     /// Opens a region that is not open (an unassigned one, or one whose opening failed).

@@ -76,11 +76,13 @@ impl RegionServer {
             .map_err(|_| ServerError::Internal("split made other than two daughters".into()))?;
         self.router
             .swap_split(&table, parent.id, [a_region, b_region]);
-        self.split_parents.lock().push(crate::split::SplitParent {
-            table: table.clone(),
-            info: parent.clone(),
-            daughters: [da.id, db.id],
-        });
+        self.split_parents
+            .lock()
+            .push(crate::region_server::SplitParent {
+                table: table.clone(),
+                info: parent.clone(),
+                daughters: [da.id, db.id],
+            });
         self.splits_done
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         if let Some(t) = self.router.table(&table) {

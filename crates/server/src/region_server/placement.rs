@@ -5,6 +5,8 @@
 
 use super::nonces::Nonces;
 use super::{RegionServer, Role, ServerError};
+use crate::coord::ServerRecord;
+use crate::master::tenure::Tenure;
 use crate::router::{HostedRegion, RegionState};
 use cellar_model::TableSchema;
 use cellar_storage::region::{Region, RegionInfo, StorageServices};
@@ -12,6 +14,25 @@ use cellar_storage::wal::split;
 use cellar_storage::wal::WalRecord;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
+
+/// A cluster master's part in where regions open (its `master::Assignment`): the region
+/// server's code asks through this and never names the master, which builds on it.
+pub trait ClusterMaster: Send + Sync + std::any::Any {
+    /// Opens `hosted` on a live region server, or leaves it to the assignment loop when
+    /// none is live.
+    fn assign(&self, server: &RegionServer, hosted: &HostedRegion, schema: &TableSchema);
+    /// Closes `hosted` on the server holding it (flushing it) and records `state`.
+    fn unassign(&self, hosted: &HostedRegion, state: RegionState) -> Result<(), ServerError>;
+    /// Flushes or compacts `hosted` on the server holding it.
+    fn region_work(&self, hosted: &HostedRegion, work: RegionWork) -> Result<(), ServerError>;
+    /// The live region server `native` with start code `startcode`, if it is one.
+    fn live_server(&self, native: &str, startcode: u64) -> Option<Arc<ServerRecord>>;
+    /// Whether this master is still the active one.
+    fn tenure(&self) -> &Arc<Tenure>;
+    /// How often the assignment loop runs.
+    fn tick_interval(&self) -> Duration;
+}
 
 /// Work on an open region.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,7 +85,7 @@ impl RegionServer {
     ) -> Result<(), ServerError> {
         match &self.role {
             Role::Master(a) => {
-                a.assign(self, hosted, schema, None);
+                a.assign(self, hosted, schema);
                 Ok(())
             }
             Role::Standalone | Role::RegionServer => {

@@ -7,11 +7,11 @@
 //! table row names the replacing region. Anything on disk or in meta that no commit point
 //! vouches for is garbage and goes.
 
+use super::SplitParent;
 use super::{RegionServer, Role, ServerError};
 use crate::catalog::names;
 use crate::meta::{RegionRecord, TableRecord, META_REGION_ID};
 use crate::router::{HostedRegion, RegionState, TableRoute, TableState};
-use crate::split::SplitParent;
 use bytes::Bytes;
 use cellar_model::Error;
 use cellar_storage::region::RegionInfo;
