@@ -25,6 +25,7 @@ pub mod scanners;
 pub mod security;
 pub mod service;
 pub mod split;
+pub mod status;
 pub mod thrift;
 pub mod web;
 /// The standalone server is a [`node::Node`] in the standalone role.

@@ -119,15 +119,6 @@ pub trait Handler: Send + Sync + 'static {
 
     /// The connection is gone: free what it held (its scanners).
     fn connection_closed(&self, conn_id: u64);
-
-    /// Server-wide gauges for `/metrics`.
-    fn gauges(&self) -> crate::metrics::Gauges;
-
-    /// The tables (or the one named) and their regions as this process knows them, for the
-    /// web UI (`/api/regions`).
-    fn tables_view(&self, _table: Option<&str>) -> Vec<crate::web::TableView> {
-        Vec::new()
-    }
 }
 
 /// What every connection of a server shares. In the front end's root, not in `connection`:

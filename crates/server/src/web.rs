@@ -10,6 +10,7 @@
 //! metrics).
 
 use crate::router::TableState;
+use crate::status::{RegionLoad, RegionView, TableView};
 use cellar_model::to_string_binary;
 use serde_json::{json, Value};
 
@@ -28,41 +29,6 @@ pub(crate) fn asset(path: &str) -> Option<(&'static str, &'static str)> {
         "/ui/favicon.svg" | "/favicon.ico" => Some(("image/svg+xml", ICON)),
         _ => None,
     }
-}
-
-/// A table as this process knows it, for `/api/regions`.
-#[derive(Debug, Clone)]
-pub struct TableView {
-    pub name: String,
-    pub enabled: bool,
-    pub families: Vec<String>,
-    pub regions: Vec<RegionView>,
-}
-
-/// One region: where it is and, when it is open in this process, its numbers.
-#[derive(Debug, Clone)]
-pub struct RegionView {
-    pub name: String,
-    pub id: u64,
-    pub start_key: String,
-    pub end_key: String,
-    pub state: String,
-    /// The region server holding it (`host,port,startcode`), empty when it is this process
-    /// outside a cluster or nobody holds it.
-    pub server: String,
-    /// That server's HTTP address, where its own numbers are (empty: here, or unknown).
-    pub server_http: String,
-    pub load: Option<RegionLoad>,
-}
-
-/// A region's numbers where it is open.
-#[derive(Debug, Clone, Copy)]
-pub struct RegionLoad {
-    pub memstore_bytes: u64,
-    pub store_file_bytes: u64,
-    pub store_files: usize,
-    pub read_requests: u64,
-    pub write_requests: u64,
 }
 
 impl crate::region_server::RegionServer {
@@ -210,7 +176,7 @@ pub(crate) fn server_json(p: &ServerPage<'_>) -> String {
             "duration_ms": c.duration_us as f64 / 1000.0,
             "failed": c.failed,
         })).collect::<Vec<_>>(),
-        "wal": crate::http::wal_json(g),
+        "wal": crate::status::wal_json(g),
         "log": crate::logs::recent(),
     });
     let mut s = v.to_string();
