@@ -6,7 +6,7 @@
 //! within 10 s, at most 64 connections at once.
 
 use crate::metrics::{render, Gauges, Overload, RpcMetrics};
-use crate::rpc::Handler;
+use crate::status::StatusSource;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -43,7 +43,8 @@ pub struct Sources {
     pub metrics: Arc<RpcMetrics>,
     /// The HBase-compatible front end's counters, when it runs.
     pub hbase_metrics: Option<Arc<RpcMetrics>>,
-    pub handler: Arc<dyn Handler>,
+    /// The gauges and the tables' view, from the region server.
+    pub status: Arc<dyn StatusSource>,
     pub info: StatusInfo,
     /// HTTPS, when the node has TLS (its certificate, and client certificates when the
     /// node's client CA is set).
@@ -419,8 +420,8 @@ async fn route(method: &str, path: &str, query: &str, served: &Served) -> Respon
                 Ok(t) => t,
                 Err(e) => return e,
             };
-            let handler = served.sources.handler.clone();
-            let tables = tokio::task::spawn_blocking(move || handler.tables_view(table.as_deref()))
+            let status = served.sources.status.clone();
+            let tables = tokio::task::spawn_blocking(move || status.tables_view(table.as_deref()))
                 .await
                 .unwrap_or_default();
             let info = &served.sources.info;
@@ -474,10 +475,10 @@ fn query_table(query: &str) -> Result<Option<String>, Response> {
     }
 }
 
-/// The handler's gauges, read on a blocking thread: the region server may take locks.
+/// The status source's gauges, read on a blocking thread: the region server may take locks.
 async fn gauges(served: &Served) -> Gauges {
-    let handler = served.sources.handler.clone();
-    tokio::task::spawn_blocking(move || handler.gauges())
+    let status = served.sources.status.clone();
+    tokio::task::spawn_blocking(move || status.gauges())
         .await
         .unwrap_or_else(|_| {
             tracing::error!("reading the region server's gauges panicked");
@@ -502,17 +503,6 @@ fn front_end_json(rpc: &RpcMetrics) -> serde_json::Value {
         },
         "stalled_connections": rpc.stalled_connections(),
         "connection_timeouts": rpc.connection_timeouts(),
-    })
-}
-
-/// The write-ahead log's state, as `/status` and `/api/server` show it.
-pub(crate) fn wal_json(g: &Gauges) -> serde_json::Value {
-    serde_json::json!({
-        "state": g.wal_state,
-        "problem": g.wal_problem,
-        "failures": g.wal_failures,
-        "recoveries": g.wal_recoveries,
-        "buffered_bytes": g.wal_buffered_bytes,
     })
 }
 
@@ -576,7 +566,7 @@ fn status_json(served: &Served, g: &Gauges) -> String {
             "read_requests": g.read_requests,
             "write_requests": g.write_requests,
         },
-        "wal": wal_json(g),
+        "wal": crate::status::wal_json(g),
     });
     let mut s = v.to_string();
     s.push('\n');

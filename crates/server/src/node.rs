@@ -291,7 +291,7 @@ impl Node {
         let sources = Sources {
             metrics: rpc.metrics(),
             hbase_metrics: hbase.as_ref().map(HbaseServer::metrics),
-            handler,
+            status: region_server.clone(),
             info: StatusInfo {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 native_addr: advertised,

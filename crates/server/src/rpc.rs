@@ -14,6 +14,7 @@
 pub(crate) mod budget;
 pub(crate) mod connection;
 mod core;
+pub(crate) mod limits;
 pub(crate) mod pool;
 pub(crate) mod queue;
 pub(crate) mod respond;
@@ -23,18 +24,21 @@ mod ucx;
 
 use crate::config::RpcConfig;
 use crate::metrics::RpcMetrics;
+use budget::ServerBudget;
 use bytes::Bytes;
 use cellar_proto::pb;
-use connection::Shared;
+use limits::Limits;
+use queue::CallQueue;
 use std::net::SocketAddr;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinSet;
+use ucx::UcxFront;
 
 pub use self::core::RpcCore;
-pub use connection::MAX_IN_FLIGHT_PER_CONNECTION;
+pub use limits::MAX_IN_FLIGHT_PER_CONNECTION;
 
 /// Who is calling: lets the handler tie state (open scanners) to a connection, and check what
 /// its caller may do.
@@ -115,14 +119,43 @@ pub trait Handler: Send + Sync + 'static {
 
     /// The connection is gone: free what it held (its scanners).
     fn connection_closed(&self, conn_id: u64);
+}
 
-    /// Server-wide gauges for `/metrics`.
-    fn gauges(&self) -> crate::metrics::Gauges;
+/// What every connection of a server shares. In the front end's root, not in `connection`:
+/// [`route`] and [`ucx`] serve calls through it too, and it holds the UCX worker, so in any
+/// submodule it would close a loop with [`ucx`].
+pub(crate) struct Shared {
+    pub handler: Arc<dyn Handler>,
+    pub queue: Arc<CallQueue>,
+    pub metrics: Arc<RpcMetrics>,
+    pub budget: Arc<ServerBudget>,
+    pub limits: Limits,
+    /// The UCX worker, started by the first client that asks for it (or why it cannot be).
+    pub ucx: OnceLock<Result<Arc<UcxFront>, String>>,
+    /// TLS on this port, when configured.
+    pub tls: Option<Arc<crate::security::TlsServer>>,
+}
 
-    /// The tables (or the one named) and their regions as this process knows them, for the
-    /// web UI (`/api/regions`).
-    fn tables_view(&self, _table: Option<&str>) -> Vec<crate::web::TableView> {
-        Vec::new()
+impl Shared {
+    /// The server's UCX worker, started on first use.
+    pub fn ucx(self: &Arc<Self>) -> Result<Arc<UcxFront>, String> {
+        if !self.limits.offer_ucx {
+            return Err("this server does not offer UCX (rpc.ucx = false)".into());
+        }
+        self.ucx
+            .get_or_init(|| {
+                UcxFront::start(Arc::downgrade(self), tokio::runtime::Handle::current())
+                    .map(Arc::new)
+                    .inspect_err(|why| tracing::warn!(reason = %why, "cannot offer UCX"))
+            })
+            .clone()
+    }
+
+    /// Stops the UCX worker, if one was started (server shutdown).
+    pub fn stop_ucx(&self) {
+        if let Some(Ok(front)) = self.ucx.get() {
+            front.stop();
+        }
     }
 }
 
@@ -188,9 +221,9 @@ impl RpcServer {
             handler,
             queue: core.queue().clone(),
             metrics: metrics.clone(),
-            budget: budget::ServerBudget::new(config.max_in_flight_bytes, metrics.clone()),
-            limits: connection::Limits::from_config(config),
-            ucx: std::sync::OnceLock::new(),
+            budget: ServerBudget::new(config.max_in_flight_bytes, metrics.clone()),
+            limits: Limits::from_config(config),
+            ucx: OnceLock::new(),
             tls,
         });
         let (stop, stopped) = watch::channel(false);

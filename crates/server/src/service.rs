@@ -12,7 +12,7 @@ use crate::scanners::{ResultFormat, ScanBatch};
 use crate::security::acl::{Action, Actions, Permission, Scope};
 use crate::security::authz::restrict;
 use crate::security::Caller;
-use crate::status::ServerStatus;
+use crate::status::{ServerStatus, StatusSource, TableView};
 use bytes::{Bytes, BytesMut};
 use cellar_model::Cell;
 use cellar_proto::cellblock::{CellBlockWriter, CellReader};
@@ -782,12 +782,14 @@ impl Handler for RegionServer {
         self.scanners.connection_closed(conn_id);
         self.prepared.connection_closed(conn_id);
     }
+}
 
+impl StatusSource for RegionServer {
     fn gauges(&self) -> Gauges {
         self.current_gauges()
     }
 
-    fn tables_view(&self, table: Option<&str>) -> Vec<crate::web::TableView> {
+    fn tables_view(&self, table: Option<&str>) -> Vec<TableView> {
         RegionServer::tables_view(self, table)
     }
 }

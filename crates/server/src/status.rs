@@ -1,7 +1,60 @@
-//! What a server reports about itself (STATUS, the web UI, the master's view of its region
-//! servers): plain data, below everything that fills it in or shows it.
+//! What a server reports about itself: STATUS's numbers (the shell, the master's view of its
+//! region servers), and what `/metrics`, `/status` and the web UI read through the
+//! [`StatusSource`] the node's region server implements. Plain data, below everything that
+//! fills it in or shows it; kept apart from the RPC [`crate::rpc::Handler`] so that the front
+//! end serving calls knows nothing of the pages reading the server's state.
 
+use crate::metrics::Gauges;
 use crate::router::HostedRegion;
+
+/// Where `/metrics`, `/status` and the web UI read the server's state from.
+pub trait StatusSource: Send + Sync + 'static {
+    /// Server-wide gauges for `/metrics`.
+    fn gauges(&self) -> Gauges;
+
+    /// The tables (or the one named) and their regions as this process knows them, for the
+    /// web UI (`/api/regions`).
+    fn tables_view(&self, _table: Option<&str>) -> Vec<TableView> {
+        Vec::new()
+    }
+}
+
+/// A table as this process knows it, for `/api/regions`.
+#[derive(Debug, Clone)]
+pub struct TableView {
+    pub name: String,
+    pub enabled: bool,
+    pub families: Vec<String>,
+    pub regions: Vec<RegionView>,
+}
+
+/// One region: where it is and, when it is open in this process, its numbers.
+#[derive(Debug, Clone)]
+pub struct RegionView {
+    pub name: String,
+    pub id: u64,
+    pub start_key: String,
+    pub end_key: String,
+    pub state: String,
+    /// The region server holding it (`host,port,startcode`), empty when it is this process
+    /// outside a cluster or nobody holds it.
+    pub server: String,
+    /// That server's HTTP address, where its own numbers are (empty: here, or unknown).
+    pub server_http: String,
+    /// Its numbers, when it is open in this process.
+    pub load: Option<RegionLoad>,
+}
+
+/// The write-ahead log's state, as `/status` and `/api/server` show it.
+pub(crate) fn wal_json(g: &Gauges) -> serde_json::Value {
+    serde_json::json!({
+        "state": g.wal_state,
+        "problem": g.wal_problem,
+        "failures": g.wal_failures,
+        "recoveries": g.wal_recoveries,
+        "buffered_bytes": g.wal_buffered_bytes,
+    })
+}
 
 /// Server-wide numbers (STATUS).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

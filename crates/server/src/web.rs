@@ -10,6 +10,7 @@
 //! metrics).
 
 use crate::router::TableState;
+use crate::status::{region_load, RegionView, TableView};
 use cellar_model::to_string_binary;
 use serde_json::{json, Value};
 
@@ -30,41 +31,6 @@ pub(crate) fn asset(path: &str) -> Option<(&'static str, &'static str)> {
     }
 }
 
-/// A table as this process knows it, for `/api/regions`.
-#[derive(Debug, Clone)]
-pub struct TableView {
-    pub name: String,
-    pub enabled: bool,
-    pub families: Vec<String>,
-    pub regions: Vec<RegionView>,
-}
-
-/// One region: where it is and, when it is open in this process, its numbers.
-#[derive(Debug, Clone)]
-pub struct RegionView {
-    pub name: String,
-    pub id: u64,
-    pub start_key: String,
-    pub end_key: String,
-    pub state: String,
-    /// The region server holding it (`host,port,startcode`), empty when it is this process
-    /// outside a cluster or nobody holds it.
-    pub server: String,
-    /// That server's HTTP address, where its own numbers are (empty: here, or unknown).
-    pub server_http: String,
-    pub load: Option<RegionLoad>,
-}
-
-/// A region's numbers where it is open.
-#[derive(Debug, Clone, Copy)]
-pub struct RegionLoad {
-    pub memstore_bytes: u64,
-    pub store_file_bytes: u64,
-    pub store_files: usize,
-    pub read_requests: u64,
-    pub write_requests: u64,
-}
-
 impl crate::region_server::RegionServer {
     /// The tables (or the one named) and their regions as this process knows them.
     pub fn tables_view(&self, only: Option<&str>) -> Vec<TableView> {
@@ -79,16 +45,7 @@ impl crate::region_server::RegionServer {
                     .regions
                     .values()
                     .map(|r| {
-                        let load = r.if_open(|open| {
-                            let s = open.stats();
-                            RegionLoad {
-                                memstore_bytes: s.memstore_bytes,
-                                store_file_bytes: s.store_file_bytes,
-                                store_files: s.store_files,
-                                read_requests: s.read_requests,
-                                write_requests: s.write_requests,
-                            }
-                        });
+                        let load = region_load(r);
                         let server = r.server();
                         RegionView {
                             name: r.name(),
@@ -136,7 +93,7 @@ pub(crate) fn regions_json(here: &str, here_http: &str, tables: &[TableView]) ->
                         "server_http": http,
                         "open_here": r.load.is_some(),
                     });
-                    if let (Some(l), Some(o)) = (r.load, v.as_object_mut()) {
+                    if let (Some(l), Some(o)) = (r.load.as_ref(), v.as_object_mut()) {
                         o.insert("memstore_bytes".into(), l.memstore_bytes.into());
                         o.insert("store_file_bytes".into(), l.store_file_bytes.into());
                         o.insert("store_files".into(), l.store_files.into());
@@ -210,7 +167,7 @@ pub(crate) fn server_json(p: &ServerPage<'_>) -> String {
             "duration_ms": c.duration_us as f64 / 1000.0,
             "failed": c.failed,
         })).collect::<Vec<_>>(),
-        "wal": crate::http::wal_json(g),
+        "wal": crate::status::wal_json(g),
         "log": crate::logs::recent(),
     });
     let mut s = v.to_string();

@@ -42,7 +42,7 @@ fn servers() -> (RpcServer, HttpServer, Arc<TestHandler>) {
             thrift: Default::default(),
             metrics: rpc.metrics(),
             hbase_metrics: None,
-            handler: handler.clone(),
+            status: handler.clone(),
             info: StatusInfo {
                 version: "9.9.9-test".into(),
                 native_addr: rpc.local_addr().to_string(),

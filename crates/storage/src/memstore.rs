@@ -8,6 +8,7 @@
 //! `Arc<Memstore>`'s skiplist, so the slices they return stay valid while any iterator lives.
 
 mod arena;
+mod chunk;
 pub mod chunk_pool;
 mod row_index;
 mod skiplist;
@@ -18,7 +19,7 @@ use skiplist::{SkipIter, SkipList};
 use std::sync::Arc;
 
 /// Arena chunk size used by [`Memstore::new`]: 2 MiB.
-pub const DEFAULT_CHUNK_SIZE: usize = arena::DEFAULT_CHUNK_SIZE;
+pub const DEFAULT_CHUNK_SIZE: usize = chunk::DEFAULT_CHUNK_SIZE;
 
 /// A sorted in-memory map from internal key to value.
 ///

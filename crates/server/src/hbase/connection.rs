@@ -18,7 +18,7 @@ use super::exceptions::{self as ex, HbaseError};
 use super::{CallCtx, HReply, HbaseService, Inline};
 use crate::metrics::{Overload, RpcMetrics};
 use crate::rpc::budget::{Charge, ServerBudget};
-use crate::rpc::connection::{Limits, MAX_DEFERRED_WRITES, PEEK_BYTES, REFUSABLE_ANSWER_BYTES};
+use crate::rpc::limits::{Limits, MAX_DEFERRED_WRITES, PEEK_BYTES, REFUSABLE_ANSWER_BYTES};
 use crate::rpc::queue::{CallQueue, Refused};
 use crate::rpc::respond::Outgoing;
 use crate::rpc::stream::{self, End, Inbound, WRITE_BATCH_BYTES};

@@ -434,22 +434,6 @@ fn entry(
     }
 }
 
-/// HBase's CompareType as a filter operator: filters compare the cell against the operand
-/// (`cell op operand`), as Cellar's filters do.
-pub(crate) fn compare_op(t: i32) -> Result<CompareOp> {
-    use hbase::CompareType as T;
-    Ok(match T::try_from(t) {
-        Ok(T::Less) => CompareOp::Less,
-        Ok(T::LessOrEqual) => CompareOp::LessOrEqual,
-        Ok(T::Equal) => CompareOp::Equal,
-        Ok(T::NotEqual) => CompareOp::NotEqual,
-        Ok(T::GreaterOrEqual) => CompareOp::GreaterOrEqual,
-        Ok(T::Greater) => CompareOp::Greater,
-        Ok(T::NoOp) => CompareOp::NoOp,
-        Err(_) => return refuse(format!("unknown compare type {t}")),
-    })
-}
-
 /// HBase's check-and-mutate compares the operand against the stored value
 /// (`operand op stored`, `HRegion.checkAndMutate`), Cellar's the other way round
 /// (`stored op operand`): the order-sensitive operators swap.
@@ -503,7 +487,7 @@ fn column_condition(c: &hbase::Condition) -> Result<Condition> {
     if family.is_empty() {
         return refuse("checkAndMutate condition names no family");
     }
-    let op = compare_op(c.compare_type.ok_or_else(|| {
+    let op = filters::compare_op(c.compare_type.ok_or_else(|| {
         HbaseError::do_not_retry("checkAndMutate condition has no compare_type")
     })?)?;
     let value = match &c.comparator {

@@ -3,7 +3,6 @@
 //! anything else is a DoNotRetryIOException naming the class, so a client never gets rows
 //! a filter it believes in would have dropped.
 
-use super::convert::compare_op;
 use super::HbaseError;
 use bytes::Bytes;
 use cellar_model::filter::{Comparator, CompareOp, Filter, FuzzyKey, ListOp, RowRange};
@@ -32,6 +31,27 @@ fn unsupported<T>(kind: &str, class: &str) -> Result<T> {
     Err(HbaseError::do_not_retry(format!(
         "{kind} {class} is not supported by Cellar"
     )))
+}
+
+/// HBase's CompareType as a filter operator: filters compare the cell against the operand
+/// (`cell op operand`), as Cellar's filters do. Here rather than in `convert`, whose
+/// check-and-mutate conditions use it too: `convert` depends on the filters, not back.
+pub(crate) fn compare_op(t: i32) -> Result<CompareOp> {
+    use hbase::CompareType as T;
+    Ok(match T::try_from(t) {
+        Ok(T::Less) => CompareOp::Less,
+        Ok(T::LessOrEqual) => CompareOp::LessOrEqual,
+        Ok(T::Equal) => CompareOp::Equal,
+        Ok(T::NotEqual) => CompareOp::NotEqual,
+        Ok(T::GreaterOrEqual) => CompareOp::GreaterOrEqual,
+        Ok(T::Greater) => CompareOp::Greater,
+        Ok(T::NoOp) => CompareOp::NoOp,
+        Err(_) => {
+            return Err(HbaseError::do_not_retry(format!(
+                "unknown compare type {t}"
+            )))
+        }
+    })
 }
 
 /// A filter the client sent, converted and checked (regular expressions compile). Inside a

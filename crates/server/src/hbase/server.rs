@@ -57,7 +57,7 @@ impl HbaseServer {
                 config.max_in_flight_bytes,
                 metrics.clone(),
             ),
-            limits: crate::rpc::connection::Limits::from_config(config),
+            limits: crate::rpc::limits::Limits::from_config(config),
             inline: config.inline_gets || config.inline_puts,
             tls,
         });

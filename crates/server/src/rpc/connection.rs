@@ -7,93 +7,23 @@
 //! client can make the server hold are the stream's (`stream.rs`, `docs/native-protocol.md`,
 //! "Limits").
 
-use super::budget::{Charge, ServerBudget};
-use super::queue::CallQueue;
+use super::budget::Charge;
+use super::limits::{MAX_DEFERRED_WRITES, PEEK_BYTES};
 use super::respond::{error_frame, reply_frame, rpc_error, Outgoing, Responder, Sink};
 use super::route::{self, busy_in_flight};
 use super::stream::{self, End, Inbound};
-use super::ucx::{Attached, UcxFront};
-use super::{CallContext, Handler, Reply};
-use crate::metrics::{Overload, RpcMetrics};
+use super::ucx::Attached;
+use super::{CallContext, Reply, Shared};
+use crate::metrics::Overload;
 use bytes::Bytes;
 use cellar_proto::frame::{check_preamble, decode_param, peek_request_header, PREAMBLE};
 use cellar_proto::pb;
 use prost::Message;
 use std::net::SocketAddr;
-use std::sync::{Arc, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::Arc;
+use std::time::Instant;
 use tokio::net::TcpStream;
 use tokio::sync::watch;
-
-pub use super::stream::MAX_IN_FLIGHT_PER_CONNECTION;
-/// Bytes of a frame read to find its call id when it is refused unread; the rest is skipped.
-pub(crate) const PEEK_BYTES: usize = 1024;
-/// Answers from this size on may be refused as busy when the connection or the server is past
-/// its in-flight bound (smaller ones cost no more than the refusal).
-pub(crate) const REFUSABLE_ANSWER_BYTES: usize = 1024;
-/// Puts applied on the reactor that may wait for their WAL write before they are finished.
-pub(crate) const MAX_DEFERRED_WRITES: usize = 64;
-
-/// The bounds every connection of a front end keeps (from `[rpc]`).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Limits {
-    pub max_request_bytes: u32,
-    pub connection_bytes: u64,
-    pub handshake_timeout: Duration,
-    pub frame_timeout: Duration,
-    pub write_timeout: Duration,
-    /// Offer UCX to clients that ask (`rpc.ucx`).
-    pub offer_ucx: bool,
-}
-
-impl Limits {
-    pub fn from_config(c: &crate::config::RpcConfig) -> Limits {
-        Limits {
-            max_request_bytes: c.max_request_bytes,
-            connection_bytes: c.max_connection_in_flight_bytes,
-            handshake_timeout: Duration::from_millis(c.handshake_timeout_ms),
-            frame_timeout: Duration::from_millis(c.frame_timeout_ms),
-            write_timeout: Duration::from_millis(c.write_timeout_ms),
-            offer_ucx: c.ucx,
-        }
-    }
-}
-
-/// What every connection of a server shares.
-pub(crate) struct Shared {
-    pub handler: Arc<dyn Handler>,
-    pub queue: Arc<CallQueue>,
-    pub metrics: Arc<RpcMetrics>,
-    pub budget: Arc<ServerBudget>,
-    pub limits: Limits,
-    /// The UCX worker, started by the first client that asks for it (or why it cannot be).
-    pub ucx: OnceLock<Result<Arc<UcxFront>, String>>,
-    /// TLS on this port, when configured.
-    pub tls: Option<Arc<crate::security::TlsServer>>,
-}
-
-impl Shared {
-    /// The server's UCX worker, started on first use.
-    pub fn ucx(self: &Arc<Self>) -> Result<Arc<UcxFront>, String> {
-        if !self.limits.offer_ucx {
-            return Err("this server does not offer UCX (rpc.ucx = false)".into());
-        }
-        self.ucx
-            .get_or_init(|| {
-                UcxFront::start(Arc::downgrade(self), tokio::runtime::Handle::current())
-                    .map(Arc::new)
-                    .inspect_err(|why| tracing::warn!(reason = %why, "cannot offer UCX"))
-            })
-            .clone()
-    }
-
-    /// Stops the UCX worker, if one was started (server shutdown).
-    pub fn stop_ucx(&self) {
-        if let Some(Ok(front)) = self.ucx.get() {
-            front.stop();
-        }
-    }
-}
 
 /// Serves one accepted connection to its end, then tells the handler it is gone.
 pub(crate) async fn serve(

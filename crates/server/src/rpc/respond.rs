@@ -5,6 +5,7 @@
 //! copying it into the frame.
 
 use super::budget::Charge;
+use super::limits::REFUSABLE_ANSWER_BYTES;
 use super::Reply;
 use crate::metrics::{Overload, RpcMetrics};
 use bytes::{Bytes, BytesMut};
@@ -99,7 +100,7 @@ impl Responder {
     /// once applied (their answers are small).
     pub fn send_read(self, call_id: u64, frame: (Bytes, Bytes), metrics: &RpcMetrics) -> bool {
         let len = frame.0.len() + frame.1.len();
-        if len >= super::connection::REFUSABLE_ANSWER_BYTES
+        if len >= REFUSABLE_ANSWER_BYTES
             && self
                 .charge
                 .budget()

@@ -3,11 +3,10 @@
 //! once; the handler's fast path ([`Handler::call_inline`]) tried where the frame arrived;
 //! else the decoded call queued for the handler pool, never decoded again.
 
-use super::connection::Shared;
 use super::pool::{outcome_frame, Call};
 use super::queue::Refused;
 use super::respond::{error_frame, reply_frame, rpc_error, timed_reply_frame, Responder};
-use super::{CallContext, Inline, PendingWrite, Reply};
+use super::{CallContext, Inline, PendingWrite, Reply, Shared};
 use crate::metrics::Overload;
 use bytes::Bytes;
 use cellar_proto::frame::{decode_request, peek_request_header, Parts};

@@ -22,7 +22,7 @@
 //! Handler threads never wait on a connection: they queue answers to the writer and move on.
 
 use super::budget::{Charge, ConnBudget, ServerBudget};
-use super::connection::Limits;
+use super::limits::{Limits, MAX_IN_FLIGHT_PER_CONNECTION};
 use super::respond::Outgoing;
 use crate::metrics::RpcMetrics;
 use bytes::{Buf, Bytes, BytesMut};
@@ -39,8 +39,6 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 
-/// Calls of one connection that may be queued, running or waiting to be written at once.
-pub const MAX_IN_FLIGHT_PER_CONNECTION: usize = 1024;
 /// Read buffer growth step once a frame is known to need more than one small read.
 const READ_CHUNK: usize = 64 * 1024;
 /// The buffer a connection takes when input arrives after it was idle: most requests fit

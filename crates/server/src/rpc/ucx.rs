@@ -27,13 +27,14 @@
 //!   answered SERVER_BUSY (the progress thread never waits).
 
 use super::budget::{Charge, ConnBudget};
-use super::connection::{Shared, MAX_IN_FLIGHT_PER_CONNECTION};
+use super::limits::MAX_IN_FLIGHT_PER_CONNECTION;
 use super::respond::{error_frame, rpc_error, Responder, Sink};
 
 /// Puts applied on the progress thread that may wait for their WAL write before they are
 /// finished.
 const MAX_DEFERRED_WRITES: usize = 64;
 use super::route;
+use super::Shared;
 use crate::metrics::Overload;
 use bytes::{Buf, Bytes};
 use cellar_proto::frame::peek_request_header;

@@ -10,7 +10,7 @@
 //! answer). Bytes that are not a Thrift call close the connection after a log line naming
 //! the peer and the problem; the gateway goes on serving everyone else.
 
-use super::protocol::{self, Limits, MessageType, Protocol, Scanner, Value};
+use super::protocol::{self, Limits, Protocol, Scanner};
 use super::Gateway;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -253,18 +253,9 @@ impl Unframed {
     }
 }
 
-/// An answer to one call.
-pub struct Reply {
-    pub name: String,
-    pub kind: MessageType,
-    pub seq: i32,
-    pub body: Vec<(i16, Value)>,
-    /// Answered with an exception (declared or not).
-    pub failed: bool,
-}
-
 #[cfg(test)]
 mod tests {
+    use super::protocol::{MessageType, Value};
     use super::*;
 
     #[test]

@@ -5,7 +5,6 @@
 //! read of nothing returns an empty list; `mutateRow` applies its deletes before its puts,
 //! `mutateRows` its puts before its deletes.
 
-use super::connection::Reply;
 use super::protocol::{Message, MessageType, TType, Value};
 use super::values::{column_name, row_result, split_column, tcell, Fault, Fields, Outcome};
 use super::{Gateway, OpenScanner};
@@ -51,6 +50,16 @@ impl std::ops::Deref for Call<'_> {
     fn deref(&self) -> &Gateway {
         self.gw
     }
+}
+
+/// An answer to one call, for the connection to write in the caller's protocol and framing.
+pub struct Reply {
+    pub name: String,
+    pub kind: MessageType,
+    pub seq: i32,
+    pub body: Vec<(i16, Value)>,
+    /// Answered with an exception (declared or not).
+    pub failed: bool,
 }
 
 /// Serves one call of `user`; `None` for a oneway call (no answer).

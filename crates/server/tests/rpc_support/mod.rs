@@ -8,6 +8,7 @@ use cellar_proto::pb;
 use cellar_server::config::RpcConfig;
 use cellar_server::metrics::Gauges;
 use cellar_server::rpc::{CallContext, Handler, Inline, Reply, RpcServer};
+use cellar_server::status::StatusSource;
 use parking_lot::{Condvar, Mutex};
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpStream};
@@ -135,7 +136,9 @@ impl Handler for TestHandler {
     fn connection_closed(&self, conn_id: u64) {
         self.closed.lock().push(conn_id);
     }
+}
 
+impl StatusSource for TestHandler {
     fn gauges(&self) -> Gauges {
         self.gauges.clone()
     }
