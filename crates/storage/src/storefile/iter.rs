@@ -21,6 +21,15 @@ const READAHEAD_START: u64 = 128 * 1024;
 const READAHEAD_MAX: u64 = 1024 * 1024;
 const READAHEAD_MAX_UNCACHED: u64 = 2 * 1024 * 1024;
 
+// The constructor lives beside the iterator it makes, so the reader does not depend on it.
+impl StoreFile {
+    /// An unpositioned iterator. With `fill_cache` false, blocks it reads are not inserted
+    /// into the block cache (large scans), though cached blocks are still used.
+    pub fn iter(self: &Arc<Self>, fill_cache: bool) -> StoreFileIter {
+        StoreFileIter::new(Arc::clone(self), fill_cache)
+    }
+}
+
 /// Iterator over a [`StoreFile`].
 pub struct StoreFileIter {
     file: Arc<StoreFile>,

@@ -11,7 +11,7 @@ use super::footer::{
     FORMAT_VERSION, MAGIC,
 };
 use super::index::BlockIndex;
-use super::{meta, FileMeta, StoreFileIter};
+use super::{meta, FileMeta};
 use crate::block_cache::{BlockCache, BlockKey, Priority};
 use crate::fs::{FsRef, RandomAccessFile};
 use bytes::Bytes;
@@ -326,12 +326,6 @@ impl StoreFile {
                 .bloom
                 .as_ref()
                 .is_none_or(|b| b.may_contain_column(row, qualifier))
-    }
-
-    /// An unpositioned iterator. With `fill_cache` false, blocks it reads are not inserted
-    /// into the block cache (large scans), though cached blocks are still used.
-    pub fn iter(self: &Arc<Self>, fill_cache: bool) -> StoreFileIter {
-        StoreFileIter::new(Arc::clone(self), fill_cache)
     }
 
     /// A key near the middle of the file, for choosing a split point: the last key of the
