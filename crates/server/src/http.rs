@@ -5,7 +5,8 @@
 //! pages and JSON (`crate::web`) the rest; anything else is 404. One request per connection (`Connection: close`), request head at most 8 KiB, read
 //! within 10 s, at most 64 connections at once.
 
-use crate::metrics::{render, Gauges, Overload, RpcMetrics};
+use crate::metrics::{render, Overload, RpcMetrics};
+use crate::status::Gauges;
 use crate::status::StatusSource;
 use std::net::SocketAddr;
 use std::path::PathBuf;

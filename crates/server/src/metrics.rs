@@ -1,74 +1,18 @@
 //! Prometheus metrics: what the RPC front end counts ([`RpcMetrics`]: calls and latency per
 //! method, errors by code, bytes, connections, queue depth) and what the region server reports
-//! ([`Gauges`]), rendered in Prometheus' text format by [`render`].
+//! ([`Gauges`], defined with the rest of its status in [`crate::status`]), rendered in Prometheus' text format by [`render`].
 //!
 //! Counters and histograms are plain atomics, so a handler thread records a call without a
 //! lock and `/metrics` reads a consistent-enough snapshot without stopping anyone.
 
 pub mod slow;
 
+use crate::status::Gauges;
 use cellar_proto::pb;
 pub use slow::{SlowCall, SlowCalls};
 use std::fmt::Write as _;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::time::Duration;
-
-/// Point-in-time values the region server reports.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Gauges {
-    /// Open regions per table (meta included, as `hbase:meta`).
-    pub regions_per_table: Vec<(String, usize)>,
-    pub memstore_bytes: u64,
-    pub store_file_bytes: u64,
-    pub store_files: u64,
-    pub block_cache_hits: u64,
-    pub block_cache_misses: u64,
-    pub query_cache: cellar_storage::query_cache::QueryCacheStats,
-    /// Regions waiting for / running a flush.
-    pub flush_queue: usize,
-    /// Stores waiting for / running a compaction.
-    pub compaction_queue: usize,
-    pub open_scanners: usize,
-    /// Prepared scans held (all connections), prepared since start, executions since start.
-    pub prepared_scans_open: u64,
-    pub prepared_scans_total: u64,
-    pub prepared_scan_executions: u64,
-    /// Splits done since start.
-    pub splits: u64,
-    /// Gets and scanned rows served, and mutations admitted, by the regions open here (each
-    /// counted since it opened here).
-    pub read_requests: u64,
-    pub write_requests: u64,
-    /// Writers held back by a full memstore or by too many store files, and the milliseconds
-    /// they waited, in the regions open here (each counted since it opened here).
-    pub writes_blocked: u64,
-    pub writes_blocked_ms: u64,
-    /// The write-ahead log: `ok`, `stalled` (a write failed; writes are refused until it
-    /// recovers by itself) or `failed` (a sync failed; writes are refused until restart).
-    pub wal_state: String,
-    /// Why the log is stalled or failed.
-    pub wal_problem: Option<String>,
-    pub wal_failures: u64,
-    pub wal_recoveries: u64,
-    /// Records waiting to be handed to the OS.
-    pub wal_buffered_bytes: u64,
-    /// standalone, master or regionserver.
-    pub role: String,
-    /// The region servers and their regions (`status 'detailed'`).
-    pub servers: Vec<crate::status::ServerLoad>,
-}
-
-impl Gauges {
-    /// Block cache hits over lookups; 0 before the first lookup.
-    pub fn block_cache_hit_ratio(&self) -> f64 {
-        let total = self.block_cache_hits + self.block_cache_misses;
-        if total == 0 {
-            0.0
-        } else {
-            self.block_cache_hits as f64 / total as f64
-        }
-    }
-}
 
 /// This process's resident memory and the most it may use (the machine's memory, or its
 /// memory cgroup's limit when lower), in bytes; 0 when unknown.

@@ -4,7 +4,6 @@
 //! UNKNOWN_METHOD.
 
 use crate::catalog::TableInfo;
-use crate::metrics::Gauges;
 use crate::region_server::{DeferredPut, RegionServer, ServerError};
 use crate::router::{RegionLocation, RegionState, TableState};
 use crate::rpc::{CallContext, Handler, Inline, Reply};
@@ -12,6 +11,7 @@ use crate::scanners::{ResultFormat, ScanBatch};
 use crate::security::acl::{Action, Actions, Permission, Scope};
 use crate::security::authz::restrict;
 use crate::security::Caller;
+use crate::status::Gauges;
 use crate::status::{ServerStatus, StatusSource, TableView};
 use bytes::{Bytes, BytesMut};
 use cellar_model::Cell;

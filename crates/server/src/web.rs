@@ -117,7 +117,7 @@ pub(crate) struct ServerPage<'a> {
     pub rpc: &'a crate::config::RpcConfig,
     pub native: &'a crate::metrics::RpcMetrics,
     pub hbase: Option<&'a crate::metrics::RpcMetrics>,
-    pub gauges: &'a crate::metrics::Gauges,
+    pub gauges: &'a crate::status::Gauges,
 }
 
 /// `/api/server`.

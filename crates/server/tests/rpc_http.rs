@@ -5,8 +5,8 @@ mod rpc_support;
 
 use cellar_proto::pb::Method;
 use cellar_server::http::{HttpServer, Sources, StatusInfo, METRICS_CONTENT_TYPE};
-use cellar_server::metrics::Gauges;
 use cellar_server::rpc::RpcServer;
+use cellar_server::status::Gauges;
 use rpc_support::{config, Client, TestHandler, IO_TIMEOUT};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
