@@ -27,6 +27,11 @@ cargo fmt --all -- --check || { echo "0 passed, 1 failed"; exit 1; }
 log "cargo clippy"
 cargo clippy --workspace --all-targets --quiet -- -D warnings || { echo "0 passed, 1 failed"; exit 1; }
 
+# No crate's modules import each other in a loop (file level; a module and its descendants
+# may use each other): scripts/check-module-cycles.py prints each cycle with its arrows.
+log "module cycles (scripts/check-module-cycles.py)"
+python3 scripts/check-module-cycles.py || { echo "0 passed, 1 failed"; exit 1; }
+
 # System packages the tests start: ZooKeeper (coordination tests), Java 17 and Maven (the
 # MiniDFS of the HDFS tests, built from java/minidfs on first use, and the HBase suites), UCX,
 # Chromium (the web UI).
@@ -69,15 +74,17 @@ failed=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed; [0-9]+ failed' "$out"
 rm -f "$out"
 if [ "$status" -ne 0 ] && [ "$failed" -eq 0 ]; then failed=1; fi
 
-# The benchmark summarizer's tests (Python's standard library only).
-log "scripts/hbase (python3 -m unittest)"
+# The Python scripts' tests: the benchmark summarizer and the module-cycle check (standard library only).
+log "scripts/hbase, scripts/check-module-cycles.py (python3 -m unittest)"
 pout=$(mktemp)
-python3 -m unittest discover -s scripts/hbase 2>&1 | tee "$pout"
-pstatus=${PIPESTATUS[0]}
-pran=$(sed -nE 's/^Ran ([0-9]+) tests? in .*/\1/p' "$pout" | tail -n1)
+{ python3 -m unittest discover -s scripts/hbase 2>&1; echo "rc=$?"; } | tee "$pout"
+{ python3 -m unittest discover -s scripts -p 'test_check_module_cycles.py' 2>&1; echo "rc=$?"; } | tee -a "$pout"
+pstatus=0
+grep -q '^rc=[1-9]' "$pout" && pstatus=1
+pran=$(sed -nE 's/^Ran ([0-9]+) tests? in .*/\1/p' "$pout" | awk '{s+=$1} END {print s+0}')
 pbad=$(grep -Eo '(failures|errors)=[0-9]+' "$pout" | awk -F= '{s+=$2} END {print s+0}')
 rm -f "$pout"
-if [ -z "$pran" ]; then pran=0; pbad=1; fi
+if [ "$pran" -eq 0 ]; then pbad=1; fi
 passed=$((passed + pran - pbad))
 failed=$((failed + pbad))
 if [ "$pstatus" -ne 0 ]; then
