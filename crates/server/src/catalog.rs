@@ -10,8 +10,9 @@ pub mod names;
 mod namespaces;
 mod permissions;
 
+use crate::error::ServerError;
 use crate::meta::{RegionRecord, TableRecord, META_TABLE};
-use crate::region_server::{RegionServer, RegionWork, ServerError};
+use crate::region_server::{RegionServer, RegionWork};
 use crate::router::{HostedRegion, RegionLocation, RegionState, TableRoute, TableState};
 use crate::status::{region_load, ServerLoad, ServerStatus};
 use bytes::Bytes;

@@ -9,6 +9,7 @@
 pub mod catalog;
 pub mod config;
 pub mod coord;
+pub mod error;
 pub mod faults;
 pub mod hbase;
 pub mod http;

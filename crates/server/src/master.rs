@@ -19,8 +19,9 @@ pub use balance::plan as balance_plan;
 pub use tenure::Tenure;
 
 use crate::coord::{CoordRef, ServerName, ServerRecord};
+use crate::error::ServerError;
 use crate::meta::META_TABLE;
-use crate::region_server::{ClusterMaster, RegionServer, RegionWork, Role, ServerError};
+use crate::region_server::{ClusterMaster, RegionServer, RegionWork, Role};
 use crate::router::{HostedRegion, RegionState, TableState};
 use cellar_client::{Admin, Client, ClientConfig};
 use cellar_model::TableSchema;

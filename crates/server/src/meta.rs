@@ -28,7 +28,7 @@
 //! written again within one millisecond is not hidden by its own delete marker.
 
 use crate::catalog::names::{region_name, region_row};
-use crate::region_server::ServerError;
+use crate::error::ServerError;
 use crate::router::{HostedRegion, RegionState, TableState};
 use crate::security::acl::{self, Actions, Permission, Scope};
 use bytes::Bytes;

@@ -9,7 +9,7 @@
 //! `scanner.max_prepared_per_connection`. Handles are a counter run through a keyed hash, like
 //! scanner ids.
 
-use crate::region_server::ServerError;
+use crate::error::ServerError;
 use cellar_model::Scan;
 use cellar_proto::prepared::Columns;
 use parking_lot::Mutex;

@@ -8,15 +8,14 @@
 
 mod control;
 mod data;
-mod error;
 mod nonces;
 mod placement;
 mod recovery;
 mod scan;
 mod workers;
 
+use crate::error::ServerError;
 pub use data::{Check, DeferredPut, MutateOutcome};
-pub use error::ServerError;
 pub use placement::{ClusterMaster, RegionWork};
 
 use crate::catalog::names;

@@ -14,7 +14,7 @@ pub use hosted::HostedRegion;
 pub use row_locks::{RowGuard, RowLocks};
 pub use state::{RegionLocation, RegionState};
 
-use crate::region_server::ServerError;
+use crate::error::ServerError;
 use bytes::Bytes;
 use cellar_model::TableSchema;
 use parking_lot::RwLock;

@@ -21,7 +21,7 @@
 //! Scanner ids are a counter run through a per-server keyed hash: unique while the server
 //! runs and not guessable from another scanner's id.
 
-use crate::region_server::ServerError;
+use crate::error::ServerError;
 use crate::router::HostedRegion;
 use cellar_model::filter::FilterEval;
 use cellar_model::{Cell, Scan};

@@ -4,7 +4,8 @@
 //! UNKNOWN_METHOD.
 
 use crate::catalog::TableInfo;
-use crate::region_server::{DeferredPut, RegionServer, ServerError};
+use crate::error::ServerError;
+use crate::region_server::{DeferredPut, RegionServer};
 use crate::router::{RegionLocation, RegionState, TableState};
 use crate::rpc::{CallContext, Handler, Inline, Reply};
 use crate::scanners::{ResultFormat, ScanBatch};

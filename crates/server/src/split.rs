@@ -19,7 +19,8 @@
 //! daughters, and the janitor can drop the parent once neither daughter has references.
 
 use crate::catalog::names;
-use crate::region_server::{RegionServer, ServerError, SplitParent};
+use crate::error::ServerError;
+use crate::region_server::{RegionServer, SplitParent};
 use crate::router::{HostedRegion, RegionState, TableRoute, TableState};
 use bytes::Bytes;
 use cellar_storage::region::RegionInfo;

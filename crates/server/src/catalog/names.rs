@@ -6,7 +6,7 @@
 //! `data/<namespace>/<qualifier>` with `default` for names without a namespace, so ':' never
 //! reaches a path.
 
-use crate::region_server::ServerError;
+use crate::error::ServerError;
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
 

@@ -5,8 +5,9 @@
 //! created first.
 
 use super::names::{self, DEFAULT_NAMESPACE, SYSTEM_NAMESPACE};
+use crate::error::ServerError;
 use crate::meta::NamespaceRecord;
-use crate::region_server::{RegionServer, ServerError};
+use crate::region_server::RegionServer;
 use std::collections::BTreeMap;
 
 /// A namespace's configuration: (key, value), sorted by key.
@@ -109,7 +110,8 @@ impl RegionServer {
 
 #[cfg(test)]
 mod tests {
-    use crate::region_server::{RegionServer, ServerError};
+    use crate::error::ServerError;
+    use crate::region_server::RegionServer;
     use crate::ServerConfig;
 
     fn open(dir: &std::path::Path) -> std::sync::Arc<RegionServer> {

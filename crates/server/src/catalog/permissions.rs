@@ -3,7 +3,8 @@
 //! [`crate::security::Authz`]. Changing a scope's grants needs ADMIN there (a global ADMIN
 //! may change any); listing them too, except a user's own.
 
-use crate::region_server::{RegionServer, ServerError};
+use crate::error::ServerError;
+use crate::region_server::RegionServer;
 use crate::security::acl::{Action, Actions, Permission, Scope};
 use crate::security::Caller;
 

@@ -274,11 +274,10 @@ pub(crate) fn get(
 
 /// The families of a table, for whole-row deletes.
 fn families(svc: &HbaseService, table: &str) -> Result<Vec<Bytes>> {
-    let route = svc.rs.router.table(table).ok_or_else(|| {
-        HbaseError::from(crate::region_server::ServerError::TableNotFound(
-            table.into(),
-        ))
-    })?;
+    let route =
+        svc.rs.router.table(table).ok_or_else(|| {
+            HbaseError::from(crate::error::ServerError::TableNotFound(table.into()))
+        })?;
     Ok(route
         .schema
         .families
@@ -765,7 +764,7 @@ pub(crate) fn scan(
     let limit = req.limit_of_rows.unwrap_or(0);
     // A numbered open is the new scanner's call 0, as in HBase.
     if let Some(got) = req.next_call_seq.filter(|s| *s != 0) {
-        return Err(crate::region_server::ServerError::OutOfOrderScannerNext {
+        return Err(crate::error::ServerError::OutOfOrderScannerNext {
             scanner: 0,
             expected: 0,
             got,

@@ -2,7 +2,7 @@
 //! decides by class whether to relocate a region, retry or give up), a message, and the
 //! do-not-retry flag.
 
-use crate::region_server::ServerError;
+use crate::error::ServerError;
 use cellar_model::Error as StorageError;
 
 pub const DO_NOT_RETRY: &str = "org.apache.hadoop.hbase.DoNotRetryIOException";

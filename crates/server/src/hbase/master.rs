@@ -819,7 +819,7 @@ fn truncate(svc: &HbaseService, table: &str, preserve_splits: bool) -> Result<()
     let route = visible_table(svc, table).ok_or_else(|| table_not_found(table))?;
     if route.state != TableState::Disabled {
         return Err(HbaseError::from(
-            crate::region_server::ServerError::TableNotDisabled(table.to_string()),
+            crate::error::ServerError::TableNotDisabled(table.to_string()),
         ));
     }
     let splits: Vec<Bytes> = route

@@ -7,8 +7,9 @@
 
 use super::Assignment;
 use crate::coord::{ServerName, ServerRecord};
+use crate::error::ServerError;
 use crate::meta::META_TABLE;
-use crate::region_server::{RegionServer, Role, ServerError};
+use crate::region_server::{RegionServer, Role};
 use crate::router::{HostedRegion, RegionState, TableState};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;

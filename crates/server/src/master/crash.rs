@@ -4,8 +4,8 @@
 use super::{wal_root, Assignment, SPLITTING};
 use crate::catalog::names;
 use crate::coord::ServerName;
+use crate::error::ServerError;
 use crate::meta::META_REGION_ID;
-use crate::region_server::ServerError;
 use cellar_storage::wal::split;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

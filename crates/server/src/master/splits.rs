@@ -2,7 +2,8 @@
 //! the janitor that removes split parents (`docs/design/0004-cluster.md` §5).
 
 use super::Assignment;
-use crate::region_server::{RegionServer, ServerError};
+use crate::error::ServerError;
+use crate::region_server::RegionServer;
 use crate::router::{HostedRegion, RegionState};
 use cellar_storage::wal::split;
 use std::path::Path;

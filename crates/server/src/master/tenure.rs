@@ -14,7 +14,7 @@
 //! refuses everything before it acts, whichever of its threads runs first.
 
 use crate::coord::{CoordError, CoordRef, ServerName, SessionState};
-use crate::region_server::ServerError;
+use crate::error::ServerError;
 use parking_lot::Mutex;
 use std::time::{Duration, Instant};
 

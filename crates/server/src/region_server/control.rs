@@ -3,7 +3,8 @@
 //! after a takeover), and they run one at a time under the admin lock.
 
 use super::placement::RegionWork;
-use super::{RegionServer, Role, ServerError};
+use super::{RegionServer, Role};
+use crate::error::ServerError;
 use crate::router::{HostedRegion, RegionState};
 use cellar_model::TableSchema;
 use cellar_storage::region::RegionInfo;

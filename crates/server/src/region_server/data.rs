@@ -5,8 +5,9 @@
 //! never interleave with another write to the row. Reads take no lock (MVCC).
 
 use super::nonces::Start;
-use super::{RegionServer, ServerError};
+use super::RegionServer;
 use crate::catalog::names;
+use crate::error::ServerError;
 use crate::router::HostedRegion;
 use crate::router::RowGuard;
 use bytes::{Bytes, BytesMut};

@@ -4,8 +4,9 @@
 //! [`RegionServer::region_work`] and never ask which.
 
 use super::nonces::Nonces;
-use super::{RegionServer, Role, ServerError};
+use super::{RegionServer, Role};
 use crate::coord::ServerRecord;
+use crate::error::ServerError;
 use crate::master::tenure::Tenure;
 use crate::router::{HostedRegion, RegionState};
 use cellar_model::TableSchema;

@@ -8,8 +8,9 @@
 //! vouches for is garbage and goes.
 
 use super::SplitParent;
-use super::{RegionServer, Role, ServerError};
+use super::{RegionServer, Role};
 use crate::catalog::names;
+use crate::error::ServerError;
 use crate::meta::{RegionRecord, TableRecord, META_REGION_ID};
 use crate::router::{HostedRegion, RegionState, TableRoute, TableState};
 use bytes::Bytes;

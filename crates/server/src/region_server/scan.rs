@@ -2,7 +2,8 @@
 //! and the running check, around the [`ScannerRegistry`](crate::scanners::ScannerRegistry)
 //! that keeps scanners, and PREPARE_SCAN around the prepared-scan registry.
 
-use super::{RegionServer, ServerError};
+use super::RegionServer;
+use crate::error::ServerError;
 use crate::prepared::PreparedScan;
 use crate::scanners::{ResultFormat, ScanBatch};
 use cellar_model::{Cell, Scan};

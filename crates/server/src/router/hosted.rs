@@ -3,7 +3,7 @@
 
 use super::{RegionLocation, RegionState, RowGuard, RowLocks};
 use crate::coord::ServerRecord;
-use crate::region_server::ServerError;
+use crate::error::ServerError;
 use bytes::Bytes;
 use cellar_storage::region::{Region, RegionInfo};
 use parking_lot::RwLock;

@@ -15,7 +15,7 @@
 use super::acl::{Action, Permission, Permissions, Scope, Subject};
 use super::audit::{AuditLog, Event, Record};
 use crate::config::{SecurityConfig, SimpleUsers};
-use crate::region_server::ServerError;
+use crate::error::ServerError;
 use bytes::Bytes;
 use parking_lot::RwLock;
 use std::collections::{BTreeMap, HashMap};

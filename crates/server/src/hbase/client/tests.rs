@@ -196,9 +196,9 @@ impl Fixture {
     fn resolve(&self) -> impl Fn(&hbase::RegionSpecifier) -> Result<RegionTarget> + '_ {
         move |spec| {
             if spec.value.as_ref() == b"bad-region" {
-                Err(HbaseError::from(
-                    crate::region_server::ServerError::not_serving("t", 999, "gone"),
-                ))
+                Err(HbaseError::from(crate::error::ServerError::not_serving(
+                    "t", 999, "gone",
+                )))
             } else {
                 Ok(self.target.clone())
             }
