@@ -39,7 +39,7 @@ use prost::Message;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub const META_TABLE: &str = "hbase:meta";
+pub use crate::catalog::names::META_TABLE;
 /// The meta region's id; data regions get ids from the clock, far above it.
 pub const META_REGION_ID: u64 = 1;
 

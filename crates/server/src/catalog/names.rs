@@ -6,10 +6,16 @@
 //! `data/<namespace>/<qualifier>` with `default` for names without a namespace, so ':' never
 //! reaches a path.
 
+mod md5;
+
 use crate::error::ServerError;
 use bytes::Bytes;
 use std::path::{Path, PathBuf};
 
+/// The catalog table, which holds every region's location (HBase's name for it).
+pub const META_TABLE: &str = "hbase:meta";
+/// Meta's region's encoded name: HBase's (a Jenkins hash of meta's old region name).
+pub const META_ENCODED_NAME: &str = "1588230740";
 pub const DEFAULT_NAMESPACE: &str = "default";
 pub const SYSTEM_NAMESPACE: &str = "hbase";
 /// Longest table name accepted (it becomes directory names).
@@ -139,6 +145,15 @@ pub fn region_row(table: &str, start_key: &[u8], id: u64) -> Bytes {
 /// [`region_row`] as text (non-UTF-8 key bytes replaced), for names shown to people.
 pub fn region_name(table: &str, start_key: &[u8], id: u64) -> String {
     String::from_utf8_lossy(&region_row(table, start_key, id)).into_owned()
+}
+
+/// A region's encoded name, as HBase derives it (clients and operators name regions by it):
+/// the MD5 hex of its [`region_row`]; meta's is fixed.
+pub fn encoded_region_name(table: &str, start_key: &[u8], id: u64) -> String {
+    if table == META_TABLE {
+        return META_ENCODED_NAME.to_string();
+    }
+    md5::hex_digest(&region_row(table, start_key, id))
 }
 
 #[cfg(test)]

@@ -7,8 +7,6 @@
 //! `.<md5 hex of those bytes>.`. Meta alone keeps the old format, `hbase:meta,,1`, whose encoded
 //! name is a Jenkins hash, `1588230740`.
 
-mod md5;
-
 use super::{HbaseError, HbaseService};
 use crate::catalog::names as catalog_names;
 use bytes::{BufMut, Bytes, BytesMut};
@@ -18,9 +16,9 @@ use std::cmp::Ordering;
 /// Meta's region name, as HBase 2 clients know it (old format, no encoded suffix).
 pub(crate) const META_REGION_NAME: &[u8] = b"hbase:meta,,1";
 /// Meta's encoded region name (the Jenkins hash HBase computes for `hbase:meta,,1`).
-pub(crate) const META_ENCODED_NAME: &[u8] = b"1588230740";
+pub(crate) const META_ENCODED_NAME: &[u8] = catalog_names::META_ENCODED_NAME.as_bytes();
 /// Meta's table name as Cellar and HBase spell it.
-pub(crate) const META_TABLE: &str = "hbase:meta";
+pub(crate) use catalog_names::META_TABLE;
 /// Meta's region id.
 pub(crate) const META_REGION_ID: u64 = 1;
 
@@ -192,38 +190,25 @@ fn parse_full_name(value: &[u8]) -> Result<RegionTarget, HbaseError> {
     Ok(RegionTarget::User { table, region_id })
 }
 
-/// `<table>,<start key>,<region id>`: what the encoded name is the digest of.
-fn name_prefix(table: &str, start_key: &[u8], region_id: u64) -> BytesMut {
-    let id = region_id.to_string();
-    let mut b = BytesMut::with_capacity(table.len() + start_key.len() + id.len() + 4 + 34);
-    b.put_slice(table.as_bytes());
-    b.put_u8(DELIMITER);
-    b.put_slice(start_key);
-    b.put_u8(DELIMITER);
-    b.put_slice(id.as_bytes());
-    b
-}
-
 /// A region's full name: `<table>,<start key>,<region id>.<md5 hex of the preceding part>.`
-/// (`<table>` without the `default:` namespace).
+/// (`<table>` without the `default:` namespace, as Cellar's canonical names are).
 pub(crate) fn region_name(table: &str, start_key: &[u8], region_id: u64) -> Bytes {
     if table == META_TABLE {
         return Bytes::from_static(META_REGION_NAME);
     }
-    let mut b = name_prefix(table, start_key, region_id);
-    let md5 = md5::hex_digest(&b);
+    let encoded = catalog_names::encoded_region_name(table, start_key, region_id);
+    let row = catalog_names::region_row(table, start_key, region_id);
+    let mut b = BytesMut::with_capacity(row.len() + encoded.len() + 2);
+    b.put_slice(&row);
     b.put_u8(ENC_SEPARATOR);
-    b.put_slice(md5.as_bytes());
+    b.put_slice(encoded.as_bytes());
     b.put_u8(ENC_SEPARATOR);
     b.freeze()
 }
 
 /// A region's encoded name: the MD5 hex of `<table>,<start key>,<region id>`.
 pub(crate) fn encoded_name(table: &str, start_key: &[u8], region_id: u64) -> String {
-    if table == META_TABLE {
-        return String::from_utf8_lossy(META_ENCODED_NAME).into_owned();
-    }
-    md5::hex_digest(&name_prefix(table, start_key, region_id))
+    catalog_names::encoded_region_name(table, start_key, region_id)
 }
 
 /// HBase's `TableName` for a Cellar table name (`t` is `default:t`).

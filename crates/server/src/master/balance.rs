@@ -248,8 +248,11 @@ impl RegionServer {
         let found = self.router.all_regions().into_iter().find(|r| {
             r.info.id.to_string() == region
                 || r.name() == region
-                || crate::hbase::names::encoded_name(&r.table, &r.info.start_key, r.info.id)
-                    == region
+                || crate::catalog::names::encoded_region_name(
+                    &r.table,
+                    &r.info.start_key,
+                    r.info.id,
+                ) == region
         });
         match found {
             Some(r) if r.table != META_TABLE => Ok(r),
