@@ -7,6 +7,7 @@ pub mod acl;
 pub mod audit;
 pub mod authz;
 pub mod certs;
+pub mod data_access;
 pub mod identity;
 pub mod tls;
 

@@ -10,7 +10,6 @@ use crate::router::{RegionLocation, RegionState, TableState};
 use crate::rpc::{CallContext, Handler, Inline, Reply};
 use crate::scanners::{ResultFormat, ScanBatch};
 use crate::security::acl::{Action, Actions, Permission, Scope};
-use crate::security::authz::restrict;
 use crate::security::Caller;
 use crate::status::Gauges;
 use crate::status::{ServerStatus, StatusSource, TableView};
@@ -95,7 +94,8 @@ impl RegionServer {
                     req.get
                         .ok_or_else(|| ServerError::invalid("GetRequest has no get"))?,
                 )?;
-                self.check_get(&ctx.caller, &r.table, &mut get, "get")?;
+                self.authz
+                    .check_get(&ctx.caller, &r.table, &mut get, "get")?;
                 let cells = self.get(&r.table, r.region_id, &get)?;
                 let mut out = BytesMut::new();
                 let result = convert::result_to_pb(&cells, false, &mut out);
@@ -115,7 +115,13 @@ impl RegionServer {
                 let (mutation, kind) =
                     convert::mutation_from_pb(&m, &mut CellReader::new(cellblock))?;
                 let condition = req.condition.map(convert::condition_from_pb).transpose()?;
-                self.check_mutation(&ctx.caller, &r.table, &mutation, kind, condition.as_ref())?;
+                self.authz.check_mutation(
+                    &ctx.caller,
+                    &r.table,
+                    &mutation,
+                    kind,
+                    condition.as_ref(),
+                )?;
                 let outcome =
                     self.mutate(&r.table, r.region_id, &mutation, kind, condition.as_ref())?;
                 let mut out = BytesMut::new();
@@ -163,7 +169,8 @@ impl RegionServer {
                 } else {
                     (asked, ResultFormat::CellBlock)
                 };
-                self.check_scan(&ctx.caller, &r.table, &mut scan, "scan")?;
+                self.authz
+                    .check_scan(&ctx.caller, &r.table, &mut scan, "scan")?;
                 let batch =
                     self.scan_open(ctx.conn_id, &r.table, r.region_id, &scan, req.rows, format)?;
                 let (results, out, encoding) = encode_batch(&batch);
@@ -198,7 +205,8 @@ impl RegionServer {
                     req.scan
                         .ok_or_else(|| ServerError::invalid("PrepareScanRequest has no scan"))?,
                 )?;
-                self.check_scan(&ctx.caller, &req.table, &mut scan, "prepare a scan")?;
+                self.authz
+                    .check_scan(&ctx.caller, &req.table, &mut scan, "prepare a scan")?;
                 let handle = self.prepare_scan(ctx.conn_id, &req.table, scan, req.compress)?;
                 Ok(reply(
                     &pb::PrepareScanResponse {
@@ -481,127 +489,6 @@ impl RegionServer {
         self.dispatch(&internal, method, param, cellblock)
     }
 
-    /// Narrows a Get of `table` to what `caller` may read; refused when nothing is left.
-    pub(crate) fn check_get(
-        &self,
-        caller: &Caller,
-        table: &str,
-        get: &mut cellar_model::Get,
-        what: &str,
-    ) -> Result<(), ServerError> {
-        if is_meta(table) {
-            return self.check_meta_read(caller, MetaRead::Row(&get.row), what);
-        }
-        self.check_read(caller, table, &mut get.columns, what)
-    }
-
-    /// Narrows a scan of `table` to what `caller` may read; refused when nothing is left.
-    pub(crate) fn check_scan(
-        &self,
-        caller: &Caller,
-        table: &str,
-        scan: &mut cellar_model::Scan,
-        what: &str,
-    ) -> Result<(), ServerError> {
-        if is_meta(table) {
-            return self.check_meta_read(caller, MetaRead::Rows(&mut scan.filter), what);
-        }
-        self.check_read(caller, table, &mut scan.columns, what)
-    }
-
-    /// hbase:meta, as HBase lets it be read: every authenticated caller reads its table,
-    /// region and namespace rows (clients locate regions with them); its grant rows
-    /// (`@acl/…`, what HBase keeps in `hbase:acl`) only a global ADMIN. Other callers' scans
-    /// pass over the grant rows; a Get of one is refused (audited).
-    fn check_meta_read(
-        &self,
-        caller: &Caller,
-        read: MetaRead<'_>,
-        what: &str,
-    ) -> Result<(), ServerError> {
-        self.authz.authenticate(caller)?;
-        if self.authz.allows(caller, Action::Admin, &Scope::Global) {
-            return Ok(());
-        }
-        match read {
-            MetaRead::Row(row) if row.starts_with(crate::meta::ACL_ROW_PREFIX) => {
-                self.authz.require(
-                    caller,
-                    Action::Admin,
-                    &Scope::Global,
-                    &format!("{what} the grants in {}", crate::meta::META_TABLE),
-                )
-            }
-            MetaRead::Row(_) => Ok(()),
-            MetaRead::Rows(filter) => {
-                use cellar_model::filter::{Comparator, CompareOp, Filter, ListOp};
-                let hide_grants = Filter::Row(
-                    CompareOp::NotEqual,
-                    Comparator::BinaryPrefix(Bytes::from_static(crate::meta::ACL_ROW_PREFIX)),
-                );
-                *filter = Some(match filter.take() {
-                    None => hide_grants,
-                    Some(f) => Filter::List(ListOp::MustPassAll, vec![hide_grants, f]),
-                });
-                Ok(())
-            }
-        }
-    }
-
-    /// Narrows a read of a user table to the columns `caller` may see; refused when none.
-    fn check_read(
-        &self,
-        caller: &Caller,
-        table: &str,
-        columns: &mut Vec<cellar_model::Column>,
-        what: &str,
-    ) -> Result<(), ServerError> {
-        if !self.authz.enabled() {
-            return Ok(());
-        }
-        let view = self.authz.read_view(caller, table, what)?;
-        if restrict(columns, &view) {
-            Ok(())
-        } else {
-            // Only columns it may not read were asked for: refused (and audited) as HBase does.
-            self.authz
-                .require(caller, Action::Read, &Scope::table(table), what)
-        }
-    }
-
-    /// WRITE on every family a mutation touches; READ too on a condition's family.
-    pub(crate) fn check_mutation(
-        &self,
-        caller: &Caller,
-        table: &str,
-        m: &cellar_model::RowMutation,
-        kind: pb::MutationKind,
-        condition: Option<&cellar_model::Condition>,
-    ) -> Result<(), ServerError> {
-        if !self.authz.enabled() {
-            return Ok(());
-        }
-        let what = match (kind, condition.is_some()) {
-            (_, true) => "check and mutate",
-            (pb::MutationKind::Increment, _) => "increment",
-            (pb::MutationKind::Append, _) => "append",
-            _ => "put or delete",
-        };
-        let columns = m.entries.iter().map(|e| {
-            let whole_family = matches!(
-                e.cell_type,
-                cellar_model::CellType::DeleteFamily | cellar_model::CellType::DeleteFamilyVersion
-            );
-            (&e.family[..], (!whole_family).then_some(&e.qualifier[..]))
-        });
-        self.authz.require_write(caller, table, columns, what)?;
-        if let Some(c) = condition {
-            self.authz
-                .require(caller, Action::Read, &Scope::family(table, &c.family), what)?;
-        }
-        Ok(())
-    }
-
     /// MULTI: each action on its own region, failing on its own. Cells of the request block
     /// belong to the mutations in action order; results' cells go to the response block in
     /// result order.
@@ -624,14 +511,15 @@ impl RegionServer {
                 ))),
                 Some(pb::action::Op::Get(g)) => region_ref(action.region, "action").and_then(|r| {
                     let mut get = convert::get_from_pb(g)?;
-                    self.check_get(caller, &r.table, &mut get, "get")?;
+                    self.authz.check_get(caller, &r.table, &mut get, "get")?;
                     self.get(&r.table, r.region_id, &get).map(Some)
                 }),
                 Some(pb::action::Op::Mutation(m)) => convert::mutation_from_pb(&m, &mut reader)
                     .map_err(ServerError::from)
                     .and_then(|(mutation, kind)| {
                         let r = region_ref(action.region, "action")?;
-                        self.check_mutation(caller, &r.table, &mutation, kind, None)?;
+                        self.authz
+                            .check_mutation(caller, &r.table, &mutation, kind, None)?;
                         let o = self.mutate(&r.table, r.region_id, &mutation, kind, None)?;
                         Ok((kind != pb::MutationKind::PutDelete).then_some(o.cells))
                     }),
@@ -805,7 +693,7 @@ impl RegionServer {
         let r = req.region?;
         let mut get = convert::get_from_pb(req.get?).ok()?;
         // Refused here, it is refused (and audited) again on the handler pool.
-        crate::security::authz::quietly(|| self.check_get(caller, &r.table, &mut get, "get"))
+        crate::security::authz::quietly(|| self.authz.check_get(caller, &r.table, &mut get, "get"))
             .ok()?;
         let (result, out) = if get.filter.is_none() {
             // Cells go from the memstore or block straight into the answer.
@@ -854,7 +742,8 @@ impl RegionServer {
             return None;
         }
         crate::security::authz::quietly(|| {
-            self.check_mutation(caller, &r.table, &mutation, kind, None)
+            self.authz
+                .check_mutation(caller, &r.table, &mutation, kind, None)
         })
         .ok()?;
         let put = match self.mutate_deferred(&r.table, r.region_id, &mutation)? {
@@ -967,14 +856,6 @@ fn status_to_pb(s: ServerStatus) -> pb::StatusResponse {
 
 /// Whether `table` is the meta table: every caller may read it (HBase lets every client
 /// locate regions).
-/// What a read of hbase:meta asks for.
-enum MetaRead<'a> {
-    /// One row (a Get).
-    Row(&'a [u8]),
-    /// Rows (a scan): its filter, to which the check may add.
-    Rows(&'a mut Option<cellar_model::Filter>),
-}
-
 fn is_meta(table: &str) -> bool {
     table == crate::meta::META_TABLE
 }

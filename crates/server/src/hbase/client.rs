@@ -69,8 +69,10 @@ pub(crate) fn get_inline(
     };
     let (mut get, exists_only) = convert::get_from_hbase(&req.get).ok()?;
     // Refused here, it is refused (and audited) again on the handler pool.
-    crate::security::authz::quietly(|| svc.rs.check_get(&ctx.caller, &table, &mut get, "get"))
-        .ok()?;
+    crate::security::authz::quietly(|| {
+        svc.rs.authz.check_get(&ctx.caller, &table, &mut get, "get")
+    })
+    .ok()?;
     let reply = if ctx.cell_blocks && !exists_only && get.filter.is_none() {
         // The common Get: cells go from the memstore or block straight into the answer.
         let mut block = CellBlockWriter::default();
@@ -134,6 +136,7 @@ pub(crate) fn mutate_inline(
     }
     crate::security::authz::quietly(|| {
         svc.rs
+            .authz
             .check_mutation(&ctx.caller, &table, &m.mutation, m.kind, None)
     })
     .ok()?;
@@ -180,7 +183,9 @@ fn check_get(
 ) -> Result<()> {
     match target {
         RegionTarget::Meta => Ok(svc.rs.authz.authenticate(&ctx.caller)?),
-        RegionTarget::User { table, .. } => Ok(svc.rs.check_get(&ctx.caller, table, get, what)?),
+        RegionTarget::User { table, .. } => {
+            Ok(svc.rs.authz.check_get(&ctx.caller, table, get, what)?)
+        }
     }
 }
 
@@ -207,7 +212,10 @@ fn check_mutation(
         }
         None => None,
     };
-    Ok(svc.rs.check_mutation(&ctx.caller, table, m, kind, column)?)
+    Ok(svc
+        .rs
+        .authz
+        .check_mutation(&ctx.caller, table, m, kind, column)?)
 }
 
 // ---- Get ----
@@ -799,7 +807,9 @@ pub(crate) fn scan(
         }
         RegionTarget::User { table, region_id } => {
             let mut scan = convert::scan_from_hbase(s, limit)?;
-            svc.rs.check_scan(&ctx.caller, &table, &mut scan, "scan")?;
+            svc.rs
+                .authz
+                .check_scan(&ctx.caller, &table, &mut scan, "scan")?;
             let batch = svc.rs.scan_open(
                 ctx.conn_id,
                 &table,
