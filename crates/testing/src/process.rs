@@ -19,10 +19,10 @@ pub enum Log {
     /// Standard output and standard error in one new file in the temporary directory,
     /// removed when the process is dropped.
     Temp,
-    /// Standard output and standard error in one file, kept.
+    /// Standard output and standard error in one file (emptied first), kept.
     File(PathBuf),
-    /// Standard output and standard error each in a file of its own, both kept. Waits for a
-    /// line look at standard output.
+    /// Standard output and standard error each in a file of its own (emptied first), both
+    /// kept. Waits for a line look at standard output.
     Split { stdout: PathBuf, stderr: PathBuf },
 }
 
@@ -50,11 +50,7 @@ impl Process {
             Log::Split { stdout, stderr } => (stdout, Some(stderr), false),
         };
         let create = |path: &Path| {
-            File::options()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| format!("cannot create {}: {e}", path.display()))
+            File::create(path).map_err(|e| format!("cannot create {}: {e}", path.display()))
         };
         let out = create(&stdout)?;
         let err = match &stderr {
