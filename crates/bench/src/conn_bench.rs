@@ -8,11 +8,11 @@
 
 use bytes::BytesMut;
 use cellar_proto::{frame, hbase, hbase_wire, pb};
+use cellar_testing::{Cellar, CellarServer};
 use serde::Serialize;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 pub type Result<T> = std::result::Result<T, String>;
@@ -86,59 +86,25 @@ pub fn raise_open_files(need: u64) -> Result<u64> {
     Ok(need)
 }
 
-/// A child process killed (by PID) when dropped.
-struct ChildGuard(Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Starts the server and waits for its native and HBase addresses.
-fn start_server(opts: &Options, data: &std::path::Path) -> Result<(ChildGuard, String, String)> {
-    let mut cmd = Command::new(&opts.cellar_bin);
-    cmd.args([
-        "standalone",
-        "--listen",
-        "127.0.0.1:0",
-        "--http-listen",
-        "127.0.0.1:0",
-        "--hbase-listen",
-        "127.0.0.1:0",
-    ]);
-    cmd.arg("--data-dir").arg(data);
+/// Starts the server and waits (at most `cellar_testing::START_TIMEOUT`) for its native and
+/// HBase addresses.
+fn start_server(opts: &Options, data: &std::path::Path) -> Result<(CellarServer, String, String)> {
+    let mut cellar = Cellar::standalone(&opts.cellar_bin)
+        .data_dir(data)
+        .env("RUST_LOG", "warn");
     if let Some(c) = &opts.server_config {
-        cmd.arg("--config").arg(c);
+        cellar = cellar.config(c);
     }
-    cmd.env("RUST_LOG", "warn")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null());
-    let mut child = ChildGuard(cmd.spawn().map_err(|e| format!("spawning {cmd:?}: {e}"))?);
-    let stdout = child.0.stdout.take().ok_or("child has no stdout")?;
-    let mut lines = BufReader::new(stdout).lines();
-    let (mut native, mut hbase) = (None, None);
-    for _ in 0..100 {
-        let Some(line) = lines.next() else { break };
-        let line = line.map_err(|e| format!("reading the server's output: {e}"))?;
-        if let Some(a) = line.trim().strip_prefix("listening native=") {
-            native = Some(a.to_string());
-        }
-        if let Some(a) = line.trim().strip_prefix("listening hbase=") {
-            hbase = Some(a.to_string());
-        }
-        if let (Some(n), Some(h)) = (&native, &hbase) {
-            let (n, h) = (n.clone(), h.clone());
-            // Keep draining stdout so the server never blocks on a full pipe.
-            std::thread::spawn(move || for _ in lines {});
-            return Ok((child, n, h));
-        }
-    }
-    Err(format!(
-        "{cmd:?} never printed its native and HBase addresses"
-    ))
+    let server = cellar.start()?;
+    let hbase = server.hbase.clone().ok_or_else(|| {
+        format!(
+            "{} never printed its HBase address:\n{}",
+            server.process.name(),
+            server.process.output()
+        )
+    })?;
+    let native = server.native.clone();
+    Ok((server, native, hbase))
 }
 
 /// `(VmRSS, VmSize)` of process `pid`, in KiB.
@@ -310,7 +276,7 @@ pub fn run(opts: &Options) -> Result<Report> {
     let limit = raise_open_files(need)?;
     let data = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (server, native, hbase_addr) = start_server(opts, data.path())?;
-    let pid = server.0.id();
+    let pid = server.process.pid();
     std::thread::sleep(opts.settle);
     let (rss_at_start_kib, _) = memory_kib(pid)?;
     let mut keep = Vec::new();

@@ -8,7 +8,7 @@
 //! reports, pays what any UCX connection costs it: a worker, a progress thread and its
 //! receive-buffer pool.
 
-use crate::rpc_bench::{spawn_listening, standalone_command};
+use crate::rpc_bench::standalone;
 use crate::transport_bench::{in_way_env, Way};
 use cellar_client::{Client, ClientConfig};
 use cellar_model::{FamilySchema, Get, RowMutation, TableSchema, LATEST_TIMESTAMP};
@@ -50,10 +50,10 @@ fn rss_and_threads(pid: u32) -> Result<(u64, u64)> {
 pub fn measure(cellar_bin: &Path, way: Way, n: usize) -> Result<ConnCost> {
     let data = tempfile::tempdir().map_err(|e| e.to_string())?;
     let env = way.env();
-    let mut cellar = standalone_command(cellar_bin, data.path());
-    cellar.envs(env.iter().copied());
-    let (child, addr) = spawn_listening(cellar, "native")?;
-    let pid = child.0.id();
+    let server = standalone(cellar_bin, data.path())
+        .envs(env.iter().copied())
+        .start()?;
+    let (addr, pid) = (server.native.clone(), server.process.pid());
     in_way_env(way, async {
         let config = ClientConfig {
             transport: way.client(),

@@ -9,11 +9,11 @@
 use bytes::Bytes;
 use cellar_client::{Client, ClientConfig};
 use cellar_model::{FamilySchema, Get, RowMutation, TableSchema, LATEST_TIMESTAMP};
+use cellar_testing::{Cellar, Log, Process, START_TIMEOUT};
 use hdrhistogram::Histogram;
 use serde::Serialize;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -97,38 +97,15 @@ fn pin_to(cpu: usize) -> Result<()> {
     Ok(())
 }
 
-/// A child process killed (by PID) when dropped.
-pub(crate) struct ChildGuard(pub(crate) Child);
-
-impl Drop for ChildGuard {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// Spawns `cmd` and waits for the stdout line `listening <name>=ADDR`.
-pub(crate) fn spawn_listening(mut cmd: Command, name: &str) -> Result<(ChildGuard, String)> {
-    cmd.stdout(Stdio::piped()).stderr(Stdio::null());
-    let mut child = ChildGuard(cmd.spawn().map_err(|e| format!("spawning {cmd:?}: {e}"))?);
-    let stdout = child.0.stdout.take().ok_or("child has no stdout")?;
+/// Spawns `cmd` and waits (at most `cellar_testing::START_TIMEOUT`) for the stdout line
+/// `listening <name>=ADDR`; the process (stopped by PID when dropped) and the address.
+pub(crate) fn spawn_listening(cmd: Command, name: &str) -> Result<(Process, String)> {
+    let mut child = Process::spawn(cmd, Log::Temp)?;
     let prefix = format!("listening {name}=");
-    let mut lines = BufReader::new(stdout).lines();
-    for _ in 0..100 {
-        match lines.next() {
-            Some(Ok(line)) => {
-                if let Some(addr) = line.trim().strip_prefix(&prefix) {
-                    let addr = addr.to_string();
-                    // Keep draining stdout so the child never blocks on a full pipe.
-                    std::thread::spawn(move || for _ in lines {});
-                    return Ok((child, addr));
-                }
-            }
-            Some(Err(e)) => return Err(format!("reading child output: {e}")),
-            None => break,
-        }
-    }
-    Err(format!("{cmd:?} never printed '{prefix}HOST:PORT'"))
+    let addr = child.wait_for_line(START_TIMEOUT, &format!("'{prefix}HOST:PORT'"), |line| {
+        line.trim().strip_prefix(&prefix).map(str::to_string)
+    })?;
+    Ok((child, addr))
 }
 
 /// The echo server behind the floor: reads `u32 len | payload` frames and writes each back.
@@ -454,19 +431,10 @@ async fn connect_and_create(addr: &str) -> Result<cellar_client::Table> {
 }
 
 /// `cellar standalone` on free loopback ports, without the HBase port, on `data_dir`.
-pub(crate) fn standalone_command(cellar_bin: &Path, data_dir: &Path) -> Command {
-    let mut cellar = Command::new(cellar_bin);
-    cellar.args([
-        "standalone",
-        "--listen",
-        "127.0.0.1:0",
-        "--http-listen",
-        "127.0.0.1:0",
-        "--hbase-listen",
-        "off",
-    ]);
-    cellar.arg("--data-dir").arg(data_dir);
-    cellar
+pub(crate) fn standalone(cellar_bin: &Path, data_dir: &Path) -> Cellar {
+    Cellar::standalone(cellar_bin)
+        .listen("127.0.0.1:0", "127.0.0.1:0", "off")
+        .data_dir(data_dir)
 }
 
 /// One placement: the floor and Cellar, one after the other, with the same pinning.
@@ -477,11 +445,12 @@ pub fn run_placement(p: Placement, opts: &Options, self_exe: &Path) -> Result<Pl
     let mut echo = Command::new(self_exe);
     echo.arg("echo-server");
     let (_echo, echo_addr) = spawn_listening(echo, "echo")?;
-    let mut cellar = standalone_command(&opts.cellar_bin, data.path());
+    let mut cellar = standalone(&opts.cellar_bin, data.path());
     if let Some(c) = &opts.server_config {
-        cellar.arg("--config").arg(c);
+        cellar = cellar.config(c);
     }
-    let (_cellar, cellar_addr) = spawn_listening(cellar, "native")?;
+    let cellar = cellar.start()?;
+    let cellar_addr = cellar.native.clone();
     pin_to(client_cpu)?;
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -590,8 +559,8 @@ pub fn floor_cpu(self_exe: &Path, ops: u64, value_size: usize) -> Result<FloorCp
 fn floor_run(self_exe: &Path, ops: u64, value_size: usize) -> Result<FloorRun> {
     let mut echo = Command::new(self_exe);
     echo.arg("echo-server");
-    let (guard, addr) = spawn_listening(echo, "echo")?;
-    let pid = guard.0.id();
+    let (echo, addr) = spawn_listening(echo, "echo")?;
+    let pid = echo.pid();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()

@@ -11,7 +11,7 @@
 //! completes), so the floor differs from Cellar by the protocol and the server's work alone. Rounds interleave floor and Cellar calls; passes rotate the order of
 //! the transports.
 
-use crate::rpc_bench::{spawn_listening, standalone_command};
+use crate::rpc_bench::{spawn_listening, standalone};
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use cellar_client::{Client, ClientConfig, Transport};
 use cellar_model::{FamilySchema, Get, RowMutation, TableSchema, LATEST_TIMESTAMP};
@@ -187,10 +187,11 @@ fn run_way(
 ) -> Result<()> {
     let data = tempfile::tempdir().map_err(|e| e.to_string())?;
     let env = way.env();
-    let mut cellar = standalone_command(&opts.cellar_bin, data.path());
-    cellar.envs(env.iter().copied());
-    let (cellar_child, cellar_addr) = spawn_listening(cellar, "native")?;
-    let server_pid = cellar_child.0.id();
+    let cellar = standalone(&opts.cellar_bin, data.path())
+        .envs(env.iter().copied())
+        .start()?;
+    let cellar_addr = cellar.native.clone();
+    let server_pid = cellar.process.pid();
     let mut echo = Command::new(&opts.self_exe);
     echo.arg("sized-echo");
     if way != Way::Tcp {

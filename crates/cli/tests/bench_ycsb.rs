@@ -5,10 +5,11 @@
 mod support;
 
 use cellar_bench::ycsb::output::{parse_text, YcsbJson};
+use cellar_testing::{Log, Process};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use support::Server;
 
 /// Generous: a loaded 2-core machine, a debug build.
@@ -23,31 +24,17 @@ fn bench(dir: &Path, args: &[&str]) -> String {
     let name = args.join(" ").replace(['/', ' ', ':'], "_");
     let out_path = dir.join(format!("{}.stdout", &name[..name.len().min(60)]));
     let err_path = out_path.with_extension("stderr");
-    let out = std::fs::File::create(&out_path).expect("stdout file");
-    let err = std::fs::File::create(&err_path).expect("stderr file");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_cellar"))
-        .arg("bench")
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(out)
-        .stderr(err)
-        .spawn()
-        .expect("spawn cellar bench");
-    let deadline = Instant::now() + PHASE_TIMEOUT;
-    let status = loop {
-        if let Some(s) = child.try_wait().expect("wait") {
-            break s;
-        }
-        if Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!(
-                "cellar bench {args:?} did not finish within {PHASE_TIMEOUT:?}; stderr:\n{}",
-                std::fs::read_to_string(&err_path).unwrap_or_default()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(100));
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cellar"));
+    cmd.arg("bench").args(args);
+    let log = Log::Split {
+        stdout: out_path.clone(),
+        stderr: err_path.clone(),
     };
+    let mut child = Process::spawn(cmd, log).expect("spawn cellar bench");
+    // Past the bound, the panic drops the child, which stops it.
+    let status = child
+        .wait_exit(PHASE_TIMEOUT)
+        .unwrap_or_else(|e| panic!("cellar bench {args:?} did not finish: {e}"));
     let stdout = std::fs::read_to_string(&out_path).expect("read stdout");
     let stderr = std::fs::read_to_string(&err_path).unwrap_or_default();
     assert!(

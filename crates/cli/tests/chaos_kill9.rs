@@ -7,9 +7,10 @@
 
 mod support;
 
+use cellar_testing::{Log, Process};
 use std::io::Read;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 use support::{free_ports, Server};
 
@@ -18,53 +19,23 @@ const WORKLOAD_SECONDS: u64 = 20;
 /// When the kills happen, in seconds from the start of the workloads.
 const KILLS_AT: [u64; 3] = [4, 9, 14];
 
-/// A workload process, killed by PID if the test ends before it does.
-struct Workload {
-    name: &'static str,
-    child: Child,
+/// `cellar bench ARGS...`, its output in `dir/NAME.out` and `dir/NAME.err`; stopped by PID
+/// if the test ends before it does.
+fn workload(name: &str, args: &[&str], dir: &Path) -> Process {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_cellar"));
+    cmd.args(args).env("RUST_LOG", "warn");
+    let log = Log::Split {
+        stdout: dir.join(format!("{name}.out")),
+        stderr: dir.join(format!("{name}.err")),
+    };
+    Process::spawn(cmd, log).unwrap_or_else(|e| panic!("spawn cellar bench: {e}"))
 }
 
-impl Workload {
-    fn start(name: &'static str, args: &[&str], dir: &Path) -> Workload {
-        let child = Command::new(env!("CARGO_BIN_EXE_cellar"))
-            .args(args)
-            .env("RUST_LOG", "warn")
-            .stdin(Stdio::null())
-            .stdout(
-                std::fs::File::create(dir.join(format!("{name}.out"))).expect("create stdout file"),
-            )
-            .stderr(
-                std::fs::File::create(dir.join(format!("{name}.err"))).expect("create stderr file"),
-            )
-            .spawn()
-            .expect("spawn cellar bench");
-        Workload { name, child }
-    }
-
-    /// Waits for the process to end, at most `timeout`.
-    fn wait(&mut self, timeout: Duration) -> ExitStatus {
-        let deadline = Instant::now() + timeout;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "{} did not finish within {timeout:?}",
-                self.name
-            );
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
-}
-
-impl Drop for Workload {
-    fn drop(&mut self) {
-        if let Ok(None) = self.child.try_wait() {
-            let _ = self.child.kill();
-            let _ = self.child.wait();
-        }
-    }
+/// Waits for workload `name` to end, at most `timeout`.
+fn wait(workload: &mut Process, name: &str, timeout: Duration) -> ExitStatus {
+    workload
+        .wait_exit(timeout)
+        .unwrap_or_else(|e| panic!("{name} did not finish: {e}"))
 }
 
 fn read(path: &Path) -> String {
@@ -96,7 +67,7 @@ fn no_acknowledged_write_is_lost_and_registers_stay_linearizable_across_kill_9()
     let history = dir.path().join("history.jsonl");
     let summary_arg = summary.to_str().expect("utf-8 path");
     let history_arg = history.to_str().expect("utf-8 path");
-    let mut generate = Workload::start(
+    let mut generate = workload(
         "generate",
         &[
             "bench",
@@ -122,7 +93,7 @@ fn no_acknowledged_write_is_lost_and_registers_stay_linearizable_across_kill_9()
         ],
         dir.path(),
     );
-    let mut registers = Workload::start(
+    let mut registers = workload(
         "linearizability",
         &[
             "bench",
@@ -163,8 +134,8 @@ fn no_acknowledged_write_is_lost_and_registers_stay_linearizable_across_kill_9()
         server = Server::start_at(&data, None, addrs);
     }
 
-    let generated = generate.wait(Duration::from_secs(120));
-    let checked = registers.wait(Duration::from_secs(120));
+    let generated = wait(&mut generate, "generate", Duration::from_secs(120));
+    let checked = wait(&mut registers, "linearizability", Duration::from_secs(120));
     let generate_out = read(&dir.path().join("generate.out"));
     let registers_out = read(&dir.path().join("linearizability.out"));
     let context = format!(

@@ -6,105 +6,58 @@
 use cellar_client::blocking::Client;
 use cellar_client::{FamilySchema, Get, RowMutation, TableSchema, LATEST_TIMESTAMP};
 use cellar_server::ServerConfig;
-use std::io::{BufRead, BufReader, Read, Write};
+use cellar_testing::{Cellar, CellarServer};
+use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::{Command, ExitStatus};
+use std::time::Duration;
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Kills the server if a test fails before stopping it.
+/// `cellar standalone` on ephemeral ports with `data` as its data directory, once it has
+/// announced each address once; stopped by PID if a test fails before stopping it.
 struct Server {
-    child: Child,
+    cellar: CellarServer,
     native: String,
     http: String,
     data_dir: String,
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 impl Server {
     fn start(data: &Path, extra: &[&str]) -> Server {
-        let log = std::fs::File::create(data.with_extension("log")).expect("log file");
-        let mut child = Command::new(env!("CARGO_BIN_EXE_cellar"))
-            .arg("standalone")
-            .args(["--listen", "127.0.0.1:0", "--http-listen", "127.0.0.1:0"])
-            .args(["--hbase-listen", "127.0.0.1:0"])
-            .arg("--data-dir")
-            .arg(data)
+        let cellar = Cellar::standalone(env!("CARGO_BIN_EXE_cellar"))
+            .data_dir(data)
             .args(extra)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .expect("cellar starts");
-        let stdout = child.stdout.take().expect("stdout piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let mut server = Server {
-            child,
-            native: String::new(),
-            http: String::new(),
-            data_dir: String::new(),
-        };
-        let deadline = Instant::now() + TIMEOUT;
-        let mut lines = Vec::new();
-        while server.native.is_empty() || server.http.is_empty() || server.data_dir.is_empty() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let line = rx.recv_timeout(left).unwrap_or_else(|_| {
-                panic!(
-                    "no address lines within {TIMEOUT:?}; got {lines:?}; log:\n{}",
-                    std::fs::read_to_string(data.with_extension("log")).unwrap_or_default()
-                )
-            });
-            if let Some(a) = line.strip_prefix("listening native=") {
-                assert!(server.native.is_empty(), "native announced twice");
-                server.native = a.to_string();
-            } else if let Some(a) = line.strip_prefix("listening http=") {
-                assert!(server.http.is_empty(), "http announced twice");
-                server.http = a.to_string();
-            } else if let Some(d) = line.strip_prefix("data_dir=") {
-                server.data_dir = d.to_string();
-            }
-            lines.push(line);
+            .start_timeout(TIMEOUT)
+            .start()
+            .unwrap_or_else(|e| panic!("no address lines: {e}"));
+        let stdout = cellar.process.stdout();
+        for key in ["listening native=", "listening http="] {
+            let times = stdout.lines().filter(|l| l.starts_with(key)).count();
+            assert_eq!(times, 1, "{key} announced {times} times:\n{stdout}");
         }
-        server
+        Server {
+            native: cellar.native.clone(),
+            http: cellar.http.clone(),
+            data_dir: cellar.data_dir.clone(),
+            cellar,
+        }
     }
 
-    fn signal(&self, name: &str) {
-        let ok = Command::new("kill")
-            .args([&format!("-{name}"), &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(ok.success(), "kill -{name} failed");
+    fn signal(&mut self, signal: i32) {
+        self.cellar
+            .process
+            .signal(signal)
+            .unwrap_or_else(|e| panic!("kill failed: {e}"));
     }
 
     /// Waits for the process to exit by itself.
     fn wait_exit(&mut self) -> ExitStatus {
-        let deadline = Instant::now() + TIMEOUT;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "server did not exit within {TIMEOUT:?}"
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        self.cellar
+            .process
+            .wait_exit(TIMEOUT)
+            .unwrap_or_else(|e| panic!("server did not exit: {e}"))
     }
 }
 
@@ -170,7 +123,7 @@ fn serves_rpc_metrics_and_status_then_stops_cleanly_on_sigterm_keeping_data() {
     assert_eq!(status["gauges"]["regions_per_table"]["people"], 1);
     drop(client);
 
-    server.signal("TERM");
+    server.signal(libc::SIGTERM);
     let status = server.wait_exit();
     assert_eq!(status.code(), Some(0), "exit after SIGTERM: {status:?}");
 
@@ -186,7 +139,7 @@ fn serves_rpc_metrics_and_status_then_stops_cleanly_on_sigterm_keeping_data() {
         Some(b"Ada Lovelace".to_vec())
     );
     drop(client);
-    again.signal("INT");
+    again.signal(libc::SIGINT);
     assert_eq!(again.wait_exit().code(), Some(0));
 }
 
@@ -205,7 +158,7 @@ fn a_config_file_is_read_and_flags_override_it() {
     assert!(!server.native.ends_with(":1"), "{}", server.native);
     let (head, _) = http_get(&server.http, "/status");
     assert!(head.starts_with("HTTP/1.1 200"), "{head}");
-    server.signal("TERM");
+    server.signal(libc::SIGTERM);
     assert_eq!(server.wait_exit().code(), Some(0));
 }
 

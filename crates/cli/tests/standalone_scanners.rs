@@ -7,8 +7,8 @@ use bytes::Bytes;
 use cellar_client::{
     Client, ErrorCode, FamilySchema, RowMutation, Scan, TableSchema, LATEST_TIMESTAMP,
 };
-use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use cellar_testing::{Log, Process};
+use std::process::Command;
 use std::time::Duration;
 use support::{wait_for, Server};
 
@@ -109,7 +109,8 @@ async fn a_client_that_dies_mid_scan_leaves_no_scanner() {
     );
 
     let exe = std::env::current_exe().expect("test executable");
-    let mut child = Command::new(exe)
+    let mut helper = Command::new(exe);
+    helper
         .args([
             "--ignored",
             "--exact",
@@ -117,23 +118,18 @@ async fn a_client_that_dies_mid_scan_leaves_no_scanner() {
             "--nocapture",
             "--test-threads=1",
         ])
-        .env(HELPER_ENV, &server.native)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn the scanning client");
-    let stdout = child.stdout.take().expect("child stdout");
-    let scanning = tokio::task::spawn_blocking(move || {
-        BufReader::new(stdout)
-            .lines()
-            .map_while(Result::ok)
-            .any(|l| l.contains("SCANNING"))
-    });
-    let said = tokio::time::timeout(Duration::from_secs(120), scanning).await;
-    let said = matches!(said, Ok(Ok(true)));
+        .env(HELPER_ENV, &server.native);
+    let mut child = Process::spawn(helper, Log::Temp).expect("spawn the scanning client");
+    let (mut child, said) = tokio::task::spawn_blocking(move || {
+        let said = child.wait_for_line(Duration::from_secs(120), "SCANNING", |l| {
+            l.contains("SCANNING").then_some(())
+        });
+        (child, said.is_ok())
+    })
+    .await
+    .expect("wait for the scanning client");
     let open_while_alive = open_scanners(&server);
-    let _ = child.kill();
-    let _ = child.wait();
+    child.kill9();
     assert!(said, "the scanning client did not start its scan");
     assert_eq!(
         open_while_alive,

@@ -6,9 +6,10 @@
 mod support;
 
 use cellar_server::thrift::protocol::{self, Limits, MessageType, Protocol, TType, Value};
+use cellar_testing::ThriftGateway;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 use support::Server;
 
@@ -328,60 +329,16 @@ fn bytes_that_are_not_thrift_close_only_their_connection() {
     server.terminate();
 }
 
-/// `cellar thrift`, the gateway as its own process, stopped by its PID.
-struct Gateway {
-    child: Child,
-}
-
-impl Gateway {
-    /// The gateway and the address of its first line, `listening thrift=ADDR`.
-    fn started(mut child: Child) -> (Gateway, String) {
-        let mut out = child.stdout.take().expect("stdout");
-        let gateway = Gateway { child };
-        let mut line = String::new();
-        let mut byte = [0u8; 1];
-        while !line.ends_with('\n') {
-            assert!(
-                out.read(&mut byte).expect("read") == 1,
-                "cellar thrift exited"
-            );
-            line.push(byte[0] as char);
-        }
-        let addr = line
-            .trim()
-            .strip_prefix("listening thrift=")
-            .unwrap_or_else(|| panic!("first line: {line}"))
-            .to_string();
-        (gateway, addr)
-    }
-}
-
-impl Drop for Gateway {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn cellar_thrift_serves_a_running_server() {
     let mut server = Server::start();
-    let child = Command::new(env!("CARGO_BIN_EXE_cellar"))
-        .args([
-            "thrift",
-            "--connect",
-            &server.native,
-            "--listen",
-            "127.0.0.1:0",
-            "--user",
-            "thrifty",
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn cellar thrift");
-    let (gateway, addr) = Gateway::started(child);
+    let mut gateway = ThriftGateway::start(
+        env!("CARGO_BIN_EXE_cellar"),
+        &server.native,
+        &["--user", "thrifty"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let addr = gateway.addr.clone();
     let mut c = Conn::open(&addr, Protocol::Compact, false);
     create_table(&mut c, "via_gateway");
     let client = support::connect_blocking(&server.native);
@@ -393,24 +350,11 @@ fn cellar_thrift_serves_a_running_server() {
         matches!(&body[0], (1, Value::Binary(m)) if String::from_utf8_lossy(m).contains("cluster id")),
         "{body:?}"
     );
-    let status = Command::new("kill")
-        .args(["-TERM", &gateway.child.id().to_string()])
-        .status()
-        .expect("kill");
-    assert!(status.success());
-    let mut gateway = gateway;
-    let deadline = Instant::now() + Duration::from_secs(30);
-    loop {
-        if let Some(s) = gateway.child.try_wait().expect("wait") {
-            assert!(s.success(), "cellar thrift exit: {s}");
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "cellar thrift did not stop on SIGTERM"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    let s = gateway
+        .process
+        .terminate(Duration::from_secs(30))
+        .unwrap_or_else(|e| panic!("cellar thrift did not stop on SIGTERM: {e}"));
+    assert!(s.success(), "cellar thrift exit: {s}");
     server.terminate();
 }
 
@@ -716,13 +660,10 @@ tls = true
     }
 
     // `cellar thrift` as its own process: plain Thrift port, callers are thrifty.
-    let child = Command::new(env!("CARGO_BIN_EXE_cellar"))
-        .args([
-            "thrift",
-            "--connect",
-            &server.native,
-            "--listen",
-            "127.0.0.1:0",
+    let gateway = ThriftGateway::start(
+        env!("CARGO_BIN_EXE_cellar"),
+        &server.native,
+        &[
             "--user",
             "thrifty",
             "--tls-ca",
@@ -731,13 +672,10 @@ tls = true
             &path("gw.pem"),
             "--tls-key",
             &path("gw.key"),
-        ])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("spawn cellar thrift");
-    let (gateway, plain) = Gateway::started(child);
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let plain = gateway.addr.clone();
     let mut c = Conn::open(&plain, Protocol::Compact, true);
     let (_, body) = get_row(&mut c, "secret", "r");
     let why = io_error(&body);

@@ -13,6 +13,7 @@ use bytes::Bytes;
 use cellar_client::{
     BatchOp, Client, ClientConfig, FamilySchema, Get, RowMutation, Scan, TableSchema, Transport,
 };
+use cellar_testing::{Log, Process};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use support::Server;
@@ -281,8 +282,8 @@ async fn a_client_killed_mid_load_leaves_the_server_serving_others() {
     }
     let server = Server::start();
     let client = connect(&server, Transport::Ucx).await;
-    let mut loader = Command::new(env!("CARGO_BIN_EXE_cellar"))
-        .args(["bench", "load", "--db"])
+    let mut load = Command::new(env!("CARGO_BIN_EXE_cellar"));
+    load.args(["bench", "load", "--db"])
         .arg(format!("cellar+ucx://{}", server.native))
         .args([
             "-p",
@@ -291,11 +292,8 @@ async fn a_client_killed_mid_load_leaves_the_server_serving_others() {
             "fieldlength=1000",
             "-threads",
             "4",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start a loader");
+        ]);
+    let mut loader = Process::spawn(load, Log::Temp).expect("start a loader");
     // Kill it while its calls are in flight.
     let deadline = Instant::now() + Duration::from_secs(60);
     let t = client.table("usertable");
@@ -313,9 +311,7 @@ async fn a_client_killed_mid_load_leaves_the_server_serving_others() {
     }
     // Let it load for a moment (10 KiB rows: rendezvous messages in flight), then kill it.
     tokio::time::sleep(Duration::from_millis(700)).await;
-    // SAFETY: signals the child this test started.
-    unsafe { libc::kill(loader.id() as libc::pid_t, libc::SIGKILL) };
-    let _ = loader.wait();
+    loader.kill9();
     // Others go on: this client's calls, and a new client's.
     for i in 0..50 {
         if let Err(e) = t

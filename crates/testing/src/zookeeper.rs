@@ -1,12 +1,13 @@
 //! A ZooKeeper server on loopback, started from the system's installation (Debian's
-//! `zookeeper` package), stopped by PID when dropped.
+//! `zookeeper` package) as a [`Process`], stopped by PID when dropped.
 
 use crate::free_port;
+use crate::process::{Log, Process};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+use std::time::Duration;
 
 /// Where Debian installs ZooKeeper's launcher; `CELLAR_ZOOKEEPER_SERVER` overrides it.
 const ZK_SERVER_SH: &str = "/usr/share/zookeeper/bin/zkServer.sh";
@@ -15,7 +16,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(90);
 
 /// A standalone ZooKeeper server on 127.0.0.1 with its own data directory.
 pub struct ZooKeeper {
-    child: Child,
+    process: Process,
     /// `127.0.0.1:PORT`.
     pub addr: String,
     dir: PathBuf,
@@ -53,66 +54,38 @@ impl ZooKeeper {
         );
         std::fs::write(&config, text)
             .map_err(|e| format!("cannot write {}: {e}", config.display()))?;
-        let log = std::fs::File::create(dir.join("zookeeper.out"))
-            .map_err(|e| format!("cannot create the ZooKeeper log: {e}"))?;
-        let log2 = log
-            .try_clone()
-            .map_err(|e| format!("cannot create the ZooKeeper log: {e}"))?;
         // start-foreground execs the JVM: the child's PID is ZooKeeper's.
-        let child = Command::new(&launcher)
-            .arg("start-foreground")
+        let mut cmd = Command::new(&launcher);
+        cmd.arg("start-foreground")
             .arg(&config)
             .env("ZOO_LOG_DIR", &dir)
-            .env("JVMFLAGS", "-Xmx256m -XX:+UseSerialGC")
-            .stdin(Stdio::null())
-            .stdout(log)
-            .stderr(log2)
-            .spawn()
-            .map_err(|e| format!("cannot start {launcher}: {e}"))?;
-        let mut zk = ZooKeeper {
-            child,
-            addr: format!("127.0.0.1:{port}"),
-            dir,
-        };
-        zk.wait_ready()?;
-        Ok(zk)
-    }
-
-    fn wait_ready(&mut self) -> Result<(), String> {
-        let deadline = Instant::now() + START_TIMEOUT;
-        while Instant::now() < deadline {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return Err(format!(
-                    "ZooKeeper exited ({status}) before it served:\n{}",
-                    self.log()
-                ));
-            }
-            if four_letter(&self.addr, "ruok").as_deref() == Some("imok") {
-                return Ok(());
-            }
-            std::thread::sleep(Duration::from_millis(100));
+            .env("JVMFLAGS", "-Xmx256m -XX:+UseSerialGC");
+        let mut process = Process::spawn(cmd, Log::File(dir.join("zookeeper.out")))?;
+        let addr = format!("127.0.0.1:{port}");
+        let answers = process.wait_until(START_TIMEOUT, &format!("`imok` on {addr}"), |_| {
+            (four_letter(&addr, "ruok").as_deref() == Some("imok")).then_some(())
+        });
+        if let Err(e) = answers {
+            drop(process);
+            let _ = std::fs::remove_dir_all(&dir);
+            return Err(format!("ZooKeeper did not serve: {e}"));
         }
-        Err(format!(
-            "ZooKeeper did not answer on {} within {START_TIMEOUT:?}:\n{}",
-            self.addr,
-            self.log()
-        ))
+        Ok(ZooKeeper { process, addr, dir })
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.process.pid()
     }
 
     /// What ZooKeeper printed.
     pub fn log(&self) -> String {
-        std::fs::read_to_string(self.dir.join("zookeeper.out")).unwrap_or_default()
+        self.process.output()
     }
 }
 
 impl Drop for ZooKeeper {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.process.stop();
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }

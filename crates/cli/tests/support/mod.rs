@@ -1,6 +1,6 @@
-//! A real `cellar standalone` process for end-to-end tests: started on ephemeral ports with a
-//! temporary (or given) data directory, its addresses read from its `listening` line, killed
-//! by PID when dropped.
+//! A real `cellar standalone` (or master, or region server) process for end-to-end tests,
+//! started with `cellar_testing::Cellar` on ephemeral ports with a temporary (or given) data
+//! directory, its addresses read from its `listening` lines, stopped by PID when dropped.
 
 #![allow(dead_code)]
 
@@ -8,10 +8,10 @@ pub mod browser;
 pub mod cluster;
 pub mod hbase;
 
-use std::io::{BufRead, BufReader, Read};
+use cellar_testing::Cellar;
+use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The client configuration of the end-to-end suites: `CELLAR_TEST_TRANSPORT=tcp|ucx|auto`
@@ -54,11 +54,9 @@ pub fn connect_blocking(addr: &str) -> cellar_client::blocking::Client {
     client
 }
 
-/// How long a server may take to start on a loaded machine.
-const START_TIMEOUT: Duration = Duration::from_secs(120);
-
 pub struct Server {
-    child: Child,
+    /// The process; dropped (SIGTERM, then SIGKILL) before the temporary directory.
+    cellar: cellar_testing::CellarServer,
     pub native: String,
     pub http: Option<String>,
     /// The HBase-compatible front end's address (`listening hbase=`).
@@ -66,10 +64,6 @@ pub struct Server {
     pub data_dir: PathBuf,
     /// Keeps a temporary data directory alive as long as the server.
     _tmp: Option<tempfile::TempDir>,
-    /// Everything the server printed, for failure messages.
-    output: std::sync::Arc<std::sync::Mutex<Vec<String>>>,
-    /// Lines as they come (the start waits on them).
-    lines: mpsc::Receiver<String>,
 }
 
 impl Server {
@@ -162,182 +156,76 @@ impl Server {
         env: &[(&str, &str)],
     ) -> Server {
         let [native, http, hbase] = addrs;
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cellar"));
-        cmd.arg(role)
-            .arg("--listen")
-            .arg(native)
-            .arg("--http-listen")
-            .arg(http)
-            .arg("--hbase-listen")
-            .arg(hbase);
+        let mut cellar =
+            Cellar::role(env!("CARGO_BIN_EXE_cellar"), role).listen(native, http, hbase);
         // A root given as a URL (`--root hdfs://...`) replaces the data directory.
         if !extra.contains(&"--root") {
-            cmd.arg("--data-dir").arg(data_dir);
+            cellar = cellar.data_dir(data_dir);
         }
         if let Some(c) = config {
-            cmd.arg("--config").arg(c);
+            cellar = cellar.config(c);
         }
-        cmd.args(extra);
-        cmd.envs(env.iter().copied());
-        cmd.env("RUST_LOG", "info")
+        let cellar = cellar
+            .args(extra)
+            .envs(env.iter().copied())
+            .env("RUST_LOG", "info")
             .env("NO_COLOR", "1")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        let mut child = cmd.spawn().expect("spawn cellar standalone");
-        let output = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (tx, rx) = mpsc::channel::<String>();
-        for stream in [
-            child
-                .stdout
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-            child
-                .stderr
-                .take()
-                .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            let tx = tx.clone();
-            let output = output.clone();
-            std::thread::spawn(move || {
-                for line in BufReader::new(stream).lines() {
-                    let Ok(line) = line else { return };
-                    let line = cellar_server::logs::strip_ansi(&line);
-                    if let Ok(mut o) = output.lock() {
-                        o.push(line.clone());
-                    }
-                    let _ = tx.send(line);
-                }
-            });
-        }
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn cellar {role}: {e}"));
         Server {
-            child,
+            cellar,
             native: String::new(),
             http: None,
             hbase: String::new(),
             data_dir: data_dir.to_path_buf(),
             _tmp: None,
-            output,
-            lines: rx,
         }
     }
 
     /// Waits until the server has printed its three addresses.
     pub fn wait_listening(&mut self) {
-        let deadline = Instant::now() + START_TIMEOUT;
-        let server = self;
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                panic!(
-                    "cellar did not announce its three addresses within {START_TIMEOUT:?}:\n{}",
-                    server.output()
-                );
-            }
-            match server
-                .lines
-                .recv_timeout(left.min(Duration::from_millis(200)))
-            {
-                Ok(line) => {
-                    // `listening native=ADDR` and `listening http=ADDR`, on stdout.
-                    if let Some(native) = field(&line, "listening native=") {
-                        server.native = native;
-                    }
-                    if let Some(http) = field(&line, "listening http=") {
-                        server.http = Some(http);
-                    }
-                    if let Some(hbase) = field(&line, "listening hbase=") {
-                        server.hbase = hbase;
-                    }
-                    if !server.native.is_empty()
-                        && server.http.is_some()
-                        && !server.hbase.is_empty()
-                    {
-                        return;
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Timeout) => {
-                    if let Ok(Some(status)) = server.child.try_wait() {
-                        panic!(
-                            "cellar exited ({status}) before listening:\n{}",
-                            server.output()
-                        );
-                    }
-                }
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    let status = server.child.wait().ok();
-                    panic!(
-                        "cellar closed its output ({status:?}) before listening:\n{}",
-                        server.output()
-                    );
-                }
-            }
+        if let Err(e) = self.cellar.wait_listening() {
+            panic!("cellar did not announce its three addresses: {e}");
         }
+        let hbase = self.cellar.hbase.clone();
+        self.native = self.cellar.native.clone();
+        self.http = Some(self.cellar.http.clone());
+        self.hbase = hbase.unwrap_or_else(|| panic!("no `listening hbase=`:\n{}", self.output()));
     }
 
     /// The Thrift gateway's address (`listening thrift=`, printed after the other three) of a
     /// server started with `--thrift-listen`.
     pub fn wait_thrift(&mut self) -> String {
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if let Some(addr) = self
-                .output()
-                .lines()
-                .find_map(|l| field(l, "listening thrift="))
-            {
-                return addr;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no `listening thrift=` line:\n{}",
-                self.output()
-            );
-            let _ = self.lines.recv_timeout(Duration::from_millis(100));
-        }
+        self.cellar
+            .wait_thrift()
+            .unwrap_or_else(|e| panic!("no `listening thrift=` line: {e}"))
     }
 
     /// The exit status, if the process has exited.
     pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
-        self.child.try_wait().ok().flatten()
+        self.cellar.process.exited()
     }
 
     pub fn pid(&self) -> u32 {
-        self.child.id()
+        self.cellar.process.pid()
     }
 
     /// `kill -9`: no shutdown, no flush.
     pub fn kill9(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.cellar.process.kill9();
     }
 
     /// SIGTERM, then waits (at most a minute) for a clean exit; its exit status.
     pub fn terminate(&mut self) -> std::process::ExitStatus {
-        let ok = Command::new("kill")
-            .args(["-TERM", &self.child.id().to_string()])
-            .status()
-            .expect("kill runs");
-        assert!(ok.success(), "kill -TERM failed");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        loop {
-            if let Ok(Some(status)) = self.child.try_wait() {
-                return status;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "no exit within a minute of SIGTERM:\n{}",
-                self.output()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.cellar
+            .process
+            .terminate(Duration::from_secs(60))
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     /// The server's output so far.
     pub fn output(&self) -> String {
-        self.output.lock().map(|o| o.join("\n")).unwrap_or_default()
+        self.cellar.process.output()
     }
 
     /// GET `path` from the HTTP endpoint; the body.
@@ -393,24 +281,6 @@ impl Server {
     }
 }
 
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// The value after `key` in a line of `key=value` words.
-fn field(line: &str, key: &str) -> Option<String> {
-    let at = line.find(key)?;
-    let rest = &line[at + key.len()..];
-    let value: String = rest
-        .chars()
-        .take_while(|c| !c.is_whitespace() && *c != ',' && *c != '"')
-        .collect();
-    (!value.is_empty()).then_some(value)
-}
-
 /// Polls `check` until it returns `Some`, at most `timeout`.
 pub fn wait_for<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> Option<T> {
     let deadline = Instant::now() + timeout;
@@ -425,34 +295,8 @@ pub fn wait_for<T>(timeout: Duration, mut check: impl FnMut() -> Option<T>) -> O
     }
 }
 
-/// `N` ports on 127.0.0.1 that were free a moment ago, for a server that must keep its
-/// address across restarts. They are taken below Linux's ephemeral range (32768 and up), so
-/// that no client socket or port-0 listener of another process grabs one while the server
-/// is down.
+/// `N` ports on 127.0.0.1 that were free a moment ago, below the ephemeral range, for a
+/// server that must keep its address across restarts.
 pub fn free_ports<const N: usize>() -> [u16; N] {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    // xorshift, seeded per process and instant, enough to spread the ports of parallel tests.
-    let mut state = (u64::from(std::process::id()) << 32 | u64::from(nanos)) | 1;
-    let mut ports = [0u16; N];
-    let mut filled = 0;
-    for _ in 0..10_000 {
-        if filled == N {
-            break;
-        }
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        let port = 20_000 + (state % 12_000) as u16;
-        if ports[..filled].contains(&port) {
-            continue;
-        }
-        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
-            ports[filled] = port;
-            filled += 1;
-        }
-    }
-    assert_eq!(filled, N, "no {N} free ports in 20000..32000");
-    ports
+    cellar_testing::free_ports::<N>().unwrap_or_else(|e| panic!("{e}"))
 }
