@@ -11,23 +11,21 @@ mod namespaces;
 mod permissions;
 
 use crate::error::ServerError;
-use crate::meta::{RegionRecord, TableRecord, META_TABLE};
-use crate::region_server::{RegionServer, RegionWork};
-use crate::router::{HostedRegion, RegionLocation, RegionState, TableRoute, TableState};
-use crate::status::{region_load, ServerLoad, ServerStatus};
+use crate::master::Master;
+use crate::meta::{TableRecord, META_TABLE};
+use crate::region_server::RegionWork;
+use crate::router::{HostedRegion, RegionState, TableRoute, TableState};
+use crate::status::{ServerLoad, ServerStatus};
 use bytes::Bytes;
 use cellar_model::{FamilySchema, TableSchema};
 use cellar_storage::region::RegionInfo;
 use std::collections::BTreeMap;
-use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-impl RegionServer {
+impl Master {
     /// The canonical name of an existing table; TABLE_NOT_FOUND if there is none.
     fn existing(&self, name: &str) -> Result<(String, TableRoute), ServerError> {
-        let name = names::canonical(name)?;
-        let t = self.router.require(&name)?;
-        Ok((name, t))
+        self.rs.existing_table(name)
     }
 
     /// [`Self::existing`], refusing system tables (they are not administered by clients).
@@ -48,13 +46,13 @@ impl RegionServer {
         schema: TableSchema,
         split_keys: &[Bytes],
     ) -> Result<(), ServerError> {
-        let _admin = self.admin.lock();
-        self.check_running()?;
+        let _admin = self.rs.admin.lock();
+        self.rs.check_running()?;
         let mut schema = schema;
         schema.name = names::user_table(&schema.name)?;
         schema.validate()?;
         let name = schema.name.clone();
-        if self.router.contains(&name) {
+        if self.rs.router.contains(&name) {
             return Err(ServerError::TableExists(name));
         }
         check_split_keys(&name, split_keys)?;
@@ -63,28 +61,30 @@ impl RegionServer {
         bounds.extend(split_keys.iter().cloned());
         bounds.push(Bytes::new());
         // Leftovers of an earlier create that crashed have no meta rows: they go.
-        self.services
+        self.rs
+            .services
             .fs
-            .delete_dir_all(&names::table_dir(self.data_dir(), &name))?;
+            .delete_dir_all(&names::table_dir(self.rs.data_dir(), &name))?;
         let mut route = TableRoute::new(schema.clone(), TableState::Enabled, 0);
         let result = (|| {
             for w in bounds.windows(2) {
                 let info = RegionInfo {
-                    id: self.next_region_id(),
+                    id: self.rs.next_region_id(),
                     start_key: w[0].clone(),
                     end_key: w[1].clone(),
                 };
-                let dir = self.region_dir(&name, info.id);
+                let dir = self.rs.region_dir(&name, info.id);
                 let hosted = HostedRegion::new(&name, info.clone(), &dir, None);
                 route
                     .regions
                     .insert(info.start_key.clone(), Arc::clone(&hosted));
-                self.bring_up(&hosted, &schema)?;
-                self.meta()?
-                    .put_region(&self.record_of(&hosted, RegionState::Open))?;
+                self.rs.bring_up(&hosted, &schema)?;
+                self.rs
+                    .meta()?
+                    .put_region(&self.rs.record_of(&hosted, RegionState::Open))?;
             }
             // The commit point: the table exists once its row does.
-            self.meta()?.put_table(&TableRecord {
+            self.rs.meta()?.put_table(&TableRecord {
                 schema: schema.clone(),
                 state: TableState::Enabled,
                 splits: 0,
@@ -93,50 +93,36 @@ impl RegionServer {
         })();
         if let Err(e) = result {
             for r in route.regions.values() {
-                if let Ok(meta) = self.meta() {
+                if let Ok(meta) = self.rs.meta() {
                     let _ = meta.delete_region(&name, &r.info);
                 }
-                let _ = self.bring_down(r, RegionState::Closed);
+                let _ = self.rs.bring_down(r, RegionState::Closed);
             }
             let _ = self
+                .rs
                 .services
                 .fs
-                .delete_dir_all(&names::table_dir(self.data_dir(), &name));
+                .delete_dir_all(&names::table_dir(self.rs.data_dir(), &name));
             return Err(e);
         }
-        self.router.insert_table(&name, route);
+        self.rs.router.insert_table(&name, route);
         tracing::info!(table = %name, regions = bounds.len() - 1, "table created");
         Ok(())
     }
 
-    /// A region row naming the server `hosted` is on (see [`RegionServer::placed_on`]).
-    pub(crate) fn record_of(&self, hosted: &HostedRegion, state: RegionState) -> RegionRecord {
-        let mut r = RegionRecord::new(&hosted.table, hosted.info.clone(), state);
-        (r.server, r.startcode) = self.placed_on(hosted);
-        r.open_seq = hosted.open_seq();
-        r
-    }
-
-    /// A region row naming this server.
-    pub(crate) fn record(&self, table: &str, info: RegionInfo, state: RegionState) -> RegionRecord {
-        let mut r = RegionRecord::new(table, info, state);
-        r.server = self.advertised.clone();
-        r.startcode = self.startcode;
-        r
-    }
-
     /// Closes the table's regions (flushing them); data calls then get TABLE_DISABLED.
     pub fn disable_table(&self, name: &str) -> Result<(), ServerError> {
-        let _admin = self.admin.lock();
-        self.check_running()?;
+        let _admin = self.rs.admin.lock();
+        self.rs.check_running()?;
         let (name, t) = self.existing_user(name)?;
         if t.state == TableState::Disabled {
             return Err(ServerError::TableDisabled(name));
         }
-        self.router
+        self.rs
+            .router
             .update_table(&name, |t| t.state = TableState::Disabled);
         self.close_regions(&t)?;
-        self.meta()?.put_table(&TableRecord {
+        self.rs.meta()?.put_table(&TableRecord {
             schema: (*t.schema).clone(),
             state: TableState::Disabled,
             splits: t.splits,
@@ -148,33 +134,36 @@ impl RegionServer {
 
     fn close_regions(&self, t: &TableRoute) -> Result<(), ServerError> {
         for hosted in t.regions.values() {
-            self.bring_down(hosted, RegionState::Closed)?;
-            self.meta()?
-                .put_region(&self.record_of(hosted, RegionState::Closed))?;
+            self.rs.bring_down(hosted, RegionState::Closed)?;
+            self.rs
+                .meta()?
+                .put_region(&self.rs.record_of(hosted, RegionState::Closed))?;
         }
         Ok(())
     }
 
     /// Opens a disabled table's regions again.
     pub fn enable_table(&self, name: &str) -> Result<(), ServerError> {
-        let _admin = self.admin.lock();
-        self.check_running()?;
+        let _admin = self.rs.admin.lock();
+        self.rs.check_running()?;
         let (name, t) = self.existing_user(name)?;
         if t.state == TableState::Enabled {
             return Err(ServerError::TableNotDisabled(name));
         }
         for hosted in t.regions.values() {
-            self.bring_up(hosted, &t.schema)?;
-            self.meta()?
-                .put_region(&self.record_of(hosted, RegionState::Open))?;
+            self.rs.bring_up(hosted, &t.schema)?;
+            self.rs
+                .meta()?
+                .put_region(&self.rs.record_of(hosted, RegionState::Open))?;
         }
-        self.meta()?.put_table(&TableRecord {
+        self.rs.meta()?.put_table(&TableRecord {
             schema: (*t.schema).clone(),
             state: TableState::Enabled,
             splits: t.splits,
             truncate_to: None,
         })?;
-        self.router
+        self.rs
+            .router
             .update_table(&name, |t| t.state = TableState::Enabled);
         tracing::info!(table = %name, "table enabled");
         Ok(())
@@ -182,19 +171,20 @@ impl RegionServer {
 
     /// Deletes a disabled table: meta rows and files.
     pub fn delete_table(&self, name: &str) -> Result<(), ServerError> {
-        let _admin = self.admin.lock();
-        self.check_running()?;
+        let _admin = self.rs.admin.lock();
+        self.rs.check_running()?;
         let (name, t) = self.existing_user(name)?;
         if t.state != TableState::Disabled {
             return Err(ServerError::TableNotDisabled(name));
         }
-        self.meta()?.delete_table(&name)?;
-        self.router.remove_table(&name);
+        self.rs.meta()?.delete_table(&name)?;
+        self.rs.router.remove_table(&name);
         self.forget_regions(&name, &t)?;
         self.forget_permissions_of(&crate::security::acl::Scope::table(&name))?;
-        self.services
+        self.rs
+            .services
             .fs
-            .delete_dir_all(&names::table_dir(self.data_dir(), &name))?;
+            .delete_dir_all(&names::table_dir(self.rs.data_dir(), &name))?;
         tracing::info!(table = %name, "table deleted");
         Ok(())
     }
@@ -202,16 +192,16 @@ impl RegionServer {
     /// Deletes the meta rows of a table's regions and of its split parents.
     fn forget_regions(&self, name: &str, t: &TableRoute) -> Result<(), ServerError> {
         for hosted in t.regions.values() {
-            self.meta()?.delete_region(name, &hosted.info)?;
+            self.rs.meta()?.delete_region(name, &hosted.info)?;
         }
         let parents: Vec<_> = {
-            let mut all = self.split_parents.lock();
+            let mut all = self.rs.split_parents.lock();
             let (mine, others) = all.drain(..).partition(|p| p.table == name);
             *all = others;
             mine
         };
         for p in parents {
-            self.meta()?.delete_region(name, &p.info)?;
+            self.rs.meta()?.delete_region(name, &p.info)?;
         }
         Ok(())
     }
@@ -230,15 +220,16 @@ impl RegionServer {
     }
 
     fn truncate(&self, name: &str, stop_at_commit: bool) -> Result<(), ServerError> {
-        let _admin = self.admin.lock();
-        self.check_running()?;
+        let _admin = self.rs.admin.lock();
+        self.rs.check_running()?;
         let (name, t) = self.existing_user(name)?;
-        self.router
+        self.rs
+            .router
             .update_table(&name, |t| t.state = TableState::Disabled);
         for hosted in t.regions.values() {
-            self.bring_down(hosted, RegionState::Closed)?;
+            self.rs.bring_down(hosted, RegionState::Closed)?;
         }
-        let info = RegionInfo::whole(self.next_region_id());
+        let info = RegionInfo::whole(self.rs.next_region_id());
         let mut record = TableRecord {
             schema: (*t.schema).clone(),
             state: t.state,
@@ -246,26 +237,32 @@ impl RegionServer {
             truncate_to: Some(info.id),
         };
         // The commit point: from here a restart finishes the truncate.
-        self.meta()?.put_table(&record)?;
+        self.rs.meta()?.put_table(&record)?;
         if stop_at_commit {
             return Ok(());
         }
         self.forget_regions(&name, &t)?;
-        let hosted = HostedRegion::new(&name, info.clone(), &self.region_dir(&name, info.id), None);
-        self.bring_up(&hosted, &t.schema)?;
-        self.meta()?
-            .put_region(&self.record_of(&hosted, RegionState::Open))?;
+        let hosted = HostedRegion::new(
+            &name,
+            info.clone(),
+            &self.rs.region_dir(&name, info.id),
+            None,
+        );
+        self.rs.bring_up(&hosted, &t.schema)?;
+        self.rs
+            .meta()?
+            .put_region(&self.rs.record_of(&hosted, RegionState::Open))?;
         record.truncate_to = None;
         record.state = TableState::Enabled;
         record.splits = 0;
-        self.meta()?.put_table(&record)?;
+        self.rs.meta()?.put_table(&record)?;
         let mut route = TableRoute::new((*t.schema).clone(), TableState::Enabled, 0);
         route.regions.insert(Bytes::new(), hosted);
-        self.router.insert_table(&name, route);
-        let table_dir = names::table_dir(self.data_dir(), &name);
-        for entry in self.services.fs.list(&table_dir)? {
+        self.rs.router.insert_table(&name, route);
+        let table_dir = names::table_dir(self.rs.data_dir(), &name);
+        for entry in self.rs.services.fs.list(&table_dir)? {
             if entry != info.id.to_string() {
-                self.services.fs.delete_dir_all(&table_dir.join(entry))?;
+                self.rs.services.fs.delete_dir_all(&table_dir.join(entry))?;
             }
         }
         tracing::info!(table = %name, "table truncated");
@@ -342,24 +339,25 @@ impl RegionServer {
         name: &str,
         change: impl FnOnce(&str, &mut TableSchema) -> Result<(), ServerError>,
     ) -> Result<(), ServerError> {
-        let _admin = self.admin.lock();
-        self.check_running()?;
+        let _admin = self.rs.admin.lock();
+        self.rs.check_running()?;
         let (name, t) = self.existing_user(name)?;
         let mut schema = (*t.schema).clone();
         change(&name, &mut schema)?;
         schema.validate()?;
-        self.meta()?.put_table(&TableRecord {
+        self.rs.meta()?.put_table(&TableRecord {
             schema: schema.clone(),
             state: t.state,
             splits: t.splits,
             truncate_to: None,
         })?;
-        self.router
+        self.rs
+            .router
             .update_table(&name, |t| t.schema = Arc::new(schema.clone()));
         if t.state == TableState::Enabled {
             for hosted in t.regions.values() {
-                self.bring_down(hosted, RegionState::Closed)?;
-                self.bring_up(hosted, &schema)?;
+                self.rs.bring_down(hosted, RegionState::Closed)?;
+                self.rs.bring_up(hosted, &schema)?;
             }
         }
         tracing::info!(table = %name, "table altered");
@@ -377,139 +375,55 @@ impl RegionServer {
     }
 
     fn each_open_region(&self, name: &str, work: RegionWork) -> Result<(), ServerError> {
-        self.check_running()?;
+        self.rs.check_running()?;
         let (name, t) = self.existing(name)?;
         if t.state == TableState::Disabled {
             return Err(ServerError::TableDisabled(name));
         }
         for hosted in t.regions.values() {
             // A region being split is flushed by its split.
-            self.region_work(hosted, work)?;
+            self.rs.region_work(hosted, work)?;
         }
         Ok(())
     }
 
-    /// Tables, their schemas, states and regions (user tables only, as HBase's `list`).
-    pub fn list_tables(&self) -> Vec<TableInfo> {
-        self.router
-            .tables()
-            .into_iter()
-            .filter(|(name, _)| !names::is_system(name))
-            .map(|(_, t)| self.table_info(&t))
-            .collect()
-    }
-
-    pub fn describe_table(&self, name: &str) -> Result<TableInfo, ServerError> {
-        let (_, t) = self.existing(name)?;
-        Ok(self.table_info(&t))
-    }
-
-    fn table_info(&self, t: &TableRoute) -> TableInfo {
-        TableInfo {
-            schema: Arc::clone(&t.schema),
-            state: t.state,
-            regions: t
-                .regions
-                .values()
-                .map(|r| r.location(&self.advertised))
-                .collect(),
-        }
-    }
-
-    /// Every region of a table in key order (meta's too, as `hbase:meta`).
-    pub fn list_regions(&self, table: &str) -> Result<Vec<RegionLocation>, ServerError> {
-        let (_, t) = self.existing(table)?;
-        Ok(t.regions
-            .values()
-            .map(|r| r.location(&self.advertised))
-            .collect())
-    }
-
-    /// The region of `table` holding `row`.
-    pub fn locate_region(&self, table: &str, row: &[u8]) -> Result<RegionLocation, ServerError> {
-        let table = names::canonical(table)?;
-        if matches!(self.role, crate::region_server::Role::Master(_))
-            && self
-                .router
-                .table(&table)
-                .is_some_and(|t| t.state == TableState::Disabled)
-        {
-            // Its regions are open nowhere: say why instead of sending clients round.
-            return Err(ServerError::TableDisabled(table));
-        }
-        Ok(self.router.locate(&table, row)?.location(&self.advertised))
-    }
-
-    /// Server-wide numbers for STATUS.
+    /// STATUS on the master: its region server's numbers, with every live region server and
+    /// its regions (a cluster) and the balancer switch.
     pub fn status(&self) -> ServerStatus {
-        let mut s = ServerStatus {
-            version: env!("CARGO_PKG_VERSION").to_string(),
-            uptime_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
-            requests: self.requests.load(Ordering::Relaxed),
-            data_dir: self.data_dir().display().to_string(),
-            server: self.advertised.clone(),
-            ..Default::default()
-        };
-        for (name, t) in self.router.tables() {
-            if name != META_TABLE {
-                s.tables += 1;
-            }
-            for r in t.regions.values() {
-                if let Some(load) = region_load(r) {
-                    s.regions += 1;
-                    s.memstore_bytes += load.memstore_bytes;
-                    s.store_file_bytes += load.store_file_bytes;
-                    s.region_loads.push(load);
-                }
-            }
+        let mut s = self.rs.status();
+        if self.assignment().is_some() {
+            s.servers = self.server_loads();
         }
-        (s.used_memory_bytes, s.max_memory_bytes) = crate::metrics::process_memory();
-        let cache = self.services.block_cache.stats();
-        s.block_cache_hits = cache.hits;
-        s.block_cache_misses = cache.misses;
-        s.role = self.role.name().to_string();
-        s.servers = self.server_loads();
         s.balancer_on = self.balancer_enabled();
         s
     }
 
-    /// The region servers and their regions: on a master every live region server (and
-    /// regions not open anywhere under an empty name); elsewhere this server.
+    /// The region servers and their regions: on a cluster's master every live region server
+    /// (and regions not open anywhere, under "(not open)"); standalone, this server.
     pub fn server_loads(&self) -> Vec<ServerLoad> {
+        let Some(a) = self.assignment() else {
+            return self.rs.own_loads();
+        };
         let mut by_server: BTreeMap<String, ServerLoad> = BTreeMap::new();
-        if let Some(a) = self.assignment() {
-            for s in a.refresh_live().unwrap_or_default() {
-                by_server.insert(
-                    s.name.to_string(),
-                    ServerLoad {
-                        name: s.name.to_string(),
-                        native_addr: s.native_addr.clone(),
-                        http_addr: s.http_addr.clone(),
-                        regions: Vec::new(),
-                    },
-                );
-            }
-        } else {
+        for s in a.refresh_live().unwrap_or_default() {
             by_server.insert(
-                String::new(),
+                s.name.to_string(),
                 ServerLoad {
-                    name: String::new(),
-                    native_addr: self.advertised.clone(),
-                    http_addr: String::new(),
+                    name: s.name.to_string(),
+                    native_addr: s.native_addr.clone(),
+                    http_addr: s.http_addr.clone(),
                     regions: Vec::new(),
                 },
             );
         }
-        for (name, t) in self.router.tables() {
-            if name == META_TABLE && self.assignment().is_some() {
+        for (name, t) in self.rs.router.tables() {
+            if name == META_TABLE {
                 continue;
             }
             for r in t.regions.values() {
-                let key = match (self.assignment(), r.server()) {
-                    (Some(_), Some(s)) if r.state() == RegionState::Open => s.name.to_string(),
-                    (Some(_), _) => "(not open)".to_string(),
-                    (None, _) if r.is_open() => String::new(),
-                    (None, _) => continue,
+                let key = match r.server() {
+                    Some(s) if r.state() == RegionState::Open => s.name.to_string(),
+                    _ => "(not open)".to_string(),
                 };
                 by_server
                     .entry(key.clone())
@@ -523,15 +437,6 @@ impl RegionServer {
         }
         by_server.into_values().collect()
     }
-}
-
-/// A table as `describe` and `list` report it.
-#[derive(Debug, Clone)]
-pub struct TableInfo {
-    pub schema: Arc<TableSchema>,
-    pub state: TableState,
-    /// Its regions in key order.
-    pub regions: Vec<RegionLocation>,
 }
 
 /// Split keys must be non-empty, sorted and distinct; the error names the first bad one.

@@ -67,6 +67,14 @@ pub enum ServerError {
 }
 
 impl ServerError {
+    /// A catalog call on a cluster's region server, which has no meta: the master has.
+    pub fn not_the_master() -> ServerError {
+        ServerError::invalid(
+            "this is a region server of a cluster: tables and namespaces are administered \
+             by the active master (see `/hbase/master` in ZooKeeper or the master's address)",
+        )
+    }
+
     pub fn not_serving(table: &str, region: u64, reason: &str) -> ServerError {
         ServerError::NotServingRegion {
             table: table.to_string(),

@@ -41,6 +41,9 @@ use std::sync::Arc;
 /// The HBase services of one Cellar process.
 pub struct HbaseService {
     pub(crate) rs: Arc<RegionServer>,
+    /// The catalog's keeper (DDL, namespaces, grants, balancing); `None` on a cluster's
+    /// region server, which refuses those calls naming the master.
+    pub(crate) master: Option<Arc<crate::master::Master>>,
     /// This server as clients must address it: the HBase listener's host and port, and the
     /// region server's start code (meta's `info:serverstartcode`).
     pub(crate) host: String,
@@ -105,16 +108,30 @@ impl HReply {
 
 impl HbaseService {
     /// `host:port` of the HBase listener as clients reach it, and `rs`'s start code.
-    pub fn new(rs: Arc<RegionServer>, host: String, port: u16, cluster_id: String) -> HbaseService {
+    pub fn new(
+        rs: Arc<RegionServer>,
+        master: Option<Arc<crate::master::Master>>,
+        host: String,
+        port: u16,
+        cluster_id: String,
+    ) -> HbaseService {
         let start_code = rs.startcode;
         HbaseService {
             rs,
+            master,
             host,
             port,
             start_code,
             cluster_id,
             procedures: master::Procedures::default(),
         }
+    }
+
+    /// The master of this process, or the refusal a cluster's region server answers.
+    pub(crate) fn master(&self) -> Result<&crate::master::Master, crate::error::ServerError> {
+        self.master
+            .as_deref()
+            .ok_or_else(crate::error::ServerError::not_the_master)
     }
 
     /// One call. May block on disk: run on a handler thread, never on the reactor.

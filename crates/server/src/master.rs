@@ -1,3 +1,7 @@
+//! The master: the catalog's keeper ([`Master`]: tables, namespaces, grants, DDL, splits,
+//! the balancer), over the region server whose meta it writes. Standalone runs one beside its
+//! region server; a cluster's master serves meta alone; a cluster's region server has none.
+//!
 //! The master role of a cluster (`docs/design/0004-cluster.md` §5–6): regions are assigned
 //! to live region servers over the native protocol (OPEN_REGION / CLOSE_REGION /
 //! FLUSH_REGION), and a dead server's regions are recovered: its WAL directory is renamed
@@ -5,7 +9,7 @@
 //! recovered first), removed, and its regions opened elsewhere, where the edits are replayed
 //! and flushed before the region serves.
 //!
-//! One loop does all of it ([`RegionServer::assignment_tick`], every `tick`): it lists the
+//! One loop does all of it ([`Master::assignment_tick`], every `tick`): it lists the
 //! WAL directories first and the live servers second, so a directory is only ever taken for
 //! dead when its server was registered before the directory existed and is gone now (a
 //! region server registers in ZooKeeper before it creates its WAL directory).
@@ -21,7 +25,7 @@ pub use tenure::Tenure;
 use crate::coord::{CoordRef, ServerName, ServerRecord};
 use crate::error::ServerError;
 use crate::meta::META_TABLE;
-use crate::region_server::{ClusterMaster, RegionServer, RegionWork, Role};
+use crate::region_server::{ClusterMaster, RegionServer, RegionWork, Role, Workers};
 use crate::router::{HostedRegion, RegionState, TableState};
 use cellar_client::{Admin, Client, ClientConfig};
 use cellar_model::TableSchema;
@@ -36,6 +40,73 @@ use std::time::Duration;
 
 /// Suffix of a dead server's WAL directory while it is being split.
 pub const SPLITTING: &str = "-splitting";
+
+/// The master of a data directory's catalog: DDL, namespaces, grants, splits, and in a
+/// cluster the assignment of regions to region servers ([`Assignment`]), the balancer and
+/// crash handling. It works through the region server it stands over (`rs`), which serves
+/// meta and, standalone, every region; the region server never calls back into it.
+pub struct Master {
+    pub(crate) rs: Arc<RegionServer>,
+    /// A cluster master's assignment; `None` standalone.
+    assignment: Option<Arc<Assignment>>,
+    workers: Workers<Master>,
+}
+
+impl Master {
+    /// The master over `rs`, with its background threads started: standalone, the split
+    /// checker; a cluster's master (`rs` opened as `Role::Master(assignment)`), the
+    /// assignment loop.
+    pub fn start(rs: Arc<RegionServer>) -> Arc<Master> {
+        let assignment = match &rs.role {
+            Role::Master(m) => {
+                let any: Arc<dyn std::any::Any + Send + Sync> = Arc::clone(m) as _;
+                any.downcast::<Assignment>().ok()
+            }
+            _ => None,
+        };
+        let master = Arc::new(Master {
+            rs,
+            assignment,
+            workers: Workers::new(),
+        });
+        let weak = Arc::downgrade(&master);
+        match &master.assignment {
+            Some(a) => master
+                .workers
+                .spawn("cellar-assign", a.tick_interval(), weak, |m| {
+                    m.assignment_tick()
+                }),
+            None => {
+                let every = Duration::from_millis(master.rs.config.split.check_interval_ms);
+                master
+                    .workers
+                    .spawn("cellar-split", every, weak, |m| m.split_tick());
+            }
+        }
+        master
+    }
+
+    /// The region server this master stands over.
+    pub fn region_server(&self) -> &Arc<RegionServer> {
+        &self.rs
+    }
+
+    /// The assignment of a cluster's master; `None` standalone.
+    pub fn assignment(&self) -> Option<&Arc<Assignment>> {
+        self.assignment.as_ref()
+    }
+
+    /// Stops the master's threads (the region server goes on until its own shutdown).
+    pub fn stop(&self) {
+        self.workers.stop();
+    }
+}
+
+impl Drop for Master {
+    fn drop(&mut self) {
+        self.workers.stop();
+    }
+}
 
 /// `<root>/wal`: one directory per server, named like the server (`host,port,startcode`).
 pub fn wal_root(data_dir: &Path) -> PathBuf {
@@ -619,16 +690,15 @@ fn waited<E: std::fmt::Display>(addr: &str, e: Waited<E>) -> ServerError {
     }
 }
 
-impl RegionServer {
+impl Master {
     /// The master's loop: split dead servers' logs, then open every region of an enabled
     /// table that is not open on a live server.
     pub(crate) fn assignment_tick(&self) {
-        let Some(a) = self.assignment() else {
+        let Some(a) = self.assignment.as_deref() else {
             return;
         };
-        let a = &*a;
-        let _admin = self.admin.lock();
-        if self.check_running().is_err() || a.tenure.check().is_err() {
+        let _admin = self.rs.admin.lock();
+        if self.rs.check_running().is_err() || a.tenure.check().is_err() {
             return;
         }
         if let Err(e) = a.split_dead_logs() {
@@ -639,7 +709,7 @@ impl RegionServer {
         if !a.reconciled.load(Ordering::SeqCst) && self.close_unknown_regions(a) {
             a.reconciled.store(true, Ordering::SeqCst);
         }
-        for (name, t) in self.router.tables() {
+        for (name, t) in self.rs.router.tables() {
             if name == META_TABLE || t.state != TableState::Enabled {
                 continue;
             }
@@ -654,9 +724,10 @@ impl RegionServer {
                 if serving {
                     continue;
                 }
-                if a.assign(self, hosted, &t.schema, placed) {
-                    if let Ok(meta) = self.meta() {
-                        if let Err(e) = meta.put_region(&self.record_of(hosted, RegionState::Open))
+                if a.assign(&self.rs, hosted, &t.schema, placed) {
+                    if let Ok(meta) = self.rs.meta() {
+                        if let Err(e) =
+                            meta.put_region(&self.rs.record_of(hosted, RegionState::Open))
                         {
                             tracing::error!(region = %hosted.name(), error = %e, "recording an assignment in meta");
                         }
@@ -693,7 +764,7 @@ impl RegionServer {
                 }) else {
                     continue;
                 };
-                if self.router.region(id).is_some() {
+                if self.rs.router.region(id).is_some() {
                     continue;
                 }
                 let table = table.to_string();
@@ -714,16 +785,5 @@ impl RegionServer {
             }
         }
         all
-    }
-
-    /// The assignment of a master, if this is one.
-    pub fn assignment(&self) -> Option<Arc<Assignment>> {
-        match &self.role {
-            Role::Master(m) => {
-                let any: Arc<dyn std::any::Any + Send + Sync> = Arc::clone(m) as _;
-                any.downcast::<Assignment>().ok()
-            }
-            _ => None,
-        }
     }
 }

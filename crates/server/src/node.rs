@@ -17,8 +17,10 @@ use crate::coord::{CoordRef, Election, ServerName, ServerRecord};
 use crate::hbase::{HbaseServer, HbaseService};
 use crate::http::{HttpServer, Sources, StatusInfo};
 use crate::master::Assignment;
+use crate::master::Master;
 use crate::region_server::{Opening, RegionServer, Role};
 use crate::rpc::{Handler, RpcCore, RpcServer};
+use crate::service::NativeService;
 use crate::ServerConfig;
 use cellar_storage::fs::{FileSystem, FsRef, HdfsFs};
 use std::net::{SocketAddr, TcpListener};
@@ -52,6 +54,8 @@ pub type Standalone = Node;
 pub struct Node {
     role: NodeRole,
     region_server: Arc<RegionServer>,
+    /// Standalone and a cluster's master: the catalog's keeper over `region_server`.
+    master: Option<Arc<Master>>,
     rpc: RpcServer,
     hbase: Option<HbaseServer>,
     http: HttpServer,
@@ -234,7 +238,12 @@ impl Node {
         if let (Some(tls), Some(log)) = (&tls, region_server.authz.audit_log()) {
             tls.set_audit(log);
         }
-        let handler: Arc<dyn Handler> = region_server.clone();
+        let master = match region_server.role {
+            Role::Standalone | Role::Master(_) => Some(Master::start(region_server.clone())),
+            Role::RegionServer => None,
+        };
+        let native_service = NativeService::new(region_server.clone(), master.clone());
+        let handler: Arc<dyn Handler> = native_service.clone();
         // One runtime and one handler pool for both front ends.
         let core = match RpcCore::start(&config.rpc) {
             Ok(core) => core,
@@ -261,7 +270,7 @@ impl Node {
         let hbase = match hbase_listener {
             None => None,
             Some(listener) => {
-                match start_hbase(listener, &config, &region_server, &fs, core, tls.clone()) {
+                match start_hbase(listener, &config, &native_service, &fs, core, tls.clone()) {
                     Ok(h) => Some(h),
                     Err(e) => {
                         rpc.shutdown();
@@ -291,7 +300,7 @@ impl Node {
         let sources = Sources {
             metrics: rpc.metrics(),
             hbase_metrics: hbase.as_ref().map(HbaseServer::metrics),
-            status: region_server.clone(),
+            status: native_service.clone(),
             info: StatusInfo {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 native_addr: advertised,
@@ -320,6 +329,7 @@ impl Node {
         let mut server = Node {
             role,
             region_server,
+            master,
             rpc,
             hbase,
             http,
@@ -396,7 +406,7 @@ impl Node {
     /// exits ([`Node::fenced`]); a backup takes over. The tenure's confirmation is renewed at
     /// half its life.
     fn watch_mastership(&mut self) {
-        let Some(a) = self.region_server.assignment() else {
+        let Some(a) = self.master.as_ref().and_then(|m| m.assignment()).cloned() else {
             return;
         };
         let c = self.coordination.clone();
@@ -600,6 +610,7 @@ impl Node {
     pub fn shutdown(self) -> Result<(), String> {
         let Node {
             region_server,
+            master,
             rpc,
             hbase,
             http,
@@ -627,8 +638,11 @@ impl Node {
         if let Some(h) = hbase {
             h.shutdown();
         }
-        if let Some(a) = region_server.assignment() {
-            a.shutdown();
+        if let Some(m) = master {
+            m.stop();
+            if let Some(a) = m.assignment() {
+                a.shutdown();
+            }
         }
         let closed = region_server
             .shutdown()
@@ -794,7 +808,7 @@ fn peer_tls_required(
 fn start_hbase(
     listener: TcpListener,
     config: &ServerConfig,
-    rs: &Arc<RegionServer>,
+    native: &NativeService,
     fs: &FsRef,
     core: Arc<RpcCore>,
     tls: Option<Arc<crate::security::TlsServer>>,
@@ -811,7 +825,13 @@ fn start_hbase(
         .map(|(h, _)| h.to_string())
         .unwrap_or(advertised.clone());
     let cluster_id = cluster_id(&**fs, &config.data_dir)?;
-    let service = HbaseService::new(rs.clone(), host, bound.port(), cluster_id);
+    let service = HbaseService::new(
+        native.rs.clone(),
+        native.master.clone(),
+        host,
+        bound.port(),
+        cluster_id,
+    );
     HbaseServer::start_in(listener, &config.rpc, Arc::new(service), core, tls)
         .map_err(|e| format!("cannot start the HBase RPC server on {bound}: {e}"))
 }

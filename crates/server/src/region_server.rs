@@ -12,6 +12,8 @@ mod nonces;
 mod placement;
 mod recovery;
 mod scan;
+pub(crate) mod split_check;
+mod views;
 mod workers;
 
 use crate::error::ServerError;
@@ -33,7 +35,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use workers::Workers;
+pub(crate) use workers::Workers;
 
 /// What this process is in the cluster (`docs/design/0004-cluster.md` §1). One code path:
 /// the roles differ only in where regions open ([`placement`]) and in whether meta is here.
@@ -127,7 +129,7 @@ pub struct RegionServer {
     /// A cluster region server's way to ask the master for a split: `(table, split row)`.
     pub(crate) split_requester: Mutex<Option<SplitRequester>>,
     shut_down: Mutex<bool>,
-    workers: Workers,
+    workers: Workers<RegionServer>,
     /// Held while the server runs: a second server on the same directory is refused. Let go
     /// at shutdown, even if something still holds the server.
     lock: Mutex<Option<cellar_storage::fs::LockGuard>>,
@@ -290,29 +292,14 @@ impl RegionServer {
 
     fn start_workers(self: &Arc<Self>) {
         let weak = Arc::downgrade(self);
-        let split_every = Duration::from_millis(self.config.split.check_interval_ms);
-        match &self.role {
-            // Standalone splits its own regions; a region server asks its master, which
-            // coordinates the split (docs/design/0004-cluster.md); the master holds no data.
-            Role::Standalone => {
-                self.workers
-                    .spawn("cellar-split", split_every, weak.clone(), |s| {
-                        s.split_tick()
-                    });
-            }
-            Role::Master(a) => {
-                let every = a.tick_interval();
-                self.workers
-                    .spawn("cellar-assign", every, weak.clone(), |s| {
-                        s.assignment_tick()
-                    });
-            }
-            Role::RegionServer => {
-                self.workers
-                    .spawn("cellar-split", split_every, weak.clone(), |s| {
-                        s.split_request_tick()
-                    });
-            }
+        // A cluster's region server asks its master to split big regions; standalone and a
+        // cluster's master split through their `Master` (its own thread).
+        if matches!(self.role, Role::RegionServer) {
+            let split_every = Duration::from_millis(self.config.split.check_interval_ms);
+            self.workers
+                .spawn("cellar-split", split_every, weak.clone(), |s| {
+                    s.split_request_tick()
+                });
         }
         // Stores nobody writes to still get their periodic major compaction.
         let check_every = Duration::from_millis(self.config.storage.compaction_check_interval_ms);
@@ -425,12 +412,7 @@ impl RegionServer {
     /// `hbase:meta`; an error on a region server of a cluster, where tables are administered
     /// by the master.
     pub(crate) fn meta(&self) -> Result<&Meta, ServerError> {
-        self.meta.as_ref().ok_or_else(|| {
-            ServerError::invalid(
-                "this is a region server of a cluster: tables and namespaces are administered \
-                 by the active master (see `/hbase/master` in ZooKeeper or the master's address)",
-            )
-        })
+        self.meta.as_ref().ok_or_else(ServerError::not_the_master)
     }
 
     /// Sets how a cluster region server asks its master for splits.

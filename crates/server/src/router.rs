@@ -227,3 +227,12 @@ impl Router {
         t.splits = t.splits.saturating_add(1);
     }
 }
+
+/// A table as `describe` and `list` report it.
+#[derive(Debug, Clone)]
+pub struct TableInfo {
+    pub schema: Arc<TableSchema>,
+    pub state: TableState,
+    /// Its regions in key order.
+    pub regions: Vec<RegionLocation>,
+}

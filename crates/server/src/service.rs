@@ -3,9 +3,10 @@
 //! response cell block. PING is answered by the front end itself; unknown methods get
 //! UNKNOWN_METHOD.
 
-use crate::catalog::TableInfo;
 use crate::error::ServerError;
+use crate::master::Master;
 use crate::region_server::{DeferredPut, RegionServer};
+use crate::router::TableInfo;
 use crate::router::{RegionLocation, RegionState, TableState};
 use crate::rpc::{CallContext, Handler, Inline, Reply};
 use crate::scanners::{ResultFormat, ScanBatch};
@@ -20,11 +21,56 @@ use cellar_proto::convert::{self, ConvertError};
 use cellar_proto::frame::decode_param;
 use cellar_proto::pb::{self, Method};
 use cellar_proto::prepared;
-use cellar_storage::wal::WalHealth;
 use prost::Message;
-use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+
+/// The native protocol's dispatcher: decodes each call, checks who may make it, and calls the
+/// region server (data, scanners, region control) or the master (catalog, DDL, balancing).
+/// A cluster's region server has no master here and refuses those calls, naming where to go.
+pub struct NativeService {
+    pub(crate) rs: Arc<RegionServer>,
+    pub(crate) master: Option<Arc<Master>>,
+}
+
+impl NativeService {
+    pub fn new(rs: Arc<RegionServer>, master: Option<Arc<Master>>) -> Arc<NativeService> {
+        Arc::new(NativeService { rs, master })
+    }
+
+    /// STATUS: the master's view where this process has a master, else the region server's.
+    pub fn status(&self) -> ServerStatus {
+        match &self.master {
+            Some(m) => m.status(),
+            None => self.rs.status(),
+        }
+    }
+
+    /// The master of this process, or the refusal a cluster's region server answers.
+    fn require_master(&self) -> Result<&Master, ServerError> {
+        self.master
+            .as_deref()
+            .ok_or_else(ServerError::not_the_master)
+    }
+
+    /// The region server the calls go to.
+    pub fn region_server(&self) -> &Arc<RegionServer> {
+        &self.rs
+    }
+
+    /// The master of this process: standalone and a cluster's master have one.
+    pub fn master(&self) -> Option<&Arc<Master>> {
+        self.master.as_ref()
+    }
+
+    /// Stops the master's threads, then shuts the region server down (idempotent).
+    pub fn shutdown(&self) -> Result<(), ServerError> {
+        if let Some(m) = &self.master {
+            m.stop();
+        }
+        self.rs.shutdown()
+    }
+}
 
 impl From<ConvertError> for ServerError {
     fn from(e: ConvertError) -> Self {
@@ -47,7 +93,7 @@ fn region_ref(r: Option<pb::RegionRef>, what: &str) -> Result<pb::RegionRef, Ser
     r.ok_or_else(|| ServerError::invalid(format!("{what} names no region")))
 }
 
-impl RegionServer {
+impl NativeService {
     /// Dispatches one call (the body of [`Handler::call`]).
     pub fn dispatch(
         &self,
@@ -57,11 +103,11 @@ impl RegionServer {
         cellblock: Bytes,
     ) -> Result<Reply, ServerError> {
         // A master that is no longer the active one answers nothing, naming why.
-        self.check_master()?;
-        self.check_running()?;
+        self.rs.check_master()?;
+        self.rs.check_running()?;
         // With authorization on, nobody the server cannot name is served anything.
-        self.authz.authenticate(&ctx.caller)?;
-        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.rs.authz.authenticate(&ctx.caller)?;
+        self.rs.requests.fetch_add(1, Ordering::Relaxed);
         let empty = || Ok(reply(&pb::Empty {}, BytesMut::new()));
         match method {
             Method::Unspecified | Method::Ping | Method::TransportHello => {
@@ -69,7 +115,7 @@ impl RegionServer {
             }
             Method::LocateRegion => {
                 let req: pb::LocateRegionRequest = decode(param, "LocateRegionRequest")?;
-                let location = self.locate_region(&req.table, &req.row)?;
+                let location = self.rs.locate_region(&req.table, &req.row)?;
                 Ok(reply(
                     &pb::LocateRegionResponse {
                         location: Some(location_to_pb(&location)),
@@ -79,7 +125,7 @@ impl RegionServer {
             }
             Method::ListRegions => {
                 let req: pb::ListRegionsRequest = decode(param, "ListRegionsRequest")?;
-                let regions = self.list_regions(&req.table)?;
+                let regions = self.rs.list_regions(&req.table)?;
                 Ok(reply(
                     &pb::ListRegionsResponse {
                         regions: regions.iter().map(location_to_pb).collect(),
@@ -94,9 +140,10 @@ impl RegionServer {
                     req.get
                         .ok_or_else(|| ServerError::invalid("GetRequest has no get"))?,
                 )?;
-                self.authz
+                self.rs
+                    .authz
                     .check_get(&ctx.caller, &r.table, &mut get, "get")?;
-                let cells = self.get(&r.table, r.region_id, &get)?;
+                let cells = self.rs.get(&r.table, r.region_id, &get)?;
                 let mut out = BytesMut::new();
                 let result = convert::result_to_pb(&cells, false, &mut out);
                 Ok(reply(
@@ -115,7 +162,7 @@ impl RegionServer {
                 let (mutation, kind) =
                     convert::mutation_from_pb(&m, &mut CellReader::new(cellblock))?;
                 let condition = req.condition.map(convert::condition_from_pb).transpose()?;
-                self.authz.check_mutation(
+                self.rs.authz.check_mutation(
                     &ctx.caller,
                     &r.table,
                     &mutation,
@@ -123,7 +170,8 @@ impl RegionServer {
                     condition.as_ref(),
                 )?;
                 let outcome =
-                    self.mutate(&r.table, r.region_id, &mutation, kind, condition.as_ref())?;
+                    self.rs
+                        .mutate(&r.table, r.region_id, &mutation, kind, condition.as_ref())?;
                 let mut out = BytesMut::new();
                 let result = (kind != pb::MutationKind::PutDelete)
                     .then(|| convert::result_to_pb(&outcome.cells, false, &mut out));
@@ -148,7 +196,7 @@ impl RegionServer {
                         .ok_or_else(|| ServerError::invalid("ScanOpenRequest has no scan"))?,
                 )?;
                 let (mut scan, format) = if req.prepared != 0 {
-                    let p = self.prepared.execute(ctx.conn_id, req.prepared)?;
+                    let p = self.rs.prepared.execute(ctx.conn_id, req.prepared)?;
                     if p.table != r.table {
                         return Err(ServerError::invalid(format!(
                             "prepared scan {} is of table '{}', not '{}'",
@@ -169,17 +217,24 @@ impl RegionServer {
                 } else {
                     (asked, ResultFormat::CellBlock)
                 };
-                self.authz
+                self.rs
+                    .authz
                     .check_scan(&ctx.caller, &r.table, &mut scan, "scan")?;
-                let batch =
-                    self.scan_open(ctx.conn_id, &r.table, r.region_id, &scan, req.rows, format)?;
+                let batch = self.rs.scan_open(
+                    ctx.conn_id,
+                    &r.table,
+                    r.region_id,
+                    &scan,
+                    req.rows,
+                    format,
+                )?;
                 let (results, out, encoding) = encode_batch(&batch);
                 Ok(reply(
                     &pb::ScanOpenResponse {
                         scanner_id: batch.scanner_id,
                         results,
                         more_in_region: batch.more_in_region,
-                        lease_ms: self.config.scanner.lease_ms.min(u64::from(u32::MAX)) as u32,
+                        lease_ms: self.rs.config.scanner.lease_ms.min(u64::from(u32::MAX)) as u32,
                         encoding: encoding as i32,
                     },
                     out,
@@ -187,8 +242,8 @@ impl RegionServer {
             }
             Method::ScanNext => {
                 let req: pb::ScanNextRequest = decode(param, "ScanNextRequest")?;
-                self.check_scanner_owner(ctx.conn_id, req.scanner_id)?;
-                let batch = self.scan_next(req.scanner_id, req.rows)?;
+                self.rs.check_scanner_owner(ctx.conn_id, req.scanner_id)?;
+                let batch = self.rs.scan_next(req.scanner_id, req.rows)?;
                 let (results, out, encoding) = encode_batch(&batch);
                 Ok(reply(
                     &pb::ScanNextResponse {
@@ -205,27 +260,34 @@ impl RegionServer {
                     req.scan
                         .ok_or_else(|| ServerError::invalid("PrepareScanRequest has no scan"))?,
                 )?;
-                self.authz
+                self.rs
+                    .authz
                     .check_scan(&ctx.caller, &req.table, &mut scan, "prepare a scan")?;
-                let handle = self.prepare_scan(ctx.conn_id, &req.table, scan, req.compress)?;
+                let handle = self
+                    .rs
+                    .prepare_scan(ctx.conn_id, &req.table, scan, req.compress)?;
                 Ok(reply(
                     &pb::PrepareScanResponse {
                         handle,
-                        lease_ms: self.prepared.lease().as_millis().min(u128::from(u32::MAX))
-                            as u32,
+                        lease_ms: self
+                            .rs
+                            .prepared
+                            .lease()
+                            .as_millis()
+                            .min(u128::from(u32::MAX)) as u32,
                     },
                     BytesMut::new(),
                 ))
             }
             Method::ClosePreparedScan => {
                 let req: pb::ClosePreparedScanRequest = decode(param, "ClosePreparedScanRequest")?;
-                self.prepared.close(ctx.conn_id, req.handle);
+                self.rs.prepared.close(ctx.conn_id, req.handle);
                 empty()
             }
             Method::ScanClose => {
                 let req: pb::ScanCloseRequest = decode(param, "ScanCloseRequest")?;
-                self.check_scanner_owner(ctx.conn_id, req.scanner_id)?;
-                self.scan_close(req.scanner_id);
+                self.rs.check_scanner_owner(ctx.conn_id, req.scanner_id)?;
+                self.rs.scan_close(req.scanner_id);
                 empty()
             }
             Method::CreateTable => {
@@ -234,10 +296,11 @@ impl RegionServer {
                     convert::schema_from_pb(req.schema.ok_or_else(|| {
                         ServerError::invalid("CreateTableRequest has no schema")
                     })?)?;
-                self.authz.require_create(&ctx.caller, &schema.name)?;
+                self.rs.authz.require_create(&ctx.caller, &schema.name)?;
                 let name = schema.name.clone();
-                self.create_table(schema, &req.split_keys)?;
-                self.grant_owner(&ctx.caller, &name)?;
+                self.require_master()?
+                    .create_table(schema, &req.split_keys)?;
+                self.require_master()?.grant_owner(&ctx.caller, &name)?;
                 empty()
             }
             Method::DeleteTable
@@ -249,8 +312,8 @@ impl RegionServer {
                 let req: pb::TableRequest = decode(param, "TableRequest")?;
                 let t = req.table.as_str();
                 if method == Method::DescribeTable {
-                    if !self.authz.sees_table(&ctx.caller, t) && !is_meta(t) {
-                        self.authz.require(
+                    if !self.rs.authz.sees_table(&ctx.caller, t) && !is_meta(t) {
+                        self.rs.authz.require(
                             &ctx.caller,
                             Action::Admin,
                             &Scope::table(t),
@@ -258,17 +321,18 @@ impl RegionServer {
                         )?;
                     }
                 } else {
-                    self.authz
+                    self.rs
+                        .authz
                         .require_table_admin(&ctx.caller, t, admin_what(method))?;
                 }
                 match method {
-                    Method::DeleteTable => self.delete_table(t)?,
-                    Method::DisableTable => self.disable_table(t)?,
-                    Method::EnableTable => self.enable_table(t)?,
-                    Method::TruncateTable => self.truncate_table(t)?,
-                    Method::FlushTable => self.flush_table(t)?,
+                    Method::DeleteTable => self.require_master()?.delete_table(t)?,
+                    Method::DisableTable => self.require_master()?.disable_table(t)?,
+                    Method::EnableTable => self.require_master()?.enable_table(t)?,
+                    Method::TruncateTable => self.require_master()?.truncate_table(t)?,
+                    Method::FlushTable => self.require_master()?.flush_table(t)?,
                     _ => {
-                        let table = self.describe_table(t)?;
+                        let table = self.rs.describe_table(t)?;
                         return Ok(reply(
                             &pb::DescribeTableResponse {
                                 table: Some(table_info_to_pb(&table)),
@@ -281,7 +345,8 @@ impl RegionServer {
             }
             Method::AlterTable => {
                 let req: pb::AlterTableRequest = decode(param, "AlterTableRequest")?;
-                self.authz
+                self.rs
+                    .authz
                     .require_table_admin(&ctx.caller, &req.table, "alter a table")?;
                 let put = req
                     .put_families
@@ -289,15 +354,21 @@ impl RegionServer {
                     .map(convert::family_from_pb)
                     .collect::<Result<Vec<_>, _>>()?;
                 let options = req.options.map(convert::options_from_pb).transpose()?;
-                self.alter_table_with(&req.table, put, &req.delete_families, options)?;
+                self.require_master()?.alter_table_with(
+                    &req.table,
+                    put,
+                    &req.delete_families,
+                    options,
+                )?;
                 empty()
             }
             Method::ListTables => Ok(reply(
                 &pb::ListTablesResponse {
                     tables: self
+                        .rs
                         .list_tables()
                         .iter()
-                        .filter(|t| self.authz.sees_table(&ctx.caller, &t.schema.name))
+                        .filter(|t| self.rs.authz.sees_table(&ctx.caller, &t.schema.name))
                         .map(table_info_to_pb)
                         .collect(),
                 },
@@ -306,9 +377,11 @@ impl RegionServer {
             Method::Status => Ok(reply(&status_to_pb(self.status()), BytesMut::new())),
             Method::CompactTable => {
                 let req: pb::CompactTableRequest = decode(param, "CompactTableRequest")?;
-                self.authz
+                self.rs
+                    .authz
                     .require_table_admin(&ctx.caller, &req.table, "compact a table")?;
-                self.compact_table(&req.table, req.major)?;
+                self.require_master()?
+                    .compact_table(&req.table, req.major)?;
                 empty()
             }
             Method::OpenRegion
@@ -321,9 +394,9 @@ impl RegionServer {
             | Method::MoveRegion
             | Method::AssignRegion
             | Method::UnassignRegion
-                if self.authz.enabled() && ctx.caller.protocol != "internal" =>
+                if self.rs.authz.enabled() && ctx.caller.protocol != "internal" =>
             {
-                self.authz.require(
+                self.rs.authz.require(
                     &ctx.caller,
                     Action::Admin,
                     &Scope::Global,
@@ -345,7 +418,7 @@ impl RegionServer {
                     start_key: l.start_key,
                     end_key: l.end_key,
                 };
-                self.open_region_call(
+                self.rs.open_region_call(
                     &l.table,
                     info,
                     schema,
@@ -358,19 +431,21 @@ impl RegionServer {
             Method::CloseRegion => {
                 let req: pb::CloseRegionRequest = decode(param, "CloseRegionRequest")?;
                 let r = region_ref(req.region, "CloseRegionRequest")?;
-                self.close_region_call(&r.table, r.region_id, req.fence_seq)?;
+                self.rs
+                    .close_region_call(&r.table, r.region_id, req.fence_seq)?;
                 empty()
             }
             Method::FlushRegion => {
                 let req: pb::FlushRegionRequest = decode(param, "FlushRegionRequest")?;
                 let r = region_ref(req.region, "FlushRegionRequest")?;
-                self.flush_region_call(&r.table, r.region_id, req.compact, req.major)?;
+                self.rs
+                    .flush_region_call(&r.table, r.region_id, req.compact, req.major)?;
                 empty()
             }
             Method::PrepareSplit => {
                 let req: pb::PrepareSplitRequest = decode(param, "PrepareSplitRequest")?;
                 let r = region_ref(req.region, "PrepareSplitRequest")?;
-                let middle_row = self.prepare_split_call(&r.table, r.region_id)?;
+                let middle_row = self.rs.prepare_split_call(&r.table, r.region_id)?;
                 Ok(reply(
                     &pb::PrepareSplitResponse { middle_row },
                     BytesMut::new(),
@@ -379,7 +454,7 @@ impl RegionServer {
             Method::SplitRegion => {
                 let req: pb::SplitRegionRequest = decode(param, "SplitRegionRequest")?;
                 let r = region_ref(req.region, "SplitRegionRequest")?;
-                self.split_region_call(
+                self.rs.split_region_call(
                     &r.table,
                     r.region_id,
                     req.split_row,
@@ -388,18 +463,18 @@ impl RegionServer {
                 empty()
             }
             Method::Balance => {
-                let moved = self.balance()?;
+                let moved = self.require_master()?.balance()?;
                 Ok(reply(
                     &pb::BalanceResponse {
                         moved: u32::try_from(moved).unwrap_or(u32::MAX),
-                        enabled: self.balancer_enabled(),
+                        enabled: self.require_master()?.balancer_enabled(),
                     },
                     BytesMut::new(),
                 ))
             }
             Method::BalanceSwitch => {
                 let req: pb::BalanceSwitchRequest = decode(param, "BalanceSwitchRequest")?;
-                let previous = self.balance_switch(req.on)?;
+                let previous = self.require_master()?.balance_switch(req.on)?;
                 Ok(reply(
                     &pb::BalanceSwitchResponse { previous },
                     BytesMut::new(),
@@ -407,23 +482,26 @@ impl RegionServer {
             }
             Method::MoveRegion => {
                 let req: pb::MoveRegionRequest = decode(param, "MoveRegionRequest")?;
-                self.move_region(&req.region, req.server.as_deref())?;
+                self.require_master()?
+                    .move_region(&req.region, req.server.as_deref())?;
                 empty()
             }
             Method::AssignRegion | Method::UnassignRegion => {
                 let req: pb::RegionNameRequest = decode(param, "RegionNameRequest")?;
                 if method == Method::AssignRegion {
-                    self.assign_region(&req.region)?;
+                    self.require_master()?.assign_region(&req.region)?;
                 } else {
-                    self.unassign_region(&req.region)?;
+                    self.require_master()?.unassign_region(&req.region)?;
                 }
                 empty()
             }
             Method::SplitTable => {
                 let req: pb::SplitTableRequest = decode(param, "SplitTableRequest")?;
-                self.authz
+                self.rs
+                    .authz
                     .require_table_admin(&ctx.caller, &req.table, "split a table")?;
-                self.split_table(&req.table, req.split_row)?;
+                self.require_master()?
+                    .split_table(&req.table, req.split_row)?;
                 empty()
             }
             Method::Grant | Method::Revoke => {
@@ -440,7 +518,7 @@ impl RegionServer {
                 if method == Method::Grant {
                     let actions =
                         Actions::parse(&perm.actions).map_err(ServerError::InvalidArgument)?;
-                    self.grant(
+                    self.require_master()?.grant(
                         &ctx.caller,
                         &Permission {
                             user: perm.user,
@@ -454,7 +532,8 @@ impl RegionServer {
                     } else {
                         Some(Actions::parse(&perm.actions).map_err(ServerError::InvalidArgument)?)
                     };
-                    self.revoke(&ctx.caller, &perm.user, &scope, actions)?;
+                    self.require_master()?
+                        .revoke(&ctx.caller, &perm.user, &scope, actions)?;
                 }
                 empty()
             }
@@ -466,7 +545,9 @@ impl RegionServer {
                     .map(|s| scope_from_pb(Some(s)))
                     .transpose()?;
                 let user = (!req.user.is_empty()).then_some(req.user.as_str());
-                let list = self.user_permissions(&ctx.caller, scope.as_ref(), user)?;
+                let list =
+                    self.require_master()?
+                        .user_permissions(&ctx.caller, scope.as_ref(), user)?;
                 Ok(reply(
                     &pb::UserPermissionsResponse {
                         permissions: list.iter().map(permission_to_pb).collect(),
@@ -511,16 +592,19 @@ impl RegionServer {
                 ))),
                 Some(pb::action::Op::Get(g)) => region_ref(action.region, "action").and_then(|r| {
                     let mut get = convert::get_from_pb(g)?;
-                    self.authz.check_get(caller, &r.table, &mut get, "get")?;
-                    self.get(&r.table, r.region_id, &get).map(Some)
+                    self.rs.authz.check_get(caller, &r.table, &mut get, "get")?;
+                    self.rs.get(&r.table, r.region_id, &get).map(Some)
                 }),
                 Some(pb::action::Op::Mutation(m)) => convert::mutation_from_pb(&m, &mut reader)
                     .map_err(ServerError::from)
                     .and_then(|(mutation, kind)| {
                         let r = region_ref(action.region, "action")?;
-                        self.authz
+                        self.rs
+                            .authz
                             .check_mutation(caller, &r.table, &mutation, kind, None)?;
-                        let o = self.mutate(&r.table, r.region_id, &mutation, kind, None)?;
+                        let o = self
+                            .rs
+                            .mutate(&r.table, r.region_id, &mutation, kind, None)?;
                         Ok((kind != pb::MutationKind::PutDelete).then_some(o.cells))
                     }),
             };
@@ -544,51 +628,13 @@ impl RegionServer {
         (pb::MultiResponse { results }, out)
     }
 
-    /// Point-in-time gauges for `/metrics`.
+    /// Point-in-time gauges for `/metrics`: the region server's, with the master's list of
+    /// servers where this process has a master.
     pub fn current_gauges(&self) -> Gauges {
-        let mut g = Gauges::default();
-        let mut per_table: BTreeMap<String, usize> = BTreeMap::new();
-        for (name, t) in self.router.tables() {
-            let mut open = 0;
-            for r in t.regions.values() {
-                if let Some(s) = r.if_open(|r| r.stats()) {
-                    open += 1;
-                    g.memstore_bytes += s.memstore_bytes;
-                    g.store_file_bytes += s.store_file_bytes;
-                    g.store_files += s.store_files as u64;
-                    g.read_requests += s.read_requests;
-                    g.write_requests += s.write_requests;
-                    g.writes_blocked += s.writes_blocked_memstore + s.writes_blocked_files;
-                    g.writes_blocked_ms += s.writes_blocked_ms;
-                }
-            }
-            per_table.insert(name, open);
+        let mut g = self.rs.gauges();
+        if let Some(m) = &self.master {
+            g.servers = m.server_loads();
         }
-        g.regions_per_table = per_table.into_iter().collect();
-        let cache = self.services.block_cache.stats();
-        g.block_cache_hits = cache.hits;
-        g.block_cache_misses = cache.misses;
-        g.query_cache = self.services.query_cache.stats();
-        (g.flush_queue, g.compaction_queue) = self.services.background_queues();
-        g.open_scanners = self.scanners.open_count();
-        (
-            g.prepared_scans_open,
-            g.prepared_scans_total,
-            g.prepared_scan_executions,
-        ) = self.prepared.counts();
-        g.splits = self.splits_done.load(Ordering::Relaxed);
-        g.role = self.role.name().to_string();
-        g.servers = self.server_loads();
-        let wal = &self.services.wal;
-        let stats = wal.stats();
-        g.wal_failures = stats.failures;
-        g.wal_recoveries = stats.recoveries;
-        g.wal_buffered_bytes = wal.buffered_bytes() as u64;
-        (g.wal_state, g.wal_problem) = match wal.health() {
-            WalHealth::Ok => ("ok".into(), None),
-            WalHealth::Stalled(why) => ("stalled".into(), Some(why)),
-            WalHealth::Failed(why) => ("failed".into(), Some(why)),
-        };
         g
     }
 }
@@ -629,7 +675,7 @@ fn encode_batch(batch: &ScanBatch) -> (Vec<pb::Result>, BytesMut, pb::ResultEnco
     }
 }
 
-impl Handler for RegionServer {
+impl Handler for NativeService {
     fn call(
         &self,
         ctx: &CallContext,
@@ -653,14 +699,14 @@ impl Handler for RegionServer {
         param: &Bytes,
         cellblock: &Bytes,
     ) -> Option<Inline> {
-        if self.check_running().is_err() || !self.master_fresh() {
+        if self.rs.check_running().is_err() || !self.rs.master_fresh() {
             return None;
         }
         match method {
-            Method::Get if self.config().rpc.inline_gets => {
+            Method::Get if self.rs.config().rpc.inline_gets => {
                 self.get_on_reactor(&ctx.caller, param).map(Inline::Done)
             }
-            Method::Mutate if self.config().rpc.inline_puts => {
+            Method::Mutate if self.rs.config().rpc.inline_puts => {
                 self.put_on_reactor(&ctx.caller, param, cellblock)
             }
             _ => None,
@@ -668,22 +714,22 @@ impl Handler for RegionServer {
     }
 
     fn connection_closed(&self, conn_id: u64) {
-        self.scanners.connection_closed(conn_id);
-        self.prepared.connection_closed(conn_id);
+        self.rs.scanners.connection_closed(conn_id);
+        self.rs.prepared.connection_closed(conn_id);
     }
 }
 
-impl StatusSource for RegionServer {
+impl StatusSource for NativeService {
     fn gauges(&self) -> Gauges {
         self.current_gauges()
     }
 
     fn tables_view(&self, table: Option<&str>) -> Vec<TableView> {
-        RegionServer::tables_view(self, table)
+        self.rs.tables_view(table)
     }
 }
 
-impl RegionServer {
+impl NativeService {
     fn get_on_reactor(
         &self,
         caller: &Caller,
@@ -693,12 +739,17 @@ impl RegionServer {
         let r = req.region?;
         let mut get = convert::get_from_pb(req.get?).ok()?;
         // Refused here, it is refused (and audited) again on the handler pool.
-        crate::security::authz::quietly(|| self.authz.check_get(caller, &r.table, &mut get, "get"))
-            .ok()?;
+        crate::security::authz::quietly(|| {
+            self.rs.authz.check_get(caller, &r.table, &mut get, "get")
+        })
+        .ok()?;
         let (result, out) = if get.filter.is_none() {
             // Cells go from the memstore or block straight into the answer.
             let mut block = CellBlockWriter::default();
-            if let Err(e) = self.get_inline_into(&r.table, r.region_id, &get, &mut block)? {
+            if let Err(e) = self
+                .rs
+                .get_inline_into(&r.table, r.region_id, &get, &mut block)?
+            {
                 return Some(Err(e.to_rpc()));
             }
             let (cell_count, block) = block.finish();
@@ -708,14 +759,14 @@ impl RegionServer {
             };
             (result, block)
         } else {
-            let cells = match self.get_inline(&r.table, r.region_id, &get)? {
+            let cells = match self.rs.get_inline(&r.table, r.region_id, &get)? {
                 Ok(cells) => cells,
                 Err(e) => return Some(Err(e.to_rpc())),
             };
             let mut out = BytesMut::new();
             (convert::result_to_pb(&cells, false, &mut out), out)
         };
-        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.rs.requests.fetch_add(1, Ordering::Relaxed);
         Some(Ok(reply(
             &pb::GetResponse {
                 result: Some(result),
@@ -742,15 +793,16 @@ impl RegionServer {
             return None;
         }
         crate::security::authz::quietly(|| {
-            self.authz
+            self.rs
+                .authz
                 .check_mutation(caller, &r.table, &mutation, kind, None)
         })
         .ok()?;
-        let put = match self.mutate_deferred(&r.table, r.region_id, &mutation)? {
+        let put = match self.rs.mutate_deferred(&r.table, r.region_id, &mutation)? {
             Ok(put) => put,
             Err(e) => return Some(Inline::Done(Err(e.to_rpc()))),
         };
-        self.requests.fetch_add(1, Ordering::Relaxed);
+        self.rs.requests.fetch_add(1, Ordering::Relaxed);
         let answer = reply(
             &pb::MutateResponse {
                 processed: true,

@@ -20,7 +20,9 @@
 
 use crate::catalog::names;
 use crate::error::ServerError;
-use crate::region_server::{RegionServer, SplitParent};
+use crate::master::Master;
+use crate::region_server::split_check::{split_point, table_split_size};
+use crate::region_server::SplitParent;
 use crate::router::{HostedRegion, RegionState, TableRoute, TableState};
 use bytes::Bytes;
 use cellar_storage::region::RegionInfo;
@@ -38,65 +40,19 @@ pub enum SplitStep {
     Committed,
 }
 
-/// The split size of a table split `splits` times: `initial × 2^splits`, at most `max`.
-/// The size at which a region of table `t` splits: its `MAX_FILESIZE` when it sets one (as
-/// HBase's constant-size policy), else [`split_size`] of the server's settings.
-fn table_split_size(cfg: &crate::config::SplitConfig, t: &crate::router::TableRoute) -> u64 {
-    t.schema
-        .options
-        .max_file_size
-        .unwrap_or_else(|| split_size(cfg.initial_bytes, cfg.max_bytes, t.splits))
-}
-
-pub fn split_size(initial: u64, max: u64, splits: u32) -> u64 {
-    let mut size = initial.min(max);
-    for _ in 0..splits {
-        size = size.saturating_mul(2);
-        if size >= max {
-            return max;
-        }
-    }
-    size
-}
-
-impl RegionServer {
+impl Master {
     /// One round of the split thread: the janitor, then automatic splits.
     pub(crate) fn split_tick(&self) {
         self.janitor();
-        if self.config.split.auto {
+        if self.rs.config.split.auto {
             self.auto_split();
         }
     }
 
-    /// A cluster region server's split thread: regions past the split size are reported to
-    /// the master with their middle row; the master runs the split (and its janitor).
-    pub(crate) fn split_request_tick(&self) {
-        if !self.config.split.auto || self.check_running().is_err() {
-            return;
-        }
-        let Some(request) = self.split_requester.lock().clone() else {
-            return;
-        };
-        let cfg = &self.config.split;
-        for (name, t) in self.router.tables() {
-            if names::is_system(&name) {
-                continue;
-            }
-            let limit = table_split_size(cfg, &t);
-            for hosted in t.regions.values() {
-                if let Some(row) = Self::split_point(hosted, limit) {
-                    if let Err(e) = request(&name, row) {
-                        tracing::warn!(table = %name, region = hosted.info.id, error = %e, "asking the master to split a region");
-                    }
-                }
-            }
-        }
-    }
-
     fn auto_split(&self) {
-        let cfg = &self.config.split;
+        let cfg = &self.rs.config.split;
         let mut candidates = Vec::new();
-        for (name, t) in self.router.tables() {
+        for (name, t) in self.rs.router.tables() {
             if names::is_system(&name) || t.state != TableState::Enabled {
                 continue;
             }
@@ -112,19 +68,19 @@ impl RegionServer {
             }
         }
         for hosted in candidates {
-            let _admin = self.admin.lock();
-            if self.check_running().is_err() {
+            let _admin = self.rs.admin.lock();
+            if self.rs.check_running().is_err() {
                 return;
             }
             // Still here, still big enough now that earlier splits may have raised the size.
-            let Some(t) = self.router.table(&hosted.table) else {
+            let Some(t) = self.rs.router.table(&hosted.table) else {
                 continue;
             };
-            if t.state != TableState::Enabled || self.router.region(hosted.info.id).is_none() {
+            if t.state != TableState::Enabled || self.rs.router.region(hosted.info.id).is_none() {
                 continue;
             }
             let limit = table_split_size(cfg, &t);
-            if let Some(row) = Self::split_point(&hosted, limit) {
+            if let Some(row) = split_point(&hosted, limit) {
                 if let Err(e) = self.split_region(&hosted, row, None) {
                     tracing::error!(table = %hosted.table, region = hosted.info.id, error = %e, "automatic split failed");
                 }
@@ -135,7 +91,7 @@ impl RegionServer {
     /// Splits a table's regions: at `split_row` (the region holding it), or each region at
     /// its middle row (regions too small to split are left alone, as HBase does).
     pub fn split_table(&self, name: &str, split_row: Option<Bytes>) -> Result<(), ServerError> {
-        let _admin = self.admin.lock();
+        let _admin = self.rs.admin.lock();
         let (name, t) = self.splittable(name)?;
         match split_row {
             Some(row) => {
@@ -167,7 +123,7 @@ impl RegionServer {
         region_id: u64,
         split_row: Option<Bytes>,
     ) -> Result<(), ServerError> {
-        let _admin = self.admin.lock();
+        let _admin = self.rs.admin.lock();
         let (name, t) = self.splittable(table)?;
         let hosted = t
             .regions
@@ -209,14 +165,14 @@ impl RegionServer {
 
     /// The route of a table that may be split: a running server, a user table, enabled.
     fn splittable(&self, name: &str) -> Result<(String, TableRoute), ServerError> {
-        self.check_running()?;
+        self.rs.check_running()?;
         let name = names::canonical(name)?;
         if names::is_system(&name) {
             return Err(ServerError::invalid(format!(
                 "table '{name}' is a system table and cannot be split"
             )));
         }
-        let t = self.router.require(&name)?;
+        let t = self.rs.router.require(&name)?;
         if t.state == TableState::Disabled {
             return Err(ServerError::TableDisabled(name));
         }
@@ -261,8 +217,8 @@ impl RegionServer {
         row: &[u8],
         step: SplitStep,
     ) -> Result<(), ServerError> {
-        let _admin = self.admin.lock();
-        let hosted = self.router.locate(table, row)?;
+        let _admin = self.rs.admin.lock();
+        let hosted = self.rs.router.locate(table, row)?;
         hosted.with(|r| Ok(r.flush()?))?;
         self.split_region(&hosted, Bytes::copy_from_slice(row), Some(step))
     }
@@ -275,16 +231,18 @@ impl RegionServer {
         stop: Option<SplitStep>,
     ) -> Result<(), ServerError> {
         if let Some(a) = self.assignment() {
-            return self.split_remote(&a, hosted, row);
+            return self.split_remote(a, hosted, row);
         }
         let table = hosted.table.clone();
-        let t = self.router.require(&table)?;
+        let t = self.rs.router.require(&table)?;
         let parent = hosted.info.clone();
         let [a, b] = self.daughters(&parent, &row);
-        let mut rec = self.record(&table, parent.clone(), RegionState::Splitting);
+        let mut rec = self
+            .rs
+            .record(&table, parent.clone(), RegionState::Splitting);
         rec.split_a = Some(a.clone());
         rec.split_b = Some(b.clone());
-        self.meta()?.put_region(&rec)?;
+        self.rs.meta()?.put_region(&rec)?;
         hosted.set_state(RegionState::Splitting);
         if stop == Some(SplitStep::Marked) {
             return Ok(());
@@ -295,16 +253,16 @@ impl RegionServer {
             rec.split_a = None;
             rec.split_b = None;
             rec.state = RegionState::Closed;
-            return self.meta()?.put_region(&rec);
+            return self.rs.meta()?.put_region(&rec);
         };
-        let dir_a = self.region_dir(&table, a.id);
-        let dir_b = self.region_dir(&table, b.id);
+        let dir_a = self.rs.region_dir(&table, a.id);
+        let dir_b = self.rs.region_dir(&table, b.id);
         if let Err(e) = region.split(&row, (dir_a.clone(), a.id), (dir_b.clone(), b.id)) {
             // The parent is closed and its unflushed edits are only in the WAL: it stays
             // offline, SPLITTING in meta, until a restart rolls the split back and replays them.
             hosted.set_state(RegionState::Offline);
-            let _ = self.services.fs.delete_dir_all(&dir_a);
-            let _ = self.services.fs.delete_dir_all(&dir_b);
+            let _ = self.rs.services.fs.delete_dir_all(&dir_a);
+            let _ = self.rs.services.fs.delete_dir_all(&dir_b);
             tracing::error!(table = %table, region = parent.id, error = %e, "split failed; the region is offline until the server restarts");
             return Err(e.into());
         }
@@ -312,7 +270,7 @@ impl RegionServer {
             return Ok(());
         }
         rec.state = RegionState::Split;
-        if let Err(e) = self.meta()?.put_region(&rec) {
+        if let Err(e) = self.rs.meta()?.put_region(&rec) {
             hosted.set_state(RegionState::Offline);
             tracing::error!(table = %table, region = parent.id, error = %e, "could not commit a split; the region is offline until the server restarts");
             return Err(e);
@@ -324,9 +282,10 @@ impl RegionServer {
 
         let mut daughters = Vec::with_capacity(2);
         for (info, dir) in [(a.clone(), dir_a), (b.clone(), dir_b)] {
-            self.meta()?
-                .put_region(&self.record(&table, info.clone(), RegionState::Open))?;
-            let region = match self.open_region(&table, &info, &t.schema, &[]) {
+            self.rs
+                .meta()?
+                .put_region(&self.rs.record(&table, info.clone(), RegionState::Open))?;
+            let region = match self.rs.open_region(&table, &info, &t.schema, &[]) {
                 Ok(r) => Some(r),
                 Err(e) => {
                     tracing::error!(table = %table, region = info.id, error = %e, "a split daughter did not open; it is offline until the server restarts");
@@ -342,15 +301,15 @@ impl RegionServer {
         let [da, db]: [Arc<HostedRegion>; 2] = daughters
             .try_into()
             .map_err(|_| ServerError::Internal("split made other than two daughters".into()))?;
-        self.router.swap_split(&table, parent.id, [da, db]);
-        self.split_parents.lock().push(SplitParent {
+        self.rs.router.swap_split(&table, parent.id, [da, db]);
+        self.rs.split_parents.lock().push(SplitParent {
             table: table.clone(),
             info: parent.clone(),
             daughters: [a.id, b.id],
         });
-        self.splits_done.fetch_add(1, Ordering::Relaxed);
-        if let Some(t) = self.router.table(&table) {
-            self.meta()?.put_table(&crate::meta::TableRecord {
+        self.rs.splits_done.fetch_add(1, Ordering::Relaxed);
+        if let Some(t) = self.rs.router.table(&table) {
+            self.rs.meta()?.put_table(&crate::meta::TableRecord {
                 schema: (*t.schema).clone(),
                 state: t.state,
                 splits: t.splits,
@@ -370,9 +329,9 @@ impl RegionServer {
 
     /// Removes split parents neither of whose daughters still reads the parent's files.
     fn janitor(&self) {
-        let parents = self.split_parents.lock().clone();
+        let parents = self.rs.split_parents.lock().clone();
         for p in parents {
-            let done = p.daughters.iter().all(|d| match self.router.region(*d) {
+            let done = p.daughters.iter().all(|d| match self.rs.router.region(*d) {
                 // Open and compacted: no reference left.
                 Some(h) => h.if_open(|r| !r.has_references()).unwrap_or(false),
                 // Split again itself, which needs no references: nothing of ours is read.
@@ -381,9 +340,9 @@ impl RegionServer {
             if !done {
                 continue;
             }
-            let _admin = self.admin.lock();
-            let still_listed = self.split_parents.lock().contains(&p);
-            if !still_listed || self.check_running().is_err() {
+            let _admin = self.rs.admin.lock();
+            let still_listed = self.rs.split_parents.lock().contains(&p);
+            if !still_listed || self.rs.check_running().is_err() {
                 continue;
             }
             self.remove_split_parent(&p);
@@ -394,14 +353,15 @@ impl RegionServer {
     /// and the parent stays listed for a later pass.
     pub(crate) fn remove_split_parent(&self, p: &SplitParent) {
         let removed = self
+            .rs
             .services
             .fs
-            .delete_dir_all(&self.region_dir(&p.table, p.info.id))
+            .delete_dir_all(&self.rs.region_dir(&p.table, p.info.id))
             .map_err(ServerError::from)
-            .and_then(|()| self.meta()?.delete_region(&p.table, &p.info));
+            .and_then(|()| self.rs.meta()?.delete_region(&p.table, &p.info));
         match removed {
             Ok(()) => {
-                self.split_parents.lock().retain(|q| q != p);
+                self.rs.split_parents.lock().retain(|q| q != p);
                 tracing::info!(table = %p.table, region = p.info.id, "split parent removed");
             }
             Err(e) => {
@@ -410,32 +370,16 @@ impl RegionServer {
         }
     }
 
-    /// Where a region past the split size `limit` splits: its middle row, unless it still
-    /// reads its parent's files (references) or has no middle row yet.
-    fn split_point(hosted: &HostedRegion, limit: u64) -> Option<Bytes> {
-        hosted
-            .if_open(|r| {
-                let s = r.stats();
-                let big = !r.has_references() && s.store_file_bytes + s.memstore_bytes >= limit;
-                if big {
-                    r.middle_row()
-                } else {
-                    None
-                }
-            })
-            .flatten()
-    }
-
     /// The two regions `parent` splits into at `row`, with new ids.
     pub(crate) fn daughters(&self, parent: &RegionInfo, row: &Bytes) -> [RegionInfo; 2] {
         [
             RegionInfo {
-                id: self.next_region_id(),
+                id: self.rs.next_region_id(),
                 start_key: parent.start_key.clone(),
                 end_key: row.clone(),
             },
             RegionInfo {
-                id: self.next_region_id(),
+                id: self.rs.next_region_id(),
                 start_key: row.clone(),
                 end_key: parent.end_key.clone(),
             },
@@ -444,21 +388,6 @@ impl RegionServer {
 
     /// Split parents not yet removed (for tests and status).
     pub fn pending_split_parents(&self) -> Vec<SplitParent> {
-        self.split_parents.lock().clone()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn split_size_doubles_up_to_the_max() {
-        assert_eq!(split_size(64, 1000, 0), 64);
-        assert_eq!(split_size(64, 1000, 1), 128);
-        assert_eq!(split_size(64, 1000, 3), 512);
-        assert_eq!(split_size(64, 1000, 4), 1000);
-        assert_eq!(split_size(64, 1000, u32::MAX), 1000);
-        assert_eq!(split_size(u64::MAX / 2, u64::MAX, 5), u64::MAX);
+        self.rs.split_parents.lock().clone()
     }
 }

@@ -9,9 +9,7 @@
 //! (those JSON answers allow any origin: they are read-only and on the same network as the
 //! metrics).
 
-use crate::router::TableState;
-use crate::status::{region_load, RegionView, TableView};
-use cellar_model::to_string_binary;
+use crate::status::TableView;
 use serde_json::{json, Value};
 
 const PAGE: &str = include_str!("web/page.html");
@@ -28,43 +26,6 @@ pub(crate) fn asset(path: &str) -> Option<(&'static str, &'static str)> {
         "/ui/cellar.css" => Some(("text/css; charset=utf-8", STYLE)),
         "/ui/favicon.svg" | "/favicon.ico" => Some(("image/svg+xml", ICON)),
         _ => None,
-    }
-}
-
-impl crate::region_server::RegionServer {
-    /// The tables (or the one named) and their regions as this process knows them.
-    pub fn tables_view(&self, only: Option<&str>) -> Vec<TableView> {
-        self.router
-            .tables()
-            .into_iter()
-            .filter(|(name, _)| only.is_none_or(|t| t == name))
-            .map(|(name, t)| TableView {
-                enabled: t.state == TableState::Enabled,
-                families: t.schema.families.iter().map(|f| f.name.clone()).collect(),
-                regions: t
-                    .regions
-                    .values()
-                    .map(|r| {
-                        let load = region_load(r);
-                        let server = r.server();
-                        RegionView {
-                            name: r.name(),
-                            id: r.info.id,
-                            start_key: to_string_binary(&r.info.start_key),
-                            end_key: to_string_binary(&r.info.end_key),
-                            state: r.state().name().to_string(),
-                            server: server
-                                .as_ref()
-                                .map(|s| s.name.to_string())
-                                .unwrap_or_default(),
-                            server_http: server.map(|s| s.http_addr.clone()).unwrap_or_default(),
-                            load,
-                        }
-                    })
-                    .collect(),
-                name,
-            })
-            .collect()
     }
 }
 

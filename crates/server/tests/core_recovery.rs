@@ -139,7 +139,7 @@ fn a_split_interrupted_before_its_commit_rolls_back() {
         small_blocks_table(&ts, "t");
         put_rows(&ts, "t", 0..300, "a");
         let parent = ts.regions("t").expect("regions")[0].region_id;
-        ts.server()
+        ts.master()
             .split_interrupted("t", b"row0150", step)
             .expect("interrupted split");
         let meta = split_region_rows(&ts);
@@ -192,7 +192,7 @@ fn a_split_interrupted_after_its_commit_rolls_forward() {
     small_blocks_table(&ts, "t");
     put_rows(&ts, "t", 0..300, "a");
     let parent = ts.regions("t").expect("regions")[0].region_id;
-    ts.server()
+    ts.master()
         .split_interrupted("t", b"row0150", SplitStep::Committed)
         .expect("interrupted split");
     ts.crash_restart();
@@ -204,13 +204,13 @@ fn a_split_interrupted_after_its_commit_rolls_forward() {
     assert_row_count(&ts, "t", 300);
     put_rows(&ts, "t", 300..310, "a");
     // The parent waits for the janitor, which runs once the daughters compacted.
-    let pending = ts.server().pending_split_parents();
+    let pending = ts.master().pending_split_parents();
     assert!(
         pending.is_empty() || pending[0].info.id == parent,
         "{pending:?}"
     );
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !ts.server().pending_split_parents().is_empty() {
+    while !ts.master().pending_split_parents().is_empty() {
         assert!(Instant::now() < deadline, "the parent was never removed");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -232,7 +232,7 @@ fn a_truncate_interrupted_after_its_commit_is_finished() {
     ts.create("t", &["cf"], &[b"row0100", b"row0200"]);
     put_rows(&ts, "t", 0..300, "a");
     ts.admin(Method::DisableTable, "t").expect("disable");
-    ts.server()
+    ts.master()
         .truncate_interrupted("t")
         .expect("truncate to its commit point");
     ts.crash_restart();

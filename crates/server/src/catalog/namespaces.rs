@@ -6,21 +6,21 @@
 
 use super::names::{self, DEFAULT_NAMESPACE, SYSTEM_NAMESPACE};
 use crate::error::ServerError;
+use crate::master::Master;
 use crate::meta::NamespaceRecord;
-use crate::region_server::RegionServer;
 use std::collections::BTreeMap;
 
 /// A namespace's configuration: (key, value), sorted by key.
 pub type NamespaceConfig = Vec<(String, String)>;
 
-impl RegionServer {
+impl Master {
     /// Every namespace and its configuration, by name.
     pub fn namespaces(&self) -> BTreeMap<String, NamespaceConfig> {
-        let mut all = self.namespaces.read().clone();
+        let mut all = self.rs.namespaces.read().clone();
         for ns in [DEFAULT_NAMESPACE, SYSTEM_NAMESPACE] {
             all.entry(ns.to_string()).or_default();
         }
-        for (table, _) in self.router.tables() {
+        for (table, _) in self.rs.router.tables() {
             all.entry(names::split(&table).0.to_string()).or_default();
         }
         all
@@ -47,8 +47,8 @@ impl RegionServer {
 
     /// Removes namespace `name`, which must exist, hold no table and not be built in.
     pub fn delete_namespace(&self, name: &str) -> Result<(), ServerError> {
-        let _admin = self.admin.lock();
-        self.check_running()?;
+        let _admin = self.rs.admin.lock();
+        self.rs.check_running()?;
         if name == DEFAULT_NAMESPACE || name == SYSTEM_NAMESPACE {
             return Err(ServerError::NamespaceConstraint(format!(
                 "Reserved namespace {name} cannot be removed."
@@ -58,6 +58,7 @@ impl RegionServer {
             return Err(ServerError::NamespaceNotFound(name.to_string()));
         }
         let tables: Vec<String> = self
+            .rs
             .router
             .tables()
             .into_iter()
@@ -71,8 +72,8 @@ impl RegionServer {
                 tables.join(", ")
             )));
         }
-        self.meta()?.delete_namespace(name)?;
-        self.namespaces.write().remove(name);
+        self.rs.meta()?.delete_namespace(name)?;
+        self.rs.namespaces.write().remove(name);
         self.forget_permissions_of(&crate::security::acl::Scope::Namespace(name.to_string()))?;
         Ok(())
     }
@@ -85,8 +86,8 @@ impl RegionServer {
         configuration: NamespaceConfig,
         existing: bool,
     ) -> Result<(), ServerError> {
-        let _admin = self.admin.lock();
-        self.check_running()?;
+        let _admin = self.rs.admin.lock();
+        self.rs.check_running()?;
         match (self.namespaces().contains_key(name), existing) {
             (true, false) => return Err(ServerError::NamespaceExists(name.to_string())),
             (false, true) => return Err(ServerError::NamespaceNotFound(name.to_string())),
@@ -97,11 +98,12 @@ impl RegionServer {
             .collect::<BTreeMap<_, _>>()
             .into_iter()
             .collect();
-        self.meta()?.put_namespace(&NamespaceRecord {
+        self.rs.meta()?.put_namespace(&NamespaceRecord {
             name: name.to_string(),
             configuration: configuration.clone(),
         })?;
-        self.namespaces
+        self.rs
+            .namespaces
             .write()
             .insert(name.to_string(), configuration);
         Ok(())
@@ -111,16 +113,17 @@ impl RegionServer {
 #[cfg(test)]
 mod tests {
     use crate::error::ServerError;
+    use crate::master::Master;
     use crate::region_server::RegionServer;
     use crate::ServerConfig;
 
-    fn open(dir: &std::path::Path) -> std::sync::Arc<RegionServer> {
+    fn open(dir: &std::path::Path) -> std::sync::Arc<Master> {
         let mut config = ServerConfig {
             data_dir: dir.to_path_buf(),
             ..ServerConfig::default()
         };
         config.split.auto = false;
-        RegionServer::open(&config, "127.0.0.1:16200".into()).expect("server opens")
+        Master::start(RegionServer::open(&config, "127.0.0.1:16200".into()).expect("server opens"))
     }
 
     fn conf(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -140,7 +143,7 @@ mod tests {
         rs.modify_namespace("default", conf(&[("quota", "none")]))
             .expect("the built-in namespaces can carry configuration too");
         rs.delete_namespace("dropped").expect("empty");
-        rs.shutdown().expect("shutdown");
+        rs.region_server().shutdown().expect("shutdown");
         drop(rs);
 
         let rs = open(dir.path());
@@ -157,6 +160,6 @@ mod tests {
             rs.create_namespace("kept", Vec::new()),
             Err(ServerError::NamespaceExists(_))
         ));
-        rs.shutdown().expect("shutdown");
+        rs.region_server().shutdown().expect("shutdown");
     }
 }

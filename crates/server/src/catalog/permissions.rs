@@ -4,18 +4,20 @@
 //! may change any); listing them too, except a user's own.
 
 use crate::error::ServerError;
-use crate::region_server::RegionServer;
+use crate::master::Master;
 use crate::security::acl::{Action, Actions, Permission, Scope};
 use crate::security::Caller;
 
-impl RegionServer {
+impl Master {
     /// Adds `perm`'s actions to what its user holds at its scope.
     pub fn grant(&self, caller: &Caller, perm: &Permission) -> Result<(), ServerError> {
         self.check_grant_target(&perm.user, &perm.scope)?;
-        self.authz
+        self.rs
+            .authz
             .require(caller, Action::Admin, &admin_scope(&perm.scope), "grant")?;
-        let _admin = self.admin.lock();
+        let _admin = self.rs.admin.lock();
         let held = self
+            .rs
             .authz
             .permissions()
             .list()
@@ -23,9 +25,10 @@ impl RegionServer {
             .find(|p| p.user == perm.user && p.scope == perm.scope)
             .map_or(Actions::NONE, |p| p.actions);
         let merged = held.union(perm.actions);
-        self.meta()?
+        self.rs
+            .meta()?
             .put_permission(&perm.user, &perm.scope, merged)?;
-        self.authz.update(|p| p.grant(perm));
+        self.rs.authz.update(|p| p.grant(perm));
         tracing::info!(user = %perm.user, scope = %perm.scope, actions = %merged, by = ?caller.user, "granted");
         Ok(())
     }
@@ -38,17 +41,18 @@ impl RegionServer {
         scope: &Scope,
         actions: Option<Actions>,
     ) -> Result<(), ServerError> {
-        self.authz
+        self.rs
+            .authz
             .require(caller, Action::Admin, &admin_scope(scope), "revoke")?;
-        let _admin = self.admin.lock();
-        let mut current = self.authz.permissions();
+        let _admin = self.rs.admin.lock();
+        let mut current = self.rs.authz.permissions();
         let Some(left) = current.revoke(user, scope, actions) else {
             return Err(ServerError::invalid(format!(
                 "user '{user}' holds no permission at {scope} to revoke"
             )));
         };
-        self.meta()?.put_permission(user, scope, left)?;
-        self.authz.update(|p| p.revoke(user, scope, actions));
+        self.rs.meta()?.put_permission(user, scope, left)?;
+        self.rs.authz.update(|p| p.revoke(user, scope, actions));
         tracing::info!(user, scope = %scope, left = %left, by = ?caller.user, "revoked");
         Ok(())
     }
@@ -65,9 +69,9 @@ impl RegionServer {
         let own = caller.user.as_deref().is_some_and(|me| user == Some(me));
         if own {
             // One's own grants, once the server knows one is who one says.
-            self.authz.authenticate(caller)?;
+            self.rs.authz.authenticate(caller)?;
         } else {
-            self.authz.require(
+            self.rs.authz.require(
                 caller,
                 Action::Admin,
                 &admin_scope(&wide),
@@ -75,6 +79,7 @@ impl RegionServer {
             )?;
         }
         Ok(self
+            .rs
             .authz
             .permissions()
             .list()
@@ -87,7 +92,7 @@ impl RegionServer {
     /// Gives the creator of a table every permission on it, as HBase does for a table's owner
     /// (with authorization on, and a caller known by name).
     pub fn grant_owner(&self, caller: &Caller, table: &str) -> Result<(), ServerError> {
-        let Some(user) = caller.user.as_deref().filter(|_| self.authz.enabled()) else {
+        let Some(user) = caller.user.as_deref().filter(|_| self.rs.authz.enabled()) else {
             return Ok(());
         };
         let table = crate::catalog::names::canonical(table)?;
@@ -96,24 +101,12 @@ impl RegionServer {
             scope: Scope::table(&table),
             actions: Actions::of(&Action::ALL),
         };
-        let _admin = self.admin.lock();
-        self.meta()?
+        let _admin = self.rs.admin.lock();
+        self.rs
+            .meta()?
             .put_permission(&perm.user, &perm.scope, perm.actions)?;
-        self.authz.update(|p| p.grant(&perm));
+        self.rs.authz.update(|p| p.grant(&perm));
         Ok(())
-    }
-
-    /// With authorization on, a scanner serves only the connection that opened it (its rows
-    /// were checked for that connection's user), as HBase checks a scanner's owner: another
-    /// connection is told the scanner is unknown.
-    pub fn check_scanner_owner(&self, conn_id: u64, scanner_id: u64) -> Result<(), ServerError> {
-        if !self.authz.enabled() {
-            return Ok(());
-        }
-        match self.scanners.owner(scanner_id) {
-            Some(owner) if owner != conn_id => Err(ServerError::UnknownScanner(scanner_id)),
-            _ => Ok(()),
-        }
     }
 
     /// A grant names a user and an object that exists.
@@ -129,19 +122,19 @@ impl RegionServer {
                     Err(ServerError::NamespaceNotFound(ns.clone()))
                 }
             }
-            Scope::Table { table, .. } => self.describe_table(table).map(|_| ()),
+            Scope::Table { table, .. } => self.rs.describe_table(table).map(|_| ()),
         }
     }
 
     /// Drops every grant of a table or namespace that is gone (HBase does the same).
     pub(crate) fn forget_permissions_of(&self, scope: &Scope) -> Result<(), ServerError> {
         let object = scope.object();
-        let gone = self.authz.permissions().of_object(&object);
+        let gone = self.rs.authz.permissions().of_object(&object);
         if gone.is_empty() {
             return Ok(());
         }
-        self.meta()?.delete_permissions_of(scope)?;
-        self.authz.update(|p| {
+        self.rs.meta()?.delete_permissions_of(scope)?;
+        self.rs.authz.update(|p| {
             for g in &gone {
                 p.revoke(&g.user, &g.scope, None);
             }

@@ -53,10 +53,10 @@ fn grant(svc: &HbaseService, ctx: &CallCtx, param: &Bytes) -> Result<HReply> {
             .into_iter()
             .any(|p| p.user == user && p.scope == scope);
         if held {
-            svc.rs.revoke(&ctx.caller, &user, &scope, None)?;
+            svc.master()?.revoke(&ctx.caller, &user, &scope, None)?;
         }
     }
-    svc.rs.grant(
+    svc.master()?.grant(
         &ctx.caller,
         &Permission {
             user,
@@ -71,7 +71,7 @@ fn revoke(svc: &HbaseService, ctx: &CallCtx, param: &Bytes) -> Result<HReply> {
     let req: hbase::RevokeRequest = decode("RevokeRequest", param)?;
     let (user, scope, actions) = user_permission_from(&req.user_permission)?;
     let actions = (!actions.is_empty()).then_some(actions);
-    svc.rs.revoke(&ctx.caller, &user, &scope, actions)?;
+    svc.master()?.revoke(&ctx.caller, &user, &scope, actions)?;
     Ok(HReply::message(&hbase::RevokeResponse { proc_id: None }))
 }
 
@@ -100,7 +100,7 @@ fn user_permissions(svc: &HbaseService, ctx: &CallCtx, param: &Bytes) -> Result<
         _ => Scope::Global,
     };
     let mut list = svc
-        .rs
+        .master()?
         .user_permissions(&ctx.caller, Some(&scope), user.as_deref())?;
     // Each type lists its own level: global grants for Global, a namespace's for Namespace.
     list.retain(|p| p.scope.object() == scope.object());

@@ -252,7 +252,11 @@ mod tests {
             .expect("server info");
         let server = hbase::GetServerInfoResponse::decode(server.param).expect("decodes");
         assert_eq!(server.server_info.server_name.port, Some(16020));
-        f.svc.rs.disable_table("t").expect("disable");
+        f.svc
+            .master()
+            .expect("a master")
+            .disable_table("t")
+            .expect("disable");
         let closed = info(
             &f,
             spec(

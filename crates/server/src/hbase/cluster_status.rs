@@ -6,6 +6,7 @@
 use super::names;
 use super::registry;
 use super::HbaseService;
+use crate::master::Assignment;
 use crate::meta::META_TABLE;
 use crate::router::RegionState;
 use bytes::Bytes;
@@ -39,7 +40,7 @@ pub(crate) fn cluster_status(svc: &HbaseService, parts: &[i32]) -> hbase::Cluste
         });
     }
     // A cluster's master: the live region servers.
-    let live = match svc.rs.assignment() {
+    let live = match svc.master.as_ref().and_then(|m| m.assignment()) {
         Some(a) => a.refresh_live().unwrap_or_default(),
         None => Vec::new(),
     };
@@ -52,8 +53,8 @@ pub(crate) fn cluster_status(svc: &HbaseService, parts: &[i32]) -> hbase::Cluste
         })
         .collect();
     if wants(Part::LiveServers) {
-        status.live_servers = if let Some(a) = svc.rs.assignment() {
-            let a = &*a;
+        status.live_servers = if let Some(a) = svc.master.as_ref().and_then(|m| m.assignment()) {
+            let a: &Assignment = a;
             // Each server's load from the server, all asked at once; one that does not
             // answer in time is listed with an empty load.
             let loads: Vec<hbase::ServerLoad> = std::thread::scope(|scope| {
@@ -93,10 +94,10 @@ pub(crate) fn cluster_status(svc: &HbaseService, parts: &[i32]) -> hbase::Cluste
     }
     if wants(Part::BalancerOn) {
         // Standalone: nothing moves regions between servers, there is one.
-        status.balancer_on = Some(svc.rs.balancer_enabled());
+        status.balancer_on = Some(svc.master.as_ref().is_some_and(|m| m.balancer_enabled()));
     }
     if wants(Part::ServersName) {
-        status.servers_name = if svc.rs.assignment().is_some() {
+        status.servers_name = if svc.master.as_ref().and_then(|m| m.assignment()).is_some() {
             cluster
         } else {
             vec![me]

@@ -185,12 +185,15 @@ pub(crate) fn call(
         "IsBalancerEnabled" => {
             decode::<hbase::IsBalancerEnabledRequest>(method, &param)?;
             Ok(HReply::message(&hbase::IsBalancerEnabledResponse {
-                enabled: rs.balancer_enabled(),
+                enabled: svc.master()?.balancer_enabled(),
             }))
         }
         "SetBalancerRunning" => {
             let req: hbase::SetBalancerRunningRequest = decode(method, &param)?;
-            let previous = rs.balance_switch(req.on).map_err(HbaseError::from)?;
+            let previous = svc
+                .master()?
+                .balance_switch(req.on)
+                .map_err(HbaseError::from)?;
             Ok(HReply::message(&hbase::SetBalancerRunningResponse {
                 prev_balance_value: Some(previous),
             }))
@@ -224,8 +227,8 @@ pub(crate) fn call(
                 }));
             }
             let name = schema.name.clone();
-            rs.create_table(schema, &req.split_keys)?;
-            rs.grant_owner(&ctx.caller, &name)?;
+            svc.master()?.create_table(schema, &req.split_keys)?;
+            svc.master()?.grant_owner(&ctx.caller, &name)?;
             let proc_id = procs.run("procedure.CreateTableProcedure", ctx, nonce, || Ok(()));
             Ok(HReply::message(&hbase::CreateTableResponse {
                 proc_id: Some(proc_id),
@@ -241,7 +244,7 @@ pub(crate) fn call(
                     proc_id: Some(id),
                 }));
             }
-            rs.delete_table(&table)?;
+            svc.master()?.delete_table(&table)?;
             let proc_id = procs.run("procedure.DeleteTableProcedure", ctx, nonce, || Ok(()));
             Ok(HReply::message(&hbase::DeleteTableResponse {
                 proc_id: Some(proc_id),
@@ -258,7 +261,7 @@ pub(crate) fn call(
                 }));
             }
             let proc_id = procs.run("procedure.DisableTableProcedure", ctx, nonce, || {
-                Ok(rs.disable_table(&table)?)
+                Ok(svc.master()?.disable_table(&table)?)
             });
             Ok(HReply::message(&hbase::DisableTableResponse {
                 proc_id: Some(proc_id),
@@ -275,7 +278,7 @@ pub(crate) fn call(
                 }));
             }
             let proc_id = procs.run("procedure.EnableTableProcedure", ctx, nonce, || {
-                Ok(rs.enable_table(&table)?)
+                Ok(svc.master()?.enable_table(&table)?)
             });
             Ok(HReply::message(&hbase::EnableTableResponse {
                 proc_id: Some(proc_id),
@@ -357,7 +360,7 @@ pub(crate) fn call(
                 )));
             }
             let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, nonce, || {
-                Ok(rs.alter_table(&table, vec![family], &[])?)
+                Ok(svc.master()?.alter_table(&table, vec![family], &[])?)
             });
             let reply = hbase::AddColumnResponse {
                 proc_id: Some(proc_id),
@@ -388,7 +391,7 @@ pub(crate) fn call(
                 )));
             }
             let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, nonce, || {
-                Ok(rs.alter_table(&table, Vec::new(), &[family])?)
+                Ok(svc.master()?.alter_table(&table, Vec::new(), &[family])?)
             });
             Ok(HReply::message(&hbase::DeleteColumnResponse {
                 proc_id: Some(proc_id),
@@ -409,7 +412,7 @@ pub(crate) fn call(
             // with the same data visible.
             check_families(&current_schema(svc, &table)?, &req.column_family, &table)?;
             let proc_id = procs.run("procedure.FlushTableProcedure", ctx, nonce, || {
-                Ok(rs.flush_table(&table)?)
+                Ok(svc.master()?.flush_table(&table)?)
             });
             Ok(HReply::message(&hbase::FlushTableResponse {
                 proc_id: Some(proc_id),
@@ -434,7 +437,8 @@ pub(crate) fn call(
                 }));
             }
             let row = req.split_row.filter(|r| !r.is_empty());
-            rs.split_region_by_id(&table, info.region_id, row)?;
+            svc.master()?
+                .split_region_by_id(&table, info.region_id, row)?;
             let proc_id = procs.run(
                 "assignment.SplitTableRegionProcedure",
                 ctx,
@@ -531,7 +535,7 @@ pub(crate) fn call(
                 decode::<hbase::ListTableDescriptorsByNamespaceRequest>(method, &param)?
                     .namespace_name
             };
-            if !rs.namespaces().contains_key(&ns) {
+            if !svc.master()?.namespaces().contains_key(&ns) {
                 return Err(namespace_not_found(&ns));
             }
             let tables: Vec<_> = user_tables(svc, ctx)
@@ -553,7 +557,8 @@ pub(crate) fn call(
         "ListNamespaceDescriptors" => {
             decode::<hbase::ListNamespaceDescriptorsRequest>(method, &param)?;
             Ok(HReply::message(&hbase::ListNamespaceDescriptorsResponse {
-                namespace_descriptor: rs
+                namespace_descriptor: svc
+                    .master()?
                     .namespaces()
                     .iter()
                     .map(|(n, conf)| ns_descriptor(n, conf))
@@ -563,12 +568,12 @@ pub(crate) fn call(
         "ListNamespaces" => {
             decode::<hbase::ListNamespacesRequest>(method, &param)?;
             Ok(HReply::message(&hbase::ListNamespacesResponse {
-                namespace_name: rs.namespaces().into_keys().collect(),
+                namespace_name: svc.master()?.namespaces().into_keys().collect(),
             }))
         }
         "GetNamespaceDescriptor" => {
             let req: hbase::GetNamespaceDescriptorRequest = decode(method, &param)?;
-            let all = rs.namespaces();
+            let all = svc.master()?.namespaces();
             let conf = all
                 .get(&req.namespace_name)
                 .ok_or_else(|| namespace_not_found(&req.namespace_name))?;
@@ -602,9 +607,9 @@ pub(crate) fn call(
                 .map(|p| (p.name, p.value))
                 .collect();
             if method == "CreateNamespace" {
-                rs.create_namespace(&name, conf)?;
+                svc.master()?.create_namespace(&name, conf)?;
             } else {
-                rs.modify_namespace(&name, conf)?;
+                svc.master()?.modify_namespace(&name, conf)?;
             }
             let proc_id = Some(procs.run(
                 if method == "CreateNamespace" {
@@ -632,7 +637,7 @@ pub(crate) fn call(
             }
             // HBase checks before its procedure runs (its prepare latch): a namespace that
             // still holds tables, or a reserved one, is refused by the call itself.
-            rs.delete_namespace(&req.namespace_name)?;
+            svc.master()?.delete_namespace(&req.namespace_name)?;
             let proc_id =
                 Some(procs.run("procedure.DeleteNamespaceProcedure", ctx, nonce, || Ok(())));
             Ok(HReply::message(&hbase::DeleteNamespaceResponse { proc_id }))
@@ -786,7 +791,9 @@ impl Selection {
     /// NamespaceNotFoundException, not an empty list.
     pub(super) fn check_namespace(&self, svc: &HbaseService) -> Result<(), HbaseError> {
         match &self.namespace {
-            Some(ns) if !svc.rs.namespaces().contains_key(ns) => Err(namespace_not_found(ns)),
+            Some(ns) if !svc.master()?.namespaces().contains_key(ns) => {
+                Err(namespace_not_found(ns))
+            }
             _ => Ok(()),
         }
     }
@@ -829,14 +836,14 @@ fn truncate(svc: &HbaseService, table: &str, preserve_splits: bool) -> Result<()
         .cloned()
         .collect();
     if !preserve_splits || splits.is_empty() {
-        return Ok(svc.rs.truncate_table(table)?);
+        return Ok(svc.master()?.truncate_table(table)?);
     }
     // Cellar's truncate leaves one region; the old boundaries come back as splits of the
     // empty table. Each step is crash-safe on its own, so a crash in between leaves the table
     // empty, enabled and with its schema, only with fewer regions.
-    svc.rs.truncate_table(table)?;
+    svc.master()?.truncate_table(table)?;
     for key in splits {
-        svc.rs.split_table(table, Some(key))?;
+        svc.master()?.split_table(table, Some(key))?;
     }
     Ok(())
 }
@@ -845,7 +852,7 @@ fn truncate(svc: &HbaseService, table: &str, preserve_splits: bool) -> Result<()
 fn modify(svc: &HbaseService, table: &str, wanted: TableSchema) -> Result<(), HbaseError> {
     let current = current_schema(svc, table)?;
     if wanted.options != current.options {
-        svc.rs.set_table_options(table, wanted.options)?;
+        svc.master()?.set_table_options(table, wanted.options)?;
     }
     let put: Vec<_> = wanted
         .families
@@ -862,7 +869,7 @@ fn modify(svc: &HbaseService, table: &str, wanted: TableSchema) -> Result<(), Hb
     if put.is_empty() && delete.is_empty() {
         return Ok(());
     }
-    Ok(svc.rs.alter_table(table, put, &delete)?)
+    Ok(svc.master()?.alter_table(table, put, &delete)?)
 }
 
 /// Master calls that change the cluster rather than a table need global ADMIN (HBase's

@@ -5,11 +5,11 @@
 //! log) and opens it on the target; meta follows each step. A region an operator unassigns
 //! stays CLOSED until assigned again (the assignment loop leaves CLOSED regions alone).
 
-use super::Assignment;
+use super::{Assignment, Master};
 use crate::coord::{ServerName, ServerRecord};
 use crate::error::ServerError;
 use crate::meta::META_TABLE;
-use crate::region_server::{RegionServer, Role};
+use crate::region_server::Role;
 use crate::router::{HostedRegion, RegionState, TableState};
 use std::collections::BTreeMap;
 use std::sync::atomic::Ordering;
@@ -45,14 +45,14 @@ pub fn plan(loads: &BTreeMap<ServerName, Vec<u64>>) -> Vec<(u64, ServerName, Ser
     }
 }
 
-impl RegionServer {
+impl Master {
     fn assignment_or_err(&self, what: &str) -> Result<Arc<Assignment>, ServerError> {
         match self.assignment() {
-            Some(a) => Ok(a),
+            Some(a) => Ok(Arc::clone(a)),
             None => Err(ServerError::invalid(format!(
                 "{what}: this server is {} and holds every region itself; regions move between \
                  the region servers of a cluster",
-                self.role.name()
+                self.rs.role.name()
             ))),
         }
     }
@@ -60,11 +60,11 @@ impl RegionServer {
     /// Turns the balancer on or off; whether it was on. Recorded in the coordination service
     /// first, so a master that takes over keeps the setting.
     pub fn balance_switch(&self, on: bool) -> Result<bool, ServerError> {
-        if matches!(self.role, Role::Standalone) {
-            return Ok(self.standalone_balancer.swap(on, Ordering::SeqCst));
+        if matches!(self.rs.role, Role::Standalone) {
+            return Ok(self.rs.standalone_balancer.swap(on, Ordering::SeqCst));
         }
         let a = self.assignment_or_err("balance_switch")?;
-        let _admin = self.admin.lock();
+        let _admin = self.rs.admin.lock();
         a.coord
             .publish_balancer(on)
             .map_err(|e| ServerError::Internal(format!("recording the balancer switch: {e}")))?;
@@ -75,11 +75,11 @@ impl RegionServer {
     /// does (on by default); with one server its balancer never moves a region. A cluster's
     /// region server has none.
     pub fn balancer_enabled(&self) -> bool {
-        match &self.role {
+        match &self.rs.role {
             Role::Master(_) => self
                 .assignment()
                 .is_some_and(|a| a.balancer_on.load(Ordering::SeqCst)),
-            Role::Standalone => self.standalone_balancer.load(Ordering::SeqCst),
+            Role::Standalone => self.rs.standalone_balancer.load(Ordering::SeqCst),
             Role::RegionServer => false,
         }
     }
@@ -87,13 +87,13 @@ impl RegionServer {
     /// Runs the balancer now (if it is on); the number of regions moved (none on a standalone
     /// server: every region is already on its one server).
     pub fn balance(&self) -> Result<usize, ServerError> {
-        if matches!(self.role, Role::Standalone) {
-            self.check_running()?;
+        if matches!(self.rs.role, Role::Standalone) {
+            self.rs.check_running()?;
             return Ok(0);
         }
         let a = self.assignment_or_err("balancer")?;
-        let _admin = self.admin.lock();
-        self.check_running()?;
+        let _admin = self.rs.admin.lock();
+        self.rs.check_running()?;
         if !a.balancer_on.load(Ordering::SeqCst) {
             return Ok(0);
         }
@@ -105,7 +105,7 @@ impl RegionServer {
         let live = a.refresh_live()?;
         let mut loads: BTreeMap<ServerName, Vec<u64>> =
             live.iter().map(|s| (s.name.clone(), Vec::new())).collect();
-        for (name, t) in self.router.tables() {
+        for (name, t) in self.rs.router.tables() {
             if name == META_TABLE || t.state != TableState::Enabled {
                 continue;
             }
@@ -122,7 +122,7 @@ impl RegionServer {
         let mut moved = 0;
         for (id, _, to) in &moves {
             let (Some(hosted), Some(target)) = (
-                self.router.region(*id),
+                self.rs.router.region(*id),
                 live.iter().find(|s| &s.name == to).cloned(),
             ) else {
                 continue;
@@ -144,8 +144,8 @@ impl RegionServer {
     /// `host,port,startcode` or native `host:port`), or to the least loaded other server.
     pub fn move_region(&self, region: &str, server: Option<&str>) -> Result<(), ServerError> {
         let a = self.assignment_or_err("move")?;
-        let _admin = self.admin.lock();
-        self.check_running()?;
+        let _admin = self.rs.admin.lock();
+        self.rs.check_running()?;
         let hosted = self.find_region(region)?;
         let live = a.refresh_live()?;
         let target = match server {
@@ -162,7 +162,7 @@ impl RegionServer {
             None => {
                 let here = hosted.server().map(|s| s.name.clone());
                 let mut counts: BTreeMap<ServerName, usize> = BTreeMap::new();
-                for r in self.router.all_regions() {
+                for r in self.rs.router.all_regions() {
                     if let Some(s) = r.server() {
                         *counts.entry(s.name.clone()).or_default() += 1;
                     }
@@ -182,35 +182,37 @@ impl RegionServer {
     /// Opens a region that is not open (an unassigned one, or one whose opening failed).
     pub fn assign_region(&self, region: &str) -> Result<(), ServerError> {
         let a = self.assignment_or_err("assign")?;
-        let _admin = self.admin.lock();
-        self.check_running()?;
+        let _admin = self.rs.admin.lock();
+        self.rs.check_running()?;
         let hosted = self.find_region(region)?;
-        let t = self.router.require(&hosted.table)?;
+        let t = self.rs.router.require(&hosted.table)?;
         if t.state != TableState::Enabled {
             return Err(ServerError::TableDisabled(hosted.table.clone()));
         }
         if hosted.state() == RegionState::Open && hosted.server().is_some() {
             return Ok(());
         }
-        if !a.assign(self, &hosted, &t.schema, None) {
+        if !a.assign(&self.rs, &hosted, &t.schema, None) {
             return Err(ServerError::Internal(format!(
                 "assign: no live region server could open {}",
                 hosted.name()
             )));
         }
-        self.meta()?
-            .put_region(&self.record_of(&hosted, RegionState::Open))
+        self.rs
+            .meta()?
+            .put_region(&self.rs.record_of(&hosted, RegionState::Open))
     }
 
     /// Closes a region and leaves it closed until `assign` (HBase's `unassign`).
     pub fn unassign_region(&self, region: &str) -> Result<(), ServerError> {
         let a = self.assignment_or_err("unassign")?;
-        let _admin = self.admin.lock();
-        self.check_running()?;
+        let _admin = self.rs.admin.lock();
+        self.rs.check_running()?;
         let hosted = self.find_region(region)?;
         a.unassign(&hosted, RegionState::Closed)?;
-        self.meta()?
-            .put_region(&self.record_of(&hosted, RegionState::Closed))
+        self.rs
+            .meta()?
+            .put_region(&self.rs.record_of(&hosted, RegionState::Closed))
     }
 
     /// Closes `hosted` where it is and opens it on `target`; meta follows.
@@ -220,7 +222,7 @@ impl RegionServer {
         hosted: &Arc<HostedRegion>,
         target: Arc<ServerRecord>,
     ) -> Result<(), ServerError> {
-        let t = self.router.require(&hosted.table)?;
+        let t = self.rs.router.require(&hosted.table)?;
         if hosted.server().is_some_and(|s| s.name == target.name) {
             return Ok(());
         }
@@ -229,9 +231,10 @@ impl RegionServer {
             .map(|s| s.name.to_string())
             .unwrap_or_default();
         a.unassign(hosted, RegionState::Offline)?;
-        let opened = a.assign(self, hosted, &t.schema, Some(Arc::clone(&target)));
-        self.meta()?
-            .put_region(&self.record_of(hosted, RegionState::Open))?;
+        let opened = a.assign(&self.rs, hosted, &t.schema, Some(Arc::clone(&target)));
+        self.rs
+            .meta()?
+            .put_region(&self.rs.record_of(hosted, RegionState::Open))?;
         if !opened {
             return Err(ServerError::Internal(format!(
                 "{} closed on {from} but did not open on {}; the master retries",
@@ -245,7 +248,7 @@ impl RegionServer {
 
     /// A user region by id, region name (`table,start,id`) or HBase encoded name.
     fn find_region(&self, region: &str) -> Result<Arc<HostedRegion>, ServerError> {
-        let found = self.router.all_regions().into_iter().find(|r| {
+        let found = self.rs.router.all_regions().into_iter().find(|r| {
             r.info.id.to_string() == region
                 || r.name() == region
                 || crate::catalog::names::encoded_region_name(

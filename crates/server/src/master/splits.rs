@@ -1,16 +1,15 @@
 //! Splits in a cluster, run by the master with the region's server doing the file work, and
 //! the janitor that removes split parents (`docs/design/0004-cluster.md` §5).
 
-use super::Assignment;
+use super::{Assignment, Master};
 use crate::error::ServerError;
-use crate::region_server::RegionServer;
 use crate::router::{HostedRegion, RegionState};
 use cellar_storage::wal::split;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-impl RegionServer {
+impl Master {
     /// A split in a cluster (the procedure of `split.rs`, with the region server doing the
     /// file work): meta says SPLITTING; the region's server closes it and writes the
     /// daughters; meta says SPLIT (the commit point); the daughters get rows and open on the
@@ -22,14 +21,14 @@ impl RegionServer {
         row: bytes::Bytes,
     ) -> Result<(), ServerError> {
         let table = hosted.table.clone();
-        let t = self.router.require(&table)?;
+        let t = self.rs.router.require(&table)?;
         let server = a.serving(hosted)?;
         let parent = hosted.info.clone();
         let [da, db] = self.daughters(&parent, &row);
-        let mut rec = self.record_of(hosted, RegionState::Splitting);
+        let mut rec = self.rs.record_of(hosted, RegionState::Splitting);
         rec.split_a = Some(da.clone());
         rec.split_b = Some(db.clone());
-        self.meta()?.put_region(&rec)?;
+        self.rs.meta()?.put_region(&rec)?;
         hosted.set_state(RegionState::Splitting);
         let (t_name, id, at, ids) = (table.clone(), parent.id, row.clone(), (da.id, db.id));
         let split = a.call(&server, move |admin, addr| async move {
@@ -40,20 +39,21 @@ impl RegionServer {
             // server failed the split it exits, and its log is split like any dead server's).
             for d in [&da, &db] {
                 let _ = self
+                    .rs
                     .services
                     .fs
-                    .delete_dir_all(&self.region_dir(&table, d.id));
+                    .delete_dir_all(&self.rs.region_dir(&table, d.id));
             }
             rec.split_a = None;
             rec.split_b = None;
             rec.state = RegionState::Open;
-            self.meta()?.put_region(&rec)?;
+            self.rs.meta()?.put_region(&rec)?;
             hosted.assign(Some(server), RegionState::Offline);
             tracing::warn!(table = %table, region = parent.id, error = %e, "split not done; the region reopens");
             return Err(e);
         }
         rec.state = RegionState::Split;
-        if let Err(e) = self.meta()?.put_region(&rec) {
+        if let Err(e) = self.rs.meta()?.put_region(&rec) {
             hosted.set_state(RegionState::Offline);
             tracing::error!(table = %table, region = parent.id, error = %e, "could not commit a split; the region is offline until the master restarts");
             return Err(e);
@@ -64,30 +64,34 @@ impl RegionServer {
             let d = HostedRegion::new(
                 &table,
                 info.clone(),
-                &self.region_dir(&table, info.id),
+                &self.rs.region_dir(&table, info.id),
                 None,
             );
-            a.assign(self, &d, &t.schema, Some(Arc::clone(&server)));
-            self.meta()?
-                .put_region(&self.record_of(&d, RegionState::Open))?;
+            a.assign(&self.rs, &d, &t.schema, Some(Arc::clone(&server)));
+            self.rs
+                .meta()?
+                .put_region(&self.rs.record_of(&d, RegionState::Open))?;
             daughters.push(d);
         }
         let [a_region, b_region]: [Arc<HostedRegion>; 2] = daughters
             .try_into()
             .map_err(|_| ServerError::Internal("split made other than two daughters".into()))?;
-        self.router
+        self.rs
+            .router
             .swap_split(&table, parent.id, [a_region, b_region]);
-        self.split_parents
+        self.rs
+            .split_parents
             .lock()
             .push(crate::region_server::SplitParent {
                 table: table.clone(),
                 info: parent.clone(),
                 daughters: [da.id, db.id],
             });
-        self.splits_done
+        self.rs
+            .splits_done
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        if let Some(t) = self.router.table(&table) {
-            self.meta()?.put_table(&crate::meta::TableRecord {
+        if let Some(t) = self.rs.router.table(&table) {
+            self.rs.meta()?.put_table(&crate::meta::TableRecord {
                 schema: (*t.schema).clone(),
                 state: t.state,
                 splits: t.splits,
@@ -103,14 +107,14 @@ impl RegionServer {
     /// after twice the scanner lease: a scanner opened on a daughter before its compaction may
     /// still read the parent's files, and HDFS has no unlink-while-open.
     pub(super) fn cluster_janitor(&self, a: &Assignment) {
-        let parents = self.split_parents.lock().clone();
+        let parents = self.rs.split_parents.lock().clone();
         if parents.is_empty() {
             return;
         }
-        let grace = Duration::from_millis(self.config.scanner.lease_ms.saturating_mul(2));
+        let grace = Duration::from_millis(self.rs.config.scanner.lease_ms.saturating_mul(2));
         for p in parents {
             let referenced = p.daughters.iter().any(|d| {
-                has_reference_files(&*self.services.fs, &self.region_dir(&p.table, *d))
+                has_reference_files(&*self.rs.services.fs, &self.rs.region_dir(&p.table, *d))
                     .unwrap_or(true)
             });
             let mut clean = a.clean_since.lock();

@@ -8,6 +8,7 @@ use super::{RegionServer, Role};
 use crate::coord::ServerRecord;
 use crate::error::ServerError;
 use crate::master::tenure::Tenure;
+use crate::meta::RegionRecord;
 use crate::router::{HostedRegion, RegionState};
 use cellar_model::TableSchema;
 use cellar_storage::region::{Region, RegionInfo, StorageServices};
@@ -142,5 +143,21 @@ impl RegionServer {
             (Role::Master(_), None) => (String::new(), 0),
             _ => (self.advertised.clone(), self.startcode),
         }
+    }
+
+    /// A region row naming the server `hosted` is on (see [`RegionServer::placed_on`]).
+    pub(crate) fn record_of(&self, hosted: &HostedRegion, state: RegionState) -> RegionRecord {
+        let mut r = RegionRecord::new(&hosted.table, hosted.info.clone(), state);
+        (r.server, r.startcode) = self.placed_on(hosted);
+        r.open_seq = hosted.open_seq();
+        r
+    }
+
+    /// A region row naming this server.
+    pub(crate) fn record(&self, table: &str, info: RegionInfo, state: RegionState) -> RegionRecord {
+        let mut r = RegionRecord::new(table, info, state);
+        r.server = self.advertised.clone();
+        r.startcode = self.startcode;
+        r
     }
 }

@@ -81,6 +81,19 @@ impl RegionServer {
         self.scanners.take_call_seq(scanner_id, call_seq)
     }
 
+    /// With authorization on, a scanner serves only the connection that opened it (its rows
+    /// were checked for that connection's user), as HBase checks a scanner's owner: another
+    /// connection is told the scanner is unknown.
+    pub fn check_scanner_owner(&self, conn_id: u64, scanner_id: u64) -> Result<(), ServerError> {
+        if !self.authz.enabled() {
+            return Ok(());
+        }
+        match self.scanners.owner(scanner_id) {
+            Some(owner) if owner != conn_id => Err(ServerError::UnknownScanner(scanner_id)),
+            _ => Ok(()),
+        }
+    }
+
     /// PREPARE_SCAN: checks the scan against the table and keeps it for connection `conn_id`.
     pub fn prepare_scan(
         &self,

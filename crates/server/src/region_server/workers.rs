@@ -1,10 +1,10 @@
-//! The server's background threads (split checker, lease reaper): each wakes every interval,
-//! runs its job on the server if the server still exists, and stops when told.
+//! Background threads (the region server's lease reaper and compaction check, the master's
+//! split checker and assignment loop): each wakes every interval, runs its job on its owner if
+//! the owner still exists, and stops when told.
 //!
-//! Threads hold only a weak reference, so dropping the last `Arc<RegionServer>` without a
-//! shutdown (a simulated crash) still frees the server and ends the threads.
+//! Threads hold only a weak reference, so dropping the last `Arc` of the owner without a
+//! shutdown (a simulated crash) still frees it and ends the threads.
 
-use super::RegionServer;
 use parking_lot::{Condvar, Mutex};
 use std::sync::{Arc, Weak};
 use std::thread::{self, JoinHandle};
@@ -16,25 +16,23 @@ struct Stop {
     wake: Condvar,
 }
 
-#[derive(Default)]
-pub(crate) struct Workers {
+pub(crate) struct Workers<T> {
     stop: Arc<Stop>,
     handles: Mutex<Vec<JoinHandle<()>>>,
+    owner: std::marker::PhantomData<fn(&T)>,
 }
 
-impl Workers {
-    pub fn new() -> Workers {
-        Workers::default()
+impl<T: Send + Sync + 'static> Workers<T> {
+    pub fn new() -> Workers<T> {
+        Workers {
+            stop: Arc::default(),
+            handles: Mutex::default(),
+            owner: std::marker::PhantomData,
+        }
     }
 
     /// Starts a thread running `job` every `every` until stopped.
-    pub fn spawn(
-        &self,
-        name: &str,
-        every: Duration,
-        server: Weak<RegionServer>,
-        job: fn(&RegionServer),
-    ) {
+    pub fn spawn(&self, name: &str, every: Duration, owner: Weak<T>, job: fn(&T)) {
         let stop = Arc::clone(&self.stop);
         let spawned = thread::Builder::new()
             .name(name.into())
@@ -48,7 +46,7 @@ impl Workers {
                         return;
                     }
                 }
-                let Some(s) = server.upgrade() else { return };
+                let Some(s) = owner.upgrade() else { return };
                 job(&s);
             });
         match spawned {

@@ -7,8 +7,10 @@ use cellar_model::{Cell, FamilySchema, Get, RowMutation, Scan, TableSchema};
 use cellar_proto::cellblock::CellReader;
 use cellar_proto::convert;
 use cellar_proto::pb::{self, Method};
+use cellar_server::master::Master;
 use cellar_server::region_server::RegionServer;
 use cellar_server::rpc::{CallContext, Handler};
+use cellar_server::service::NativeService;
 use cellar_server::ServerConfig;
 use prost::Message;
 use std::sync::Arc;
@@ -35,7 +37,7 @@ pub struct TestServer {
     /// Removed when the server is dropped, unless the directory was given.
     _tmp: Option<tempfile::TempDir>,
     pub config: ServerConfig,
-    server: Option<Arc<RegionServer>>,
+    server: Option<Arc<NativeService>>,
 }
 
 pub fn code(e: &pb::RpcError) -> pb::ErrorCode {
@@ -68,6 +70,13 @@ pub fn retrying<T>(what: &str, mut f: impl FnMut() -> Result<T, pb::RpcError>) -
     }
 }
 
+/// A standalone server on `config`'s directory: its region server, master and dispatcher.
+fn open(config: &ServerConfig, what: &str) -> Arc<NativeService> {
+    let rs = RegionServer::open(config, "127.0.0.1:16200".into()).expect(what);
+    let master = Master::start(Arc::clone(&rs));
+    NativeService::new(rs, Some(master))
+}
+
 pub fn family(name: &str) -> FamilySchema {
     FamilySchema::new(name)
 }
@@ -92,7 +101,7 @@ impl TestServer {
     pub fn at(dir: &std::path::Path, f: impl FnOnce(&mut ServerConfig)) -> TestServer {
         let mut config = test_config(dir);
         f(&mut config);
-        let server = RegionServer::open(&config, "127.0.0.1:16200".into()).expect("server opens");
+        let server = open(&config, "server opens");
         TestServer {
             _tmp: None,
             config,
@@ -104,8 +113,21 @@ impl TestServer {
         &self.config.data_dir
     }
 
-    pub fn server(&self) -> &Arc<RegionServer> {
+    /// The running server: its native dispatcher, over its region server and master.
+    pub fn server(&self) -> &Arc<NativeService> {
         self.server.as_ref().expect("server is running")
+    }
+
+    /// The running server's region server.
+    pub fn region_server(&self) -> &Arc<RegionServer> {
+        self.server().region_server()
+    }
+
+    /// The running server's master.
+    pub fn master(&self) -> &Arc<Master> {
+        self.server()
+            .master()
+            .expect("a standalone server has a master")
     }
 
     /// Clean shutdown, then open again.
@@ -119,18 +141,18 @@ impl TestServer {
     /// Drops the server without shutdown (no flush, as a crash), then opens again.
     pub fn crash_restart(&mut self) {
         let s = self.server.take().expect("running");
-        assert_eq!(Arc::strong_count(&s), 1, "someone still holds the server");
+        let rs = Arc::clone(s.region_server());
         drop(s);
+        assert_eq!(Arc::strong_count(&rs), 1, "someone still holds the server");
+        drop(rs);
         self.open();
     }
 
     pub fn open(&mut self) {
-        self.server = Some(
-            RegionServer::open(&self.config, "127.0.0.1:16200".into()).expect("server reopens"),
-        );
+        self.server = Some(open(&self.config, "server reopens"));
     }
 
-    pub fn take(&mut self) -> Arc<RegionServer> {
+    pub fn take(&mut self) -> Arc<NativeService> {
         self.server.take().expect("running")
     }
 

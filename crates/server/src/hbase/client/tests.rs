@@ -5,6 +5,7 @@ use super::*;
 use crate::hbase::exceptions::{
     DO_NOT_RETRY, NO_SUCH_FAMILY, OUT_OF_ORDER_SCANNER_NEXT, UNKNOWN_PROTOCOL, UNKNOWN_SCANNER,
 };
+use crate::master::Master;
 use crate::region_server::RegionServer;
 use crate::ServerConfig;
 use cellar_model::{FamilySchema, TableSchema};
@@ -37,16 +38,24 @@ fn fixture() -> Fixture {
     config.split.auto = false;
     let rs: Arc<RegionServer> =
         RegionServer::open(&config, "127.0.0.1:16020".into()).expect("server opens");
+    let master = Master::start(rs.clone());
     let mut cf = FamilySchema::new("cf");
     cf.max_versions = 5;
-    rs.create_table(
-        TableSchema::new("t", vec![cf, FamilySchema::new("cg")]),
-        &[],
-    )
-    .expect("table created");
+    master
+        .create_table(
+            TableSchema::new("t", vec![cf, FamilySchema::new("cg")]),
+            &[],
+        )
+        .expect("table created");
     let route = rs.router.table("t").expect("table routed");
     let region_id = route.regions.values().next().expect("one region").info.id;
-    let svc = HbaseService::new(rs, "127.0.0.1".into(), 16020, "test-cluster".into());
+    let svc = HbaseService::new(
+        rs,
+        Some(master),
+        "127.0.0.1".into(),
+        16020,
+        "test-cluster".into(),
+    );
     Fixture {
         _tmp: tmp,
         svc,
@@ -1020,7 +1029,8 @@ fn scanner_calls_out_of_sequence_are_refused_and_change_nothing() {
 fn meta_scans_answer_number_of_rows_at_a_time() {
     let fx = fixture();
     fx.svc
-        .rs
+        .master()
+        .expect("a master")
         .create_table(
             TableSchema::new("m", vec![FamilySchema::new("f")]),
             &[b("b"), b("c"), b("d"), b("e")],

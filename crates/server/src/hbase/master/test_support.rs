@@ -31,7 +31,13 @@ impl Fixture {
         config.storage.block_cache_bytes = 8 * 1024 * 1024;
         let rs = RegionServer::open(&config, "127.0.0.1:16200".into()).expect("server opens");
         Fixture {
-            svc: HbaseService::new(rs, "127.0.0.1".into(), 16020, "c1".into()),
+            svc: HbaseService::new(
+                rs.clone(),
+                Some(crate::master::Master::start(rs)),
+                "127.0.0.1".into(),
+                16020,
+                "c1".into(),
+            ),
             _tmp: tmp,
         }
     }

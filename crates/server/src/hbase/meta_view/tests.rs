@@ -121,7 +121,8 @@ fn forward_scan_lists_a_tables_regions_in_order_and_daughters_replace_parents() 
     };
     assert_eq!(regions(&f), vec![b(b""), b(b"g"), b(b"p")]);
     f.svc
-        .rs
+        .master()
+        .expect("a master")
         .split_table("t", Some(b(b"m")))
         .expect("split at m");
     assert_eq!(regions(&f), vec![b(b""), b(b"g"), b(b"m"), b(b"p")]);
@@ -148,11 +149,19 @@ fn table_state_rows_follow_the_table() {
     // The encoded value is never empty: ENABLED (0) is written, as `required` demands.
     let raw = super::get(&f.svc, b"t", &[b(b"table")], &[]).expect("get");
     assert_eq!(&raw[0].value[..], &[0x08, 0x00][..]);
-    f.svc.rs.disable_table("t").expect("disable");
+    f.svc
+        .master()
+        .expect("a master")
+        .disable_table("t")
+        .expect("disable");
     assert_eq!(state(&f), Some(hbase::table_state::State::Disabled as i32));
     let closed = locate(&f, "t", b"z").expect("a disabled table keeps its region rows");
     assert_eq!(value(&closed, "info", "state"), Some(&b"CLOSED"[..]));
-    f.svc.rs.delete_table("t").expect("delete");
+    f.svc
+        .master()
+        .expect("a master")
+        .delete_table("t")
+        .expect("delete");
     assert_eq!(state(&f), None);
     assert!(locate(&f, "t", b"z").is_none());
     // Cellar's own meta and system tables never show.
