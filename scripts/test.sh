@@ -31,6 +31,9 @@ cargo clippy --workspace --all-targets --quiet -- -D warnings || { echo "0 passe
 # may use each other): scripts/check-module-cycles.py prints each cycle with its arrows.
 log "module cycles (scripts/check-module-cycles.py)"
 python3 scripts/check-module-cycles.py || { echo "0 passed, 1 failed"; exit 1; }
+# The code maps name files that exist.
+python3 scripts/check-doc-paths.py docs/server-layout.md docs/design/0007-structure.md \
+    || { echo "0 passed, 1 failed"; exit 1; }
 
 # System packages the tests start: ZooKeeper (coordination tests), Java 17 and Maven (the
 # MiniDFS of the HDFS tests, built from java/minidfs on first use, and the HBase suites), UCX,
