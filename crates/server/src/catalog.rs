@@ -3,7 +3,7 @@
 //!
 //! Admin operations run one at a time (with splits) under the server's admin lock; data calls
 //! never take it. Each changes meta first at its commit point and the router after, so a crash
-//! leaves meta saying either the old or the new state (`region_server::recovery` cleans up the
+//! leaves meta saying either the old or the new state (`region_server::restart` cleans up the
 //! rest).
 
 pub mod names;

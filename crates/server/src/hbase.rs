@@ -15,7 +15,7 @@
 
 mod access;
 mod admin_service;
-mod client;
+mod client_service;
 mod cluster_status;
 mod connection;
 mod convert;
@@ -23,7 +23,7 @@ pub mod exceptions;
 mod filters;
 #[doc(hidden)]
 pub mod fuzzing;
-mod master;
+mod master_service;
 mod meta_view;
 pub(crate) mod names;
 mod registry;
@@ -51,7 +51,7 @@ pub struct HbaseService {
     pub(crate) start_code: u64,
     /// Answered by `GetClusterId` and the registry preamble; stable across restarts.
     pub(crate) cluster_id: String,
-    pub(crate) procedures: master::Procedures,
+    pub(crate) procedures: master_service::Procedures,
 }
 
 /// Wall-clock milliseconds since the epoch, as HBase's messages carry times.
@@ -123,7 +123,7 @@ impl HbaseService {
             port,
             start_code,
             cluster_id,
-            procedures: master::Procedures::default(),
+            procedures: master_service::Procedures::default(),
         }
     }
 
@@ -153,8 +153,8 @@ impl HbaseService {
         // "who is the master"), naming why.
         self.rs.check_master()?;
         let outcome = match service {
-            "ClientService" => client::call(self, ctx, method, param, cellblock),
-            "MasterService" => master::call(self, ctx, method, param),
+            "ClientService" => client_service::call(self, ctx, method, param, cellblock),
+            "MasterService" => master_service::call(self, ctx, method, param),
             "ClientMetaService" => registry::call(self, method, param),
             "AdminService" => admin_service::call(self, ctx, method, param),
             _ => Err(HbaseError::unknown_service(service)),
@@ -183,8 +183,8 @@ impl HbaseService {
             return None;
         }
         match method {
-            "Get" => client::get_inline(self, ctx, param).map(Inline::Ready),
-            "Mutate" => client::mutate_inline(self, ctx, param, cellblock),
+            "Get" => client_service::get_inline(self, ctx, param).map(Inline::Ready),
+            "Mutate" => client_service::mutate_inline(self, ctx, param, cellblock),
             _ => None,
         }
     }

@@ -16,7 +16,10 @@
 
 mod balance;
 mod crash;
-mod splits;
+mod split_procedure;
+mod split_remote;
+
+pub use split_procedure::SplitStep;
 pub mod tenure;
 
 pub use balance::plan as balance_plan;

@@ -18,9 +18,9 @@ use crate::hbase::{HbaseServer, HbaseService};
 use crate::http::{HttpServer, Sources, StatusInfo};
 use crate::master::Assignment;
 use crate::master::Master;
+use crate::native_service::NativeService;
 use crate::region_server::{Opening, RegionServer, Role};
 use crate::rpc::{Handler, RpcCore, RpcServer};
-use crate::service::NativeService;
 use crate::ServerConfig;
 use cellar_storage::fs::{FileSystem, FsRef, HdfsFs};
 use std::net::{SocketAddr, TcpListener};
@@ -914,8 +914,8 @@ fn fetch_permissions(
         .map_err(|e| format!("master {}: {e}", master.native_addr))?;
     list.into_iter()
         .map(|p| {
-            let scope =
-                crate::service::scope_from_pb(p.scope.as_ref()).map_err(|e| e.to_string())?;
+            let scope = crate::native_service::scope_from_pb(p.scope.as_ref())
+                .map_err(|e| e.to_string())?;
             let actions = crate::security::acl::Actions::parse(&p.actions)?;
             Ok(crate::security::acl::Permission {
                 user: p.user,

@@ -10,7 +10,7 @@ mod control;
 mod data;
 mod nonces;
 mod placement;
-mod recovery;
+mod restart;
 mod scan;
 pub(crate) mod split_check;
 mod views;

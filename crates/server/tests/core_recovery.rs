@@ -8,7 +8,7 @@ use bytes::Bytes;
 use cellar_model::{Durability, Get, RowMutation, Scan, TableSchema};
 use cellar_proto::convert;
 use cellar_proto::pb::{self, ErrorCode, Method, MutationKind};
-use cellar_server::split::SplitStep;
+use cellar_server::master::SplitStep;
 use cellar_server::ServerConfig;
 use core_support::*;
 use std::io::{BufRead, BufReader};

@@ -197,13 +197,13 @@ pub fn native_request(data: &[u8]) {
                 decode::<pb::RevokeRequest>(&param, "RevokeRequest").and_then(|r| r.permission)
             };
             if let Some(p) = perm {
-                let _ = cellar_server::service::scope_from_pb(p.scope.as_ref());
+                let _ = cellar_server::native_service::scope_from_pb(p.scope.as_ref());
                 let _ = cellar_server::security::acl::Actions::parse(&p.actions);
             }
         }
         M::UserPermissions => {
             if let Some(r) = decode::<pb::UserPermissionsRequest>(&param, "UserPermissionsRequest") {
-                let _ = cellar_server::service::scope_from_pb(r.scope.as_ref());
+                let _ = cellar_server::native_service::scope_from_pb(r.scope.as_ref());
             }
         }
         M::LocateRegion => {

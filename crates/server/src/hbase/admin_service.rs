@@ -57,13 +57,13 @@ pub(crate) fn call(
                 // Meta is computed, never written: nothing to flush.
                 Resolved::Meta => false,
                 Resolved::User(r) => {
-                    super::master::table_admin(svc, ctx, &r.table, "flush a region")?;
+                    super::master_service::table_admin(svc, ctx, &r.table, "flush a region")?;
                     // HBase flushes only the family named, after checking the table has it.
                     // Cellar flushes the whole region (every family's memstore): more than
                     // asked, with the same data visible.
                     if let Some(family) = &req.family {
                         let schema = r.with(|region| Ok(region.schema().clone()))?;
-                        super::master::check_families(
+                        super::master_service::check_families(
                             &schema,
                             std::slice::from_ref(family),
                             &r.table,
@@ -82,7 +82,7 @@ pub(crate) fn call(
         "CompactRegion" => {
             let req: hbase::CompactRegionRequest = decode("CompactRegionRequest", &param)?;
             if let Resolved::User(r) = resolve(svc, &req.region)? {
-                super::master::table_admin(svc, ctx, &r.table, "compact a region")?;
+                super::master_service::table_admin(svc, ctx, &r.table, "compact a region")?;
                 let major = req.major.unwrap_or(false);
                 match &req.family {
                     // One family's store, as HBase's `compact(table, family)`; a family the
@@ -153,7 +153,7 @@ fn resolve(svc: &HbaseService, spec: &hbase::RegionSpecifier) -> Result<Resolved
 mod tests {
     use super::*;
     use crate::hbase::exceptions::NOT_SERVING_REGION;
-    use crate::hbase::master::test_support::{create, Fixture};
+    use crate::hbase::master_service::test_support::{create, Fixture};
     use crate::hbase::names::{encoded_name, region_name, ENCODED_REGION_NAME, REGION_NAME};
 
     fn spec(kind: i32, value: impl Into<Bytes>) -> hbase::RegionSpecifier {
@@ -275,7 +275,7 @@ mod tests {
     #[test]
     fn flush_and_compact_of_one_family() {
         use crate::hbase::exceptions::NO_SUCH_FAMILY;
-        use crate::hbase::master::test_support::table_schema;
+        use crate::hbase::master_service::test_support::table_schema;
         use cellar_model::RowMutation;
         use cellar_proto::pb::MutationKind;
         let f = Fixture::new();

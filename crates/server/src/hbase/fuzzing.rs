@@ -8,9 +8,9 @@
 //! order, conditions, filters, table descriptors, family descriptors, table names, table-name
 //! patterns). Where Cellar converts both ways (table descriptors) it asserts the round trip.
 
-use super::client::{meta_scan, region};
+use super::client_service::{meta_scan, region};
 use super::convert;
-use super::master::{table_of, Selection};
+use super::master_service::{table_of, Selection};
 use super::names::{self, RegionTarget};
 use super::{schema, HbaseError};
 use bytes::Bytes;
@@ -180,7 +180,7 @@ pub fn decode_call(service: &str, method: &str, param: Bytes, cellblock: Bytes) 
     Ok(())
 }
 
-/// MULTI as `client::multi` walks it: region by region, actions in order, cells taken from
+/// MULTI as `client_service::multi` walks it: region by region, actions in order, cells taken from
 /// the block by every mutation (and skipped for actions that will not run).
 #[allow(deprecated)] // MultiRequest.condition: older clients use it.
 fn multi(req: &hbase::MultiRequest, cellblock: Bytes) {
@@ -193,7 +193,7 @@ fn multi(req: &hbase::MultiRequest, cellblock: Bytes) {
         let t = target(&ra.region);
         let atomic = ra.atomic.unwrap_or(false) || condition.is_some();
         if t.is_err() || (atomic && matches!(t, Ok(RegionTarget::Meta))) {
-            super::client::skip_cells(&ra.action, &mut cells);
+            super::client_service::skip_cells(&ra.action, &mut cells);
             continue;
         }
         if atomic {
@@ -212,7 +212,7 @@ fn multi(req: &hbase::MultiRequest, cellblock: Bytes) {
                 if let Some(c) = condition {
                     let _ = convert::condition_from_hbase(c);
                 }
-                let _ = super::client::merge(&decoded);
+                let _ = super::client_service::merge(&decoded);
             }
         } else {
             for a in &ra.action {

@@ -97,7 +97,7 @@ pub(crate) fn connection_registry_response(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hbase::master::test_support::Fixture;
+    use crate::hbase::master_service::test_support::Fixture;
 
     fn ask<R: Message + Default>(f: &Fixture, method: &str) -> R {
         let reply = f

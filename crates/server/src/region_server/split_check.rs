@@ -1,7 +1,7 @@
 //! When a region is big enough to split (Hypertable's policy: `split.initial_bytes`, doubling
 //! with each split of the table up to `split.max_bytes`, or the table's `MAX_FILESIZE`), and a
 //! cluster region server's split thread, which asks its master to split such regions. The
-//! split itself is the master's (`crate::split`).
+//! split itself is the master's (`crate::master::split_procedure`).
 
 use super::RegionServer;
 use crate::catalog::names;

@@ -1,5 +1,5 @@
 //! What the server says of a region, and where it is: the region API's own types. The native
-//! protocol's messages are made from these at its edge (`service.rs`), the HBase front end's
+//! protocol's messages are made from these at its edge (`native_service.rs`), the HBase front end's
 //! at its own; meta stores the state by name (`meta.rs`).
 
 use cellar_storage::region::RegionInfo;

@@ -1,7 +1,7 @@
 //! Meta as the Java client reads it, over a real region server.
 
 use super::*;
-use crate::hbase::master::test_support::{create, Fixture};
+use crate::hbase::master_service::test_support::{create, Fixture};
 use crate::hbase::names::region_name;
 use bytes::Bytes;
 

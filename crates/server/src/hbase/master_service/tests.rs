@@ -688,7 +688,7 @@ fn the_standalone_balancer_switches_and_there_is_no_maintenance_mode() {
 
 #[test]
 fn a_ddl_request_retried_with_its_nonce_gets_its_first_procedure_back() {
-    use crate::hbase::master::INVALID_FAMILY_OPERATION;
+    use crate::hbase::master_service::INVALID_FAMILY_OPERATION;
     let f = Fixture::new();
     let create_req = |nonce: u64| hbase::CreateTableRequest {
         table_schema: table_schema("n", &["cf"]),

@@ -13,7 +13,7 @@
 //! 4. the daughters' rows (`OPEN`), the daughters open (their first compaction rewrites the
 //!    references), and the router swaps parent for daughters in one step.
 //!
-//! Recovery (`region_server::recovery`): `SPLITTING` → daughter directories removed, parent
+//! Recovery (`region_server::restart`): `SPLITTING` → daughter directories removed, parent
 //! reopened (its WAL records replay); `SPLIT` → missing daughter rows written. A region that
 //! still has references is never split, so a parent's files are only ever read by its own
 //! daughters, and the janitor can drop the parent once neither daughter has references.

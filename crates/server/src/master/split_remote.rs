@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 impl Master {
-    /// A split in a cluster (the procedure of `split.rs`, with the region server doing the
+    /// A split in a cluster (the procedure of `split_procedure.rs`, with the region server doing the
     /// file work): meta says SPLITTING; the region's server closes it and writes the
     /// daughters; meta says SPLIT (the commit point); the daughters get rows and open on the
     /// same server; the router swaps them in. The admin lock is held.
