@@ -127,10 +127,10 @@ impl CellReader {
             offset: at,
             reason: reason.to_string(),
         };
-        if self.block.len() < 12 {
+        let Some(header) = self.block.first_chunk::<12>() else {
             return Err(err("truncated cell header"));
-        }
-        let mut h = &self.block[..12];
+        };
+        let mut h: &[u8] = header;
         let total = h.get_u32() as usize;
         let key_len = h.get_u32() as usize;
         let value_len = h.get_u32() as usize;

@@ -169,10 +169,7 @@ pub fn decode_response(body: Bytes) -> Result<(ResponseHeader, Parts), FrameErro
 pub fn peek_request_header(prefix: &[u8]) -> Option<RequestHeader> {
     let mut b = prefix;
     let len = prost::decode_length_delimiter(&mut b).ok()?;
-    if len > b.len() {
-        return None;
-    }
-    RequestHeader::decode(&b[..len]).ok()
+    RequestHeader::decode(b.get(..len)?).ok()
 }
 
 /// Decodes a method's message from its parameter bytes, naming the message on failure.

@@ -6,6 +6,10 @@
 //! It also holds the HBase 2.x wire format Cellar speaks to unmodified HBase clients: the
 //! messages ([`hbase`]) and the framing ([`hbase_wire`]); see `docs/hbase-protocol.md`.
 
+// Policy: nothing read from the network may panic the decoder, so no slice indexing outside
+// tests; where an index is in bounds by construction, an `allow` on the smallest item says why.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
+
 pub mod cellblock;
 pub mod convert;
 pub mod frame;

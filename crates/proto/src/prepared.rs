@@ -288,22 +288,21 @@ pub fn decode(block: Bytes, columns: &Columns) -> Result<Vec<DecodedRow>, CellBl
             } else {
                 CellType::Put
             };
-            let (family, qualifier) = match usize::try_from(index) {
-                Ok(i) if i < known.len() => known[i].clone(),
-                Ok(i) if i == known.len() => {
-                    let fl = r.varint()?;
-                    let family = r.bytes(fl, "family")?;
-                    let ql = r.varint()?;
-                    let qualifier = r.bytes(ql, "qualifier")?;
-                    known.push((family.clone(), qualifier.clone()));
-                    (family, qualifier)
-                }
-                _ => {
-                    return Err(err(
-                        at,
-                        format!("column {index} is beyond the {} known", known.len()),
-                    ))
-                }
+            let index_at = usize::try_from(index).ok();
+            let (family, qualifier) = if let Some(known) = index_at.and_then(|i| known.get(i)) {
+                known.clone()
+            } else if index_at == Some(known.len()) {
+                let fl = r.varint()?;
+                let family = r.bytes(fl, "family")?;
+                let ql = r.varint()?;
+                let qualifier = r.bytes(ql, "qualifier")?;
+                known.push((family.clone(), qualifier.clone()));
+                (family, qualifier)
+            } else {
+                return Err(err(
+                    at,
+                    format!("column {index} is beyond the {} known", known.len()),
+                ));
             };
             let delta = unzigzag(r.varint()?);
             let timestamp = prev_ts.wrapping_add(delta as u64);

@@ -147,6 +147,10 @@ impl BlockCache {
         self.compressed
     }
 
+    #[allow(
+        clippy::indexing_slicing,
+        reason = "the shard count is a power of two (with_shards), so the masked hash is below it"
+    )]
     fn shard(&self, key: &BlockKey) -> &Mutex<Shard> {
         let mut h = BlockKeyHasher::default();
         h.write_u64(key.file_id);

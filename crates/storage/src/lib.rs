@@ -8,6 +8,11 @@
 //! [`query_cache`] when they can be.
 //! All file access goes through [`fs::FileSystem`].
 
+// Policy: nothing read from a file or the network may panic the reader, so no slice indexing
+// outside tests; where an index is in bounds by construction, an `allow` on the smallest item
+// says why.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
+
 pub mod block_cache;
 pub mod bridge;
 pub mod counter;

@@ -55,26 +55,35 @@ impl CachedResult {
     pub fn replay<S: CellSink>(&self, sink: &mut S) {
         let mut d = &self.data[..];
         let mut current: Option<u8> = None;
-        while d.len() > 4 {
-            let fam = d[0];
-            let ql = u32::from_le_bytes([d[1], d[2], d[3], d[4]]) as usize;
-            d = &d[5..];
+        // Each cell: family index (1 byte), qualifier length (u32 LE), qualifier, timestamp
+        // (u64 LE), type (1 byte), sequence id (u64 LE), value length (u32 LE), value.
+        while let Some((&[fam, q0, q1, q2, q3], rest)) = d.split_first_chunk::<5>() {
+            let ql = u32::from_le_bytes([q0, q1, q2, q3]) as usize;
             let Some(family) = self.families.get(fam as usize) else {
                 return;
             };
-            if d.len() < ql + 8 + 1 + 8 + 4 {
+            let Some((qualifier, rest)) = rest.split_at_checked(ql) else {
                 return;
-            }
-            let (qualifier, rest) = d.split_at(ql);
-            let timestamp = u64::from_le_bytes(rest[..8].try_into().unwrap_or_default());
-            let cell_type = CellType::from_code(rest[8]).unwrap_or(CellType::Put);
-            let seq_id = u64::from_le_bytes(rest[9..17].try_into().unwrap_or_default());
-            let vl = u32::from_le_bytes(rest[17..21].try_into().unwrap_or_default()) as usize;
-            let rest = &rest[21..];
-            if rest.len() < vl {
+            };
+            let Some((timestamp, rest)) = rest.split_first_chunk::<8>() else {
                 return;
-            }
-            let (value, rest) = rest.split_at(vl);
+            };
+            let Some((&code, rest)) = rest.split_first() else {
+                return;
+            };
+            let Some((seq_id, rest)) = rest.split_first_chunk::<8>() else {
+                return;
+            };
+            let Some((vl, rest)) = rest.split_first_chunk::<4>() else {
+                return;
+            };
+            let Some((value, rest)) = rest.split_at_checked(u32::from_le_bytes(*vl) as usize)
+            else {
+                return;
+            };
+            let timestamp = u64::from_le_bytes(*timestamp);
+            let cell_type = CellType::from_code(code).unwrap_or(CellType::Put);
+            let seq_id = u64::from_le_bytes(*seq_id);
             if current.is_some_and(|c| c != fam) {
                 sink.end_family();
             }
@@ -154,7 +163,9 @@ impl<S: CellSink> CellSink for Recorder<'_, S> {
                 self.families.len() - 1
             }
         };
-        self.oldest[fam] = self.oldest[fam].min(c.timestamp);
+        if let Some(oldest) = self.oldest.get_mut(fam) {
+            *oldest = (*oldest).min(c.timestamp);
+        }
         let d = &mut self.data;
         d.push(fam.min(255) as u8);
         d.extend_from_slice(&(c.qualifier.len() as u32).to_le_bytes());
@@ -326,6 +337,10 @@ impl QueryCache {
         self.hasher.hash_one((region, row))
     }
 
+    #[allow(
+        clippy::indexing_slicing,
+        reason = "the index is taken modulo SHARDS, the number of shards `new` makes"
+    )]
     fn shard(&self, hash: u64) -> &Mutex<Shard> {
         // The low bits pick the map bucket; shards take high bits.
         &self.shards[(hash >> 58) as usize % SHARDS]

@@ -390,15 +390,19 @@ impl Region {
         for rec in replay.iter().filter(|r| r.region == info.id) {
             let what = format!("WAL record of region {} seq {}", info.id, rec.seq);
             for cell in edit::decode(&rec.payload, &what)? {
-                let Some(i) = stores.iter().position(|s| s.name == cell.family) else {
+                let Some((store, &flushed_seq)) = stores
+                    .iter()
+                    .zip(&flushed)
+                    .find(|(s, _)| s.name == cell.family)
+                else {
                     tracing::warn!(region = info.id, family = %String::from_utf8_lossy(cell.family), "WAL names a family the schema no longer has; skipped");
                     continue;
                 };
                 let seq = KeyRef::parse(cell.key)
                     .map(|k| k.seq())
                     .ok_or_else(|| Error::corruption(&what, 0, "malformed key in WAL edit"))?;
-                if seq > flushed[i] {
-                    stores[i].insert(cell.key, cell.value);
+                if seq > flushed_seq {
+                    store.insert(cell.key, cell.value);
                     replayed += 1;
                 }
             }
@@ -899,6 +903,10 @@ impl RegionInner {
         if durability != Durability::SkipWal {
             let mut payload =
                 Vec::with_capacity(cells.iter().map(|(_, k, v)| k.len() + v.len() + 12).sum());
+            #[allow(
+                clippy::indexing_slicing,
+                reason = "store indices come from `store_index`, positions in `stores`, which a region never resizes"
+            )]
             let refs: Vec<(&[u8], &[u8], &[u8])> = cells
                 .iter()
                 .map(|(i, k, v)| (&self.stores[*i].name[..], &k[..], &v[..]))
@@ -913,6 +921,10 @@ impl RegionInner {
                 }
             }
         }
+        #[allow(
+            clippy::indexing_slicing,
+            reason = "`chunk_by` yields non-empty groups; store indices come from `store_index`, positions in `stores`, which a region never resizes"
+        )]
         for group in cells.chunk_by(|a, b| a.0 == b.0) {
             self.stores[group[0].0].insert_all(group.iter().map(|(_, k, v)| (&k[..], &v[..])));
         }
@@ -944,7 +956,7 @@ impl RegionInner {
                 let ts = if e.timestamp != LATEST_TIMESTAMP {
                     e.timestamp
                 } else if e.cell_type == CellType::Delete {
-                    self.latest_version_ts(i, &m.row, &e.qualifier)?
+                    self.latest_version_ts(&e.family, &m.row, &e.qualifier)?
                         .unwrap_or(now)
                 } else {
                     now
@@ -985,8 +997,13 @@ impl RegionInner {
 
     /// Timestamp of the newest version of a column, seeing every write made so far but the
     /// aborted ones (in flight ones included).
-    fn latest_version_ts(&self, store: usize, row: &[u8], qualifier: &[u8]) -> Result<Option<u64>> {
-        let get = Get::new(Bytes::copy_from_slice(row)).column(&self.stores[store].name, qualifier);
+    fn latest_version_ts(
+        &self,
+        family: &[u8],
+        row: &[u8],
+        qualifier: &[u8],
+    ) -> Result<Option<u64>> {
+        let get = Get::new(Bytes::copy_from_slice(row)).column(family, qualifier);
         let cells = self.get_at(&get, self.mvcc.all_but_aborted())?;
         Ok(cells.first().map(|c| c.timestamp))
     }

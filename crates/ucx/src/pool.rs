@@ -86,7 +86,7 @@ impl RecvPool {
             };
         };
         let reused = self.shared.free.lock().ok().and_then(|mut free| {
-            let buf = free.classes[class].pop()?;
+            let buf = free.classes.get_mut(class)?.pop()?;
             free.bytes -= buf.len();
             Some(buf)
         });
@@ -150,6 +150,10 @@ impl PoolBuf {
 }
 
 impl AsRef<[u8]> for PoolBuf {
+    #[allow(
+        clippy::indexing_slicing,
+        reason = "`take` gives a message of `len` bytes a buffer of `len` bytes or of its size class, at least `len`; pooled buffers are only ever of a class's exact size"
+    )]
     fn as_ref(&self) -> &[u8] {
         &self.buf[..self.len]
     }
@@ -163,13 +167,16 @@ impl Drop for PoolBuf {
         let Some(class) = class_of(self.buf.len()) else {
             return;
         };
-        let Ok(mut free) = pool.free.lock() else {
+        let Ok(mut guard) = pool.free.lock() else {
+            return;
+        };
+        let free = &mut *guard;
+        let Some(class_free) = free.classes.get_mut(class) else {
             return;
         };
         if free.bytes + self.buf.len() <= pool.limit {
             free.bytes += self.buf.len();
-            let buf = std::mem::take(&mut self.buf);
-            free.classes[class].push(buf);
+            class_free.push(std::mem::take(&mut self.buf));
         }
     }
 }

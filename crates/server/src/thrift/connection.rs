@@ -40,7 +40,7 @@ pub fn detect(first: &[u8]) -> Option<Result<(Framing, Protocol), String>> {
             }
             _ => Err(format!(
                 "not a Thrift message (first bytes {:02x?})",
-                &first[..first.len().min(8)]
+                first.get(..8).unwrap_or(first)
             )),
         }),
         _ => None,
@@ -119,7 +119,9 @@ pub async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 );
                 if framing == Framing::Framed {
                     let n = (out.len() - 4) as u32;
-                    out[..4].copy_from_slice(&n.to_be_bytes());
+                    if let Some(len) = out.first_chunk_mut::<4>() {
+                        *len = n.to_be_bytes();
+                    }
                 }
                 if let Err(e) = stream.write_all(&out).await {
                     tracing::debug!(%peer, error = %e, "thrift connection closed while answering");
@@ -170,10 +172,10 @@ fn take_frame(
     max: usize,
     limits: Limits,
 ) -> Result<Option<(protocol::Message, usize)>, String> {
-    let Some(head) = buf.get(..4) else {
+    let Some(&head) = buf.first_chunk::<4>() else {
         return Ok(None);
     };
-    let n = u32::from_be_bytes([head[0], head[1], head[2], head[3]]) as usize;
+    let n = u32::from_be_bytes(head) as usize;
     if n > max {
         return Err(format!(
             "a frame of {n} bytes is larger than thrift.max_message_bytes ({max} bytes)"
@@ -243,7 +245,13 @@ impl Unframed {
             ));
         }
         self.examined += n as u64;
-        match protocol::read_message(&buf[..n], self.protocol, self.limits) {
+        let Some(call) = buf.get(..n) else {
+            return Err(format!(
+                "a call of {n} bytes is longer than the {} bytes buffered (a defect of the gateway)",
+                buf.len()
+            ));
+        };
+        match protocol::read_message(call, self.protocol, self.limits) {
             Ok((m, used)) if used == n => Ok(Some((m, n))),
             Ok((_, used)) => Err(format!(
                 "a call of {n} bytes was read as {used} (a defect of the gateway)"

@@ -327,16 +327,18 @@ impl Reader<'_> {
     }
 
     fn take(&mut self, n: usize) -> Result<&[u8], Error> {
-        if self.buf.len() - self.pos < n {
-            return Err(Error::Incomplete);
-        }
-        let s = &self.buf[self.pos..self.pos + n];
+        let s = self
+            .buf
+            .get(self.pos..)
+            .and_then(|rest| rest.get(..n))
+            .ok_or(Error::Incomplete)?;
         self.pos += n;
         Ok(s)
     }
 
     fn u8(&mut self) -> Result<u8, Error> {
-        Ok(self.take(1)?[0])
+        let [b] = self.array::<1>()?;
+        Ok(b)
     }
 
     fn array<const N: usize>(&mut self) -> Result<[u8; N], Error> {

@@ -221,13 +221,12 @@ pub fn row_result(row: &[u8], cells: &[cellar_model::Cell], sorted: bool) -> Val
 /// A column argument as HBase 2 parses it: `family:qualifier` (split at the first colon;
 /// `family:` is the column with the empty qualifier), or `family` alone for the whole family.
 pub fn split_column(col: &[u8]) -> (Bytes, Option<Bytes>) {
-    match col.iter().position(|&b| b == b':') {
-        Some(i) => (
-            Bytes::copy_from_slice(&col[..i]),
-            Some(Bytes::copy_from_slice(&col[i + 1..])),
-        ),
-        None => (Bytes::copy_from_slice(col), None),
-    }
+    let mut parts = col.splitn(2, |&b| b == b':');
+    let family = parts.next().unwrap_or_default();
+    (
+        Bytes::copy_from_slice(family),
+        parts.next().map(Bytes::copy_from_slice),
+    )
 }
 
 #[cfg(test)]

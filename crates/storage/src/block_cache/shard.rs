@@ -88,47 +88,45 @@ impl Shard {
 
     fn unlink(&mut self, i: u32) {
         let (prev, next, seg, charge) = {
-            let e = &self.slab[i as usize];
+            let e = at(&self.slab, i);
             (e.prev, e.next, e.segment, e.charge)
         };
-        let list = &mut self.lists[seg as usize];
+        let list = list(&mut self.lists, seg);
         if prev == NIL {
             list.head = next;
         } else {
-            self.slab[prev as usize].next = next;
+            at_mut(&mut self.slab, prev).next = next;
         }
-        let list = &mut self.lists[seg as usize];
         if next == NIL {
             list.tail = prev;
         } else {
-            self.slab[next as usize].prev = prev;
+            at_mut(&mut self.slab, next).prev = prev;
         }
-        self.lists[seg as usize].bytes -= charge;
+        list.bytes -= charge;
     }
 
     fn push_head(&mut self, seg: Segment, i: u32) {
-        let old_head = self.lists[seg as usize].head;
-        {
-            let e = &mut self.slab[i as usize];
-            e.segment = seg;
-            e.prev = NIL;
-            e.next = old_head;
-        }
+        let list = list(&mut self.lists, seg);
+        let old_head = list.head;
+        let e = at_mut(&mut self.slab, i);
+        e.segment = seg;
+        e.prev = NIL;
+        e.next = old_head;
+        let charge = e.charge;
         if old_head != NIL {
-            self.slab[old_head as usize].prev = i;
+            at_mut(&mut self.slab, old_head).prev = i;
         }
-        let list = &mut self.lists[seg as usize];
         list.head = i;
         if list.tail == NIL {
             list.tail = i;
         }
-        list.bytes += self.slab[i as usize].charge;
+        list.bytes += charge;
     }
 
     /// Removes entry `i` entirely, freeing its slot.
     fn remove(&mut self, i: u32) {
         self.unlink(i);
-        let e = &mut self.slab[i as usize];
+        let e = at_mut(&mut self.slab, i);
         self.map.remove(&e.key);
         self.stats.used -= e.charge;
         e.block = Bytes::new();
@@ -136,7 +134,7 @@ impl Shard {
     }
 
     fn evict_tail(&mut self, seg: Segment) -> bool {
-        let tail = self.lists[seg as usize].tail;
+        let tail = list(&mut self.lists, seg).tail;
         if tail == NIL {
             return false;
         }
@@ -156,14 +154,14 @@ impl Shard {
             return None;
         };
         self.stats.hits += 1;
-        let seg = self.slab[i as usize].segment;
+        let seg = at(&self.slab, i).segment;
         self.unlink(i);
         match seg {
             Segment::Probation | Segment::Protected => {
                 self.push_head(Segment::Protected, i);
                 // Keep protected within its share by demoting its coldest blocks.
-                while self.lists[Segment::Protected as usize].bytes > self.protected_cap {
-                    let t = self.lists[Segment::Protected as usize].tail;
+                while list(&mut self.lists, Segment::Protected).bytes > self.protected_cap {
+                    let t = list(&mut self.lists, Segment::Protected).tail;
                     if t == NIL || t == i {
                         break;
                     }
@@ -173,7 +171,7 @@ impl Shard {
             }
             Segment::InMemory => self.push_head(Segment::InMemory, i),
         }
-        Some(self.slab[i as usize].block.clone())
+        Some(at(&self.slab, i).block.clone())
     }
 
     pub(super) fn insert(&mut self, key: BlockKey, block: Bytes, charge: u64, prio: Priority) {
@@ -197,7 +195,7 @@ impl Shard {
         };
         let i = match self.free.pop() {
             Some(i) => {
-                self.slab[i as usize] = entry;
+                *at_mut(&mut self.slab, i) = entry;
                 i
             }
             None => {
@@ -209,7 +207,7 @@ impl Shard {
         self.push_head(seg, i);
         self.stats.used += charge;
         self.stats.inserts += 1;
-        while self.lists[Segment::InMemory as usize].bytes > self.in_memory_cap {
+        while list(&mut self.lists, Segment::InMemory).bytes > self.in_memory_cap {
             self.evict_tail(Segment::InMemory);
         }
         // Ordinary blocks never evict in-memory ones: the new block itself is in probation,
@@ -236,6 +234,37 @@ impl Shard {
             self.remove(i);
         }
     }
+}
+
+/// The list of segment `seg`.
+#[inline]
+fn list(lists: &mut [List; 3], seg: Segment) -> &mut List {
+    let [probation, protected, in_memory] = lists;
+    match seg {
+        Segment::Probation => probation,
+        Segment::Protected => protected,
+        Segment::InMemory => in_memory,
+    }
+}
+
+/// Entry `i` of the slab.
+#[inline]
+#[allow(
+    clippy::indexing_slicing,
+    reason = "slab indices are slots the shard handed out itself (map values and list links), never bytes of a block, and the slab never shrinks"
+)]
+fn at(slab: &[Entry], i: u32) -> &Entry {
+    &slab[i as usize]
+}
+
+/// Entry `i` of the slab, to change.
+#[inline]
+#[allow(
+    clippy::indexing_slicing,
+    reason = "slab indices are slots the shard handed out itself (map values and list links), never bytes of a block, and the slab never shrinks"
+)]
+fn at_mut(slab: &mut [Entry], i: u32) -> &mut Entry {
+    &mut slab[i as usize]
 }
 
 #[cfg(test)]

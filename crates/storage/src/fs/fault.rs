@@ -295,8 +295,13 @@ impl FaultWritable {
                 .min(self.buf.len()),
             None => self.buf.len(),
         };
+        #[allow(
+            clippy::indexing_slicing,
+            reason = "`fits` is at most `buf.len()` (the `min` above)"
+        )]
+        let head = &self.buf[..fits];
         self.file
-            .write_all(&self.buf[..fits])
+            .write_all(head)
             .map_err(|e| Error::io(self.path.display(), e))?;
         self.written.fetch_add(fits as u64, Ordering::AcqRel);
         self.buf.drain(..fits);

@@ -29,19 +29,28 @@ impl MergeIter {
     }
 
     fn pick_smallest(&mut self) {
-        let mut best: Option<usize> = None;
+        let mut best: Option<(usize, &[u8])> = None;
         for (i, c) in self.children.iter().enumerate() {
             if !c.valid() {
                 continue;
             }
+            let key = c.key();
             best = match best {
-                Some(b) if compare_keys(self.children[b].key(), c.key()) != Ordering::Greater => {
-                    Some(b)
+                Some((b, best_key)) if compare_keys(best_key, key) != Ordering::Greater => {
+                    Some((b, best_key))
                 }
-                _ => Some(i),
+                _ => Some((i, key)),
             };
         }
-        self.current = best;
+        self.current = best.map(|(i, _)| i);
+    }
+
+    /// The child at `current`, if any.
+    #[inline]
+    fn current_child(&self) -> Option<&dyn CellIter> {
+        self.current
+            .and_then(|i| self.children.get(i))
+            .map(|c| &**c)
     }
 
     /// Adds a source; the iterator must be positioned again (seek) before use.
@@ -60,17 +69,17 @@ impl MergeIter {
 
     /// The current key; callers check `valid()` first.
     pub fn key(&self) -> &[u8] {
-        self.current.map_or(&[], |i| self.children[i].key())
+        self.current_child().map_or(&[], |c| c.key())
     }
 
     pub fn value(&self) -> &[u8] {
-        self.current.map_or(&[], |i| self.children[i].value())
+        self.current_child().map_or(&[], |c| c.value())
     }
 
     /// Moves to the next entry.
     pub fn advance(&mut self) -> Result<()> {
-        if let Some(i) = self.current {
-            self.children[i].next()?;
+        if let Some(c) = self.current.and_then(|i| self.children.get_mut(i)) {
+            c.next()?;
             self.pick_smallest();
         }
         Ok(())

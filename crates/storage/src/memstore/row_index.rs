@@ -100,6 +100,10 @@ impl<T> RowIndex<T> {
 
     /// The node recorded for the row with hash `hash`; `is_row(node)` says whether a node with
     /// a matching hash is of the row sought. Null if the row is not indexed.
+    #[allow(
+        clippy::indexing_slicing,
+        reason = "slot indices are masked with `mask()`; every table's length is a power of two (INITIAL_SLOTS, doubled by `grow`)"
+    )]
     pub(crate) fn find(&self, hash: u64, is_row: impl Fn(*mut T) -> bool) -> *mut T {
         // SAFETY: `current` always points to a table in `tables`, which are freed only when
         // the index drops, and a reader holds the index (through its skiplist) meanwhile.
@@ -123,6 +127,10 @@ impl<T> RowIndex<T> {
     /// Records `node` for its row (hash `hash`) unless the row's recorded node sorts first.
     /// `same_row(old)` says whether `old` (hash matching) is of `node`'s row; `sorts_before(old)`
     /// whether `node`'s key is smaller than `old`'s.
+    #[allow(
+        clippy::indexing_slicing,
+        reason = "slot indices are masked with `mask()`; every table's length is a power of two (INITIAL_SLOTS, doubled by `grow`)"
+    )]
     pub(crate) fn record(
         &self,
         w: &mut RowIndexTables<T>,
@@ -159,6 +167,10 @@ impl<T> RowIndex<T> {
     }
 
     /// Doubles the table: fills the new one from the stored hashes, then publishes it.
+    #[allow(
+        clippy::indexing_slicing,
+        reason = "slot indices are masked with `mask()`; every table's length is a power of two (INITIAL_SLOTS, doubled by `grow`)"
+    )]
     fn grow(&self, w: &mut RowIndexTables<T>) {
         let Some(old) = w.tables.last() else { return };
         // SAFETY: the tables are alive until `w` drops, and only read here.

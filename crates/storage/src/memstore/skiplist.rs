@@ -68,7 +68,7 @@ fn same_column(a: &[u8], b: &[u8]) -> bool {
         a.len().checked_sub(KEY_TRAILER_LEN),
         b.len().checked_sub(KEY_TRAILER_LEN),
     ) {
-        (Some(x), Some(y)) => a[..x] == b[..y],
+        (Some(x), Some(y)) => a.get(..x) == b.get(..y),
         _ => false,
     }
 }
@@ -250,6 +250,10 @@ impl SkipList {
     /// every `prev[l]` is already below it. Returns the first node ≥ `target` it saw: with
     /// writers running, `prev[0]`'s successor read again later may be a node linked since,
     /// below `target`.
+    #[allow(
+        clippy::indexing_slicing,
+        reason = "levels are below the list's height, at most MAX_HEIGHT (`random_height` caps it), the length of `prev`"
+    )]
     fn advance_to(
         &self,
         target: &Target<'_>,
@@ -413,6 +417,10 @@ impl SkipList {
 
     /// The first node whose key is ≥ `target`; fills `prev[l]` with the last node (null for
     /// the head) before it at each level in use.
+    #[allow(
+        clippy::indexing_slicing,
+        reason = "levels are below the list's height, at most MAX_HEIGHT (`random_height` caps it), the length of `prev`"
+    )]
     fn find_greater_or_equal(
         &self,
         target: &Target<'_>,
@@ -495,6 +503,10 @@ impl SkipList {
     ///
     /// `node` must be null or a node of this list with a tower taller than `level`.
     #[inline]
+    #[allow(
+        clippy::indexing_slicing,
+        reason = "callers pass levels below the height, at most MAX_HEIGHT, the length of `head`"
+    )]
     fn slot(&self, node: *const Node, level: usize) -> &AtomicPtr<Node> {
         if node.is_null() {
             return &self.head[level];

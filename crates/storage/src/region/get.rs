@@ -69,7 +69,7 @@ impl RegionInner {
             self.stores
                 .iter()
                 .position(|s| s.name == c.family)
-                .is_some_and(|i| self.query_cached[i])
+                .is_some_and(|i| self.query_cached.get(i) == Some(&true))
         })
     }
 
@@ -232,9 +232,10 @@ fn settled(
             break;
         }
         if matcher.survives(&key) && key.timestamp() > cutoff {
-            if let Ok(i) = qs.binary_search_by(|q| q.as_ref().cmp(key.qualifier())) {
-                counts[i] += 1;
-                if counts[i] >= needed && counts.iter().all(|&c| c >= needed) {
+            let asked = qs.binary_search_by(|q| q.as_ref().cmp(key.qualifier()));
+            if let Some(n) = asked.ok().and_then(|i| counts.get_mut(i)) {
+                *n += 1;
+                if *n >= needed && counts.iter().all(|&c| c >= needed) {
                     return Ok(true);
                 }
             }

@@ -103,6 +103,10 @@ pub struct Shape {
     pub base: u8,
 }
 
+#[allow(
+    clippy::indexing_slicing,
+    reason = "levels index `[_; LEVELS]` arrays: constants below LEVELS and loop variables in 1..LEVELS"
+)]
 pub fn shape(files: &[Arc<StoreFileHandle>], opts: &LevelOptions) -> Shape {
     let mut sizes = [0u64; LEVELS];
     let mut counts = [0usize; LEVELS];
@@ -134,6 +138,10 @@ pub fn shape(files: &[Arc<StoreFileHandle>], opts: &LevelOptions) -> Shape {
 
 impl Shape {
     /// Levels that need a merge, most urgent first: `(score, level)`, score ≥ 1.
+    #[allow(
+        clippy::indexing_slicing,
+        reason = "levels index `[_; LEVELS]` arrays: 0 and loop variables in 1..LEVELS - 1"
+    )]
     fn due(&self, opts: &LevelOptions) -> Vec<(f64, u8)> {
         let mut due = Vec::new();
         let l0 = (self.files[0] as f64 / opts.l0_trigger.max(1) as f64)
@@ -287,7 +295,11 @@ fn merge_into(
     // Moved as they are when nothing below overlaps and they do not overlap each other.
     let mut sorted: Vec<(&[u8], &[u8])> = upper.iter().filter_map(|f| rows(f)).collect();
     sorted.sort();
-    let disjoint = sorted.len() == upper.len() && sorted.windows(2).all(|w| w[0].1 < w[1].0);
+    let disjoint = sorted.len() == upper.len()
+        && sorted
+            .iter()
+            .zip(sorted.iter().skip(1))
+            .all(|(a, b)| a.1 < b.0);
     let trivial = overlapping.is_empty() && disjoint;
     Some(Plan {
         inputs: upper

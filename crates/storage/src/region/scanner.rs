@@ -262,6 +262,10 @@ impl RegionScanner {
             if c.row() != Some(row) {
                 continue;
             }
+            #[allow(
+                clippy::indexing_slicing,
+                reason = "a cursor's store is a position in `stores`, which a region never resizes"
+            )]
             let store = &region.stores[c.store];
             let mut matcher =
                 RowMatcher::with_scratch(&store.family, &c.spec, *now, std::mem::take(scratch));

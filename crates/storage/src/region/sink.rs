@@ -81,7 +81,12 @@ impl CellSink for RowCells<'_> {
         }
         let data = self.buf.split().freeze();
         let row = data.slice(..self.row_len);
-        for (cell, (q, v, end)) in self.out[self.first..].iter_mut().zip(self.parts.drain(..)) {
+        for (cell, (q, v, end)) in self
+            .out
+            .iter_mut()
+            .skip(self.first)
+            .zip(self.parts.drain(..))
+        {
             cell.row = row.clone();
             cell.qualifier = data.slice(q..v);
             cell.value = data.slice(v..end);

@@ -39,9 +39,10 @@ fn merge(acc: u64, v: u64) -> u64 {
 }
 
 /// XXH64 of `data` with `seed`.
-// Indexing below is on chunks whose lengths the loops guarantee; the input is a key we
-// hash, not bytes read from a file.
-#[allow(clippy::indexing_slicing)]
+#[allow(
+    clippy::indexing_slicing,
+    reason = "every slice is of a chunk whose length the loop condition just checked"
+)]
 pub(crate) fn xxh64(data: &[u8], seed: u64) -> u64 {
     let len = data.len() as u64;
     let mut rest = data;
