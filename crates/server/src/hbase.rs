@@ -12,6 +12,10 @@
 //! native front end uses, so both protocols share regions, scanners, row locks and splits.
 //! `hbase:meta` is answered from [`meta_view`]: rows in HBase's format (region names with
 //! their MD5 suffix, [`names`]) computed from the catalog, not stored twice.
+//!
+//! Everything here decodes bytes from the network: indexing that could panic is denied
+//! (`clippy::indexing_slicing`); the few places that index in bounds by construction say why.
+#![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 mod access;
 mod admin_service;

@@ -365,6 +365,10 @@ impl Reader {
     async fn preamble(&mut self) -> Result<bool, End> {
         self.need(6).await?;
         let mut p = [0u8; 6];
+        #[allow(
+            clippy::indexing_slicing,
+            reason = "need(6) returned: the buffer holds 6 bytes"
+        )]
         p.copy_from_slice(&self.io.buf[..6]);
         self.io.consume(6);
         if self.io.origin.plaintext_on_tls_port {
@@ -508,7 +512,7 @@ impl Reader {
         if self.io.buf.len() < 4 + want {
             return self.fill().await;
         }
-        let Some(header) = peek_request_header(&self.io.buf[4..4 + want]) else {
+        let Some(header) = self.io.buf.get(4..4 + want).and_then(peek_request_header) else {
             return Err(self.fatal(
                 ex::FATAL_CONNECTION,
                 "request frame without a readable request header".into(),

@@ -139,17 +139,17 @@ fn parse_full_name(value: &[u8]) -> Result<RegionTarget, HbaseError> {
         .iter()
         .position(|&b| b == DELIMITER)
         .ok_or_else(|| bad("no ',' after the table name"))?;
-    let table_bytes = &value[..first];
+    let table_bytes = value.get(..first).unwrap_or_default();
     if table_bytes.is_empty() {
         return Err(bad("the table name is empty"));
     }
-    let has_suffix = value.len() > MD5_HEX_LEN + 2
-        && value[value.len() - 1] == ENC_SEPARATOR
-        && value[value.len() - MD5_HEX_LEN - 2] == ENC_SEPARATOR;
-    let end = if has_suffix {
-        value.len() - MD5_HEX_LEN - 2
-    } else {
-        value.len()
+    let suffix_start = value.len().checked_sub(MD5_HEX_LEN + 2).filter(|&i| i > 0);
+    let has_suffix = suffix_start.is_some_and(|i| {
+        value.last() == Some(&ENC_SEPARATOR) && value.get(i) == Some(&ENC_SEPARATOR)
+    });
+    let end = match suffix_start {
+        Some(i) if has_suffix => i,
+        _ => value.len(),
     };
     // The first ',' may lie inside what looked like the encoded suffix.
     let last = value
@@ -159,8 +159,9 @@ fn parse_full_name(value: &[u8]) -> Result<RegionTarget, HbaseError> {
         .rposition(|&b| b == DELIMITER)
         .map(|i| i + first + 1)
         .ok_or_else(|| bad("no ',' before the region id"))?;
-    let id_text =
-        std::str::from_utf8(&value[last + 1..end]).map_err(|_| bad("the region id is not text"))?;
+    let start_key = value.get(first + 1..last).unwrap_or_default();
+    let id_bytes = value.get(last + 1..end).unwrap_or_default();
+    let id_text = std::str::from_utf8(id_bytes).map_err(|_| bad("the region id is not text"))?;
     if id_text.contains('_') {
         return Err(bad("region replicas are not served by Cellar"));
     }
@@ -169,7 +170,7 @@ fn parse_full_name(value: &[u8]) -> Result<RegionTarget, HbaseError> {
     let table = catalog_names::canonical(table_text).map_err(|e| bad(&e.to_string()))?;
     if table == META_TABLE {
         // Meta's only region is `hbase:meta,,1` (also accepted with an encoded suffix).
-        return if &value[first + 1..last] == b"" && id_text == "1" {
+        return if start_key.is_empty() && id_text == "1" {
             Ok(RegionTarget::Meta)
         } else {
             Err(bad("hbase:meta has one region, 'hbase:meta,,1'"))
@@ -182,7 +183,7 @@ fn parse_full_name(value: &[u8]) -> Result<RegionTarget, HbaseError> {
         .parse()
         .map_err(|_| bad("the region id is not a number"))?;
     // A name Cellar would not have produced (wrong digest) names no region.
-    if region_name(&table, &value[first + 1..last], region_id) != value {
+    if region_name(&table, start_key, region_id) != value {
         return Err(bad(
             "its encoded name does not match its table, start key and id",
         ));
@@ -240,6 +241,10 @@ pub(crate) fn table_from_pb(t: &hbase::TableName) -> Result<String, HbaseError> 
 /// Orders meta rows as HBase's meta comparator does: by table (up to the first ','), then by
 /// start key (up to the last ','), then by the rest (region id and encoded suffix), each part
 /// bytewise. A bare table name (a table-state row) sorts before that table's regions.
+#[allow(
+    clippy::indexing_slicing,
+    reason = "every bound is a position found in the same row, one past it, or its length"
+)]
 pub(crate) fn meta_compare(a: &[u8], b: &[u8]) -> Ordering {
     let first = |r: &[u8]| r.iter().position(|&x| x == DELIMITER);
     let (fa, fb) = (first(a), first(b));
