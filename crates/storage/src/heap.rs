@@ -36,8 +36,11 @@ mod tests {
             * 1024
     }
 
+    /// The measurement, alone in a process of its own (see below): RssAnon is the whole
+    /// process's, and another test's compaction trims every arena too.
     #[test]
-    fn freed_block_buffers_go_back_to_the_os() {
+    #[ignore = "run by freed_block_buffers_go_back_to_the_os in a process of its own"]
+    fn freed_block_buffers_measured_alone() {
         // On a thread of its own, like a compaction: its own arena.
         std::thread::spawn(|| {
             const MIB: u64 = 1 << 20;
@@ -63,5 +66,25 @@ mod tests {
         })
         .join()
         .expect("thread");
+    }
+
+    #[test]
+    fn freed_block_buffers_go_back_to_the_os() {
+        let exe = std::env::current_exe().expect("test binary");
+        let out = std::process::Command::new(exe)
+            .args([
+                "--exact",
+                "heap::tests::freed_block_buffers_measured_alone",
+                "--ignored",
+                "--test-threads=1",
+            ])
+            .output()
+            .expect("run the measurement");
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && text.contains("1 passed"),
+            "{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
 }
