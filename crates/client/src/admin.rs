@@ -4,11 +4,10 @@ use crate::cluster::Inner;
 use crate::error::{missing, Error, Result};
 use crate::location::RegionLocation;
 use bytes::Bytes;
-use cellar_model::{FamilySchema, TableSchema};
+use cellar_model::{FamilySchema, ServerStatus as Status, TableSchema};
 use cellar_proto::convert;
 use cellar_proto::pb::{self, ErrorCode, Method, Permission, PermissionScope};
 use std::sync::Arc;
-use std::time::Duration;
 
 /// A table's schema, state and regions.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -16,59 +15,6 @@ pub struct TableInfo {
     pub schema: TableSchema,
     pub enabled: bool,
     pub regions: Vec<RegionLocation>,
-}
-
-/// What the server reports about itself.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Status {
-    pub version: String,
-    pub uptime: Duration,
-    pub tables: u32,
-    pub regions: u32,
-    pub requests: u64,
-    pub memstore_bytes: u64,
-    pub store_file_bytes: u64,
-    pub block_cache_hits: u64,
-    pub block_cache_misses: u64,
-    pub data_dir: String,
-    pub server: String,
-    /// standalone, master or regionserver.
-    pub role: String,
-    /// The region servers and the regions on each.
-    pub servers: Vec<ServerLoad>,
-    pub balancer_on: bool,
-    /// This server's own open regions and their numbers.
-    pub region_loads: Vec<RegionLoad>,
-    /// The server process's resident memory and the most it may use (0: unknown).
-    pub used_memory_bytes: u64,
-    pub max_memory_bytes: u64,
-}
-
-/// One open region's numbers, as its server reports them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RegionLoad {
-    pub table: String,
-    pub start_key: Bytes,
-    pub region_id: u64,
-    /// Families.
-    pub stores: u32,
-    pub store_files: u32,
-    pub store_file_bytes: u64,
-    pub memstore_bytes: u64,
-    /// Gets and scanned rows served, mutations admitted, since the region opened there.
-    pub read_requests: u64,
-    pub write_requests: u64,
-}
-
-/// A region server and its regions, as the server reports them.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ServerLoad {
-    /// `host,port,startcode`; empty for a standalone server; `(not open)` for regions open
-    /// nowhere.
-    pub name: String,
-    pub native_addr: String,
-    pub http_addr: String,
-    pub regions: Vec<String>,
 }
 
 /// Administration calls; they go to the server given to `connect`.
@@ -218,7 +164,7 @@ impl Admin {
             .master_call(Method::Status, &pb::Empty {}, true)
             .await?
             .decode("StatusResponse")?;
-        Ok(status_from_pb(r))
+        Ok(convert::status_from_pb(r))
     }
 
     /// The status of one server (`host:port`, native), e.g. a region server and its regions.
@@ -229,52 +175,7 @@ impl Admin {
             .call(Method::Status, &pb::Empty {}, &[])
             .await?
             .decode("StatusResponse")?;
-        Ok(status_from_pb(r))
-    }
-}
-
-fn status_from_pb(r: pb::StatusResponse) -> Status {
-    Status {
-        version: r.version,
-        uptime: Duration::from_millis(r.uptime_ms),
-        tables: r.tables,
-        regions: r.regions,
-        requests: r.requests,
-        memstore_bytes: r.memstore_bytes,
-        store_file_bytes: r.store_file_bytes,
-        block_cache_hits: r.block_cache_hits,
-        block_cache_misses: r.block_cache_misses,
-        data_dir: r.data_dir,
-        server: r.server,
-        role: r.role,
-        servers: r
-            .servers
-            .into_iter()
-            .map(|l| ServerLoad {
-                name: l.name,
-                native_addr: l.native_addr,
-                http_addr: l.http_addr,
-                regions: l.regions,
-            })
-            .collect(),
-        balancer_on: r.balancer_on,
-        region_loads: r
-            .region_loads
-            .into_iter()
-            .map(|l| RegionLoad {
-                table: l.table,
-                start_key: l.start_key,
-                region_id: l.region_id,
-                stores: l.stores,
-                store_files: l.store_files,
-                store_file_bytes: l.store_file_bytes,
-                memstore_bytes: l.memstore_bytes,
-                read_requests: l.read_requests,
-                write_requests: l.write_requests,
-            })
-            .collect(),
-        used_memory_bytes: r.used_memory_bytes,
-        max_memory_bytes: r.max_memory_bytes,
+        Ok(convert::status_from_pb(r))
     }
 }
 

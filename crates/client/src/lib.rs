@@ -42,8 +42,10 @@ mod timing;
 mod tls;
 mod transport;
 
-pub use admin::{Admin, RegionLoad, ServerLoad, Status, TableInfo};
+pub use admin::{Admin, TableInfo};
 pub use batch::{BatchOp, BatchOutcome};
+/// What a server reports about itself: the model's type, as the server fills it in.
+pub use cellar_model::{RegionLoad, ServerLoad, ServerStatus as Status};
 pub use client::Client;
 pub use config::ClientConfig;
 pub use error::{Error, Result};

@@ -10,6 +10,7 @@ pub mod key;
 pub mod mutation;
 pub mod query;
 pub mod schema;
+pub mod status;
 pub mod text;
 
 pub use cell::{Cell, CellRef, CellSink, CellType, LATEST_TIMESTAMP};
@@ -20,4 +21,5 @@ pub use filter::{
 pub use mutation::{Durability, Entry, Nonce, RowMutation};
 pub use query::{prefix_successor, Column, Get, Scan, TimeRange};
 pub use schema::{BloomType, Compression, FamilySchema, TableOptions, TableSchema};
+pub use status::{RegionLoad, ServerLoad, ServerStatus};
 pub use text::to_string_binary;

@@ -5,10 +5,12 @@ use crate::cellblock::{self, CellReader};
 use crate::pb;
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::{Comparator, CompareOp, Condition, Filter, FuzzyKey, ListOp, RowRange};
+use cellar_model::status::{RegionLoad, ServerLoad, ServerStatus};
 use cellar_model::{
     BloomType, Cell, CellType, Column, Compression, Durability, Entry, FamilySchema, Get,
     RowMutation, Scan, TableSchema, TimeRange,
 };
+use std::time::Duration;
 
 /// A message that does not describe a valid request or response.
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -627,6 +629,98 @@ pub fn single_put(row: &[u8], family: &[u8], qualifier: &[u8], value: &[u8]) -> 
         cellar_model::LATEST_TIMESTAMP,
         Bytes::copy_from_slice(value),
     )
+}
+
+/// STATUS as the server sends it.
+pub fn status_to_pb(s: ServerStatus) -> pb::StatusResponse {
+    pb::StatusResponse {
+        version: s.version,
+        uptime_ms: u64::try_from(s.uptime.as_millis()).unwrap_or(u64::MAX),
+        tables: s.tables,
+        regions: s.regions,
+        requests: s.requests,
+        memstore_bytes: s.memstore_bytes,
+        store_file_bytes: s.store_file_bytes,
+        block_cache_hits: s.block_cache_hits,
+        block_cache_misses: s.block_cache_misses,
+        data_dir: s.data_dir,
+        server: s.server,
+        role: s.role,
+        servers: s
+            .servers
+            .into_iter()
+            .map(|l| pb::ServerLoad {
+                name: l.name,
+                native_addr: l.native_addr,
+                http_addr: l.http_addr,
+                regions: l.regions,
+            })
+            .collect(),
+        balancer_on: s.balancer_on,
+        region_loads: s
+            .region_loads
+            .into_iter()
+            .map(|l| pb::RegionLoad {
+                table: l.table,
+                start_key: l.start_key,
+                region_id: l.region_id,
+                stores: l.stores,
+                store_files: l.store_files,
+                store_file_bytes: l.store_file_bytes,
+                memstore_bytes: l.memstore_bytes,
+                read_requests: l.read_requests,
+                write_requests: l.write_requests,
+            })
+            .collect(),
+        used_memory_bytes: s.used_memory_bytes,
+        max_memory_bytes: s.max_memory_bytes,
+    }
+}
+
+/// STATUS as the client reads it.
+pub fn status_from_pb(r: pb::StatusResponse) -> ServerStatus {
+    ServerStatus {
+        version: r.version,
+        uptime: Duration::from_millis(r.uptime_ms),
+        tables: r.tables,
+        regions: r.regions,
+        requests: r.requests,
+        memstore_bytes: r.memstore_bytes,
+        store_file_bytes: r.store_file_bytes,
+        block_cache_hits: r.block_cache_hits,
+        block_cache_misses: r.block_cache_misses,
+        data_dir: r.data_dir,
+        server: r.server,
+        role: r.role,
+        servers: r
+            .servers
+            .into_iter()
+            .map(|l| ServerLoad {
+                name: l.name,
+                native_addr: l.native_addr,
+                http_addr: l.http_addr,
+                regions: l.regions,
+            })
+            .collect(),
+        balancer_on: r.balancer_on,
+        region_loads: r
+            .region_loads
+            .into_iter()
+            .map(|l| RegionLoad {
+                table: l.table,
+                start_key: l.start_key,
+                region_id: l.region_id,
+                stores: l.stores,
+                store_files: l.store_files,
+                store_file_bytes: l.store_file_bytes,
+                memstore_bytes: l.memstore_bytes,
+                read_requests: l.read_requests,
+                write_requests: l.write_requests,
+            })
+            .collect(),
+        used_memory_bytes: r.used_memory_bytes,
+        max_memory_bytes: r.max_memory_bytes,
+    }
 }
 
 #[cfg(test)]

@@ -374,7 +374,10 @@ impl NativeService {
                 },
                 BytesMut::new(),
             )),
-            Method::Status => Ok(reply(&status_to_pb(self.status()), BytesMut::new())),
+            Method::Status => Ok(reply(
+                &convert::status_to_pb(self.status()),
+                BytesMut::new(),
+            )),
             Method::CompactTable => {
                 let req: pb::CompactTableRequest = decode(param, "CompactTableRequest")?;
                 self.rs
@@ -858,51 +861,6 @@ fn table_info_to_pb(t: &TableInfo) -> pb::TableInfo {
             TableState::Disabled => pb::TableState::Disabled,
         } as i32,
         regions: t.regions.iter().map(location_to_pb).collect(),
-    }
-}
-
-fn status_to_pb(s: ServerStatus) -> pb::StatusResponse {
-    pb::StatusResponse {
-        version: s.version,
-        uptime_ms: s.uptime_ms,
-        tables: s.tables,
-        regions: s.regions,
-        requests: s.requests,
-        memstore_bytes: s.memstore_bytes,
-        store_file_bytes: s.store_file_bytes,
-        block_cache_hits: s.block_cache_hits,
-        block_cache_misses: s.block_cache_misses,
-        data_dir: s.data_dir,
-        server: s.server,
-        role: s.role,
-        servers: s
-            .servers
-            .into_iter()
-            .map(|l| pb::ServerLoad {
-                name: l.name,
-                native_addr: l.native_addr,
-                http_addr: l.http_addr,
-                regions: l.regions,
-            })
-            .collect(),
-        balancer_on: s.balancer_on,
-        region_loads: s
-            .region_loads
-            .into_iter()
-            .map(|l| pb::RegionLoad {
-                table: l.table,
-                start_key: l.start_key,
-                region_id: l.region_id,
-                stores: l.stores,
-                store_files: l.store_files,
-                store_file_bytes: l.store_file_bytes,
-                memstore_bytes: l.memstore_bytes,
-                read_requests: l.read_requests,
-                write_requests: l.write_requests,
-            })
-            .collect(),
-        used_memory_bytes: s.used_memory_bytes,
-        max_memory_bytes: s.max_memory_bytes,
     }
 }
 

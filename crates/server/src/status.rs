@@ -112,38 +112,8 @@ pub(crate) fn wal_json(g: &Gauges) -> serde_json::Value {
     })
 }
 
-/// Server-wide numbers (STATUS).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServerStatus {
-    pub version: String,
-    pub uptime_ms: u64,
-    /// User tables.
-    pub tables: u32,
-    /// Regions open, meta's included.
-    pub regions: u32,
-    pub requests: u64,
-    pub memstore_bytes: u64,
-    pub store_file_bytes: u64,
-    pub block_cache_hits: u64,
-    pub block_cache_misses: u64,
-    pub data_dir: String,
-    /// The native address of this server.
-    pub server: String,
-    /// standalone, master or regionserver.
-    pub role: String,
-    /// The region servers and their regions (see [`ServerLoad`]).
-    pub servers: Vec<ServerLoad>,
-    pub balancer_on: bool,
-    /// This server's open regions, in table and key order.
-    pub region_loads: Vec<RegionLoad>,
-    /// Resident memory and the most the process may use (0: unknown).
-    pub used_memory_bytes: u64,
-    pub max_memory_bytes: u64,
-}
-
-/// One open region's numbers (STATUS; HBase's RegionLoad): the type the client reads them
-/// into, so a master passes a region server's answer on as it came.
-pub use cellar_client::RegionLoad;
+/// STATUS's types: the model's, shared with the client and the wire.
+pub use cellar_model::{RegionLoad, ServerLoad, ServerStatus};
 
 /// `r`'s numbers, if it is open here.
 pub fn region_load(r: &HostedRegion) -> Option<RegionLoad> {
@@ -160,14 +130,4 @@ pub fn region_load(r: &HostedRegion) -> Option<RegionLoad> {
         read_requests: stats.read_requests,
         write_requests: stats.write_requests,
     })
-}
-
-/// A region server and the regions on it, as `status 'detailed'` shows them.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ServerLoad {
-    /// `host,port,startcode` (empty for a server outside ZooKeeper).
-    pub name: String,
-    pub native_addr: String,
-    pub http_addr: String,
-    pub regions: Vec<String>,
 }

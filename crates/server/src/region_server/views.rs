@@ -114,7 +114,7 @@ impl RegionServer {
     pub fn status(&self) -> ServerStatus {
         let mut s = ServerStatus {
             version: env!("CARGO_PKG_VERSION").to_string(),
-            uptime_ms: u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX),
+            uptime: self.started.elapsed(),
             requests: self.requests.load(Ordering::Relaxed),
             data_dir: self.data_dir().display().to_string(),
             server: self.advertised.clone(),
