@@ -15,6 +15,7 @@ pub(crate) mod budget;
 pub(crate) mod connection;
 mod core;
 pub(crate) mod limits;
+pub(crate) mod listener;
 pub(crate) mod pool;
 pub(crate) mod queue;
 pub(crate) mod respond;
@@ -165,16 +166,8 @@ pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// A running native RPC server. Dropping it shuts it down as [`RpcServer::shutdown`] does.
 pub struct RpcServer {
-    local_addr: SocketAddr,
+    listening: listener::Listening,
     metrics: Arc<RpcMetrics>,
-    running: Option<Running>,
-}
-
-struct Running {
-    core: Arc<RpcCore>,
-    stop: watch::Sender<bool>,
-    acceptor: tokio::task::JoinHandle<()>,
-    shared: Arc<Shared>,
 }
 
 impl RpcServer {
@@ -209,12 +202,6 @@ impl RpcServer {
         core: Arc<RpcCore>,
         tls: Option<Arc<crate::security::TlsServer>>,
     ) -> std::io::Result<RpcServer> {
-        listener.set_nonblocking(true)?;
-        let local_addr = listener.local_addr()?;
-        let listener = {
-            let _entered = core.runtime().enter();
-            TcpListener::from_std(listener)?
-        };
         let metrics = Arc::new(RpcMetrics::default());
         let tls_on = tls.is_some();
         let shared = Arc::new(Shared {
@@ -226,31 +213,23 @@ impl RpcServer {
             ucx: OnceLock::new(),
             tls,
         });
-        let (stop, stopped) = watch::channel(false);
         let serving = shared.clone();
-        let acceptor = core.runtime().spawn(accept_loop(
+        let listening = listener::Listening::start(
             listener,
-            stopped,
+            core,
+            "native",
             move |stream, id, peer, stop| {
                 connection::serve(stream, id, peer, serving.clone(), stop)
             },
-        ));
-        tracing::info!(addr = %local_addr, handlers = config.handler_count, io_threads = config.io_threads, tls = tls_on, "native RPC listening");
-        Ok(RpcServer {
-            local_addr,
-            metrics,
-            running: Some(Running {
-                core,
-                stop,
-                acceptor,
-                shared,
-            }),
-        })
+            Some(Box::new(move || shared.stop_ucx())),
+        )?;
+        tracing::info!(addr = %listening.local_addr(), handlers = config.handler_count, io_threads = config.io_threads, tls = tls_on, "native RPC listening");
+        Ok(RpcServer { listening, metrics })
     }
 
     /// The address actually bound.
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.listening.local_addr()
     }
 
     /// The server's counters (shared with `/metrics`).
@@ -261,14 +240,7 @@ impl RpcServer {
     /// Stops accepting, stops reading requests, lets in-flight calls finish and their
     /// responses be written (up to [`SHUTDOWN_GRACE`]), then closes every connection.
     pub fn shutdown(mut self) {
-        self.stop();
-    }
-
-    fn stop(&mut self) {
-        if let Some(running) = self.running.take() {
-            run_off_runtime("cellar-rpc-stop", move || stop_running(running));
-            tracing::info!(addr = %self.local_addr, "native RPC stopped");
-        }
+        self.listening.stop();
     }
 }
 
@@ -298,32 +270,6 @@ pub(crate) fn drain_connections(
     });
     if !drained {
         tracing::warn!("connections still busy after the shutdown grace period; closing them");
-    }
-}
-
-fn stop_running(running: Running) {
-    let Running {
-        core,
-        stop,
-        acceptor,
-        shared,
-    } = running;
-    // Every call a connection queued is answered before the connection ends, so once they
-    // have drained nothing of this front end is left on the shared handlers.
-    drain_connections(
-        core.runtime(),
-        &stop,
-        acceptor,
-        Instant::now() + SHUTDOWN_GRACE,
-    );
-    shared.stop_ucx();
-    // The last front end to let go of the core stops its handlers and runtime.
-    drop(core);
-}
-
-impl Drop for RpcServer {
-    fn drop(&mut self) {
-        self.stop();
     }
 }
 

@@ -146,26 +146,15 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) {
-    let Some((socket, origin)) = stream::begin(
-        stream,
-        shared.tls.as_deref(),
-        &shared.limits,
-        &shared.metrics,
-        peer,
-        "HBase",
-    )
-    .await
-    else {
+    let port = stream::Port {
+        tls: shared.tls.as_deref(),
+        limits: &shared.limits,
+        metrics: &shared.metrics,
+        budget: &shared.budget,
+    };
+    let Some((io, writer)) = stream::start(stream, peer, port, "HBase", shutdown).await else {
         return;
     };
-    let (io, writer) = stream::open(
-        socket,
-        origin,
-        &shared.metrics,
-        &shared.budget,
-        &shared.limits,
-        shutdown,
-    );
     let mut reader = Reader {
         ctx: CallCtx {
             conn_id,

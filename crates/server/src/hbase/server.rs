@@ -9,26 +9,18 @@ use super::connection::{self, HCall, Shared};
 use super::HbaseService;
 use crate::config::RpcConfig;
 use crate::metrics::RpcMetrics;
+use crate::rpc::listener::Listening;
 use crate::rpc::queue::Job;
 use crate::rpc::RpcCore;
 use std::net::SocketAddr;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::net::TcpListener;
-use tokio::sync::watch;
 
 /// A running HBase front end. Dropping it shuts it down.
 pub struct HbaseServer {
-    local_addr: SocketAddr,
+    listening: Listening,
     metrics: Arc<RpcMetrics>,
-    running: Option<Running>,
-}
-
-struct Running {
-    core: Arc<RpcCore>,
-    stop: watch::Sender<bool>,
-    acceptor: tokio::task::JoinHandle<()>,
 }
 
 impl HbaseServer {
@@ -41,12 +33,6 @@ impl HbaseServer {
         core: Arc<RpcCore>,
         tls: Option<Arc<crate::security::TlsServer>>,
     ) -> std::io::Result<HbaseServer> {
-        listener.set_nonblocking(true)?;
-        let local_addr = listener.local_addr()?;
-        let listener = {
-            let _entered = core.runtime().enter();
-            TcpListener::from_std(listener)?
-        };
         let metrics = Arc::new(RpcMetrics::default());
         let tls_on = tls.is_some();
         let shared = Arc::new(Shared {
@@ -61,31 +47,24 @@ impl HbaseServer {
             inline: config.inline_gets || config.inline_puts,
             tls,
         });
-        let (stop, stopped) = watch::channel(false);
         // Connection ids of this front end live in their own range, so scanners of the two
         // front ends never share an owner.
-        let acceptor = core.runtime().spawn(crate::rpc::accept_loop(
+        let listening = Listening::start(
             listener,
-            stopped,
+            core,
+            "HBase",
             move |stream, id, peer, stop| {
                 connection::serve(stream, (1 << 62) | id, peer, shared.clone(), stop)
             },
-        ));
-        tracing::info!(addr = %local_addr, tls = tls_on, "HBase RPC listening");
-        Ok(HbaseServer {
-            local_addr,
-            metrics,
-            running: Some(Running {
-                core,
-                stop,
-                acceptor,
-            }),
-        })
+            None,
+        )?;
+        tracing::info!(addr = %listening.local_addr(), tls = tls_on, "HBase RPC listening");
+        Ok(HbaseServer { listening, metrics })
     }
 
     /// The address actually bound.
     pub fn local_addr(&self) -> SocketAddr {
-        self.local_addr
+        self.listening.local_addr()
     }
 
     /// This front end's counters (connections, bytes, queue depth).
@@ -96,34 +75,8 @@ impl HbaseServer {
     /// Stops accepting and reading, lets in-flight calls finish (up to a grace period), then
     /// closes every connection.
     pub fn shutdown(mut self) {
-        self.stop();
+        self.listening.stop();
     }
-
-    fn stop(&mut self) {
-        if let Some(running) = self.running.take() {
-            crate::rpc::run_off_runtime("cellar-hbase-stop", move || stop_running(running));
-            tracing::info!(addr = %self.local_addr, "HBase RPC stopped");
-        }
-    }
-}
-
-impl Drop for HbaseServer {
-    fn drop(&mut self) {
-        self.stop();
-    }
-}
-
-fn stop_running(running: Running) {
-    let Running {
-        core,
-        stop,
-        acceptor,
-    } = running;
-    // Every call a connection queued is answered before the connection ends.
-    let deadline = Instant::now() + crate::rpc::SHUTDOWN_GRACE;
-    crate::rpc::drain_connections(core.runtime(), &stop, acceptor, deadline);
-    // The last front end to let go of the core stops its handlers and runtime.
-    drop(core);
 }
 
 impl Job for HCall {

@@ -34,26 +34,15 @@ pub(crate) async fn serve(
     shutdown: watch::Receiver<bool>,
 ) {
     tracing::debug!(conn = conn_id, %peer, "connection opened");
-    let Some((socket, origin)) = stream::begin(
-        stream,
-        shared.tls.as_deref(),
-        &shared.limits,
-        &shared.metrics,
-        peer,
-        "native",
-    )
-    .await
-    else {
+    let port = stream::Port {
+        tls: shared.tls.as_deref(),
+        limits: &shared.limits,
+        metrics: &shared.metrics,
+        budget: &shared.budget,
+    };
+    let Some((io, writer)) = stream::start(stream, peer, port, "native", shutdown).await else {
         return;
     };
-    let (io, writer) = stream::open(
-        socket,
-        origin,
-        &shared.metrics,
-        &shared.budget,
-        &shared.limits,
-        shutdown,
-    );
     let caller = crate::security::Caller {
         user: io.origin.cert_user.clone(),
         real_user: None,

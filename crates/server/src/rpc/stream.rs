@@ -76,6 +76,35 @@ pub(crate) struct Origin {
     pub plaintext_on_tls_port: bool,
 }
 
+/// What a front end's connections share for their transport: TLS on its port, its limits,
+/// counters and in-flight budget.
+pub(crate) struct Port<'a> {
+    pub tls: Option<&'a crate::security::TlsServer>,
+    pub limits: &'a Limits,
+    pub metrics: &'a Arc<RpcMetrics>,
+    pub budget: &'a Arc<ServerBudget>,
+}
+
+/// A connection accepted on `port`: its TLS handshake when the port has TLS ([`begin`]), then
+/// its reader and writer ([`open`]). `None` when the handshake failed (counted and logged).
+pub(crate) async fn start(
+    stream: TcpStream,
+    peer: SocketAddr,
+    port: Port<'_>,
+    what: &str,
+    shutdown: watch::Receiver<bool>,
+) -> Option<(Inbound, Writer)> {
+    let (socket, origin) = begin(stream, port.tls, port.limits, port.metrics, peer, what).await?;
+    Some(open(
+        socket,
+        origin,
+        port.metrics,
+        port.budget,
+        port.limits,
+        shutdown,
+    ))
+}
+
 /// Begins a connection of a front end: over TLS when the port has it (`tls`), else as it is.
 /// `None`: the TLS handshake failed (logged and counted) and the connection is dropped.
 pub(crate) async fn begin(
