@@ -239,6 +239,11 @@ class AdminTest extends CompatTest {
     }
     assertThrows(NamespaceNotFoundException.class, () -> admin.getNamespaceDescriptor(ns));
     assertFalse(Arrays.asList(admin.listNamespaces()).contains(ns));
+    // A table goes only into a namespace that exists.
+    assertThrows(NamespaceNotFoundException.class, () -> admin.createTable(
+        TableDescriptorBuilder.newBuilder(TableName.valueOf(ns, "t"))
+            .setColumnFamily(ColumnFamilyDescriptorBuilder.of("f")).build()));
+    assertFalse(admin.tableExists(TableName.valueOf(ns, "t")));
     assertConstraint(() -> admin.deleteNamespace("default"), "reserved");
   }
 
