@@ -483,8 +483,8 @@ impl RegionServer {
         let fs = &self.services.fs;
         if fs.exists(&dir)? {
             for name in fs.list(&dir)? {
-                let family_like =
-                    !name.starts_with('.') && name != cellar_storage::wal::split::RECOVERED_EDITS;
+                let family_like = !name.starts_with('.')
+                    && name != cellar_storage::wal::log_split::RECOVERED_EDITS;
                 if family_like && !schema.families.iter().any(|f| f.name == name) {
                     tracing::info!(table, region = info.id, family = %name, "removing the directory of a deleted family");
                     fs.delete_dir_all(&dir.join(&name))?;

@@ -14,8 +14,8 @@
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
 pub mod block_cache;
-pub mod bridge;
 pub mod counter;
+pub mod deadline_wait;
 pub mod fs;
 mod heap;
 pub mod iter;

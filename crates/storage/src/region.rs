@@ -17,7 +17,6 @@ mod background;
 pub mod compaction;
 pub mod config;
 pub mod descriptor;
-pub mod edit;
 mod get;
 pub mod levels;
 pub mod matcher;
@@ -31,6 +30,7 @@ pub mod store_files;
 #[cfg(test)]
 mod test_files;
 pub mod throttle;
+pub mod wal_payload;
 
 pub use compaction::Compacted;
 pub use config::{Clock, CompactionStyle, ManualClock, StorageConfig, SystemClock};
@@ -389,7 +389,7 @@ impl Region {
         let mut replayed = 0u64;
         for rec in replay.iter().filter(|r| r.region == info.id) {
             let what = format!("WAL record of region {} seq {}", info.id, rec.seq);
-            for cell in edit::decode(&rec.payload, &what)? {
+            for cell in wal_payload::decode(&rec.payload, &what)? {
                 let Some((store, &flushed_seq)) = stores
                     .iter()
                     .zip(&flushed)
@@ -911,7 +911,7 @@ impl RegionInner {
                 .iter()
                 .map(|(i, k, v)| (&self.stores[*i].name[..], &k[..], &v[..]))
                 .collect();
-            edit::encode(&mut payload, m.nonce, &refs);
+            wal_payload::encode(&mut payload, m.nonce, &refs);
             match self.services.wal.append(self.info.id, seq, &payload) {
                 Ok(t) => ticket = Some(t),
                 Err(e) => {

@@ -6,13 +6,14 @@
 //! Layout: [`format`] (segment header, record framing, checksums), `writer` (the active
 //! segment), `commit` (append buffer, write and sync rounds, background thread, rolling,
 //! failures), `reader` (replay: prefix, torn tails, corruption), `segments` (segment names and
-//! per-region bookkeeping for deletion).
+//! per-region bookkeeping for deletion), [`log_split`] (failover: a dead server's log split by
+//! region).
 
 mod commit;
 pub mod format;
+pub mod log_split;
 mod reader;
 mod segments;
-pub mod split;
 mod writer;
 
 /// For the fuzz targets in `fuzz/`: replay of one segment's bytes.

@@ -11,7 +11,7 @@ use cellar_model::{
 };
 use cellar_proto::{cellblock, convert, frame, hbase, hbase_wire, pb};
 use cellar_storage::fs::FsRef;
-use cellar_storage::region::{descriptor, edit, store_files, RegionInfo};
+use cellar_storage::region::{descriptor, store_files, wal_payload, RegionInfo};
 use cellar_storage::storefile::{StoreFileOptions, StoreFileWriter};
 use cellar_storage::wal::format as walfmt;
 use prost::Message;
@@ -44,7 +44,10 @@ fn thrift(out: &mut Vec<Seed>) {
     ]);
     let batch = Value::Struct(vec![
         (1, Value::text("row")),
-        (2, Value::List(TType::Struct, vec![mutation.clone(), mutation])),
+        (
+            2,
+            Value::List(TType::Struct, vec![mutation.clone(), mutation]),
+        ),
     ]);
     let attrs = Value::Map(TType::Binary, TType::Binary, vec![]);
     let calls = [
@@ -78,11 +81,26 @@ fn thrift(out: &mut Vec<Seed>) {
     for (i, (name, body)) in calls.iter().enumerate() {
         for (sel, protocol) in [(0u8, Protocol::Binary), (1, Protocol::Compact)] {
             let mut bytes = vec![sel];
-            write_message(&mut bytes, protocol, name, MessageType::Call, i as i32, body);
-            out.push(("thrift_message", format!("{name}-{protocol}"), bytes.clone()));
+            write_message(
+                &mut bytes,
+                protocol,
+                name,
+                MessageType::Call,
+                i as i32,
+                body,
+            );
+            out.push((
+                "thrift_message",
+                format!("{name}-{protocol}"),
+                bytes.clone(),
+            ));
             // The same call as an unframed connection receives it one byte at a time.
             bytes[0] = sel | 1 << 1;
-            out.push(("thrift_message", format!("{name}-{protocol}-bytewise"), bytes));
+            out.push((
+                "thrift_message",
+                format!("{name}-{protocol}-bytewise"),
+                bytes,
+            ));
         }
     }
     // Lists claiming 8 Mi one-byte elements (bools, empty structs), 16 of them present: 8 MiB
@@ -90,7 +108,14 @@ fn thrift(out: &mut Vec<Seed>) {
     for (sel, protocol) in [(0u8, Protocol::Binary), (1, Protocol::Compact)] {
         for (what, binary, compact, elem) in [("bools", 2u8, 1u8, 1u8), ("structs", 12, 12, 0)] {
             let mut bytes = vec![sel];
-            write_message(&mut bytes, protocol, "mutateRows", MessageType::Call, 1, &[]);
+            write_message(
+                &mut bytes,
+                protocol,
+                "mutateRows",
+                MessageType::Call,
+                1,
+                &[],
+            );
             bytes.pop(); // the empty body's stop byte
             let n: u32 = 8 << 20;
             match protocol {
@@ -109,7 +134,11 @@ fn thrift(out: &mut Vec<Seed>) {
                 }
             }
             bytes.extend_from_slice(&[elem; 16]);
-            out.push(("thrift_message", format!("huge-list-of-{what}-{protocol}"), bytes));
+            out.push((
+                "thrift_message",
+                format!("huge-list-of-{what}-{protocol}"),
+                bytes,
+            ));
         }
     }
 }
@@ -387,8 +416,14 @@ fn native(out: &mut Vec<Seed>) {
         value: bytes::Bytes::copy_from_slice(v.as_bytes()),
     };
     let columns = cellar_proto::prepared::Columns::new(vec![
-        (bytes::Bytes::from_static(b"cf"), bytes::Bytes::from_static(b"a")),
-        (bytes::Bytes::from_static(b"cf"), bytes::Bytes::from_static(b"b")),
+        (
+            bytes::Bytes::from_static(b"cf"),
+            bytes::Bytes::from_static(b"a"),
+        ),
+        (
+            bytes::Bytes::from_static(b"cf"),
+            bytes::Bytes::from_static(b"b"),
+        ),
     ]);
     for compress in [false, true] {
         let mut e = cellar_proto::prepared::Encoder::new(&columns);
@@ -822,7 +857,7 @@ fn storage(out: &mut Vec<Seed>) {
     let key1 = make_key(b"row1", b"q", 5, CellType::Put, 11);
     let key2 = make_key(b"row1", b"", 5, CellType::DeleteFamily, 11);
     let mut payload = Vec::new();
-    edit::encode(
+    wal_payload::encode(
         &mut payload,
         None,
         &[(b"f", &key1, b"value"), (b"g", &key2, b"")],
@@ -833,7 +868,7 @@ fn storage(out: &mut Vec<Seed>) {
         group: 77,
         nonce: 1001,
     };
-    edit::encode(&mut with_nonce, Some(nonce), &[(b"f", &key1, b"8bytes!!")]);
+    wal_payload::encode(&mut with_nonce, Some(nonce), &[(b"f", &key1, b"8bytes!!")]);
     out.push(("wal_edit", "nonce".into(), with_nonce));
     let framer = walfmt::RecordFramer::new(crate::targets::FUZZ_SALT);
     let mut seg = walfmt::segment_header(crate::targets::FUZZ_SALT).to_vec();
@@ -914,10 +949,7 @@ const SERVER_CERT_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBpzCCAU6gAwIBAgIU
 
 /// The DER bytes of a one-certificate PEM text.
 fn pem_body(pem: &str) -> Vec<u8> {
-    let b64: String = pem
-        .lines()
-        .filter(|l| !l.starts_with("-----"))
-        .collect();
+    let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
     base64_decode(&b64)
 }
 

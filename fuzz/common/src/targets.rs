@@ -13,7 +13,7 @@ use cellar_proto::{convert, frame, hbase_wire, pb};
 use cellar_storage::block_cache::{BlockCache, Priority};
 use cellar_storage::fs::FsRef;
 use cellar_storage::iter::CellIter;
-use cellar_storage::region::{descriptor, edit, store_files};
+use cellar_storage::region::{descriptor, store_files, wal_payload};
 use cellar_storage::storefile::{self, StoreFile, StoreFileOptions, StoreFileWriter};
 use cellar_storage::wal::{self, format as walfmt};
 use prost::Message;
@@ -202,7 +202,8 @@ pub fn native_request(data: &[u8]) {
             }
         }
         M::UserPermissions => {
-            if let Some(r) = decode::<pb::UserPermissionsRequest>(&param, "UserPermissionsRequest") {
+            if let Some(r) = decode::<pb::UserPermissionsRequest>(&param, "UserPermissionsRequest")
+            {
                 let _ = cellar_server::native_service::scope_from_pb(r.scope.as_ref());
             }
         }
@@ -684,13 +685,13 @@ pub fn store_refs(data: &[u8]) {
 /// A WAL edit payload (the cells of one row mutation, with a nonce in version 2). One that
 /// decodes is exactly what the encoder writes for its cells and nonce.
 pub fn wal_edit(data: &[u8]) {
-    let Ok(cells) = edit::decode(data, "fuzz edit") else {
+    let Ok(cells) = wal_payload::decode(data, "fuzz edit") else {
         return;
     };
     let triples: Vec<(&[u8], &[u8], &[u8])> =
         cells.iter().map(|c| (c.family, c.key, c.value)).collect();
     let mut out = Vec::new();
-    edit::encode(&mut out, edit::nonce(data), &triples);
+    wal_payload::encode(&mut out, wal_payload::nonce(data), &triples);
     assert_eq!(out, data, "edit does not round-trip");
 }
 
@@ -752,7 +753,7 @@ pub fn wal_segment(data: &[u8]) {
         assert!(d.offset as usize >= header.len, "damage inside the header");
     }
     for r in &replay.records {
-        let _ = edit::decode(&r.payload, "fuzz record");
+        let _ = wal_payload::decode(&r.payload, "fuzz record");
     }
     let salt = header.salt ^ 1;
     let framer = walfmt::RecordFramer::new(salt);
@@ -818,7 +819,11 @@ pub fn permission_record(data: &[u8]) {
         None => (data, &[][..]),
     };
     if let Ok((user, scope)) = acl::decode_key(key) {
-        assert_eq!(acl::encode_key(&user, &scope), key, "a permission record does not round-trip");
+        assert_eq!(
+            acl::encode_key(&user, &scope),
+            key,
+            "a permission record does not round-trip"
+        );
     }
     if let Ok(text) = std::str::from_utf8(value) {
         if let Ok(actions) = acl::Actions::parse(text) {
@@ -876,12 +881,16 @@ pub fn thrift_message(data: &[u8]) {
         "the decoded message is over the limit"
     );
     let mut again = Vec::new();
-    write_message(&mut again, protocol, &msg.name, msg.kind, msg.seq, &msg.body);
+    write_message(
+        &mut again, protocol, &msg.name, msg.kind, msg.seq, &msg.body,
+    );
     let (back, n) = read_message(&again, protocol, limits)
         .unwrap_or_else(|e| panic!("a re-encoded message does not decode: {e}"));
     assert_eq!(n, again.len(), "the re-encoded message has trailing bytes");
     // Doubles are compared through their encoding (a NaN is not equal to itself).
     let mut twice = Vec::new();
-    write_message(&mut twice, protocol, &back.name, back.kind, back.seq, &back.body);
+    write_message(
+        &mut twice, protocol, &back.name, back.kind, back.seq, &back.body,
+    );
     assert_eq!(twice, again, "the message does not round-trip");
 }
