@@ -18,6 +18,7 @@ pub mod compaction;
 pub mod config;
 pub mod descriptor;
 mod get;
+mod inspect;
 pub mod levels;
 pub mod matcher;
 pub mod mvcc;
@@ -35,6 +36,7 @@ pub mod wal_payload;
 pub use compaction::Compacted;
 pub use config::{Clock, CompactionStyle, ManualClock, StorageConfig, SystemClock};
 pub use descriptor::RegionInfo;
+pub use inspect::{FileCheck, RegionDir};
 pub use scanner::RegionScanner;
 pub use sink::RowCells;
 
@@ -58,6 +60,10 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use store::Store;
+
+/// The WAL directory inside a standalone region's directory (a region server keeps one WAL
+/// for all its regions elsewhere).
+const STANDALONE_WAL_DIR: &str = "wal";
 
 /// How long a network reactor spins for a region's write lock before it declines a write
 /// (the lock is held for microseconds of memory work, never across IO).
@@ -332,7 +338,8 @@ impl Region {
         config: StorageConfig,
     ) -> Result<Region> {
         crate::fs::create_dir_durable(fs.as_ref(), dir)?;
-        let (services, records) = StorageServices::open(Arc::clone(&fs), &dir.join("wal"), config)?;
+        let (services, records) =
+            StorageServices::open(Arc::clone(&fs), &dir.join(STANDALONE_WAL_DIR), config)?;
         let info = RegionInfo::whole(1);
         match Region::open_in(&services, dir, info, schema, &records) {
             Ok(mut r) => {
