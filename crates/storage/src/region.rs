@@ -1,6 +1,6 @@
-//! A region: the rows `[start_key, end_key)` of one table, one [`store::Store`] per family.
+//! A region: the rows `[start_key, end_key)` of one table, one `store::Store` per family.
 //!
-//! Write path ([`Region::mutate`]): validate → take the write lock → sequence id ([`mvcc`]) →
+//! Write path ([`Region::mutate`]): validate → take the write lock → sequence id (`mvcc`) →
 //! WAL append (buffered) → memstore insert → release the lock → WAL sync to the requested
 //! durability (group commit with other writers) → MVCC complete (the write becomes visible).
 //! If the WAL fails the write is aborted instead: its cells stay in the memstore, invisible to
@@ -8,29 +8,29 @@
 //! [`Region::try_mutate_deferred`] and [`PendingWrite::try_finish`], which never wait: what
 //! would wait is handed back to be finished on a thread that may.
 //! Read path ([`Region::get`], [`Region::scan`]): read point → per-family merge of memstores
-//! and pruned store files → [`matcher`] (deletes, versions, TTL, time range) → a
+//! and pruned store files → `matcher` (deletes, versions, TTL, time range) → a
 //! [`CellSink`]: [`RowCells`] for readers that want `Cell`s, or the network reactor's answer
 //! ([`Region::get_cached_into`]).
 //! Layout on disk: `docs/region-layout.md`.
 
 mod background;
-pub mod compaction;
-pub mod config;
-pub mod descriptor;
+mod compaction;
+mod config;
+pub(crate) mod descriptor;
 mod get;
 mod inspect;
-pub mod levels;
-pub mod matcher;
-pub mod mvcc;
-pub mod runs;
-pub mod scanner;
-pub mod sink;
-pub mod split;
-pub mod store;
-pub mod store_files;
+mod levels;
+mod matcher;
+mod mvcc;
+mod runs;
+mod scanner;
+mod sink;
+mod split;
+mod store;
+pub(crate) mod store_files;
 #[cfg(test)]
 mod test_files;
-pub mod throttle;
+mod throttle;
 pub mod wal_payload;
 
 pub use compaction::Compacted;
@@ -39,6 +39,7 @@ pub use descriptor::RegionInfo;
 pub use inspect::{FileCheck, RegionDir};
 pub use scanner::RegionScanner;
 pub use sink::RowCells;
+pub use throttle::Throttle;
 
 use crate::block_cache::{BlockCache, CacheStats};
 use crate::fs::{FsRef, LocalFs};
@@ -77,7 +78,7 @@ pub struct StorageServices {
     pub block_cache: Arc<BlockCache>,
     pub query_cache: Arc<QueryCache>,
     /// The bandwidth limit every compaction of these services shares.
-    pub compaction_throttle: throttle::Throttle,
+    pub compaction_throttle: Throttle,
     pub config: StorageConfig,
     background: Background,
 }
@@ -98,7 +99,7 @@ impl StorageServices {
                 BlockCache::new(config.block_cache_bytes).compressed(config.block_cache_compressed),
             ),
             query_cache: Arc::new(QueryCache::new(config.query_cache_bytes)),
-            compaction_throttle: throttle::Throttle::new(config.compaction_bytes_per_sec),
+            compaction_throttle: Throttle::new(config.compaction_bytes_per_sec),
             background: Background::start(
                 config.background,
                 config.compaction_threads,

@@ -10,15 +10,15 @@
 //! region).
 
 mod commit;
-pub mod format;
+pub(crate) mod format;
 pub mod log_split;
-mod reader;
+pub(crate) mod reader;
 mod segments;
 mod writer;
 
-/// For the fuzz targets in `fuzz/`: replay of one segment's bytes.
-#[doc(hidden)]
-pub use reader::replay_segment;
+/// Sizes in the segment format (`docs/wal-format.md`): where a segment's records begin and
+/// how long a record's header is, for tools and tests that find a record by its offset.
+pub use format::{HEADER_LEN as SEGMENT_HEADER_LEN, RECORD_HEADER_LEN};
 
 use crate::fs::FsRef;
 use bytes::Bytes;

@@ -11,9 +11,9 @@ use cellar_model::{
 };
 use cellar_proto::{cellblock, convert, frame, hbase, hbase_wire, pb};
 use cellar_storage::fs::FsRef;
-use cellar_storage::region::{descriptor, store_files, wal_payload, RegionInfo};
+use cellar_storage::fuzzing::{region_descriptor, store_files, wal_segment};
+use cellar_storage::region::{wal_payload, RegionInfo};
 use cellar_storage::storefile::{StoreFileOptions, StoreFileWriter};
-use cellar_storage::wal::format as walfmt;
 use prost::Message;
 use std::path::Path;
 
@@ -785,12 +785,13 @@ fn storage(out: &mut Vec<Seed>) {
         })
         .collect();
     for interval in [1, 16] {
-        let raw = cellar_storage::storefile::fuzzing::encode_block(&entries, interval);
+        let raw = cellar_storage::fuzzing::storefile_block::encode_block(&entries, interval);
         let mut v = vec![0u8];
         v.extend_from_slice(&raw);
         out.push(("storefile_block", format!("raw-{interval}"), v));
         for code in [1u8, 2, 3] {
-            if let Some(c) = cellar_storage::storefile::fuzzing::compress_payload(code, &raw) {
+            if let Some(c) = cellar_storage::fuzzing::storefile_block::compress_payload(code, &raw)
+            {
                 let mut v = vec![code];
                 v.extend_from_slice(&c);
                 out.push(("storefile_block", format!("codec{code}-{interval}"), v));
@@ -804,9 +805,9 @@ fn storage(out: &mut Vec<Seed>) {
         end_key: Bytes::from_static(b"m"),
     };
     let dir = Path::new("/seed/region");
-    descriptor::write(&*mem, dir, &info, &schema()).expect("memory");
+    region_descriptor::write(&*mem, dir, &info, &schema()).expect("memory");
     let file = mem
-        .get(&dir.join(descriptor::DESCRIPTOR_FILE))
+        .get(&dir.join(region_descriptor::DESCRIPTOR_FILE))
         .expect("written");
     out.push((
         "region_descriptor",
@@ -870,8 +871,8 @@ fn storage(out: &mut Vec<Seed>) {
     };
     wal_payload::encode(&mut with_nonce, Some(nonce), &[(b"f", &key1, b"8bytes!!")]);
     out.push(("wal_edit", "nonce".into(), with_nonce));
-    let framer = walfmt::RecordFramer::new(crate::targets::FUZZ_SALT);
-    let mut seg = walfmt::segment_header(crate::targets::FUZZ_SALT).to_vec();
+    let framer = wal_segment::RecordFramer::new(crate::targets::FUZZ_SALT);
+    let mut seg = wal_segment::segment_header(crate::targets::FUZZ_SALT).to_vec();
     for (region, seq) in [(7u64, 11u64), (7, 12), (9, 1)] {
         seg.extend_from_slice(&framer.header(region, seq, &payload).expect("fits"));
         seg.extend_from_slice(&payload);
