@@ -16,6 +16,8 @@
 mod background;
 mod compaction;
 mod config;
+// `descriptor` and `store_files` are the crate's, not private: `crate::fuzzing` hands the fuzz
+// targets their codecs.
 pub(crate) mod descriptor;
 mod get;
 mod inspect;

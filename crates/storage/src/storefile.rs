@@ -11,6 +11,7 @@ mod bloom;
 mod coding;
 mod compression;
 mod footer;
+// Reached through `crate::fuzzing`.
 pub(crate) mod fuzzing;
 mod hash;
 mod index;

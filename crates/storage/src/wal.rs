@@ -10,6 +10,8 @@
 //! region).
 
 mod commit;
+// `format` and `reader` are the crate's, not private: `crate::fuzzing` hands the fuzz targets
+// the segment codec and the replay of one segment.
 pub(crate) mod format;
 pub mod log_split;
 pub(crate) mod reader;
