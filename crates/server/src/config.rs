@@ -1,6 +1,8 @@
 //! Server configuration: `cellar.toml`. Every option has a default (HBase's where HBase has
 //! one); an unknown key or a bad value is an error that names it. Reference: `docs/configuration.md`.
 
+use cellar_storage::fs::HDFS_DEFAULT_WRITE_BUFFER;
+use cellar_storage::memstore::chunk_pool;
 use cellar_storage::region::{CompactionStyle, StorageConfig};
 use serde::Deserialize;
 use std::path::{Path, PathBuf};
@@ -362,61 +364,151 @@ pub struct SplitConfig {
     pub check_interval_ms: u64,
 }
 
-/// Engine options (`cellar_storage::region::StorageConfig`).
-#[derive(Debug, Clone, Deserialize, PartialEq)]
+/// `[storage]`: the engine's options, named as the fields of
+/// `cellar_storage::region::StorageConfig` (whose comments say what each does), and the sizes
+/// of the engine's process-wide pools. A key not given keeps the engine's default, so every
+/// default is written once, in the storage crate; `docs/configuration.md` lists them.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct StorageSection {
-    pub block_cache_bytes: u64,
-    /// Keep data blocks compressed in the block cache (HBase's `hbase.block.data.cachecompressed`).
-    pub block_cache_compressed: bool,
-    pub memstore_flush_bytes: u64,
-    pub memstore_block_multiplier: u64,
-    /// Bytes of freed memstore chunks kept for reuse (`cellar_storage::memstore::chunk_pool`).
-    pub memstore_chunk_pool_bytes: u64,
-    /// Bytes of fresh memstore chunks a background thread keeps faulted in, so writers never
-    /// wait for the kernel to zero one (`chunk_pool::keep_ready`).
-    pub memstore_chunks_ready_bytes: u64,
-    /// `leveled` (default) or `tiered` (HBase's ratio rule over whole runs).
-    pub compaction_style: String,
-    /// Leveled: the smallest size a level below level 0 is given.
-    pub level_base_bytes: u64,
-    /// Leveled: each level is this many times the one above it.
-    pub level_fanout: u64,
-    /// Leveled: the size compactions cut their output files at.
-    pub compaction_file_bytes: u64,
-    pub compaction_min_files: usize,
-    pub compaction_max_files: usize,
-    pub compaction_ratio: f64,
-    /// Merge every run once the store is this many times its oldest run (0: never).
-    pub compaction_max_space_amp: f64,
-    /// Compactions' shared bandwidth limit, bytes per second (0: none).
-    pub compaction_bytes_per_sec: u64,
-    /// Threads running compactions (at least one).
-    pub compaction_threads: usize,
-    /// Their nice value (0..=19; 0: no lower than reads and writes).
-    pub compaction_nice: i32,
-    /// Periodic major compaction: a store's oldest file age that triggers one (0: never).
-    pub major_compaction_period_ms: u64,
-    /// Fraction of the period each store's schedule moves by, so stores spread out.
-    pub major_compaction_jitter: f64,
-    /// How often the server looks for stores due a compaction outside of flushes.
-    pub compaction_check_interval_ms: u64,
-    pub blocking_store_files: usize,
-    pub blocking_wait_ms: u64,
-    /// A WAL segment is rolled once it is this large.
-    pub wal_segment_bytes: u64,
-    /// Records buffered for the WAL and not yet in the OS beyond which writers wait.
-    pub wal_max_buffered_bytes: u64,
-    /// On open, move damaged WAL segments aside and go on without what follows the damage
-    /// (HBase's `hbase.hlog.split.skip.errors`).
-    pub wal_skip_errors: bool,
-    /// With an `hdfs://` root: bytes a file writer buffers before handing them to the
-    /// DataNode pipeline (an hsync hands over whatever is buffered).
-    pub hdfs_write_buffer_bytes: u64,
-    /// The region-level gate for single-row reads (on by default; off only to measure it).
-    pub region_gate: bool,
-    /// Bytes of Get results the query cache keeps, for families with `QUERY_CACHE => true`.
-    pub query_cache_bytes: u64,
+    pub block_cache_bytes: Option<u64>,
+    pub block_cache_compressed: Option<bool>,
+    pub memstore_flush_bytes: Option<u64>,
+    pub memstore_block_multiplier: Option<u64>,
+    /// `leveled` or `tiered`.
+    pub compaction_style: Option<String>,
+    pub level_base_bytes: Option<u64>,
+    pub level_fanout: Option<u64>,
+    pub compaction_file_bytes: Option<u64>,
+    pub compaction_min_files: Option<usize>,
+    pub compaction_max_files: Option<usize>,
+    pub compaction_ratio: Option<f64>,
+    pub compaction_max_space_amp: Option<f64>,
+    pub compaction_bytes_per_sec: Option<u64>,
+    pub compaction_threads: Option<usize>,
+    pub compaction_nice: Option<i32>,
+    pub major_compaction_period_ms: Option<u64>,
+    pub major_compaction_jitter: Option<f64>,
+    pub blocking_store_files: Option<usize>,
+    /// `blocking_wait`, in milliseconds.
+    pub blocking_wait_ms: Option<u64>,
+    pub region_gate: Option<bool>,
+    pub query_cache_bytes: Option<u64>,
+    /// The WAL's `segment_size`.
+    pub wal_segment_bytes: Option<u64>,
+    /// The WAL's `max_buffered_bytes`.
+    pub wal_max_buffered_bytes: Option<u64>,
+    /// The WAL's `skip_errors`.
+    pub wal_skip_errors: Option<bool>,
+    /// Bytes of freed memstore chunks kept for reuse ([`StorageSection::chunk_pool_limit`]).
+    pub memstore_chunk_pool_bytes: Option<u64>,
+    /// Bytes of fresh memstore chunks a background thread keeps faulted in
+    /// ([`StorageSection::chunks_ready`]).
+    pub memstore_chunks_ready_bytes: Option<u64>,
+    /// With an `hdfs://` root: bytes a file writer buffers
+    /// ([`StorageSection::hdfs_write_buffer`]).
+    pub hdfs_write_buffer_bytes: Option<u64>,
+    /// How often the server looks for stores due a compaction outside of flushes
+    /// ([`StorageSection::compaction_check_interval`]).
+    pub compaction_check_interval_ms: Option<u64>,
+}
+
+/// How often the server looks for stores due a compaction when not configured.
+const DEFAULT_COMPACTION_CHECK_INTERVAL_MS: u64 = 10 * 60 * 1000;
+
+impl StorageSection {
+    /// The engine configuration: the engine's defaults, and the keys given in their place.
+    /// Values `ServerConfig::validate` would refuse are not checked here.
+    pub fn engine_config(&self) -> StorageConfig {
+        fn given<T>(field: &mut T, value: Option<T>) {
+            if let Some(v) = value {
+                *field = v;
+            }
+        }
+        let mut c = StorageConfig::default();
+        given(&mut c.block_cache_bytes, self.block_cache_bytes);
+        given(&mut c.block_cache_compressed, self.block_cache_compressed);
+        given(&mut c.memstore_flush_bytes, self.memstore_flush_bytes);
+        given(
+            &mut c.memstore_block_multiplier,
+            self.memstore_block_multiplier,
+        );
+        given(
+            &mut c.compaction_style,
+            self.compaction_style
+                .as_deref()
+                .and_then(CompactionStyle::parse),
+        );
+        given(&mut c.level_base_bytes, self.level_base_bytes);
+        given(&mut c.level_fanout, self.level_fanout);
+        given(&mut c.compaction_file_bytes, self.compaction_file_bytes);
+        given(&mut c.compaction_min_files, self.compaction_min_files);
+        given(&mut c.compaction_max_files, self.compaction_max_files);
+        given(&mut c.compaction_ratio, self.compaction_ratio);
+        given(
+            &mut c.compaction_max_space_amp,
+            self.compaction_max_space_amp,
+        );
+        given(
+            &mut c.compaction_bytes_per_sec,
+            self.compaction_bytes_per_sec,
+        );
+        given(&mut c.compaction_threads, self.compaction_threads);
+        given(&mut c.compaction_nice, self.compaction_nice);
+        given(
+            &mut c.major_compaction_period_ms,
+            self.major_compaction_period_ms,
+        );
+        given(&mut c.major_compaction_jitter, self.major_compaction_jitter);
+        given(&mut c.blocking_store_files, self.blocking_store_files);
+        given(
+            &mut c.blocking_wait,
+            self.blocking_wait_ms.map(Duration::from_millis),
+        );
+        given(&mut c.region_gate, self.region_gate);
+        given(&mut c.query_cache_bytes, self.query_cache_bytes);
+        given(
+            &mut c.wal.segment_size,
+            self.wal_segment_bytes.map(|b| b.max(1)),
+        );
+        given(
+            &mut c.wal.max_buffered_bytes,
+            self.wal_max_buffered_bytes
+                .map(|b| usize::try_from(b).unwrap_or(usize::MAX).max(1)),
+        );
+        given(&mut c.wal.skip_errors, self.wal_skip_errors);
+        c
+    }
+
+    /// The bound of the memstore chunk pool (`cellar_storage::memstore::chunk_pool::set_limit`).
+    pub fn chunk_pool_limit(&self) -> usize {
+        self.memstore_chunk_pool_bytes
+            .map_or(chunk_pool::DEFAULT_LIMIT, saturating_usize)
+    }
+
+    /// Fresh chunks kept ready (`cellar_storage::memstore::chunk_pool::keep_ready`).
+    pub fn chunks_ready(&self) -> usize {
+        self.memstore_chunks_ready_bytes
+            .map_or(chunk_pool::DEFAULT_READY, saturating_usize)
+    }
+
+    /// An HDFS file writer's buffer (`HdfsFs::with_write_buffer`).
+    pub fn hdfs_write_buffer(&self) -> usize {
+        self.hdfs_write_buffer_bytes
+            .map_or(HDFS_DEFAULT_WRITE_BUFFER, saturating_usize)
+    }
+
+    /// How often the server's compaction checker runs.
+    pub fn compaction_check_interval(&self) -> Duration {
+        Duration::from_millis(
+            self.compaction_check_interval_ms
+                .unwrap_or(DEFAULT_COMPACTION_CHECK_INTERVAL_MS),
+        )
+    }
+}
+
+fn saturating_usize(v: u64) -> usize {
+    usize::try_from(v).unwrap_or(usize::MAX)
 }
 
 impl Default for ServerConfig {
@@ -481,42 +573,6 @@ impl Default for SplitConfig {
     }
 }
 
-impl Default for StorageSection {
-    fn default() -> Self {
-        let s = StorageConfig::default();
-        StorageSection {
-            block_cache_bytes: s.block_cache_bytes,
-            block_cache_compressed: s.block_cache_compressed,
-            memstore_flush_bytes: s.memstore_flush_bytes,
-            memstore_block_multiplier: s.memstore_block_multiplier,
-            memstore_chunk_pool_bytes: cellar_storage::memstore::chunk_pool::DEFAULT_LIMIT as u64,
-            memstore_chunks_ready_bytes: cellar_storage::memstore::chunk_pool::DEFAULT_READY as u64,
-            compaction_style: s.compaction_style.name().to_string(),
-            level_base_bytes: s.level_base_bytes,
-            level_fanout: s.level_fanout,
-            compaction_file_bytes: s.compaction_file_bytes,
-            compaction_min_files: s.compaction_min_files,
-            compaction_max_files: s.compaction_max_files,
-            compaction_ratio: s.compaction_ratio,
-            compaction_max_space_amp: s.compaction_max_space_amp,
-            compaction_bytes_per_sec: s.compaction_bytes_per_sec,
-            compaction_threads: s.compaction_threads,
-            compaction_nice: s.compaction_nice,
-            major_compaction_period_ms: s.major_compaction_period_ms,
-            major_compaction_jitter: s.major_compaction_jitter,
-            compaction_check_interval_ms: 10 * 60 * 1000,
-            blocking_store_files: s.blocking_store_files,
-            blocking_wait_ms: s.blocking_wait.as_millis() as u64,
-            wal_segment_bytes: s.wal.segment_size,
-            wal_max_buffered_bytes: s.wal.max_buffered_bytes as u64,
-            wal_skip_errors: s.wal.skip_errors,
-            hdfs_write_buffer_bytes: cellar_storage::fs::HDFS_DEFAULT_WRITE_BUFFER as u64,
-            region_gate: s.region_gate,
-            query_cache_bytes: s.query_cache_bytes,
-        }
-    }
-}
-
 /// A configuration file that cannot be used; the message names the file and the bad key.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -551,6 +607,8 @@ impl ServerConfig {
 
     /// Checks values that parse but make no sense, naming the key.
     pub fn validate(&self) -> Result<(), String> {
+        // `[storage]` is checked as the engine will get it: a key not given is its default.
+        let storage = self.storage.engine_config();
         let positive = [
             ("rpc.handler_count", self.rpc.handler_count as u64),
             ("rpc.max_queued_calls", self.rpc.max_queued_calls as u64),
@@ -597,26 +655,23 @@ impl ServerConfig {
                 "cluster.open_region_timeout_ms",
                 self.cluster.open_region_timeout_ms,
             ),
-            (
-                "storage.memstore_flush_bytes",
-                self.storage.memstore_flush_bytes,
-            ),
+            ("storage.memstore_flush_bytes", storage.memstore_flush_bytes),
             (
                 "storage.memstore_block_multiplier",
-                self.storage.memstore_block_multiplier,
+                storage.memstore_block_multiplier,
             ),
             (
                 "storage.compaction_min_files",
-                self.storage.compaction_min_files as u64,
+                storage.compaction_min_files as u64,
             ),
             (
                 "storage.compaction_threads",
-                self.storage.compaction_threads as u64,
+                storage.compaction_threads as u64,
             ),
-            ("storage.level_base_bytes", self.storage.level_base_bytes),
+            ("storage.level_base_bytes", storage.level_base_bytes),
             (
                 "storage.compaction_file_bytes",
-                self.storage.compaction_file_bytes,
+                storage.compaction_file_bytes,
             ),
         ];
         for (key, v) in positive {
@@ -624,10 +679,10 @@ impl ServerConfig {
                 return Err(format!("{key} must be positive"));
             }
         }
-        if !(0..=19).contains(&self.storage.compaction_nice) {
+        if !(0..=19).contains(&storage.compaction_nice) {
             return Err(format!(
                 "storage.compaction_nice must be within 0..=19 (a nice value), not {}",
-                self.storage.compaction_nice
+                storage.compaction_nice
             ));
         }
         // A request must fit the server's bound, or it would be refused as busy forever.
@@ -686,39 +741,40 @@ impl ServerConfig {
                 self.split.max_bytes, self.split.initial_bytes
             ));
         }
-        if self.storage.compaction_max_files < self.storage.compaction_min_files {
+        if storage.compaction_max_files < storage.compaction_min_files {
             return Err(
                 "storage.compaction_max_files is below storage.compaction_min_files".into(),
             );
         }
-        if CompactionStyle::parse(&self.storage.compaction_style).is_none() {
-            return Err(format!(
-                "storage.compaction_style must be \"leveled\" or \"tiered\", got {:?}",
-                self.storage.compaction_style
-            ));
+        if let Some(style) = &self.storage.compaction_style {
+            if CompactionStyle::parse(style).is_none() {
+                return Err(format!(
+                    "storage.compaction_style must be \"leveled\" or \"tiered\", got {style:?}"
+                ));
+            }
         }
-        if self.storage.level_fanout < 2 {
+        if storage.level_fanout < 2 {
             return Err(format!(
                 "storage.level_fanout must be at least 2, got {}",
-                self.storage.level_fanout
+                storage.level_fanout
             ));
         }
-        if self.storage.compaction_ratio.is_nan() || self.storage.compaction_ratio <= 0.0 {
+        if storage.compaction_ratio.is_nan() || storage.compaction_ratio <= 0.0 {
             return Err("storage.compaction_ratio must be positive".into());
         }
-        let amp = self.storage.compaction_max_space_amp;
+        let amp = storage.compaction_max_space_amp;
         if !(amp == 0.0 || amp >= 1.0) {
             return Err(format!(
                 "storage.compaction_max_space_amp must be 0 (off) or at least 1, got {amp}"
             ));
         }
-        let jitter = self.storage.major_compaction_jitter;
+        let jitter = storage.major_compaction_jitter;
         if !(0.0..=1.0).contains(&jitter) {
             return Err(format!(
                 "storage.major_compaction_jitter must be between 0 and 1, got {jitter}"
             ));
         }
-        if self.storage.compaction_check_interval_ms == 0 {
+        if self.storage.compaction_check_interval_ms == Some(0) {
             return Err("storage.compaction_check_interval_ms must be at least 1".into());
         }
         for who in &self.security.superusers {
@@ -753,41 +809,7 @@ impl ServerConfig {
 
     /// The engine configuration these options describe.
     pub fn storage_config(&self) -> StorageConfig {
-        let s = &self.storage;
-        StorageConfig {
-            block_cache_bytes: s.block_cache_bytes,
-            block_cache_compressed: s.block_cache_compressed,
-            memstore_flush_bytes: s.memstore_flush_bytes,
-            memstore_block_multiplier: s.memstore_block_multiplier,
-            // Checked by `validate`.
-            compaction_style: CompactionStyle::parse(&s.compaction_style)
-                .unwrap_or(CompactionStyle::Leveled),
-            level_base_bytes: s.level_base_bytes,
-            level_fanout: s.level_fanout,
-            compaction_file_bytes: s.compaction_file_bytes,
-            compaction_min_files: s.compaction_min_files,
-            compaction_max_files: s.compaction_max_files,
-            compaction_ratio: s.compaction_ratio,
-            compaction_max_space_amp: s.compaction_max_space_amp,
-            compaction_bytes_per_sec: s.compaction_bytes_per_sec,
-            compaction_threads: s.compaction_threads,
-            compaction_nice: s.compaction_nice,
-            major_compaction_period_ms: s.major_compaction_period_ms,
-            major_compaction_jitter: s.major_compaction_jitter,
-            blocking_store_files: s.blocking_store_files,
-            blocking_wait: Duration::from_millis(s.blocking_wait_ms),
-            region_gate: s.region_gate,
-            query_cache_bytes: s.query_cache_bytes,
-            wal: cellar_storage::wal::WalOptions {
-                segment_size: s.wal_segment_bytes.max(1),
-                max_buffered_bytes: usize::try_from(s.wal_max_buffered_bytes)
-                    .unwrap_or(usize::MAX)
-                    .max(1),
-                skip_errors: s.wal_skip_errors,
-                ..cellar_storage::wal::WalOptions::default()
-            },
-            ..StorageConfig::default()
-        }
+        self.storage.engine_config()
     }
 }
 
@@ -820,6 +842,35 @@ mod tests {
         )
         .expect_err("connection above server");
         assert!(e.contains("rpc.max_connection_in_flight_bytes"), "{e}");
+    }
+
+    #[test]
+    fn storage_keys_given_reach_the_engine_and_the_rest_keep_its_defaults() {
+        let c = ServerConfig::from_toml(
+            "[storage]\ncompaction_style = \"tiered\"\nblocking_wait_ms = 250\nwal_segment_bytes = 0\nmemstore_chunk_pool_bytes = 4096\n",
+        )
+        .expect("storage keys");
+        let engine = c.storage_config();
+        let default = StorageConfig::default();
+        assert_eq!(engine.compaction_style, CompactionStyle::Tiered);
+        assert_eq!(engine.blocking_wait, Duration::from_millis(250));
+        assert_eq!(
+            engine.wal.segment_size, 1,
+            "a segment holds at least a byte"
+        );
+        assert_eq!(engine.memstore_flush_bytes, default.memstore_flush_bytes);
+        assert_eq!(
+            engine.wal.max_buffered_bytes,
+            default.wal.max_buffered_bytes
+        );
+        assert_eq!(c.storage.chunk_pool_limit(), 4096);
+        assert_eq!(c.storage.chunks_ready(), chunk_pool::DEFAULT_READY);
+        let e =
+            ServerConfig::from_toml("[storage]\ncompaction_style = \"lsm\"\n").expect_err("style");
+        assert!(e.contains("storage.compaction_style"), "{e}");
+        let e = ServerConfig::from_toml("[storage]\ncompaction_max_files = 2\n")
+            .expect_err("fewer than the default minimum");
+        assert!(e.contains("storage.compaction_max_files"), "{e}");
     }
 }
 

@@ -2,9 +2,9 @@
 //!
 //! Request path: [`rpc`] (TCP listener, one task per connection reading frames) → handler
 //! pool → [`service`] (decodes a method's message, calls [`region_server`]) → [`router`]
-//! (table + row → open region) → `cellar_storage::Region`. Admin calls go to [`catalog`],
-//! which keeps tables and regions in the [`meta`] table. [`split`] splits regions that grew
-//! past their table's split size; [`scanners`] holds open scanners under leases.
+//! (table + row → open region) → `cellar_storage::region::Region`. Admin calls go to
+//! [`catalog`], which keeps tables and regions in the [`meta`] table. [`split`] splits regions
+//! that grew past their table's split size; [`scanners`] holds open scanners under leases.
 
 pub mod catalog;
 pub mod config;

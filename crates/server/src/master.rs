@@ -32,7 +32,7 @@ use crate::region_server::{ClusterMaster, RegionServer, RegionWork, Role, Worker
 use crate::router::{HostedRegion, RegionState, TableState};
 use cellar_client::{Admin, Client, ClientConfig};
 use cellar_model::TableSchema;
-use cellar_storage::bridge::{wait_on, Waited};
+use cellar_storage::deadline_wait::{wait_on, Waited};
 use cellar_storage::fs::FsRef;
 use parking_lot::Mutex;
 use std::collections::HashMap;

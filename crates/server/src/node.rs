@@ -102,8 +102,7 @@ impl Node {
                 config.data_dir = path;
                 // Every WAL write is an hsync on HDFS (milliseconds): never on the reactor.
                 config.rpc.inline_puts = false;
-                let buffer =
-                    usize::try_from(config.storage.hdfs_write_buffer_bytes).unwrap_or(usize::MAX);
+                let buffer = config.storage.hdfs_write_buffer();
                 HdfsFs::connect(&namenode)
                     .map(|fs| -> FsRef { Arc::new(fs.with_write_buffer(buffer)) })
                     .map_err(|e| format!("cannot use HDFS at {namenode} (root): {e}"))?
@@ -1028,7 +1027,7 @@ fn prepare_master(
         tenure,
         fs.clone(),
         &config.data_dir,
-        config.storage.wal_skip_errors,
+        config.storage_config().wal.skip_errors,
         crate::master::AssignmentTimes {
             balancer_period: Duration::from_millis(config.cluster.balancer_period_ms),
             open_region_timeout: Duration::from_millis(config.cluster.open_region_timeout_ms),

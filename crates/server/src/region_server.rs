@@ -183,12 +183,8 @@ impl RegionServer {
         // it out of the moved segments (HDFS); either way it creates segments only inside the
         // directory, never remaking it.
         storage.wal.fence_dir = !matches!(opening.role, Role::Standalone) && !fs.fences_writers();
-        cellar_storage::memstore::chunk_pool::set_limit(
-            usize::try_from(config.storage.memstore_chunk_pool_bytes).unwrap_or(usize::MAX),
-        );
-        cellar_storage::memstore::chunk_pool::keep_ready(
-            usize::try_from(config.storage.memstore_chunks_ready_bytes).unwrap_or(usize::MAX),
-        );
+        cellar_storage::memstore::chunk_pool::set_limit(config.storage.chunk_pool_limit());
+        cellar_storage::memstore::chunk_pool::keep_ready(config.storage.chunks_ready());
         let authz = Arc::new(
             crate::security::Authz::new(
                 &config.security,
@@ -302,7 +298,7 @@ impl RegionServer {
                 });
         }
         // Stores nobody writes to still get their periodic major compaction.
-        let check_every = Duration::from_millis(self.config.storage.compaction_check_interval_ms);
+        let check_every = self.config.storage.compaction_check_interval();
         self.workers
             .spawn("cellar-compact-check", check_every, weak.clone(), |s| {
                 for hosted in s.router.all_regions() {
@@ -483,8 +479,8 @@ impl RegionServer {
         let fs = &self.services.fs;
         if fs.exists(&dir)? {
             for name in fs.list(&dir)? {
-                let family_like =
-                    !name.starts_with('.') && name != cellar_storage::wal::split::RECOVERED_EDITS;
+                let family_like = !name.starts_with('.')
+                    && name != cellar_storage::wal::log_split::RECOVERED_EDITS;
                 if family_like && !schema.families.iter().any(|f| f.name == name) {
                     tracing::info!(table, region = info.id, family = %name, "removing the directory of a deleted family");
                     fs.delete_dir_all(&dir.join(&name))?;

@@ -503,9 +503,9 @@ fn a_second_server_on_the_same_directory_is_refused() {
 #[test]
 fn the_compaction_checker_runs_periodic_major_compactions() {
     let ts = TestServer::with_config(|c| {
-        c.storage.major_compaction_period_ms = 1500;
-        c.storage.major_compaction_jitter = 0.0;
-        c.storage.compaction_check_interval_ms = 100;
+        c.storage.major_compaction_period_ms = Some(1500);
+        c.storage.major_compaction_jitter = Some(0.0);
+        c.storage.compaction_check_interval_ms = Some(100);
     });
     ts.create("t", &["cf"], &[]);
     ts.put("t", "row1", "cf", "q", "one");

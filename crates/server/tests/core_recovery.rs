@@ -283,7 +283,7 @@ fn crash_config(c: &mut ServerConfig) {
     c.split.initial_bytes = 32 * 1024;
     c.split.max_bytes = 64 * 1024;
     c.split.check_interval_ms = 20;
-    c.storage.memstore_flush_bytes = 16 * 1024;
+    c.storage.memstore_flush_bytes = Some(16 * 1024);
 }
 
 /// Not a test on its own: the child process of `sigkill_loses_no_acknowledged_write`, which

@@ -25,7 +25,7 @@ fn regions_split_under_load_without_losing_or_repeating_rows() {
         c.split.initial_bytes = 64 * 1024;
         c.split.max_bytes = 256 * 1024;
         c.split.check_interval_ms = 50;
-        c.storage.memstore_flush_bytes = 32 * 1024;
+        c.storage.memstore_flush_bytes = Some(32 * 1024);
     }));
     let mut f = family("cf");
     f.block_size = 4096;
@@ -194,7 +194,7 @@ fn split_size_doubles_per_split() {
         c.split.initial_bytes = 16 * 1024;
         c.split.max_bytes = 64 * 1024 * 1024;
         c.split.check_interval_ms = 20;
-        c.storage.memstore_flush_bytes = 16 * 1024;
+        c.storage.memstore_flush_bytes = Some(16 * 1024);
     });
     let mut f = family("cf");
     f.block_size = 1024;

@@ -80,8 +80,8 @@ impl<T: CellIter + ?Sized> CellIter for Box<T> {
     }
 }
 
-pub mod merge;
-pub mod range;
+mod merge;
+mod range;
 
 pub use merge::MergeIter;
-pub use range::RangeIter;
+pub(crate) use range::RangeIter;

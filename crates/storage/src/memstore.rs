@@ -1,7 +1,7 @@
 //! The memstore: an arena-backed concurrent skiplist holding a store's recent writes.
 //!
 //! HOT PATH: every write inserts here. No heap allocation per cell (cells are copied into
-//! arena chunks, [`arena`]), no blocking of readers by the writer ([`skiplist`]), no IO.
+//! arena chunks, `arena`), no blocking of readers by the writer (`skiplist`), no IO.
 //!
 //! Memory is released only when the whole memstore drops (its chunks to the
 //! [`chunk_pool`], for the next memstore); iterators hold an

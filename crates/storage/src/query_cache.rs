@@ -39,7 +39,7 @@ const RESULT_OVERHEAD: usize = 128;
 /// u32 value_len | value` (little-endian), families by index into `families`. About 26 bytes
 /// per cell beside its qualifier and value, where `Cell`s would take ~120.
 #[derive(Debug, Clone, Default)]
-pub struct CachedResult {
+pub(crate) struct CachedResult {
     row: Bytes,
     families: Vec<Bytes>,
     data: Bytes,
@@ -107,7 +107,7 @@ impl CachedResult {
 
 /// A sink that passes cells on to another and records them as a [`CachedResult`]; also the
 /// oldest timestamp of each family seen, for TTL expiry.
-pub struct Recorder<'s, S> {
+pub(crate) struct Recorder<'s, S> {
     inner: &'s mut S,
     families: Vec<Bytes>,
     oldest: Vec<u64>,
@@ -184,14 +184,14 @@ impl<S: CellSink> CellSink for Recorder<'_, S> {
 
 /// What a Get asked for besides its row; entries are per row and shape.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct GetShape {
+pub(crate) struct GetShape {
     pub columns: Vec<Column>,
     pub time_range: TimeRange,
     pub max_versions: u32,
 }
 
 /// The answer of [`QueryCache::lookup`].
-pub enum Lookup {
+pub(crate) enum Lookup {
     /// The cells, as the Get returned them when it was cached.
     Hit(Arc<CachedResult>),
     /// Not cached: read, then offer the result with [`QueryCache::fill`] and this ticket.
@@ -202,7 +202,7 @@ pub enum Lookup {
 
 /// The shard generation a missed Get saw before it took its read point.
 #[derive(Debug, Clone, Copy)]
-pub struct Ticket {
+pub(crate) struct Ticket {
     hash: u64,
     generation: u64,
 }
@@ -348,7 +348,7 @@ impl QueryCache {
 
     /// The cached result of a Get of `row` with `shape` in region `region`, if any and not
     /// expired at `now` (ms).
-    pub fn lookup(&self, region: u64, row: &[u8], shape: &GetShape, now: u64) -> Lookup {
+    pub(crate) fn lookup(&self, region: u64, row: &[u8], shape: &GetShape, now: u64) -> Lookup {
         let hash = self.hash(region, row);
         let mut shard = self.shard(hash).lock();
         if shard.writing.contains_key(&hash) {
@@ -379,7 +379,7 @@ impl QueryCache {
 
     /// Offers the result of a Get that missed with `ticket`; kept unless a write in its shard
     /// began or ended since the lookup. `expires_at`: as [`Variant::expires_at`].
-    pub fn fill(
+    pub(crate) fn fill(
         &self,
         ticket: Ticket,
         region: u64,
@@ -452,7 +452,7 @@ impl QueryCache {
 
     /// A write of `row` in `region` is about to make cells visible: drops the row's entries
     /// and keeps Gets of it away from the cache until [`QueryCache::write_ends`].
-    pub fn write_begins(&self, region: u64, row: &[u8]) {
+    pub(crate) fn write_begins(&self, region: u64, row: &[u8]) {
         let hash = self.hash(region, row);
         let mut shard = self.shard(hash).lock();
         shard.generation += 1;
@@ -465,7 +465,7 @@ impl QueryCache {
     }
 
     /// The write [`QueryCache::write_begins`] announced is visible (or aborted).
-    pub fn write_ends(&self, region: u64, row: &[u8]) {
+    pub(crate) fn write_ends(&self, region: u64, row: &[u8]) {
         let hash = self.hash(region, row);
         let mut shard = self.shard(hash).lock();
         shard.generation += 1;
@@ -478,7 +478,7 @@ impl QueryCache {
     }
 
     /// Drops every entry of `region` (closed: its id is never used again).
-    pub fn forget_region(&self, region: u64) {
+    pub(crate) fn forget_region(&self, region: u64) {
         for shard in self.shards.iter() {
             let mut shard = shard.lock();
             let gone: Vec<u64> = shard

@@ -1,6 +1,6 @@
-//! A region: the rows `[start_key, end_key)` of one table, one [`store::Store`] per family.
+//! A region: the rows `[start_key, end_key)` of one table, one `store::Store` per family.
 //!
-//! Write path ([`Region::mutate`]): validate → take the write lock → sequence id ([`mvcc`]) →
+//! Write path ([`Region::mutate`]): validate → take the write lock → sequence id (`mvcc`) →
 //! WAL append (buffered) → memstore insert → release the lock → WAL sync to the requested
 //! durability (group commit with other writers) → MVCC complete (the write becomes visible).
 //! If the WAL fails the write is aborted instead: its cells stay in the memstore, invisible to
@@ -8,35 +8,40 @@
 //! [`Region::try_mutate_deferred`] and [`PendingWrite::try_finish`], which never wait: what
 //! would wait is handed back to be finished on a thread that may.
 //! Read path ([`Region::get`], [`Region::scan`]): read point → per-family merge of memstores
-//! and pruned store files → [`matcher`] (deletes, versions, TTL, time range) → a
+//! and pruned store files → `matcher` (deletes, versions, TTL, time range) → a
 //! [`CellSink`]: [`RowCells`] for readers that want `Cell`s, or the network reactor's answer
 //! ([`Region::get_cached_into`]).
 //! Layout on disk: `docs/region-layout.md`.
 
 mod background;
-pub mod compaction;
-pub mod config;
-pub mod descriptor;
-pub mod edit;
+mod compaction;
+mod config;
+// `descriptor` and `store_files` are the crate's, not private: `crate::fuzzing` hands the fuzz
+// targets their codecs.
+pub(crate) mod descriptor;
 mod get;
-pub mod levels;
-pub mod matcher;
-pub mod mvcc;
-pub mod runs;
-pub mod scanner;
-pub mod sink;
-pub mod split;
-pub mod store;
-pub mod store_files;
+mod inspect;
+mod levels;
+mod matcher;
+mod mvcc;
+mod runs;
+mod scanner;
+mod sink;
+mod split;
+mod store;
+pub(crate) mod store_files;
 #[cfg(test)]
 mod test_files;
-pub mod throttle;
+mod throttle;
+pub mod wal_payload;
 
 pub use compaction::Compacted;
 pub use config::{Clock, CompactionStyle, ManualClock, StorageConfig, SystemClock};
 pub use descriptor::RegionInfo;
+pub use inspect::{FileCheck, RegionDir};
 pub use scanner::RegionScanner;
 pub use sink::RowCells;
+pub use throttle::Throttle;
 
 use crate::block_cache::{BlockCache, CacheStats};
 use crate::fs::{FsRef, LocalFs};
@@ -59,6 +64,10 @@ use std::sync::Arc;
 use std::time::Instant;
 use store::Store;
 
+/// The WAL directory inside a standalone region's directory (a region server keeps one WAL
+/// for all its regions elsewhere).
+const STANDALONE_WAL_DIR: &str = "wal";
+
 /// How long a network reactor spins for a region's write lock before it declines a write
 /// (the lock is held for microseconds of memory work, never across IO).
 const REACTOR_LOCK_WAIT: std::time::Duration = std::time::Duration::from_micros(50);
@@ -71,7 +80,7 @@ pub struct StorageServices {
     pub block_cache: Arc<BlockCache>,
     pub query_cache: Arc<QueryCache>,
     /// The bandwidth limit every compaction of these services shares.
-    pub compaction_throttle: throttle::Throttle,
+    pub compaction_throttle: Throttle,
     pub config: StorageConfig,
     background: Background,
 }
@@ -92,7 +101,7 @@ impl StorageServices {
                 BlockCache::new(config.block_cache_bytes).compressed(config.block_cache_compressed),
             ),
             query_cache: Arc::new(QueryCache::new(config.query_cache_bytes)),
-            compaction_throttle: throttle::Throttle::new(config.compaction_bytes_per_sec),
+            compaction_throttle: Throttle::new(config.compaction_bytes_per_sec),
             background: Background::start(
                 config.background,
                 config.compaction_threads,
@@ -332,7 +341,8 @@ impl Region {
         config: StorageConfig,
     ) -> Result<Region> {
         crate::fs::create_dir_durable(fs.as_ref(), dir)?;
-        let (services, records) = StorageServices::open(Arc::clone(&fs), &dir.join("wal"), config)?;
+        let (services, records) =
+            StorageServices::open(Arc::clone(&fs), &dir.join(STANDALONE_WAL_DIR), config)?;
         let info = RegionInfo::whole(1);
         match Region::open_in(&services, dir, info, schema, &records) {
             Ok(mut r) => {
@@ -389,7 +399,7 @@ impl Region {
         let mut replayed = 0u64;
         for rec in replay.iter().filter(|r| r.region == info.id) {
             let what = format!("WAL record of region {} seq {}", info.id, rec.seq);
-            for cell in edit::decode(&rec.payload, &what)? {
+            for cell in wal_payload::decode(&rec.payload, &what)? {
                 let Some((store, &flushed_seq)) = stores
                     .iter()
                     .zip(&flushed)
@@ -911,7 +921,7 @@ impl RegionInner {
                 .iter()
                 .map(|(i, k, v)| (&self.stores[*i].name[..], &k[..], &v[..]))
                 .collect();
-            edit::encode(&mut payload, m.nonce, &refs);
+            wal_payload::encode(&mut payload, m.nonce, &refs);
             match self.services.wal.append(self.info.id, seq, &payload) {
                 Ok(t) => ticket = Some(t),
                 Err(e) => {

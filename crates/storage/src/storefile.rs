@@ -11,8 +11,8 @@ mod bloom;
 mod coding;
 mod compression;
 mod footer;
-#[doc(hidden)]
-pub mod fuzzing;
+// Reached through `crate::fuzzing`.
+pub(crate) mod fuzzing;
 mod hash;
 mod index;
 mod iter;
@@ -20,10 +20,11 @@ mod meta;
 mod reader;
 mod writer;
 
-pub use bloom::RowProbe;
-pub use footer::{FORMAT_VERSION, MAGIC};
+pub(crate) use bloom::RowProbe;
+pub use footer::FORMAT_VERSION;
 pub use iter::StoreFileIter;
-pub use reader::{bytes_read, cache_only, StoreFile};
+pub(crate) use reader::cache_only;
+pub use reader::{bytes_read, StoreFile};
 pub use writer::StoreFileWriter;
 
 use cellar_model::{BloomType, Compression, FamilySchema};

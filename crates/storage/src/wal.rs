@@ -6,18 +6,21 @@
 //! Layout: [`format`] (segment header, record framing, checksums), `writer` (the active
 //! segment), `commit` (append buffer, write and sync rounds, background thread, rolling,
 //! failures), `reader` (replay: prefix, torn tails, corruption), `segments` (segment names and
-//! per-region bookkeeping for deletion).
+//! per-region bookkeeping for deletion), [`log_split`] (failover: a dead server's log split by
+//! region).
 
 mod commit;
-pub mod format;
-mod reader;
+// `format` and `reader` are the crate's, not private: `crate::fuzzing` hands the fuzz targets
+// the segment codec and the replay of one segment.
+pub(crate) mod format;
+pub mod log_split;
+pub(crate) mod reader;
 mod segments;
-pub mod split;
 mod writer;
 
-/// For the fuzz targets in `fuzz/`: replay of one segment's bytes.
-#[doc(hidden)]
-pub use reader::replay_segment;
+/// Sizes in the segment format (`docs/wal-format.md`): where a segment's records begin and
+/// how long a record's header is, for tools and tests that find a record by its offset.
+pub use format::{HEADER_LEN as SEGMENT_HEADER_LEN, RECORD_HEADER_LEN};
 
 use crate::fs::FsRef;
 use bytes::Bytes;

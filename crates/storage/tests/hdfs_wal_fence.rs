@@ -9,7 +9,7 @@
 
 use cellar_model::Durability;
 use cellar_storage::fs::{FileSystem, FsRef, HdfsFs};
-use cellar_storage::wal::{split, Wal, WalOptions};
+use cellar_storage::wal::{log_split, Wal, WalOptions};
 use cellar_testing::MiniDfs;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -79,7 +79,7 @@ fn rename(master: &dyn FileSystem, l: &Layout) {
 
 fn split_and_remove(master: &dyn FileSystem, l: &Layout) {
     let regions = l.regions.clone();
-    split::split(master, &l.splitting, false, |id| {
+    log_split::split(master, &l.splitting, false, |id| {
         Some(regions.join(id.to_string()))
     })
     .expect("the master's split");
@@ -90,7 +90,7 @@ fn split_and_remove(master: &dyn FileSystem, l: &Layout) {
 
 /// The sequence ids the master's splits put into region 1's recovered edits.
 fn split_seqs(master: &dyn FileSystem, l: &Layout) -> BTreeSet<u64> {
-    split::read_recovered(master, &l.regions.join("1"))
+    log_split::read_recovered(master, &l.regions.join("1"))
         .expect("read the recovered edits")
         .iter()
         .map(|r| r.seq)

@@ -177,26 +177,3 @@ fn a_compacted_store_with_a_ttl_is_compacted_again_once_cells_can_have_expired()
     assert!(!region.major_compaction_due());
     region.close().expect("close");
 }
-
-#[test]
-fn jitter_spreads_stores_and_is_stable_per_store() {
-    use cellar_storage::region::compaction::jittered_period;
-    let week = 7 * DAY_MS;
-    let periods: Vec<u64> = (0..200u64)
-        .map(|id| jittered_period(week, 0.5, (id, b"cf")))
-        .collect();
-    assert!(periods
-        .iter()
-        .all(|&p| p >= week / 2 && p <= week + week / 2));
-    let min = periods.iter().min().copied().unwrap_or(0);
-    let max = periods.iter().max().copied().unwrap_or(0);
-    assert!(
-        max - min > week / 2,
-        "spread across the window: {min}..{max}"
-    );
-    assert_eq!(
-        jittered_period(week, 0.5, (7, b"cf")),
-        jittered_period(week, 0.5, (7, b"cf"))
-    );
-    assert_eq!(jittered_period(week, 0.0, (7, b"cf")), week);
-}

@@ -3,8 +3,8 @@
 
 use cellar_model::Error;
 use cellar_storage::fs::LocalFs;
-use cellar_storage::wal::format::{HEADER_LEN, RECORD_HEADER_LEN};
 use cellar_storage::wal::{Wal, WalOptions};
+use cellar_storage::wal::{RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 use std::path::{Path, PathBuf};
 
 fn write_segment(dir: &Path, n: u64) -> PathBuf {
@@ -38,7 +38,7 @@ fn flipped_byte_in_an_early_record_is_an_error() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let seg = write_segment(tmp.path(), 10);
     let record = RECORD_HEADER_LEN + 16;
-    let third = HEADER_LEN + 2 * record;
+    let third = SEGMENT_HEADER_LEN + 2 * record;
     let mut data = std::fs::read(&seg).expect("read");
     data[third + RECORD_HEADER_LEN + 3] ^= 0x01;
     std::fs::write(&seg, &data).expect("write");
@@ -65,10 +65,13 @@ fn flipped_byte_in_an_early_record_is_an_error() {
 fn corrupt_length_in_an_early_record_is_an_error() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let seg = write_segment(tmp.path(), 4);
-    patch(&seg, HEADER_LEN + 4, &u32::MAX.to_le_bytes());
+    patch(&seg, SEGMENT_HEADER_LEN + 4, &u32::MAX.to_le_bytes());
     let msg = reopen(tmp.path()).to_string();
     assert!(msg.contains(&seg.display().to_string()), "{msg}");
-    assert!(msg.contains(&format!("offset {HEADER_LEN}")), "{msg}");
+    assert!(
+        msg.contains(&format!("offset {SEGMENT_HEADER_LEN}")),
+        "{msg}"
+    );
 }
 
 #[test]
@@ -76,7 +79,7 @@ fn corrupt_older_segment_is_an_error_even_when_newer_ones_are_fine() {
     let tmp = tempfile::tempdir().expect("tempdir");
     let first = write_segment(tmp.path(), 3);
     let _second = write_segment(tmp.path(), 3);
-    patch(&first, HEADER_LEN + 20, b"\xff");
+    patch(&first, SEGMENT_HEADER_LEN + 20, b"\xff");
     let msg = reopen(tmp.path()).to_string();
     assert!(msg.contains(&first.display().to_string()), "{msg}");
 }
@@ -155,7 +158,7 @@ fn skip_errors_keeps_the_prefix_moves_the_segment_aside_and_goes_on() {
     // Damage the fifth record of the first segment: records 0..4 read, 4..10 are lost.
     let record = RECORD_HEADER_LEN + 16;
     let mut data = std::fs::read(&first).expect("read");
-    data[HEADER_LEN + 4 * record + RECORD_HEADER_LEN] ^= 0x10;
+    data[SEGMENT_HEADER_LEN + 4 * record + RECORD_HEADER_LEN] ^= 0x10;
     std::fs::write(&first, &data).expect("write");
     reopen(tmp.path());
 

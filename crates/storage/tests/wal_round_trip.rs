@@ -100,7 +100,7 @@ fn async_and_skip_return_at_once_and_async_reaches_the_os() {
     wal.sync(t, Durability::SkipWal).expect("skip");
     let seg = wal.segments().pop().expect("segment");
     let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    let header = cellar_storage::wal::format::HEADER_LEN as u64;
+    let header = cellar_storage::wal::SEGMENT_HEADER_LEN as u64;
     while std::fs::metadata(&seg).expect("stat").len() <= header {
         assert!(
             std::time::Instant::now() < deadline,

@@ -2,8 +2,8 @@
 //! warns naming the file and offset, cuts the file there, and the log carries on.
 
 use cellar_storage::fs::LocalFs;
-use cellar_storage::wal::format::{HEADER_LEN, RECORD_HEADER_LEN};
 use cellar_storage::wal::{Wal, WalOptions, WalRecord};
+use cellar_storage::wal::{RECORD_HEADER_LEN, SEGMENT_HEADER_LEN};
 use parking_lot::Mutex;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -57,7 +57,7 @@ fn open_logged(dir: &Path) -> (Arc<Wal>, Vec<WalRecord>, Vec<String>) {
 fn write_segment(dir: &Path, n: u64) -> (PathBuf, Vec<u64>) {
     let (wal, _, _) = open_logged(dir);
     let mut ends = Vec::new();
-    let mut end = HEADER_LEN as u64;
+    let mut end = SEGMENT_HEADER_LEN as u64;
     for i in 0..n {
         let payload = format!("payload number {i}");
         wal.append(7, i, payload.as_bytes()).expect("append");

@@ -77,7 +77,7 @@ pub fn store_file(file: &mut [u8], footer: bool, blocks: bool) {
             let raw = if code == 0 {
                 Some(payload)
             } else {
-                cellar_storage::storefile::fuzzing::decompress_payload(code, &payload).ok()
+                cellar_storage::fuzzing::storefile_block::decompress_payload(code, &payload).ok()
             };
             for (off, size) in raw.as_deref().map(index_handles).unwrap_or_default() {
                 fix_block(file, off, size, footer_start);

@@ -11,9 +11,9 @@ use cellar_model::{
 };
 use cellar_proto::{cellblock, convert, frame, hbase, hbase_wire, pb};
 use cellar_storage::fs::FsRef;
-use cellar_storage::region::{descriptor, edit, store_files, RegionInfo};
+use cellar_storage::fuzzing::{region_descriptor, store_files, wal_segment};
+use cellar_storage::region::{wal_payload, RegionInfo};
 use cellar_storage::storefile::{StoreFileOptions, StoreFileWriter};
-use cellar_storage::wal::format as walfmt;
 use prost::Message;
 use std::path::Path;
 
@@ -44,7 +44,10 @@ fn thrift(out: &mut Vec<Seed>) {
     ]);
     let batch = Value::Struct(vec![
         (1, Value::text("row")),
-        (2, Value::List(TType::Struct, vec![mutation.clone(), mutation])),
+        (
+            2,
+            Value::List(TType::Struct, vec![mutation.clone(), mutation]),
+        ),
     ]);
     let attrs = Value::Map(TType::Binary, TType::Binary, vec![]);
     let calls = [
@@ -78,11 +81,26 @@ fn thrift(out: &mut Vec<Seed>) {
     for (i, (name, body)) in calls.iter().enumerate() {
         for (sel, protocol) in [(0u8, Protocol::Binary), (1, Protocol::Compact)] {
             let mut bytes = vec![sel];
-            write_message(&mut bytes, protocol, name, MessageType::Call, i as i32, body);
-            out.push(("thrift_message", format!("{name}-{protocol}"), bytes.clone()));
+            write_message(
+                &mut bytes,
+                protocol,
+                name,
+                MessageType::Call,
+                i as i32,
+                body,
+            );
+            out.push((
+                "thrift_message",
+                format!("{name}-{protocol}"),
+                bytes.clone(),
+            ));
             // The same call as an unframed connection receives it one byte at a time.
             bytes[0] = sel | 1 << 1;
-            out.push(("thrift_message", format!("{name}-{protocol}-bytewise"), bytes));
+            out.push((
+                "thrift_message",
+                format!("{name}-{protocol}-bytewise"),
+                bytes,
+            ));
         }
     }
     // Lists claiming 8 Mi one-byte elements (bools, empty structs), 16 of them present: 8 MiB
@@ -90,7 +108,14 @@ fn thrift(out: &mut Vec<Seed>) {
     for (sel, protocol) in [(0u8, Protocol::Binary), (1, Protocol::Compact)] {
         for (what, binary, compact, elem) in [("bools", 2u8, 1u8, 1u8), ("structs", 12, 12, 0)] {
             let mut bytes = vec![sel];
-            write_message(&mut bytes, protocol, "mutateRows", MessageType::Call, 1, &[]);
+            write_message(
+                &mut bytes,
+                protocol,
+                "mutateRows",
+                MessageType::Call,
+                1,
+                &[],
+            );
             bytes.pop(); // the empty body's stop byte
             let n: u32 = 8 << 20;
             match protocol {
@@ -109,7 +134,11 @@ fn thrift(out: &mut Vec<Seed>) {
                 }
             }
             bytes.extend_from_slice(&[elem; 16]);
-            out.push(("thrift_message", format!("huge-list-of-{what}-{protocol}"), bytes));
+            out.push((
+                "thrift_message",
+                format!("huge-list-of-{what}-{protocol}"),
+                bytes,
+            ));
         }
     }
 }
@@ -387,8 +416,14 @@ fn native(out: &mut Vec<Seed>) {
         value: bytes::Bytes::copy_from_slice(v.as_bytes()),
     };
     let columns = cellar_proto::prepared::Columns::new(vec![
-        (bytes::Bytes::from_static(b"cf"), bytes::Bytes::from_static(b"a")),
-        (bytes::Bytes::from_static(b"cf"), bytes::Bytes::from_static(b"b")),
+        (
+            bytes::Bytes::from_static(b"cf"),
+            bytes::Bytes::from_static(b"a"),
+        ),
+        (
+            bytes::Bytes::from_static(b"cf"),
+            bytes::Bytes::from_static(b"b"),
+        ),
     ]);
     for compress in [false, true] {
         let mut e = cellar_proto::prepared::Encoder::new(&columns);
@@ -750,12 +785,13 @@ fn storage(out: &mut Vec<Seed>) {
         })
         .collect();
     for interval in [1, 16] {
-        let raw = cellar_storage::storefile::fuzzing::encode_block(&entries, interval);
+        let raw = cellar_storage::fuzzing::storefile_block::encode_block(&entries, interval);
         let mut v = vec![0u8];
         v.extend_from_slice(&raw);
         out.push(("storefile_block", format!("raw-{interval}"), v));
         for code in [1u8, 2, 3] {
-            if let Some(c) = cellar_storage::storefile::fuzzing::compress_payload(code, &raw) {
+            if let Some(c) = cellar_storage::fuzzing::storefile_block::compress_payload(code, &raw)
+            {
                 let mut v = vec![code];
                 v.extend_from_slice(&c);
                 out.push(("storefile_block", format!("codec{code}-{interval}"), v));
@@ -769,9 +805,9 @@ fn storage(out: &mut Vec<Seed>) {
         end_key: Bytes::from_static(b"m"),
     };
     let dir = Path::new("/seed/region");
-    descriptor::write(&*mem, dir, &info, &schema()).expect("memory");
+    region_descriptor::write(&*mem, dir, &info, &schema()).expect("memory");
     let file = mem
-        .get(&dir.join(descriptor::DESCRIPTOR_FILE))
+        .get(&dir.join(region_descriptor::DESCRIPTOR_FILE))
         .expect("written");
     out.push((
         "region_descriptor",
@@ -822,7 +858,7 @@ fn storage(out: &mut Vec<Seed>) {
     let key1 = make_key(b"row1", b"q", 5, CellType::Put, 11);
     let key2 = make_key(b"row1", b"", 5, CellType::DeleteFamily, 11);
     let mut payload = Vec::new();
-    edit::encode(
+    wal_payload::encode(
         &mut payload,
         None,
         &[(b"f", &key1, b"value"), (b"g", &key2, b"")],
@@ -833,10 +869,10 @@ fn storage(out: &mut Vec<Seed>) {
         group: 77,
         nonce: 1001,
     };
-    edit::encode(&mut with_nonce, Some(nonce), &[(b"f", &key1, b"8bytes!!")]);
+    wal_payload::encode(&mut with_nonce, Some(nonce), &[(b"f", &key1, b"8bytes!!")]);
     out.push(("wal_edit", "nonce".into(), with_nonce));
-    let framer = walfmt::RecordFramer::new(crate::targets::FUZZ_SALT);
-    let mut seg = walfmt::segment_header(crate::targets::FUZZ_SALT).to_vec();
+    let framer = wal_segment::RecordFramer::new(crate::targets::FUZZ_SALT);
+    let mut seg = wal_segment::segment_header(crate::targets::FUZZ_SALT).to_vec();
     for (region, seq) in [(7u64, 11u64), (7, 12), (9, 1)] {
         seg.extend_from_slice(&framer.header(region, seq, &payload).expect("fits"));
         seg.extend_from_slice(&payload);
@@ -914,10 +950,7 @@ const SERVER_CERT_PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBpzCCAU6gAwIBAgIU
 
 /// The DER bytes of a one-certificate PEM text.
 fn pem_body(pem: &str) -> Vec<u8> {
-    let b64: String = pem
-        .lines()
-        .filter(|l| !l.starts_with("-----"))
-        .collect();
+    let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
     base64_decode(&b64)
 }
 

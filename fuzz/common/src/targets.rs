@@ -12,10 +12,10 @@ use cellar_proto::cellblock::{self, CellReader};
 use cellar_proto::{convert, frame, hbase_wire, pb};
 use cellar_storage::block_cache::{BlockCache, Priority};
 use cellar_storage::fs::FsRef;
+use cellar_storage::fuzzing::{region_descriptor, store_files, storefile_block, wal_segment};
 use cellar_storage::iter::CellIter;
-use cellar_storage::region::{descriptor, edit, store_files};
-use cellar_storage::storefile::{self, StoreFile, StoreFileOptions, StoreFileWriter};
-use cellar_storage::wal::{self, format as walfmt};
+use cellar_storage::region::wal_payload;
+use cellar_storage::storefile::{StoreFile, StoreFileOptions, StoreFileWriter};
 use prost::Message;
 use std::path::Path;
 use std::sync::Arc;
@@ -202,7 +202,8 @@ pub fn native_request(data: &[u8]) {
             }
         }
         M::UserPermissions => {
-            if let Some(r) = decode::<pb::UserPermissionsRequest>(&param, "UserPermissionsRequest") {
+            if let Some(r) = decode::<pb::UserPermissionsRequest>(&param, "UserPermissionsRequest")
+            {
                 let _ = cellar_server::native_service::scope_from_pb(r.scope.as_ref());
             }
         }
@@ -613,12 +614,12 @@ pub fn storefile_block(data: &[u8]) {
     };
     let raw = match codec & 3 {
         0 => payload.to_vec(),
-        c => match storefile::fuzzing::decompress_payload(c, payload) {
+        c => match storefile_block::decompress_payload(c, payload) {
             Ok(raw) => raw,
             Err(_) => return,
         },
     };
-    let _ = storefile::fuzzing::block(Bytes::from(raw));
+    let _ = storefile_block::block(Bytes::from(raw));
 }
 
 /// `flags | bytes`: a region descriptor (`.regioninfo`), the bytes as the whole file, or with
@@ -635,14 +636,14 @@ pub fn region_descriptor(data: &[u8]) {
     };
     let fs = MemFs::new();
     let dir = Path::new("/t/r1");
-    fs.put(&dir.join(descriptor::DESCRIPTOR_FILE), file);
-    let Ok((info, schema)) = descriptor::read(&*fs, dir) else {
+    fs.put(&dir.join(region_descriptor::DESCRIPTOR_FILE), file);
+    let Ok((info, schema)) = region_descriptor::read(&*fs, dir) else {
         return;
     };
     let dir2 = Path::new("/t/r2");
-    descriptor::write(&*fs, dir2, &info, &schema).expect("writes to memory");
+    region_descriptor::write(&*fs, dir2, &info, &schema).expect("writes to memory");
     let back: (_, TableSchema) =
-        descriptor::read(&*fs, dir2).expect("a written descriptor reads back");
+        region_descriptor::read(&*fs, dir2).expect("a written descriptor reads back");
     assert_eq!(
         back,
         (info, schema),
@@ -684,13 +685,13 @@ pub fn store_refs(data: &[u8]) {
 /// A WAL edit payload (the cells of one row mutation, with a nonce in version 2). One that
 /// decodes is exactly what the encoder writes for its cells and nonce.
 pub fn wal_edit(data: &[u8]) {
-    let Ok(cells) = edit::decode(data, "fuzz edit") else {
+    let Ok(cells) = wal_payload::decode(data, "fuzz edit") else {
         return;
     };
     let triples: Vec<(&[u8], &[u8], &[u8])> =
         cells.iter().map(|c| (c.family, c.key, c.value)).collect();
     let mut out = Vec::new();
-    edit::encode(&mut out, edit::nonce(data), &triples);
+    wal_payload::encode(&mut out, wal_payload::nonce(data), &triples);
     assert_eq!(out, data, "edit does not round-trip");
 }
 
@@ -705,27 +706,27 @@ pub fn wal_segment(data: &[u8]) {
     let Some((&flags, rest)) = data.split_first() else {
         return;
     };
-    let mut seg = Vec::with_capacity(rest.len() + walfmt::HEADER_LEN);
+    let mut seg = Vec::with_capacity(rest.len() + wal_segment::HEADER_LEN);
     if flags & 1 != 0 {
-        seg.extend_from_slice(&walfmt::segment_header(FUZZ_SALT));
+        seg.extend_from_slice(&wal_segment::segment_header(FUZZ_SALT));
     }
     seg.extend_from_slice(rest);
     if flags & 2 != 0 {
         fixup::wal_segment(&mut seg);
     }
-    let header = walfmt::check_segment_header("fuzz-segment", &seg);
+    let header = wal_segment::check_segment_header("fuzz-segment", &seg);
     let mut walked = Vec::new();
     if let Ok(h) = &header {
         for p in 0..seg.len().min(32) {
-            let _ = walfmt::decode_at(h, &seg, p);
+            let _ = wal_segment::decode_at(h, &seg, p);
         }
         let mut pos = h.len;
-        while let walfmt::Decoded::Record {
+        while let wal_segment::Decoded::Record {
             region,
             seq,
             payload,
             next,
-        } = walfmt::decode_at(h, &seg, pos)
+        } = wal_segment::decode_at(h, &seg, pos)
         {
             assert!(next > pos, "decode_at does not advance");
             walked.push((region, seq, Bytes::copy_from_slice(&seg[payload])));
@@ -736,7 +737,7 @@ pub fn wal_segment(data: &[u8]) {
         }
     }
     let seg = Bytes::from(seg);
-    let Ok(replay) = wal::replay_segment("fuzz-segment", &seg) else {
+    let Ok(replay) = wal_segment::replay_segment("fuzz-segment", &seg) else {
         return;
     };
     let Ok(header) = header else {
@@ -752,11 +753,11 @@ pub fn wal_segment(data: &[u8]) {
         assert!(d.offset as usize >= header.len, "damage inside the header");
     }
     for r in &replay.records {
-        let _ = edit::decode(&r.payload, "fuzz record");
+        let _ = wal_payload::decode(&r.payload, "fuzz record");
     }
     let salt = header.salt ^ 1;
-    let framer = walfmt::RecordFramer::new(salt);
-    let mut again = walfmt::segment_header(salt).to_vec();
+    let framer = wal_segment::RecordFramer::new(salt);
+    let mut again = wal_segment::segment_header(salt).to_vec();
     for r in &replay.records {
         let h = framer
             .header(r.region, r.seq, &r.payload)
@@ -764,8 +765,8 @@ pub fn wal_segment(data: &[u8]) {
         again.extend_from_slice(&h);
         again.extend_from_slice(&r.payload);
     }
-    let back =
-        wal::replay_segment("fuzz-segment", &Bytes::from(again)).expect("re-framed records replay");
+    let back = wal_segment::replay_segment("fuzz-segment", &Bytes::from(again))
+        .expect("re-framed records replay");
     assert!(back.damage.is_none(), "re-framed records leave damage");
     assert_eq!(
         back.records, replay.records,
@@ -818,7 +819,11 @@ pub fn permission_record(data: &[u8]) {
         None => (data, &[][..]),
     };
     if let Ok((user, scope)) = acl::decode_key(key) {
-        assert_eq!(acl::encode_key(&user, &scope), key, "a permission record does not round-trip");
+        assert_eq!(
+            acl::encode_key(&user, &scope),
+            key,
+            "a permission record does not round-trip"
+        );
     }
     if let Ok(text) = std::str::from_utf8(value) {
         if let Ok(actions) = acl::Actions::parse(text) {
@@ -876,12 +881,16 @@ pub fn thrift_message(data: &[u8]) {
         "the decoded message is over the limit"
     );
     let mut again = Vec::new();
-    write_message(&mut again, protocol, &msg.name, msg.kind, msg.seq, &msg.body);
+    write_message(
+        &mut again, protocol, &msg.name, msg.kind, msg.seq, &msg.body,
+    );
     let (back, n) = read_message(&again, protocol, limits)
         .unwrap_or_else(|e| panic!("a re-encoded message does not decode: {e}"));
     assert_eq!(n, again.len(), "the re-encoded message has trailing bytes");
     // Doubles are compared through their encoding (a NaN is not equal to itself).
     let mut twice = Vec::new();
-    write_message(&mut twice, protocol, &back.name, back.kind, back.seq, &back.body);
+    write_message(
+        &mut twice, protocol, &back.name, back.kind, back.seq, &back.body,
+    );
     assert_eq!(twice, again, "the message does not round-trip");
 }

@@ -9,7 +9,7 @@
 use super::znodes::{self, Paths};
 use super::{CoordError, Coordination, Election, ServerRecord, SessionState};
 use bytes::Bytes;
-use cellar_storage::bridge::{wait_on, Waited as Wait};
+use cellar_storage::deadline_wait::{wait_on, Waited as Wait};
 use parking_lot::Mutex;
 use std::future::Future;
 use std::sync::atomic::{AtomicU8, Ordering};

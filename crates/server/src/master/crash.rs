@@ -6,7 +6,7 @@ use crate::catalog::names;
 use crate::coord::ServerName;
 use crate::error::ServerError;
 use crate::meta::META_REGION_ID;
-use cellar_storage::wal::split;
+use cellar_storage::wal::log_split;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -53,7 +53,7 @@ impl Assignment {
             to
         };
         let regions = region_dirs(&*self.fs, &self.data_dir)?;
-        let summary = split::split(&*self.fs, &splitting, self.skip_wal_errors, |id| {
+        let summary = log_split::split(&*self.fs, &splitting, self.skip_wal_errors, |id| {
             regions.get(&id).cloned()
         })?;
         self.fs.delete_dir_all(&splitting)?;

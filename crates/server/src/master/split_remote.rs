@@ -4,7 +4,7 @@
 use super::{Assignment, Master};
 use crate::error::ServerError;
 use crate::router::{HostedRegion, RegionState};
-use cellar_storage::wal::split;
+use cellar_storage::wal::log_split;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -145,7 +145,7 @@ fn has_reference_files(
     }
     for family in fs.list(region_dir)? {
         let dir = region_dir.join(&family);
-        if family.starts_with('.') || family == split::RECOVERED_EDITS || !fs.exists(&dir)? {
+        if family.starts_with('.') || family == log_split::RECOVERED_EDITS || !fs.exists(&dir)? {
             continue;
         }
         if fs

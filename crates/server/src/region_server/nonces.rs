@@ -5,9 +5,9 @@
 //! server remembers the nonces it applied for [`NONCE_TTL`] and answers a retry with the
 //! current values of its columns instead of applying it again (HBase turns it into a Get the
 //! same way). A retry that arrives while the first attempt still runs waits for it. The nonce
-//! is logged in the WAL record with the edit (`cellar_storage::region::edit`), so a restart
-//! learns the nonces of the edits it replays: a retry sent to the restarted server is caught
-//! too, as long as the record is still in the log.
+//! is logged in the WAL record with the edit (`cellar_storage::region::wal_payload`), so a
+//! restart learns the nonces of the edits it replays: a retry sent to the restarted server is
+//! caught too, as long as the record is still in the log.
 //!
 //! Thread-safety: all methods take `&self`; the table is one mutex (held for a hash lookup).
 

@@ -12,7 +12,7 @@ use crate::meta::RegionRecord;
 use crate::router::{HostedRegion, RegionState};
 use cellar_model::TableSchema;
 use cellar_storage::region::{Region, RegionInfo, StorageServices};
-use cellar_storage::wal::split;
+use cellar_storage::wal::log_split;
 use cellar_storage::wal::WalRecord;
 use std::path::Path;
 use std::sync::Arc;
@@ -58,12 +58,12 @@ pub(crate) fn open_with_recovered(
     replay: &[WalRecord],
     nonces: &Nonces,
 ) -> Result<Region, ServerError> {
-    let recovered = split::read_recovered(&*services.fs, dir)?;
+    let recovered = log_split::read_recovered(&*services.fs, dir)?;
     if recovered.is_empty() {
         return Ok(Region::open_in(services, dir, info, schema, replay)?);
     }
     for r in &recovered {
-        if let Some(n) = cellar_storage::region::edit::nonce(&r.payload) {
+        if let Some(n) = cellar_storage::region::wal_payload::nonce(&r.payload) {
             nonces.replayed(n);
         }
     }
@@ -72,7 +72,7 @@ pub(crate) fn open_with_recovered(
     all.extend(recovered);
     let region = Region::open_in(services, dir, info, schema, &all)?;
     region.flush()?;
-    split::clear_recovered(&*services.fs, dir)?;
+    log_split::clear_recovered(&*services.fs, dir)?;
     tracing::info!(region = %dir.display(), edits = count, "replayed and flushed edits recovered from a dead server's log");
     Ok(region)
 }

@@ -23,7 +23,7 @@ impl RegionServer {
     pub(super) fn recover(&self, records: &[WalRecord]) -> Result<(), ServerError> {
         for r in records {
             self.note_region_id(r.region);
-            if let Some(n) = cellar_storage::region::edit::nonce(&r.payload) {
+            if let Some(n) = cellar_storage::region::wal_payload::nonce(&r.payload) {
                 self.nonces.replayed(n);
             }
         }

@@ -28,7 +28,7 @@ pub fn test_config(dir: &std::path::Path) -> ServerConfig {
         ..ServerConfig::default()
     };
     c.split.auto = false;
-    c.storage.block_cache_bytes = 8 * 1024 * 1024;
+    c.storage.block_cache_bytes = Some(8 * 1024 * 1024);
     c
 }
 

@@ -1,7 +1,7 @@
 //! [`FileSystem`] on HDFS, through `hdfs-native` (a pure-Rust client: no JVM, no libhdfs).
 //!
 //! The client is async; it runs on a small runtime this file system owns, and every call
-//! waits for its answer with a deadline ([`crate::bridge::wait_on`]), so it works from any
+//! waits for its answer with a deadline ([`crate::deadline_wait::wait_on`]), so it works from any
 //! thread and a dead NameNode is an error naming it, never a hang.
 //!
 //! Durability: HDFS has one durability point for a file being written, `hsync` (the DataNodes
@@ -24,7 +24,7 @@
 //! than HDFS's lease soft limit, 60 s) the caller waits, up to 75 s, then is refused.
 
 use super::{FileSyncer, FileSystem, LockGuard, RandomAccessFile, WritableFile};
-use crate::bridge::{wait_on, Waited};
+use crate::deadline_wait::{wait_on, Waited};
 use bytes::Bytes;
 use cellar_model::{Error, Result};
 use hdfs_native::file::{FileReader, FileWriter};

@@ -94,7 +94,7 @@ impl MergeIter {
     /// before any waits on one, for the seek and for its share of those rows, so a seek into
     /// several files costs one wait on the disk, not one per file and per block. A source's
     /// share is its bytes times `rows` over the largest source's cells (the largest holds
-    /// about every row once), at most [`MAX_AHEAD`], and nothing from the key `stop` on
+    /// about every row once), at most `MAX_AHEAD`, and nothing from the key `stop` on
     /// (empty: no bound; a scan's stop row).
     pub fn seek_ahead(&mut self, target: &[u8], rows: u64, stop: &[u8]) -> Result<()> {
         let rows = if rows > 1 { rows } else { 0 };

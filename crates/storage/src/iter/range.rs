@@ -2,7 +2,7 @@
 //! parent's store file that belongs to it (a reference file).
 
 use super::CellIter;
-use cellar_model::key::{compare_keys, first_on_row, KeyRef};
+use cellar_model::key::{compare_keys, first_on_row};
 use cellar_model::Result;
 use std::cmp::Ordering;
 
@@ -84,9 +84,4 @@ impl<I: CellIter> CellIter for RangeIter<I> {
             self.inner.seek(&start)
         }
     }
-}
-
-/// Whether a key lies in the rows `[start, end)`.
-pub fn row_in_range(key: &[u8], start: &[u8], end: &[u8]) -> bool {
-    KeyRef::parse(key).is_some_and(|k| k.row() >= start && (end.is_empty() || k.row() < end))
 }

@@ -552,3 +552,30 @@ impl Outputs<'_> {
         Ok(std::mem::take(&mut self.pending))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::jittered_period;
+
+    #[test]
+    fn jitter_spreads_stores_and_is_stable_per_store() {
+        let week = 7 * 24 * 3600 * 1000;
+        let periods: Vec<u64> = (0..200u64)
+            .map(|id| jittered_period(week, 0.5, (id, b"cf")))
+            .collect();
+        assert!(periods
+            .iter()
+            .all(|&p| p >= week / 2 && p <= week + week / 2));
+        let min = periods.iter().min().copied().unwrap_or(0);
+        let max = periods.iter().max().copied().unwrap_or(0);
+        assert!(
+            max - min > week / 2,
+            "spread across the window: {min}..{max}"
+        );
+        assert_eq!(
+            jittered_period(week, 0.5, (7, b"cf")),
+            jittered_period(week, 0.5, (7, b"cf"))
+        );
+        assert_eq!(jittered_period(week, 0.0, (7, b"cf")), week);
+    }
+}

@@ -53,11 +53,6 @@ impl ReadPoint {
                 .as_ref()
                 .is_none_or(|s| s.binary_search(&seq).is_err())
     }
-
-    /// The highest id this reader may see.
-    pub fn high(&self) -> u64 {
-        self.high
-    }
 }
 
 /// `clean` when the published read point has ids to skip: readers take the lock.
@@ -200,6 +195,7 @@ impl Mvcc {
     }
 
     /// Writes that failed and are still skipped by readers.
+    #[cfg(test)]
     pub fn aborted_count(&self) -> usize {
         self.state.lock().aborted.len()
     }

@@ -10,7 +10,6 @@ use super::sink::RowCells;
 use super::{read_row_cells, RegionInner, RowEnd};
 use crate::iter::MergeIter;
 use crate::storefile::RowProbe;
-use bytes::Bytes;
 use cellar_model::key::{first_on_row, KeyRef, MAX_ROW_LEN};
 use cellar_model::{Cell, CellRef, CellSink, Result, Scan};
 use std::sync::Arc;
@@ -357,11 +356,4 @@ impl Iterator for RegionScanner {
             Err(e) => Some(Err(e)),
         }
     }
-}
-
-/// The row after `row` in byte order: `row` followed by a zero byte.
-pub fn next_row(row: &[u8]) -> Bytes {
-    let mut r = row.to_vec();
-    r.push(0);
-    Bytes::from(r)
 }

@@ -199,10 +199,6 @@ impl Store {
         v.active.approximate_bytes() + v.snapshot.as_ref().map_or(0, |s| s.approximate_bytes())
     }
 
-    pub fn file_count(&self) -> usize {
-        self.view.read().files.len()
-    }
-
     /// Sorted runs: what compaction counts (and writers are held back by).
     pub fn run_count(&self) -> usize {
         self.view.read().runs.len()

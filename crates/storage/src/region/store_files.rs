@@ -69,10 +69,6 @@ pub fn ref_file_name(number: u64) -> String {
     format!("{number:016x}.ref")
 }
 
-pub fn marker_file_name(number: u64) -> String {
-    format!("{number:016x}.compaction")
-}
-
 /// The number in a file name like `00000000000000a1.sf` or, with a writer tag,
 /// `00000000000000a1-5f3c0e9a7b21d4c8.sf`; and its extension.
 pub fn parse_number(name: &str) -> Option<(u64, &str)> {

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 /// The bucket holds at most this much time's worth of bytes (the burst allowed after idling).
 const BURST: Duration = Duration::from_millis(100);
 
+/// The token bucket every compaction of one [`super::StorageServices`] draws from.
 pub struct Throttle {
     /// Bytes per second; 0: no limit.
     rate: u64,

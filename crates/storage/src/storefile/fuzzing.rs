@@ -9,7 +9,7 @@ use cellar_model::Compression;
 /// The entries of a decoded block, in block order.
 pub type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
-/// Decodes an uncompressed block as the reader does ([`Block::new`], then the iterator from
+/// Decodes an uncompressed block as the reader does (`Block::new`, then the iterator from
 /// the first entry to the end, `check_entries`, `seek_to_last`, seeks to some of its keys),
 /// and returns its entries. A block that decodes is rebuilt with the writer's builder, and the
 /// rebuilt block must decode to the same entries.

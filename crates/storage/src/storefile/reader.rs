@@ -301,7 +301,7 @@ impl StoreFile {
     }
 
     /// [`StoreFile::may_contain_row`] for a row hashed once for all files.
-    pub fn may_contain_probe(&self, probe: &RowProbe<'_>) -> bool {
+    pub(crate) fn may_contain_probe(&self, probe: &RowProbe<'_>) -> bool {
         self.row_in_range(probe.row())
             && self
                 .bloom
@@ -310,7 +310,7 @@ impl StoreFile {
     }
 
     /// [`StoreFile::may_contain_column`] for a row hashed once for all files.
-    pub fn may_contain_probe_column(&self, probe: &RowProbe<'_>, qualifier: &[u8]) -> bool {
+    pub(crate) fn may_contain_probe_column(&self, probe: &RowProbe<'_>, qualifier: &[u8]) -> bool {
         self.row_in_range(probe.row())
             && self
                 .bloom

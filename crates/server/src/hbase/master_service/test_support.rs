@@ -28,7 +28,7 @@ impl Fixture {
             ..ServerConfig::default()
         };
         config.split.auto = false;
-        config.storage.block_cache_bytes = 8 * 1024 * 1024;
+        config.storage.block_cache_bytes = Some(8 * 1024 * 1024);
         let rs = RegionServer::open(&config, "127.0.0.1:16200".into()).expect("server opens");
         Fixture {
             svc: HbaseService::new(
