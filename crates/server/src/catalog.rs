@@ -281,7 +281,7 @@ impl Master {
         self.alter_table_with(name, put, delete, None)
     }
 
-    /// [`RegionServer::alter_table`] that also sets the table's options (`MAX_FILESIZE`,
+    /// [`Master::alter_table`] that also sets the table's options (`MAX_FILESIZE`,
     /// `DURABILITY`, `READONLY`) when given, in the same change.
     pub fn alter_table_with(
         &self,

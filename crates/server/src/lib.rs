@@ -1,10 +1,13 @@
-//! Cellar's server: master and region server roles in one process (`cellar standalone`).
+//! Cellar's server: the region server ([`region_server`], the data plane), the master
+//! ([`master`], the catalog's keeper) and the front ends that call them ([`native_service`]
+//! over [`rpc`], and [`hbase`]); standalone runs all of them in one process.
 //!
 //! Request path: [`rpc`] (TCP listener, one task per connection reading frames) → handler
-//! pool → [`service`] (decodes a method's message, calls [`region_server`]) → [`router`]
-//! (table + row → open region) → `cellar_storage::region::Region`. Admin calls go to
-//! [`catalog`], which keeps tables and regions in the [`meta`] table. [`split`] splits regions
-//! that grew past their table's split size; [`scanners`] holds open scanners under leases.
+//! pool → [`native_service`] (decodes a method's message, calls [`region_server`]) →
+//! [`router`] (table + row → open region) → `cellar_storage::region::Region`. Admin calls go
+//! to the [`master`] ([`catalog`]), which keeps tables and regions in the [`meta`] table and
+//! splits regions that grew past their table's split size; [`scanners`] holds open scanners
+//! under leases. `docs/server-layout.md` has the map.
 
 pub mod catalog;
 pub mod config;

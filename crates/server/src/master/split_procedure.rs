@@ -29,7 +29,7 @@ use cellar_storage::region::RegionInfo;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-/// Where [`RegionServer::split_interrupted`] stops, as if the process died there.
+/// Where [`Master::split_interrupted`] stops, as if the process died there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SplitStep {
     /// The parent's row says SPLITTING; nothing else happened.
