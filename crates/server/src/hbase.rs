@@ -65,6 +65,11 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// A request message, or the error a malformed one is answered with (`what` names it).
+pub(crate) fn message<M: Message + Default>(param: Bytes, what: &str) -> Result<M, HbaseError> {
+    M::decode(param).map_err(|e| HbaseError::malformed(what, e))
+}
+
 /// Who is calling and what they negotiated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallCtx {

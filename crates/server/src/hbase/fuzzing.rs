@@ -8,13 +8,11 @@
 //! order, conditions, filters, table descriptors, family descriptors, table names, table-name
 //! patterns). Where Cellar converts both ways (table descriptors) it asserts the round trip.
 
-use super::client_service::{meta_scan, region};
-use super::convert;
+use super::client_service::{get, multi, mutate, scan};
 use super::master_service::{table_of, Selection};
-use super::names::{self, RegionTarget};
+use super::names;
 use super::{schema, HbaseError};
 use bytes::Bytes;
-use cellar_proto::cellblock::CellReader;
 use cellar_proto::hbase;
 use prost::Message;
 
@@ -87,65 +85,20 @@ fn table_schema(t: &hbase::TableSchema) -> Result<()> {
     Ok(())
 }
 
-/// One mutation as the handlers take it: its cells off the block first, then the whole-row
-/// expansion, then the condition.
-fn mutation(m: &hbase::MutationProto, cells: &mut CellReader) -> Result<convert::HMutation> {
-    let mut m2 = convert::mutation_from_hbase(m, Some(77), cells)?;
-    m2.expand_whole_row(
-        FAMILIES.map(Bytes::from_static),
-        convert::mutation_timestamp(m),
-    );
-    Ok(m2)
-}
-
-/// The region a call names; encoded user-region names need the server and stop here.
-fn target(spec: &hbase::RegionSpecifier) -> Result<RegionTarget> {
-    region(spec)
-}
-
 /// See the module documentation. Errors are what the front end would answer.
 pub fn decode_call(service: &str, method: &str, param: Bytes, cellblock: Bytes) -> Result<()> {
     match (service, method) {
         ("ClientService", "Get") => {
-            let req: hbase::GetRequest = decode(param, "GetRequest")?;
-            target(&req.region)?;
-            convert::get_from_hbase(&req.get)?;
+            get::decode(param, cellblock)?;
         }
         ("ClientService", "Mutate") => {
-            let req: hbase::MutateRequest = decode(param, "MutateRequest")?;
-            target(&req.region)?;
-            let mut cells = CellReader::new(cellblock);
-            mutation(&req.mutation, &mut cells)?;
-            if let Some(c) = &req.condition {
-                convert::condition_from_hbase(c)?;
-            }
+            let call = mutate::decode(param, cellblock)?;
+            call.mutation.expand(FAMILIES.map(Bytes::from_static));
+            call.condition?;
         }
-        ("ClientService", "Multi") => {
-            let req: hbase::MultiRequest = decode(param, "MultiRequest")?;
-            multi(&req, cellblock);
-        }
+        ("ClientService", "Multi") => multi_checks(multi::decode(param, cellblock)?),
         ("ClientService", "Scan") => {
-            let req: hbase::ScanRequest = decode(param, "ScanRequest")?;
-            if req.scanner_id.is_some() {
-                return Ok(());
-            }
-            let spec = req
-                .region
-                .as_ref()
-                .ok_or_else(|| HbaseError::do_not_retry("no region"))?;
-            let s = req
-                .scan
-                .as_ref()
-                .ok_or_else(|| HbaseError::do_not_retry("no scan"))?;
-            let limit = req.limit_of_rows.unwrap_or(0);
-            match target(spec)? {
-                RegionTarget::Meta => {
-                    meta_scan(s, limit)?;
-                }
-                RegionTarget::User { .. } => {
-                    convert::scan_from_hbase(s, limit)?;
-                }
-            }
+            scan::decode(param, cellblock)?;
         }
         ("MasterService", m) => master(m, param)?,
         ("ClientMetaService", _) => {
@@ -180,48 +133,23 @@ pub fn decode_call(service: &str, method: &str, param: Bytes, cellblock: Bytes) 
     Ok(())
 }
 
-/// MULTI as `client_service::multi` walks it: region by region, actions in order, cells taken from
-/// the block by every mutation (and skipped for actions that will not run).
-#[allow(deprecated)] // MultiRequest.condition: older clients use it.
-fn multi(req: &hbase::MultiRequest, cellblock: Bytes) {
-    let mut cells = CellReader::new(cellblock);
-    let legacy_condition = (req.region_action.len() == 1)
-        .then_some(req.condition.as_ref())
-        .flatten();
-    for ra in &req.region_action {
-        let condition = ra.condition.as_ref().or(legacy_condition);
-        let t = target(&ra.region);
-        let atomic = ra.atomic.unwrap_or(false) || condition.is_some();
-        if t.is_err() || (atomic && matches!(t, Ok(RegionTarget::Meta))) {
-            super::client_service::skip_cells(&ra.action, &mut cells);
+/// What MULTI's execute half does next with a decoded atomic region action whose every
+/// action decoded: whole-row deletes expanded (to [`FAMILIES`] here), then the merge.
+fn multi_checks(call: multi::MultiCall) {
+    for rc in call.regions {
+        let multi::RegionCall::Atomic(a) = rc else {
             continue;
-        }
-        if atomic {
-            let mut decoded = Vec::new();
-            let mut failed = false;
-            for a in &ra.action {
-                match &a.mutation {
-                    Some(m) => match mutation(m, &mut cells) {
-                        Ok(m) => decoded.push((a.index, m)),
-                        Err(_) => failed = true,
-                    },
-                    None => failed = true,
-                }
-            }
-            if !failed {
-                if let Some(c) = condition {
-                    let _ = convert::condition_from_hbase(c);
-                }
-                let _ = super::client_service::merge(&decoded);
-            }
-        } else {
-            for a in &ra.action {
-                if let Some(m) = &a.mutation {
-                    let _ = mutation(m, &mut cells);
-                } else if let Some(g) = &a.get {
-                    let _ = convert::get_from_hbase(g);
-                }
-            }
+        };
+        let ready: Option<Vec<_>> = a
+            .actions
+            .into_iter()
+            .map(|(index, m)| {
+                m.ok()
+                    .map(|m| (index, m.expand(FAMILIES.map(Bytes::from_static))))
+            })
+            .collect();
+        if let (Some(ready), Ok(_)) = (ready, a.condition) {
+            let _ = multi::merge(&ready);
         }
     }
 }

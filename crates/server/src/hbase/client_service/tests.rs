@@ -5,14 +5,55 @@ use super::*;
 use crate::hbase::exceptions::{
     DO_NOT_RETRY, NO_SUCH_FAMILY, OUT_OF_ORDER_SCANNER_NEXT, UNKNOWN_PROTOCOL, UNKNOWN_SCANNER,
 };
+use crate::hbase::{convert, Inline};
 use crate::master::Master;
 use crate::region_server::RegionServer;
 use crate::ServerConfig;
+use bytes::BytesMut;
+use cellar_model::Cell;
 use cellar_model::{FamilySchema, TableSchema};
+use cellar_proto::cellblock::CellReader;
 use cellar_proto::hbase::mutation_proto::{
     column_value::QualifierValue, ColumnValue, DeleteType, MutationType,
 };
+use prost::Message;
 use std::sync::Arc;
+
+// The calls as these tests make them: a request message on a region target (names are
+// another module's job), through each family's execute half.
+
+fn get(svc: &HbaseService, ctx: &CallCtx, target: &RegionTarget, g: &hbase::Get) -> Result<HReply> {
+    get::execute(svc, ctx, get::GetCall::new(target.clone(), g)?)
+}
+
+fn mutate(
+    svc: &HbaseService,
+    ctx: &CallCtx,
+    target: &RegionTarget,
+    req: &hbase::MutateRequest,
+    cells: &mut CellReader,
+) -> Result<HReply> {
+    mutate::execute(svc, ctx, mutate::MutateCall::new(target, req, cells)?)
+}
+
+fn multi(
+    svc: &HbaseService,
+    ctx: &CallCtx,
+    req: &hbase::MultiRequest,
+    cellblock: Bytes,
+    resolve: impl Fn(&hbase::RegionSpecifier) -> Result<RegionTarget>,
+) -> (hbase::MultiResponse, BytesMut) {
+    multi::run(svc, ctx, multi::MultiCall::new(req, cellblock, resolve))
+}
+
+fn scan(
+    svc: &HbaseService,
+    ctx: &CallCtx,
+    req: &hbase::ScanRequest,
+    resolve: impl Fn(&hbase::RegionSpecifier) -> Result<RegionTarget>,
+) -> Result<HReply> {
+    scan::execute(svc, ctx, scan::ScanCall::new(req, resolve)?)
+}
 
 /// Scan results: each result's cells and whether it is partial.
 type Results = Vec<(Vec<Cell>, bool)>;
