@@ -17,7 +17,6 @@
 //! (`clippy::indexing_slicing`); the few places that index in bounds by construction say why.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
-mod access;
 mod admin_service;
 mod client_service;
 mod cluster_status;

@@ -9,7 +9,7 @@
 //! patterns). Where Cellar converts both ways (table descriptors) it asserts the round trip.
 
 use super::client_service::{get, multi, mutate, scan};
-use super::master_service::{table_of, Selection};
+use super::master_service::table_info;
 use super::names;
 use super::{schema, HbaseError};
 use bytes::Bytes;
@@ -76,13 +76,11 @@ fn decode<M: Message + Default>(param: Bytes, what: &str) -> Result<M> {
     Ok(m)
 }
 
-/// A table descriptor as CreateTable / ModifyTable convert it, checked to round-trip.
-fn table_schema(t: &hbase::TableSchema) -> Result<()> {
-    let s = schema::table_from_pb(t)?;
-    let back = schema::table_from_pb(&schema::table_to_pb(&s))
+/// A table descriptor as CreateTable / ModifyTable converted it, checked to round-trip.
+fn table_schema(s: &cellar_model::TableSchema) {
+    let back = schema::table_from_pb(&schema::table_to_pb(s))
         .unwrap_or_else(|e| panic!("table '{}' does not read back: {}", s.name, e.message));
-    assert_eq!(back, s, "table descriptor does not round-trip");
-    Ok(())
+    assert_eq!(&back, s, "table descriptor does not round-trip");
 }
 
 /// See the module documentation. Errors are what the front end would answer.
@@ -155,143 +153,100 @@ fn multi_checks(call: multi::MultiCall) {
 }
 
 fn master(method: &str, param: Bytes) -> Result<()> {
+    use super::master_service::{access, cluster, namespaces, procedures, table_info, tables};
     match method {
         "IsMasterRunning" => {
-            decode::<hbase::IsMasterRunningRequest>(param, method)?;
+            cluster::IsMasterRunning::decode(param)?;
         }
         "GetClusterStatus" => {
-            decode::<hbase::GetClusterStatusRequest>(param, method)?;
+            cluster::GetClusterStatus::decode(param)?;
         }
         "IsBalancerEnabled" => {
-            decode::<hbase::IsBalancerEnabledRequest>(param, method)?;
+            cluster::IsBalancerEnabled::decode(param)?;
         }
         "SetBalancerRunning" => {
-            decode::<hbase::SetBalancerRunningRequest>(param, method)?;
+            cluster::SetBalancerRunning::decode(param)?;
         }
         "IsMasterInMaintenanceMode" => {
-            decode::<hbase::IsInMaintenanceModeRequest>(param, method)?;
+            cluster::IsInMaintenanceMode::decode(param)?;
         }
         "ListDecommissionedRegionServers" => {
-            decode::<hbase::ListDecommissionedRegionServersRequest>(param, method)?;
+            cluster::ListDecommissioned::decode(param)?;
         }
-        "CreateTable" => {
-            let req: hbase::CreateTableRequest = decode(param, method)?;
-            table_schema(&req.table_schema)?;
-        }
+        "CreateTable" => table_schema(&tables::CreateTable::decode(param)?.schema),
         "DeleteTable" => {
-            let req: hbase::DeleteTableRequest = decode(param, method)?;
-            table_of(&req.table_name, method)?;
+            tables::DeleteTable::decode(param)?;
         }
         "DisableTable" => {
-            let req: hbase::DisableTableRequest = decode(param, method)?;
-            table_of(&req.table_name, method)?;
+            tables::DisableTable::decode(param)?;
         }
         "EnableTable" => {
-            let req: hbase::EnableTableRequest = decode(param, method)?;
-            table_of(&req.table_name, method)?;
+            tables::EnableTable::decode(param)?;
         }
         "truncateTable" => {
-            let req: hbase::TruncateTableRequest = decode(param, method)?;
-            table_of(&req.table_name, method)?;
+            tables::TruncateTable::decode(param)?;
         }
-        "ModifyTable" => {
-            let req: hbase::ModifyTableRequest = decode(param, method)?;
-            table_of(&req.table_name, method)?;
-            table_schema(&req.table_schema)?;
+        "ModifyTable" => table_schema(&tables::ModifyTable::decode(param)?.wanted?),
+        "AddColumn" => {
+            tables::PutColumn::decode_add(param)?.family?;
         }
-        "AddColumn" | "ModifyColumn" => {
-            let (table, family) = if method == "AddColumn" {
-                let req: hbase::AddColumnRequest = decode(param, method)?;
-                (req.table_name, req.column_families)
-            } else {
-                let req: hbase::ModifyColumnRequest = decode(param, method)?;
-                (req.table_name, req.column_families)
-            };
-            let table = table_of(&table, method)?;
-            schema::family_from_pb(&table, &family)?;
+        "ModifyColumn" => {
+            tables::PutColumn::decode_modify(param)?.family?;
         }
         "DeleteColumn" => {
-            let req: hbase::DeleteColumnRequest = decode(param, method)?;
-            table_of(&req.table_name, method)?;
+            tables::DeleteColumn::decode(param)?;
         }
         "FlushTable" => {
-            let req: hbase::FlushTableRequest = decode(param, method)?;
-            table_of(&req.table_name, method)?;
+            tables::FlushTable::decode(param)?;
         }
         "SplitRegion" => {
-            let req: hbase::SplitTableRegionRequest = decode(param, method)?;
-            table_of(&req.region_info.table_name, method)?;
+            tables::SplitRegion::decode(param)?;
         }
         "GetSchemaAlterStatus" => {
-            let req: hbase::GetSchemaAlterStatusRequest = decode(param, method)?;
-            table_of(&req.table_name, method)?;
+            tables::GetSchemaAlterStatus::decode(param)?;
         }
         "getProcedureResult" => {
-            decode::<hbase::GetProcedureResultRequest>(param, method)?;
+            procedures::GetProcedureResult::decode(param)?;
         }
-        "GetTableDescriptors" => {
-            let req: hbase::GetTableDescriptorsRequest = decode(param, method)?;
-            if req.table_names.is_empty() {
-                let pick = Selection::new(
-                    req.regex.as_deref(),
-                    req.namespace.as_deref(),
-                    req.include_sys_tables(),
-                )?;
-                pick.matches("t");
-                pick.matches("ns:t");
-            } else {
-                for t in &req.table_names {
-                    names::table_from_pb(t)?;
-                }
-            }
-        }
-        "GetTableNames" => {
-            let req: hbase::GetTableNamesRequest = decode(param, method)?;
-            let pick = Selection::new(
-                req.regex.as_deref(),
-                req.namespace.as_deref(),
-                req.include_sys_tables(),
-            )?;
-            pick.matches("t");
-        }
+        "GetTableDescriptors" => selection(&table_info::GetTableDescriptors::decode(param)?.pick),
+        "GetTableNames" => selection(&table_info::GetTableNames::decode(param)?.pick),
         "GetTableState" => {
-            let req: hbase::GetTableStateRequest = decode(param, method)?;
-            table_of(&req.table_name, method)?;
+            table_info::GetTableState::decode(param)?;
         }
         "ListTableDescriptorsByNamespace" => {
-            decode::<hbase::ListTableDescriptorsByNamespaceRequest>(param, method)?;
+            table_info::NamespaceTables::decode_descriptors(param)?;
         }
         "ListTableNamesByNamespace" => {
-            decode::<hbase::ListTableNamesByNamespaceRequest>(param, method)?;
+            table_info::NamespaceTables::decode_names(param)?;
         }
         "ListNamespaceDescriptors" => {
-            decode::<hbase::ListNamespaceDescriptorsRequest>(param, method)?;
+            namespaces::ListNamespaceDescriptors::decode(param)?;
         }
         "ListNamespaces" => {
-            decode::<hbase::ListNamespacesRequest>(param, method)?;
+            namespaces::ListNamespaces::decode(param)?;
         }
         "GetNamespaceDescriptor" => {
-            decode::<hbase::GetNamespaceDescriptorRequest>(param, method)?;
+            namespaces::GetNamespaceDescriptor::decode(param)?;
         }
         "CreateNamespace" => {
-            let req: hbase::CreateNamespaceRequest = decode(param, method)?;
-            namespace_name(&req.namespace_descriptor)?;
+            namespaces::PutNamespace::decode_create(param)?.name?;
         }
         "ModifyNamespace" => {
-            let req: hbase::ModifyNamespaceRequest = decode(param, method)?;
-            namespace_name(&req.namespace_descriptor)?;
+            namespaces::PutNamespace::decode_modify(param)?.name?;
         }
         "DeleteNamespace" => {
-            decode::<hbase::DeleteNamespaceRequest>(param, method)?;
+            namespaces::DeleteNamespace::decode(param)?;
         }
         _ => return Err(HbaseError::unknown_method("MasterService", method)),
     }
     Ok(())
 }
 
-fn namespace_name(d: &hbase::NamespaceDescriptor) -> Result<String> {
-    String::from_utf8(d.name.to_vec())
-        .map_err(|_| HbaseError::do_not_retry("the namespace name is not UTF-8"))
+/// What a table list does with its selection: match names.
+fn selection(pick: &table_info::Selection) {
+    pick.matches("t");
+    pick.matches("ns:t");
+    pick.matches_name("t");
 }
 
 /// The HBase region name of a user region, for seed inputs.
