@@ -11,10 +11,9 @@
 use super::client_service::{get, multi, mutate, scan};
 use super::master_service::table_info;
 use super::names;
+use super::{admin_service, registry};
 use super::{schema, HbaseError};
 use bytes::Bytes;
-use cellar_proto::hbase;
-use prost::Message;
 
 type Result<T> = std::result::Result<T, HbaseError>;
 
@@ -67,15 +66,6 @@ pub const METHODS: &[(&str, &str)] = &[
 /// Families a whole-row delete expands to here (the handlers use the table's).
 const FAMILIES: [&[u8]; 2] = [b"f", b"g"];
 
-fn decode<M: Message + Default>(param: Bytes, what: &str) -> Result<M> {
-    let m = M::decode(param).map_err(|e| HbaseError::malformed(what, e))?;
-    // What Cellar decodes, re-encoded, decodes to the same message.
-    let again = m.encode_to_vec();
-    let back = M::decode(again.as_slice()).map_err(|e| HbaseError::malformed(what, e))?;
-    assert_eq!(back.encode_to_vec(), again, "{what} does not round-trip");
-    Ok(m)
-}
-
 /// A table descriptor as CreateTable / ModifyTable converted it, checked to round-trip.
 fn table_schema(s: &cellar_model::TableSchema) {
     let back = schema::table_from_pb(&schema::table_to_pb(s))
@@ -99,32 +89,26 @@ pub fn decode_call(service: &str, method: &str, param: Bytes, cellblock: Bytes) 
             scan::decode(param, cellblock)?;
         }
         ("MasterService", m) => master(m, param)?,
-        ("ClientMetaService", _) => {
-            decode::<hbase::GetClusterIdRequest>(param, "GetClusterIdRequest")?;
+        ("ClientMetaService", "GetClusterId") => {
+            registry::Call::ClusterId.decode(param, "GetClusterIdRequest")?;
         }
         ("AdminService", "GetRegionInfo") => {
-            let req: hbase::GetRegionInfoRequest = decode(param, "GetRegionInfoRequest")?;
-            names::parse_region(req.region.r#type, &req.region.value)?;
+            admin_service::GetRegionInfo::decode(param)?;
         }
         ("AdminService", "GetOnlineRegion") => {
-            decode::<hbase::GetOnlineRegionRequest>(param, "GetOnlineRegionRequest")?;
+            admin_service::GetOnlineRegion::decode(param)?;
         }
         ("AdminService", "FlushRegion") => {
-            let req: hbase::FlushRegionRequest = decode(param, "FlushRegionRequest")?;
-            names::parse_region(req.region.r#type, &req.region.value)?;
+            admin_service::FlushRegion::decode(param)?;
         }
         ("AdminService", "CompactRegion") => {
-            let req: hbase::CompactRegionRequest = decode(param, "CompactRegionRequest")?;
-            names::parse_region(req.region.r#type, &req.region.value)?;
+            admin_service::CompactRegion::decode(param)?;
         }
         ("AdminService", "GetRegionLoad") => {
-            let req: hbase::GetRegionLoadRequest = decode(param, "GetRegionLoadRequest")?;
-            if let Some(t) = &req.table_name {
-                names::table_from_pb(t)?;
-            }
+            admin_service::GetRegionLoad::decode(param)?;
         }
         ("AdminService", "GetServerInfo") => {
-            decode::<hbase::GetServerInfoRequest>(param, "GetServerInfoRequest")?;
+            admin_service::GetServerInfo::decode(param)?;
         }
         _ => return Err(HbaseError::unknown_method(service, method)),
     }
@@ -153,7 +137,7 @@ fn multi_checks(call: multi::MultiCall) {
 }
 
 fn master(method: &str, param: Bytes) -> Result<()> {
-    use super::master_service::{access, cluster, namespaces, procedures, table_info, tables};
+    use super::master_service::{cluster, namespaces, procedures, table_info, tables};
     match method {
         "IsMasterRunning" => {
             cluster::IsMasterRunning::decode(param)?;
