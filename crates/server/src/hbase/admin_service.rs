@@ -3,27 +3,53 @@
 
 use super::names::{self, RegionRef, RegionTarget};
 use super::registry;
-use super::{message, meta_view, CallCtx, HReply, HbaseError, HbaseService};
+use super::{message, meta_view, CallCtx, HReply, HbaseError, HbaseService, Request, Service};
 use crate::meta::META_TABLE;
 use crate::router::HostedRegion;
 use bytes::Bytes;
 use cellar_proto::hbase;
 use std::sync::Arc;
 
-pub(crate) fn call(
-    svc: &HbaseService,
-    ctx: &CallCtx,
-    method: &str,
-    param: Bytes,
-) -> Result<HReply, HbaseError> {
-    match method {
-        "GetRegionInfo" => GetRegionInfo::decode(param)?.execute(svc),
-        "GetOnlineRegion" => GetOnlineRegion::decode(param)?.execute(svc),
-        "FlushRegion" => FlushRegion::decode(param)?.execute(svc, ctx),
-        "CompactRegion" => CompactRegion::decode(param)?.execute(svc, ctx),
-        "GetRegionLoad" => GetRegionLoad::decode(param)?.execute(svc),
-        "GetServerInfo" => GetServerInfo::decode(param)?.execute(svc),
-        _ => Err(HbaseError::unknown_method("AdminService", method)),
+/// An AdminService request, decoded.
+#[derive(Debug)]
+pub(crate) enum Call {
+    GetRegionInfo(GetRegionInfo),
+    GetOnlineRegion(GetOnlineRegion),
+    FlushRegion(FlushRegion),
+    CompactRegion(CompactRegion),
+    GetRegionLoad(GetRegionLoad),
+    GetServerInfo(GetServerInfo),
+}
+
+/// AdminService's calls and their decode halves.
+pub(crate) const SERVICE: Service = Service {
+    name: "AdminService",
+    admit: super::admit_all,
+    calls: &[
+        ("GetRegionInfo", GetRegionInfo::decode),
+        ("GetOnlineRegion", GetOnlineRegion::decode),
+        ("FlushRegion", FlushRegion::decode),
+        ("CompactRegion", CompactRegion::decode),
+        ("GetRegionLoad", GetRegionLoad::decode),
+        ("GetServerInfo", GetServerInfo::decode),
+    ],
+};
+
+impl From<Call> for Request {
+    fn from(call: Call) -> Request {
+        Request::Admin(call)
+    }
+}
+
+/// The execute halves.
+pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: Call) -> Result<HReply, HbaseError> {
+    match call {
+        Call::GetRegionInfo(call) => call.execute(svc),
+        Call::GetOnlineRegion(call) => call.execute(svc),
+        Call::FlushRegion(call) => call.execute(svc, ctx),
+        Call::CompactRegion(call) => call.execute(svc, ctx),
+        Call::GetRegionLoad(call) => call.execute(svc),
+        Call::GetServerInfo(call) => call.execute(svc),
     }
 }
 
@@ -40,12 +66,13 @@ pub(crate) struct GetRegionInfo {
 }
 
 impl GetRegionInfo {
-    pub(crate) fn decode(param: Bytes) -> Result<Self, HbaseError> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request, HbaseError> {
         let req: hbase::GetRegionInfoRequest = message(param, "GetRegionInfoRequest")?;
-        Ok(GetRegionInfo {
+        Ok(Call::GetRegionInfo(GetRegionInfo {
             region: region(&req.region)?,
             compaction_state: req.compaction_state == Some(true),
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
@@ -70,9 +97,9 @@ impl GetRegionInfo {
 pub(crate) struct GetOnlineRegion;
 
 impl GetOnlineRegion {
-    pub(crate) fn decode(param: Bytes) -> Result<Self, HbaseError> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request, HbaseError> {
         message::<hbase::GetOnlineRegionRequest>(param, "GetOnlineRegionRequest")?;
-        Ok(GetOnlineRegion)
+        Ok(Call::GetOnlineRegion(GetOnlineRegion).into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
@@ -97,12 +124,13 @@ pub(crate) struct FlushRegion {
 }
 
 impl FlushRegion {
-    pub(crate) fn decode(param: Bytes) -> Result<Self, HbaseError> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request, HbaseError> {
         let req: hbase::FlushRegionRequest = message(param, "FlushRegionRequest")?;
-        Ok(FlushRegion {
+        Ok(Call::FlushRegion(FlushRegion {
             region: region(&req.region)?,
             family: req.family,
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply, HbaseError> {
@@ -143,13 +171,14 @@ pub(crate) struct CompactRegion {
 }
 
 impl CompactRegion {
-    pub(crate) fn decode(param: Bytes) -> Result<Self, HbaseError> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request, HbaseError> {
         let req: hbase::CompactRegionRequest = message(param, "CompactRegionRequest")?;
-        Ok(CompactRegion {
+        Ok(Call::CompactRegion(CompactRegion {
             region: region(&req.region)?,
             major: req.major.unwrap_or(false),
             family: req.family,
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply, HbaseError> {
@@ -191,15 +220,16 @@ pub(crate) struct GetRegionLoad {
 }
 
 impl GetRegionLoad {
-    pub(crate) fn decode(param: Bytes) -> Result<Self, HbaseError> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request, HbaseError> {
         let req: hbase::GetRegionLoadRequest = message(param, "GetRegionLoadRequest")?;
-        Ok(GetRegionLoad {
+        Ok(Call::GetRegionLoad(GetRegionLoad {
             table: req
                 .table_name
                 .as_ref()
                 .map(names::table_from_pb)
                 .transpose()?,
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
@@ -214,9 +244,9 @@ impl GetRegionLoad {
 pub(crate) struct GetServerInfo;
 
 impl GetServerInfo {
-    pub(crate) fn decode(param: Bytes) -> Result<Self, HbaseError> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request, HbaseError> {
         message::<hbase::GetServerInfoRequest>(param, "GetServerInfoRequest")?;
-        Ok(GetServerInfo)
+        Ok(Call::GetServerInfo(GetServerInfo).into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {

@@ -17,25 +17,45 @@ pub(crate) use get::get_inline;
 pub(crate) use mutate::mutate_inline;
 
 use super::names::{self, RegionTarget};
-use super::{CallCtx, HReply, HbaseError, HbaseService};
-use bytes::Bytes;
+use super::{CallCtx, HReply, HbaseError, HbaseService, Request, Service};
 use cellar_proto::hbase;
 
 type Result<T> = std::result::Result<T, HbaseError>;
 
-pub(crate) fn call(
-    svc: &HbaseService,
-    ctx: &CallCtx,
-    method: &str,
-    param: Bytes,
-    cellblock: Bytes,
-) -> Result<HReply> {
-    match method {
-        "Get" => get::execute(svc, ctx, get::decode(param, cellblock)?),
-        "Mutate" => mutate::execute(svc, ctx, mutate::decode(param, cellblock)?),
-        "Multi" => multi::execute(svc, ctx, multi::decode(param, cellblock)?),
-        "Scan" => scan::execute(svc, ctx, scan::decode(param, cellblock)?),
-        _ => Err(HbaseError::unknown_method("ClientService", method)),
+/// A ClientService request, decoded.
+#[derive(Debug)]
+pub(crate) enum Call {
+    Get(get::GetCall),
+    Mutate(mutate::MutateCall),
+    Multi(multi::MultiCall),
+    Scan(scan::ScanCall),
+}
+
+/// ClientService's calls and their decode halves.
+pub(crate) const SERVICE: Service = Service {
+    name: "ClientService",
+    admit: super::admit_all,
+    calls: &[
+        ("Get", get::decode),
+        ("Mutate", mutate::decode),
+        ("Multi", multi::decode),
+        ("Scan", scan::decode),
+    ],
+};
+
+impl From<Call> for Request {
+    fn from(call: Call) -> Request {
+        Request::Client(call)
+    }
+}
+
+/// The execute halves.
+pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: Call) -> Result<HReply> {
+    match call {
+        Call::Get(call) => get::execute(svc, ctx, call),
+        Call::Mutate(call) => mutate::execute(svc, ctx, call),
+        Call::Multi(call) => multi::execute(svc, ctx, call),
+        Call::Scan(call) => scan::execute(svc, ctx, call),
     }
 }
 

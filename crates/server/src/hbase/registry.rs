@@ -3,23 +3,32 @@
 //! (and only) master, the bootstrap node and the host of `hbase:meta,,1`.
 
 use super::names::{self, META_REGION_ID, META_TABLE};
-use super::{message, HReply, HbaseError, HbaseService};
+use super::{message, HReply, HbaseError, HbaseService, Request, Service};
 use bytes::Bytes;
 use cellar_proto::hbase;
 
-pub(crate) fn call(svc: &HbaseService, method: &str, param: Bytes) -> Result<HReply, HbaseError> {
-    let call = match method {
-        "GetClusterId" => Call::ClusterId.decode(param, "GetClusterIdRequest")?,
-        "GetActiveMaster" => Call::ActiveMaster.decode(param, "GetActiveMasterRequest")?,
-        "GetMasters" => Call::Masters.decode(param, "GetMastersRequest")?,
-        "GetMetaRegionLocations" => {
-            Call::MetaRegionLocations.decode(param, "GetMetaRegionLocationsRequest")?
-        }
-        "GetBootstrapNodes" => Call::BootstrapNodes.decode(param, "GetBootstrapNodesRequest")?,
-        _ => return Err(HbaseError::unknown_method("ClientMetaService", method)),
-    };
-    call.execute(svc)
-}
+/// ClientMetaService's calls and their decode halves.
+pub(crate) const SERVICE: Service = Service {
+    name: "ClientMetaService",
+    admit: super::admit_all,
+    calls: &[
+        ("GetClusterId", |p, _| {
+            Call::ClusterId.decode(p, "GetClusterIdRequest")
+        }),
+        ("GetActiveMaster", |p, _| {
+            Call::ActiveMaster.decode(p, "GetActiveMasterRequest")
+        }),
+        ("GetMasters", |p, _| {
+            Call::Masters.decode(p, "GetMastersRequest")
+        }),
+        ("GetMetaRegionLocations", |p, _| {
+            Call::MetaRegionLocations.decode(p, "GetMetaRegionLocationsRequest")
+        }),
+        ("GetBootstrapNodes", |p, _| {
+            Call::BootstrapNodes.decode(p, "GetBootstrapNodesRequest")
+        }),
+    ],
+};
 
 /// A ClientMetaService call. Every request of this service is empty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,9 +42,9 @@ pub(crate) enum Call {
 
 impl Call {
     /// The decode half: only checks the bytes are a message (`what` names it).
-    pub(crate) fn decode(self, param: Bytes, what: &str) -> Result<Call, HbaseError> {
+    pub(crate) fn decode(self, param: Bytes, what: &str) -> Result<Request, HbaseError> {
         message::<hbase::GetClusterIdRequest>(param, what)?;
-        Ok(self)
+        Ok(Request::Registry(self))
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {

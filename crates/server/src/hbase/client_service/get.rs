@@ -1,10 +1,10 @@
 //! GET: one row of a user region or of `hbase:meta`; also the reactor's fast path for the
 //! common Get ([`get_inline`]).
 
-use super::{region, Result};
+use super::{region, Call, Result};
 use crate::hbase::meta_view;
 use crate::hbase::names::RegionTarget;
-use crate::hbase::{convert, CallCtx, HReply, HbaseService};
+use crate::hbase::{convert, CallCtx, HReply, HbaseService, Request};
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::FilterEval;
 use cellar_model::{Cell, Get};
@@ -33,8 +33,12 @@ impl GetCall {
 }
 
 /// The decode half: a GetRequest (it carries no cells).
-pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<GetCall> {
-    let req: hbase::GetRequest = super::super::message(param, "GetRequest")?;
+pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+    Ok(Call::Get(get_call(param)?).into())
+}
+
+fn get_call(param: Bytes) -> Result<GetCall> {
+    let req: hbase::GetRequest = crate::hbase::message(param, "GetRequest")?;
     GetCall::new(region(&req.region)?, &req.get)
 }
 
@@ -64,7 +68,7 @@ pub(crate) fn get_inline(
         region: RegionTarget::User { table, region_id },
         mut get,
         exists_only,
-    } = decode(param.clone(), Bytes::new()).ok()?
+    } = get_call(param.clone()).ok()?
     else {
         return None;
     };

@@ -4,10 +4,10 @@
 
 use super::get::{check_get, get_result, read_row};
 use super::mutate::{check_mutation, mutation_result, PendingMutation};
-use super::{region, user_region, Result};
+use super::{region, user_region, Call, Result};
 use crate::hbase::convert::{self, HCondition, HMutation};
 use crate::hbase::names::RegionTarget;
-use crate::hbase::{CallCtx, HReply, HbaseError, HbaseService};
+use crate::hbase::{CallCtx, HReply, HbaseError, HbaseService, Request};
 use bytes::{Bytes, BytesMut};
 use cellar_model::{Durability, Get, RowMutation};
 use cellar_proto::cellblock::CellReader;
@@ -62,9 +62,9 @@ pub(crate) struct AtomicCall {
 
 /// The decode half: a MultiRequest, each mutation's cells taken from the cell block in request
 /// order.
-pub(crate) fn decode(param: Bytes, cellblock: Bytes) -> Result<MultiCall> {
+pub(crate) fn decode(param: Bytes, cellblock: Bytes) -> Result<Request> {
     let req: hbase::MultiRequest = crate::hbase::message(param, "MultiRequest")?;
-    Ok(MultiCall::new(&req, cellblock, region))
+    Ok(Call::Multi(MultiCall::new(&req, cellblock, region)).into())
 }
 
 impl MultiCall {

@@ -1,10 +1,10 @@
 //! MUTATE: one put, delete, increment or append, maybe conditional (checkAndMutate); also the
 //! reactor's fast path for the plain put ([`mutate_inline`]).
 
-use super::{region, user_region, Result};
+use super::{region, user_region, Call, Result};
 use crate::hbase::convert::{self, HCondition, HMutation};
 use crate::hbase::names::RegionTarget;
-use crate::hbase::{CallCtx, HReply, HbaseError, HbaseService, Inline};
+use crate::hbase::{CallCtx, HReply, HbaseError, HbaseService, Inline, Request};
 use bytes::{Bytes, BytesMut};
 use cellar_model::{Cell, RowMutation};
 use cellar_proto::cellblock::CellReader;
@@ -89,10 +89,11 @@ fn request(param: Bytes) -> Result<hbase::MutateRequest> {
 }
 
 /// The decode half: a MutateRequest, its cells from the cell block.
-pub(crate) fn decode(param: Bytes, cellblock: Bytes) -> Result<MutateCall> {
+pub(crate) fn decode(param: Bytes, cellblock: Bytes) -> Result<Request> {
     let req = request(param)?;
     let target = region(&req.region)?;
-    MutateCall::new(&target, &req, &mut CellReader::new(cellblock))
+    let call = MutateCall::new(&target, &req, &mut CellReader::new(cellblock))?;
+    Ok(Call::Mutate(call).into())
 }
 
 /// The execute half: checks, applies, and answers with what an increment or append wrote.

@@ -6,10 +6,10 @@
 //! call 0): a number out of order gets HBase's `OutOfOrderScannerNextException` and the
 //! scanner stays as it was.
 
-use super::{region, Result};
+use super::{region, Call, Result};
 use crate::hbase::meta_view::{self, MetaScan};
 use crate::hbase::names::RegionTarget;
-use crate::hbase::{convert, filters, CallCtx, HReply, HbaseError, HbaseService};
+use crate::hbase::{convert, filters, CallCtx, HReply, HbaseError, HbaseService, Request};
 use bytes::{Bytes, BytesMut};
 use cellar_model::{Cell, Scan};
 use cellar_proto::hbase;
@@ -105,9 +105,9 @@ impl ScanCall {
 }
 
 /// The decode half: a ScanRequest (it carries no cells).
-pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<ScanCall> {
+pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
     let req: hbase::ScanRequest = crate::hbase::message(param, "ScanRequest")?;
-    ScanCall::new(&req, region)
+    Ok(Call::Scan(ScanCall::new(&req, region)?).into())
 }
 
 /// A scan of meta in HBase's own terms (bounds with their inclusiveness).

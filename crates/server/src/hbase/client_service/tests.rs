@@ -9,7 +9,7 @@ use crate::hbase::{convert, Inline};
 use crate::master::Master;
 use crate::region_server::RegionServer;
 use crate::ServerConfig;
-use bytes::BytesMut;
+use bytes::{Bytes, BytesMut};
 use cellar_model::Cell;
 use cellar_model::{FamilySchema, TableSchema};
 use cellar_proto::cellblock::CellReader;

@@ -4,7 +4,8 @@
 //! Grants go to the same store and checks as the native protocol's
 //! ([`crate::catalog`]'s permissions, [`crate::security::Authz`]).
 
-use crate::hbase::{message, names, CallCtx, HReply, HbaseError, HbaseService};
+use super::Call;
+use crate::hbase::{message, names, CallCtx, HReply, HbaseError, HbaseService, Request};
 use crate::security::acl::{Action, Actions, Permission, Scope, Subject};
 use bytes::Bytes;
 use cellar_proto::hbase;
@@ -22,7 +23,7 @@ pub(crate) struct Grant {
 }
 
 impl Grant {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::GrantRequest = message(param, "GrantRequest")?;
         let (user, scope, actions) = user_permission_from(&req.user_permission)?;
         if actions.is_empty() {
@@ -36,6 +37,7 @@ impl Grant {
             actions,
             merge: req.merge_existing_permissions.unwrap_or(false),
         })
+        .map(|call| Call::Grant(call).into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -79,14 +81,15 @@ pub(crate) struct Revoke {
 }
 
 impl Revoke {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::RevokeRequest = message(param, "RevokeRequest")?;
         let (user, scope, actions) = user_permission_from(&req.user_permission)?;
-        Ok(Revoke {
+        Ok(Call::Revoke(Revoke {
             user,
             scope,
             actions: (!actions.is_empty()).then_some(actions),
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -105,7 +108,7 @@ pub(crate) struct GetUserPermissions {
 }
 
 impl GetUserPermissions {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::GetUserPermissionsRequest = message(param, "GetUserPermissionsRequest")?;
         let user = req
             .user_name
@@ -131,7 +134,7 @@ impl GetUserPermissions {
             }
             _ => Scope::Global,
         };
-        Ok(GetUserPermissions { user, scope })
+        Ok(Call::GetUserPermissions(GetUserPermissions { user, scope }).into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -170,9 +173,9 @@ pub(crate) struct HasUserPermissions {
 }
 
 impl HasUserPermissions {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::HasUserPermissionsRequest = message(param, "HasUserPermissionsRequest")?;
-        Ok(HasUserPermissions {
+        Ok(Call::HasUserPermissions(HasUserPermissions {
             user: req
                 .user_name
                 .as_ref()
@@ -180,6 +183,7 @@ impl HasUserPermissions {
                 .map(|u| String::from_utf8_lossy(u).into_owned()),
             permissions: req.permission.iter().map(permission_from).collect(),
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -216,9 +220,9 @@ impl HasUserPermissions {
 pub(crate) struct SecurityCapabilities;
 
 impl SecurityCapabilities {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         message::<hbase::SecurityCapabilitiesRequest>(param, "SecurityCapabilitiesRequest")?;
-        Ok(SecurityCapabilities)
+        Ok(Call::SecurityCapabilities(SecurityCapabilities).into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {

@@ -3,8 +3,8 @@
 //! region: its balancer (on, as HBase's standalone's) never has a region to move; there is no
 //! maintenance mode and no server to decommission.
 
-use super::Result;
-use crate::hbase::{message, HReply, HbaseError, HbaseService};
+use super::{Call, Result};
+use crate::hbase::{message, HReply, HbaseError, HbaseService, Request};
 use bytes::Bytes;
 use cellar_proto::hbase;
 
@@ -13,9 +13,9 @@ use cellar_proto::hbase;
 pub(crate) struct IsMasterRunning;
 
 impl IsMasterRunning {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         message::<hbase::IsMasterRunningRequest>(param, "IsMasterRunningRequest")?;
-        Ok(IsMasterRunning)
+        Ok(Call::IsMasterRunning(IsMasterRunning).into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
@@ -33,11 +33,12 @@ pub(crate) struct GetClusterStatus {
 }
 
 impl GetClusterStatus {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::GetClusterStatusRequest = message(param, "GetClusterStatusRequest")?;
-        Ok(GetClusterStatus {
+        Ok(Call::GetClusterStatus(GetClusterStatus {
             options: req.options,
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
@@ -52,9 +53,9 @@ impl GetClusterStatus {
 pub(crate) struct IsBalancerEnabled;
 
 impl IsBalancerEnabled {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         message::<hbase::IsBalancerEnabledRequest>(param, "IsBalancerEnabled")?;
-        Ok(IsBalancerEnabled)
+        Ok(Call::IsBalancerEnabled(IsBalancerEnabled).into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
@@ -71,9 +72,9 @@ pub(crate) struct SetBalancerRunning {
 }
 
 impl SetBalancerRunning {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::SetBalancerRunningRequest = message(param, "SetBalancerRunning")?;
-        Ok(SetBalancerRunning { on: req.on })
+        Ok(Call::SetBalancerRunning(SetBalancerRunning { on: req.on }).into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
@@ -92,9 +93,9 @@ impl SetBalancerRunning {
 pub(crate) struct IsInMaintenanceMode;
 
 impl IsInMaintenanceMode {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         message::<hbase::IsInMaintenanceModeRequest>(param, "IsMasterInMaintenanceMode")?;
-        Ok(IsInMaintenanceMode)
+        Ok(Call::IsInMaintenanceMode(IsInMaintenanceMode).into())
     }
 
     pub(crate) fn execute(self) -> Result<HReply> {
@@ -109,12 +110,12 @@ impl IsInMaintenanceMode {
 pub(crate) struct ListDecommissioned;
 
 impl ListDecommissioned {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         message::<hbase::ListDecommissionedRegionServersRequest>(
             param,
             "ListDecommissionedRegionServers",
         )?;
-        Ok(ListDecommissioned)
+        Ok(Call::ListDecommissioned(ListDecommissioned).into())
     }
 
     pub(crate) fn execute(self) -> Result<HReply> {

@@ -2,8 +2,8 @@
 //! and "not empty" fail the call itself.
 
 use super::procedures::nonce_key;
-use super::{namespace_not_found, Result};
-use crate::hbase::{message, CallCtx, HReply, HbaseError, HbaseService};
+use super::{namespace_not_found, Call, Result};
+use crate::hbase::{message, CallCtx, HReply, HbaseError, HbaseService, Request};
 use bytes::Bytes;
 use cellar_proto::hbase;
 
@@ -12,9 +12,9 @@ use cellar_proto::hbase;
 pub(crate) struct ListNamespaceDescriptors;
 
 impl ListNamespaceDescriptors {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         message::<hbase::ListNamespaceDescriptorsRequest>(param, "ListNamespaceDescriptors")?;
-        Ok(ListNamespaceDescriptors)
+        Ok(Call::ListNamespaceDescriptors(ListNamespaceDescriptors).into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
@@ -34,9 +34,9 @@ impl ListNamespaceDescriptors {
 pub(crate) struct ListNamespaces;
 
 impl ListNamespaces {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         message::<hbase::ListNamespacesRequest>(param, "ListNamespaces")?;
-        Ok(ListNamespaces)
+        Ok(Call::ListNamespaces(ListNamespaces).into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
@@ -53,11 +53,12 @@ pub(crate) struct GetNamespaceDescriptor {
 }
 
 impl GetNamespaceDescriptor {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::GetNamespaceDescriptorRequest = message(param, "GetNamespaceDescriptor")?;
-        Ok(GetNamespaceDescriptor {
+        Ok(Call::GetNamespaceDescriptor(GetNamespaceDescriptor {
             namespace: req.namespace_name,
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
@@ -83,16 +84,16 @@ pub(crate) struct PutNamespace {
 }
 
 impl PutNamespace {
-    pub(crate) fn decode_create(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode_create(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::CreateNamespaceRequest = message(param, "CreateNamespace")?;
         let nonce = nonce_key(req.nonce_group, req.nonce);
-        Ok(PutNamespace::new(true, req.namespace_descriptor, nonce))
+        Ok(Call::PutNamespace(PutNamespace::new(true, req.namespace_descriptor, nonce)).into())
     }
 
-    pub(crate) fn decode_modify(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode_modify(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::ModifyNamespaceRequest = message(param, "ModifyNamespace")?;
         let nonce = nonce_key(req.nonce_group, req.nonce);
-        Ok(PutNamespace::new(false, req.namespace_descriptor, nonce))
+        Ok(Call::PutNamespace(PutNamespace::new(false, req.namespace_descriptor, nonce)).into())
     }
 
     fn new(
@@ -159,12 +160,13 @@ pub(crate) struct DeleteNamespace {
 }
 
 impl DeleteNamespace {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::DeleteNamespaceRequest = message(param, "DeleteNamespace")?;
-        Ok(DeleteNamespace {
+        Ok(Call::DeleteNamespace(DeleteNamespace {
             namespace: req.namespace_name,
             nonce: nonce_key(req.nonce_group, req.nonce),
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {

@@ -1,8 +1,8 @@
 //! Procedures: DDL runs synchronously; its procedure id and outcome are kept so
 //! `getProcedureResult` can answer the client's polling and `GetProcedures` can list them.
 
-use super::Result;
-use crate::hbase::{meta_view, CallCtx, HReply, HbaseError, HbaseService};
+use super::{Call, Result};
+use crate::hbase::{meta_view, CallCtx, HReply, HbaseError, HbaseService, Request};
 use bytes::Bytes;
 use cellar_proto::hbase;
 use cellar_proto::hbase::get_procedure_result_response::State as ProcState;
@@ -122,9 +122,9 @@ impl Procedures {
 pub(crate) struct GetProcedures;
 
 impl GetProcedures {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         crate::hbase::message::<hbase::GetProceduresRequest>(param, "GetProcedures")?;
-        Ok(GetProcedures)
+        Ok(Call::GetProcedures(GetProcedures).into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
@@ -141,12 +141,13 @@ pub(crate) struct GetProcedureResult {
 }
 
 impl GetProcedureResult {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::GetProcedureResultRequest =
             crate::hbase::message(param, "GetProcedureResultRequest")?;
-        Ok(GetProcedureResult {
+        Ok(Call::GetProcedureResult(GetProcedureResult {
             proc_id: req.proc_id,
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {

@@ -1,9 +1,13 @@
 //! What the master says of tables: their descriptors, names and states, by pattern or by
 //! namespace. Callers see the user tables they hold a permission on.
 
-use super::{namespace_not_found, table_not_found, table_of, user_tables, visible_table, Result};
+use super::{
+    namespace_not_found, table_not_found, table_of, user_tables, visible_table, Call, Result,
+};
 use crate::catalog::names as catalog_names;
-use crate::hbase::{message, meta_view, names, schema, CallCtx, HReply, HbaseError, HbaseService};
+use crate::hbase::{
+    message, meta_view, names, schema, CallCtx, HReply, HbaseError, HbaseService, Request,
+};
 use crate::meta::META_TABLE;
 use crate::router::TableState;
 use bytes::Bytes;
@@ -19,7 +23,7 @@ pub(crate) struct GetTableDescriptors {
 }
 
 impl GetTableDescriptors {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::GetTableDescriptorsRequest = message(param, "GetTableDescriptorsRequest")?;
         let pick = Selection::new(
             req.regex.as_deref(),
@@ -31,7 +35,7 @@ impl GetTableDescriptors {
             .iter()
             .map(names::table_from_pb)
             .collect::<Result<_>>()?;
-        Ok(GetTableDescriptors { pick, tables })
+        Ok(Call::GetTableDescriptors(GetTableDescriptors { pick, tables }).into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -66,15 +70,16 @@ pub(crate) struct GetTableNames {
 }
 
 impl GetTableNames {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::GetTableNamesRequest = message(param, "GetTableNamesRequest")?;
-        Ok(GetTableNames {
+        Ok(Call::GetTableNames(GetTableNames {
             pick: Selection::new(
                 req.regex.as_deref(),
                 req.namespace.as_deref(),
                 req.include_sys_tables(),
             )?,
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -97,11 +102,12 @@ pub(crate) struct GetTableState {
 }
 
 impl GetTableState {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::GetTableStateRequest = message(param, "GetTableStateRequest")?;
-        Ok(GetTableState {
+        Ok(Call::GetTableState(GetTableState {
             table: table_of(&req.table_name, "GetTableStateRequest")?,
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
@@ -128,22 +134,24 @@ pub(crate) struct NamespaceTables {
 }
 
 impl NamespaceTables {
-    pub(crate) fn decode_descriptors(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode_descriptors(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::ListTableDescriptorsByNamespaceRequest =
             message(param, "ListTableDescriptorsByNamespace")?;
-        Ok(NamespaceTables {
+        Ok(Call::NamespaceTables(NamespaceTables {
             namespace: req.namespace_name,
             names_only: false,
         })
+        .into())
     }
 
-    pub(crate) fn decode_names(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode_names(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::ListTableNamesByNamespaceRequest =
             message(param, "ListTableNamesByNamespace")?;
-        Ok(NamespaceTables {
+        Ok(Call::NamespaceTables(NamespaceTables {
             namespace: req.namespace_name,
             names_only: true,
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {

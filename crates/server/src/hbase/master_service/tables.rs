@@ -14,10 +14,10 @@
 use super::procedures::nonce_key;
 use super::{
     check_families, current_schema, invalid_family, table_admin, table_not_found, table_of,
-    visible_table, Result,
+    visible_table, Call, Result,
 };
 use crate::hbase::names::show;
-use crate::hbase::{message, schema, CallCtx, HReply, HbaseError, HbaseService};
+use crate::hbase::{message, schema, CallCtx, HReply, HbaseError, HbaseService, Request};
 use crate::router::TableState;
 use crate::security::acl::{Action, Scope};
 use bytes::Bytes;
@@ -36,13 +36,14 @@ pub(crate) struct CreateTable {
 }
 
 impl CreateTable {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::CreateTableRequest = message(param, "CreateTableRequest")?;
-        Ok(CreateTable {
+        Ok(Call::CreateTable(CreateTable {
             schema: schema::table_from_pb(&req.table_schema)?,
             split_keys: req.split_keys,
             nonce: nonce_key(req.nonce_group, req.nonce),
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -73,12 +74,13 @@ pub(crate) struct DeleteTable {
 }
 
 impl DeleteTable {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::DeleteTableRequest = message(param, "DeleteTableRequest")?;
-        Ok(DeleteTable {
+        Ok(Call::DeleteTable(DeleteTable {
             table: table_of(&req.table_name, "DeleteTableRequest")?,
             nonce: nonce_key(req.nonce_group, req.nonce),
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -105,12 +107,13 @@ pub(crate) struct DisableTable {
 }
 
 impl DisableTable {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::DisableTableRequest = message(param, "DisableTableRequest")?;
-        Ok(DisableTable {
+        Ok(Call::DisableTable(DisableTable {
             table: table_of(&req.table_name, "DisableTableRequest")?,
             nonce: nonce_key(req.nonce_group, req.nonce),
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -139,12 +142,13 @@ pub(crate) struct EnableTable {
 }
 
 impl EnableTable {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::EnableTableRequest = message(param, "EnableTableRequest")?;
-        Ok(EnableTable {
+        Ok(Call::EnableTable(EnableTable {
             table: table_of(&req.table_name, "EnableTableRequest")?,
             nonce: nonce_key(req.nonce_group, req.nonce),
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -174,13 +178,14 @@ pub(crate) struct TruncateTable {
 }
 
 impl TruncateTable {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::TruncateTableRequest = message(param, "TruncateTableRequest")?;
-        Ok(TruncateTable {
+        Ok(Call::TruncateTable(TruncateTable {
             table: table_of(&req.table_name, "TruncateTableRequest")?,
             preserve_splits: req.preserve_splits(),
             nonce: nonce_key(req.nonce_group, req.nonce),
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -213,7 +218,7 @@ pub(crate) struct ModifyTable {
 }
 
 impl ModifyTable {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::ModifyTableRequest = message(param, "ModifyTableRequest")?;
         let table = table_of(&req.table_name, "ModifyTableRequest")?;
         let wanted = schema::table_from_pb(&req.table_schema).and_then(|wanted| {
@@ -225,11 +230,12 @@ impl ModifyTable {
             }
             Ok(wanted)
         });
-        Ok(ModifyTable {
+        Ok(Call::ModifyTable(ModifyTable {
             table,
             wanted,
             nonce: nonce_key(req.nonce_group, req.nonce),
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -264,16 +270,18 @@ pub(crate) struct PutColumn {
 }
 
 impl PutColumn {
-    pub(crate) fn decode_add(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode_add(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::AddColumnRequest = message(param, "AddColumnRequest")?;
         let nonce = nonce_key(req.nonce_group, req.nonce);
         PutColumn::new(true, &req.table_name, &req.column_families, nonce)
+            .map(|call| Call::PutColumn(call).into())
     }
 
-    pub(crate) fn decode_modify(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode_modify(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::ModifyColumnRequest = message(param, "ModifyColumnRequest")?;
         let nonce = nonce_key(req.nonce_group, req.nonce);
         PutColumn::new(false, &req.table_name, &req.column_families, nonce)
+            .map(|call| Call::PutColumn(call).into())
     }
 
     fn new(
@@ -336,13 +344,14 @@ pub(crate) struct DeleteColumn {
 }
 
 impl DeleteColumn {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::DeleteColumnRequest = message(param, "DeleteColumnRequest")?;
-        Ok(DeleteColumn {
+        Ok(Call::DeleteColumn(DeleteColumn {
             table: table_of(&req.table_name, "DeleteColumnRequest")?,
             family: req.column_name,
             nonce: nonce_key(req.nonce_group, req.nonce),
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -386,13 +395,14 @@ pub(crate) struct FlushTable {
 }
 
 impl FlushTable {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::FlushTableRequest = message(param, "FlushTableRequest")?;
-        Ok(FlushTable {
+        Ok(Call::FlushTable(FlushTable {
             table: table_of(&req.table_name, "FlushTableRequest")?,
             families: req.column_family,
             nonce: nonce_key(req.nonce_group, req.nonce),
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -429,15 +439,16 @@ pub(crate) struct SplitRegion {
 }
 
 impl SplitRegion {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::SplitTableRegionRequest = message(param, "SplitTableRegionRequest")?;
         let info = &req.region_info;
-        Ok(SplitRegion {
+        Ok(Call::SplitRegion(SplitRegion {
             table: table_of(&info.table_name, "SplitTableRegionRequest")?,
             region_id: info.region_id,
             split_row: req.split_row.filter(|r| !r.is_empty()),
             nonce: nonce_key(req.nonce_group, req.nonce),
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
@@ -475,12 +486,13 @@ pub(crate) struct GetSchemaAlterStatus {
 }
 
 impl GetSchemaAlterStatus {
-    pub(crate) fn decode(param: Bytes) -> Result<Self> {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::GetSchemaAlterStatusRequest =
             message(param, "GetSchemaAlterStatusRequest")?;
-        Ok(GetSchemaAlterStatus {
+        Ok(Call::GetSchemaAlterStatus(GetSchemaAlterStatus {
             table: table_of(&req.table_name, "GetSchemaAlterStatusRequest")?,
         })
+        .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
