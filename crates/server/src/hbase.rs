@@ -6,10 +6,16 @@
 //!
 //! Request path: [`server`] (listener, one reader and one writer task per connection;
 //! preambles and frames in [`connection`]) → handler threads → [`HbaseService::call`] routes by
-//! service and method to [`client`] (Get, Mutate, Multi, Scan), [`master`] (table admin and
-//! procedures), [`registry`] or [`admin_service`]. Those translate HBase's messages
-//! ([`convert`], [`filters`], [`schema`]) and call the same typed [`RegionServer`] methods the
-//! native front end uses, so both protocols share regions, scanners, row locks and splits.
+//! service and method through [`SERVICES`], one table of every service's methods: the
+//! method's decode half turns the request's bytes into a typed [`Request`] (no server state:
+//! the fuzz target runs the same decode halves, [`fuzzing`]), then its execute half runs it.
+//! The services keep one file per call family, after gohbase's `hrpc`: [`client_service`]
+//! (`get`, `mutate`, `multi`, `scan`; the reactor's fast paths for Get and Mutate live in
+//! `get` and `mutate`), [`master_service`] (`tables`, `table_info`, `namespaces`, `cluster`,
+//! `procedures`, `access`), [`registry`] (ClientMetaService) and [`admin_service`]. Those
+//! translate HBase's messages ([`convert`], [`filters`], [`schema`]) and call the same typed
+//! [`RegionServer`] methods the native front end uses, so both protocols share regions,
+//! scanners, row locks and splits.
 //! `hbase:meta` is answered from [`meta_view`]: rows in HBase's format (region names with
 //! their MD5 suffix, [`names`]) computed from the catalog, not stored twice.
 //!
@@ -17,7 +23,6 @@
 //! (`clippy::indexing_slicing`); the few places that index in bounds by construction say why.
 #![cfg_attr(not(test), deny(clippy::indexing_slicing))]
 
-mod access;
 mod admin_service;
 mod client_service;
 mod cluster_status;
@@ -65,6 +70,11 @@ pub(crate) fn now_ms() -> u64 {
         .map_or(0, |d| d.as_millis() as u64)
 }
 
+/// A request message, or the error a malformed one is answered with (`what` names it).
+pub(crate) fn message<M: Message + Default>(param: Bytes, what: &str) -> Result<M, HbaseError> {
+    M::decode(param).map_err(|e| HbaseError::malformed(what, e))
+}
+
 /// Who is calling and what they negotiated.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CallCtx {
@@ -75,6 +85,84 @@ pub struct CallCtx {
     /// Who the calls are from: the client certificate's user, else the connection header's
     /// (HBase's SIMPLE authentication; the server decides whether to take it).
     pub caller: crate::security::Caller,
+}
+
+/// A call's request as its decode half hands it to its execute half (gohbase's `hrpc`
+/// calls): one typed, checked request per method, by service.
+#[derive(Debug)]
+pub(crate) enum Request {
+    Client(client_service::Call),
+    Master(master_service::Call),
+    Registry(registry::Call),
+    Admin(admin_service::Call),
+}
+
+impl Request {
+    /// The execute half: the request run against the region server or the master.
+    fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply, HbaseError> {
+        match self {
+            Request::Client(call) => client_service::execute(svc, ctx, call),
+            Request::Master(call) => master_service::execute(svc, ctx, call),
+            Request::Registry(call) => call.execute(svc),
+            Request::Admin(call) => admin_service::execute(svc, ctx, call),
+        }
+    }
+}
+
+/// A decode half: a call's param and cell block to its typed request, checked as far as can
+/// be without the server. Pure: no server state, so the fuzz target runs them as they are.
+pub(crate) type Decode = fn(Bytes, Bytes) -> Result<Request, HbaseError>;
+
+/// A service of this front end: its name, what it checks before decoding, and its calls.
+pub(crate) struct Service {
+    pub(crate) name: &'static str,
+    /// Checked by method name before the request is decoded (MasterService's global ADMIN
+    /// for calls on the cluster rather than a table).
+    pub(crate) admit: fn(&HbaseService, &CallCtx, &str) -> Result<(), HbaseError>,
+    /// Each method and its decode half. The fuzz target picks a call by its index in
+    /// [`SERVICES`]' order: new methods go at the end.
+    pub(crate) calls: &'static [(&'static str, Decode)],
+}
+
+impl Service {
+    /// The decode half of `method` run on its request; UnknownProtocol for a method the
+    /// service does not have.
+    pub(crate) fn decode(
+        &self,
+        method: &str,
+        param: Bytes,
+        cellblock: Bytes,
+    ) -> Result<Request, HbaseError> {
+        let (_, decode) = self
+            .calls
+            .iter()
+            .find(|(name, _)| *name == method)
+            .ok_or_else(|| HbaseError::unknown_method(self.name, method))?;
+        decode(param, cellblock)
+    }
+}
+
+/// No check before decoding: the caller was authenticated, and each call checks its own
+/// permissions.
+pub(crate) fn admit_all(_: &HbaseService, _: &CallCtx, _: &str) -> Result<(), HbaseError> {
+    Ok(())
+}
+
+/// Every service and its calls: the one table [`HbaseService::call`] routes by and the fuzz
+/// target ([`fuzzing`]) decodes with.
+pub(crate) const SERVICES: [&Service; 4] = [
+    &client_service::SERVICE,
+    &master_service::SERVICE,
+    &registry::SERVICE,
+    &admin_service::SERVICE,
+];
+
+/// The service clients call `name`; UnknownProtocol for one this front end does not serve.
+pub(crate) fn find_service(name: &str) -> Result<&'static Service, HbaseError> {
+    SERVICES
+        .into_iter()
+        .find(|s| s.name == name)
+        .ok_or_else(|| HbaseError::unknown_service(name))
 }
 
 /// A call answered on the network reactor.
@@ -156,13 +244,7 @@ impl HbaseService {
         // A master that is no longer the active one answers nothing (not even the registry's
         // "who is the master"), naming why.
         self.rs.check_master()?;
-        let outcome = match service {
-            "ClientService" => client_service::call(self, ctx, method, param, cellblock),
-            "MasterService" => master_service::call(self, ctx, method, param),
-            "ClientMetaService" => registry::call(self, method, param),
-            "AdminService" => admin_service::call(self, ctx, method, param),
-            _ => Err(HbaseError::unknown_service(service)),
-        };
+        let outcome = self.route(ctx, service, method, param, cellblock);
         if let Err(e) = &outcome {
             // Unsupported methods were logged where they were refused.
             if e.class == exceptions::UNKNOWN_PROTOCOL {
@@ -172,6 +254,21 @@ impl HbaseService {
             }
         }
         outcome
+    }
+
+    /// A call routed by [`SERVICES`]: the service's admission check, the method's decode
+    /// half, then the request's execute half.
+    fn route(
+        &self,
+        ctx: &CallCtx,
+        service: &str,
+        method: &str,
+        param: Bytes,
+        cellblock: Bytes,
+    ) -> Result<HReply, HbaseError> {
+        let service = find_service(service)?;
+        (service.admit)(self, ctx, method)?;
+        service.decode(method, param, cellblock)?.execute(self, ctx)
     }
 
     /// The reactor's fast path: a Get answered from memory, or `None` to queue the call.

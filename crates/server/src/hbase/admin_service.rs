@@ -1,135 +1,261 @@
 //! AdminService: the region-server admin calls a client makes on its way (region info,
 //! online regions, flush, compact, server info). Regions are named as in data calls.
 
-use super::names::{self, RegionTarget};
+use super::names::{self, RegionRef, RegionTarget};
 use super::registry;
-use super::{meta_view, CallCtx, HReply, HbaseError, HbaseService};
+use super::{message, meta_view, CallCtx, HReply, HbaseError, HbaseService, Request, Service};
 use crate::meta::META_TABLE;
 use crate::router::HostedRegion;
 use bytes::Bytes;
 use cellar_proto::hbase;
-use prost::Message;
 use std::sync::Arc;
 
-fn decode<M: Message + Default>(what: &str, param: &Bytes) -> Result<M, HbaseError> {
-    M::decode(param.clone()).map_err(|e| HbaseError::malformed(what, e))
+/// An AdminService request, decoded.
+#[derive(Debug)]
+pub(crate) enum Call {
+    GetRegionInfo(GetRegionInfo),
+    GetOnlineRegion(GetOnlineRegion),
+    FlushRegion(FlushRegion),
+    CompactRegion(CompactRegion),
+    GetRegionLoad(GetRegionLoad),
+    GetServerInfo(GetServerInfo),
 }
 
-pub(crate) fn call(
-    svc: &HbaseService,
-    ctx: &CallCtx,
-    method: &str,
-    param: Bytes,
-) -> Result<HReply, HbaseError> {
-    match method {
-        "GetRegionInfo" => {
-            let req: hbase::GetRegionInfoRequest = decode("GetRegionInfoRequest", &param)?;
-            let info = match resolve(svc, &req.region)? {
-                Resolved::Meta => registry::meta_region_info(),
-                Resolved::User(r) => meta_view::region_info_pb(&r.table, &r.info),
-            };
-            Ok(HReply::message(&hbase::GetRegionInfoResponse {
-                region_info: info,
-                // Compactions here run inside the call that asks for them: none is ever
-                // in progress when a client looks.
-                compaction_state: req
-                    .compaction_state
-                    .filter(|asked| *asked)
-                    .map(|_| hbase::get_region_info_response::CompactionState::None as i32),
-                ..Default::default()
-            }))
-        }
-        "GetOnlineRegion" => {
-            decode::<hbase::GetOnlineRegionRequest>("GetOnlineRegionRequest", &param)?;
-            let mut infos = vec![registry::meta_region_info()];
-            for r in svc.rs.router.all_regions() {
-                if r.table != META_TABLE && r.is_open() {
-                    infos.push(meta_view::region_info_pb(&r.table, &r.info));
-                }
+/// AdminService's calls and their decode halves.
+pub(crate) const SERVICE: Service = Service {
+    name: "AdminService",
+    admit: super::admit_all,
+    calls: &[
+        ("GetRegionInfo", GetRegionInfo::decode),
+        ("GetOnlineRegion", GetOnlineRegion::decode),
+        ("FlushRegion", FlushRegion::decode),
+        ("CompactRegion", CompactRegion::decode),
+        ("GetRegionLoad", GetRegionLoad::decode),
+        ("GetServerInfo", GetServerInfo::decode),
+    ],
+};
+
+impl From<Call> for Request {
+    fn from(call: Call) -> Request {
+        Request::Admin(call)
+    }
+}
+
+/// The execute halves.
+pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: Call) -> Result<HReply, HbaseError> {
+    match call {
+        Call::GetRegionInfo(call) => call.execute(svc),
+        Call::GetOnlineRegion(call) => call.execute(svc),
+        Call::FlushRegion(call) => call.execute(svc, ctx),
+        Call::CompactRegion(call) => call.execute(svc, ctx),
+        Call::GetRegionLoad(call) => call.execute(svc),
+        Call::GetServerInfo(call) => call.execute(svc),
+    }
+}
+
+/// The region a request names, encoded names not yet looked up.
+fn region(spec: &hbase::RegionSpecifier) -> Result<RegionRef, HbaseError> {
+    names::region_ref(spec.r#type, &spec.value)
+}
+
+/// GetRegionInfo: a region's RegionInfo, and its compaction state when asked.
+#[derive(Debug, Clone)]
+pub(crate) struct GetRegionInfo {
+    pub(crate) region: RegionRef,
+    pub(crate) compaction_state: bool,
+}
+
+impl GetRegionInfo {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request, HbaseError> {
+        let req: hbase::GetRegionInfoRequest = message(param, "GetRegionInfoRequest")?;
+        Ok(Call::GetRegionInfo(GetRegionInfo {
+            region: region(&req.region)?,
+            compaction_state: req.compaction_state == Some(true),
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
+        let info = match resolve(svc, self.region)? {
+            Resolved::Meta => registry::meta_region_info(),
+            Resolved::User(r) => meta_view::region_info_pb(&r.table, &r.info),
+        };
+        Ok(HReply::message(&hbase::GetRegionInfoResponse {
+            region_info: info,
+            // Compactions here run inside the call that asks for them: none is ever
+            // in progress when a client looks.
+            compaction_state: self
+                .compaction_state
+                .then_some(hbase::get_region_info_response::CompactionState::None as i32),
+            ..Default::default()
+        }))
+    }
+}
+
+/// GetOnlineRegion: meta and every open user region.
+#[derive(Debug, Clone)]
+pub(crate) struct GetOnlineRegion;
+
+impl GetOnlineRegion {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request, HbaseError> {
+        message::<hbase::GetOnlineRegionRequest>(param, "GetOnlineRegionRequest")?;
+        Ok(Call::GetOnlineRegion(GetOnlineRegion).into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
+        let mut infos = vec![registry::meta_region_info()];
+        for r in svc.rs.router.all_regions() {
+            if r.table != META_TABLE && r.is_open() {
+                infos.push(meta_view::region_info_pb(&r.table, &r.info));
             }
-            Ok(HReply::message(&hbase::GetOnlineRegionResponse {
-                region_info: infos,
-            }))
         }
-        "FlushRegion" => {
-            let req: hbase::FlushRegionRequest = decode("FlushRegionRequest", &param)?;
-            let flushed = match resolve(svc, &req.region)? {
-                // Meta is computed, never written: nothing to flush.
-                Resolved::Meta => false,
-                Resolved::User(r) => {
-                    super::master_service::table_admin(svc, ctx, &r.table, "flush a region")?;
-                    // HBase flushes only the family named, after checking the table has it.
-                    // Cellar flushes the whole region (every family's memstore): more than
-                    // asked, with the same data visible.
-                    if let Some(family) = &req.family {
-                        let schema = r.with(|region| Ok(region.schema().clone()))?;
-                        super::master_service::check_families(
-                            &schema,
-                            std::slice::from_ref(family),
-                            &r.table,
-                        )?;
-                    }
-                    r.with(|region| Ok(region.flush()?))?;
-                    true
+        Ok(HReply::message(&hbase::GetOnlineRegionResponse {
+            region_info: infos,
+        }))
+    }
+}
+
+/// FlushRegion: a region's memstores written out.
+#[derive(Debug, Clone)]
+pub(crate) struct FlushRegion {
+    pub(crate) region: RegionRef,
+    /// The family named, which the table must have.
+    pub(crate) family: Option<Bytes>,
+}
+
+impl FlushRegion {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request, HbaseError> {
+        let req: hbase::FlushRegionRequest = message(param, "FlushRegionRequest")?;
+        Ok(Call::FlushRegion(FlushRegion {
+            region: region(&req.region)?,
+            family: req.family,
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply, HbaseError> {
+        let flushed = match resolve(svc, self.region)? {
+            // Meta is computed, never written: nothing to flush.
+            Resolved::Meta => false,
+            Resolved::User(r) => {
+                super::master_service::table_admin(svc, ctx, &r.table, "flush a region")?;
+                // HBase flushes only the family named, after checking the table has it.
+                // Cellar flushes the whole region (every family's memstore): more than
+                // asked, with the same data visible.
+                if let Some(family) = &self.family {
+                    let schema = r.with(|region| Ok(region.schema().clone()))?;
+                    super::master_service::check_families(
+                        &schema,
+                        std::slice::from_ref(family),
+                        &r.table,
+                    )?;
                 }
-            };
-            Ok(HReply::message(&hbase::FlushRegionResponse {
-                last_flush_time: super::now_ms(),
-                flushed: Some(flushed),
-                wrote_flush_wal_marker: Some(false),
-            }))
-        }
-        "CompactRegion" => {
-            let req: hbase::CompactRegionRequest = decode("CompactRegionRequest", &param)?;
-            if let Resolved::User(r) = resolve(svc, &req.region)? {
-                super::master_service::table_admin(svc, ctx, &r.table, "compact a region")?;
-                let major = req.major.unwrap_or(false);
-                match &req.family {
-                    // One family's store, as HBase's `compact(table, family)`; a family the
-                    // region lacks is HBase's NoSuchColumnFamilyException.
-                    Some(family) => {
-                        let name = String::from_utf8_lossy(family).into_owned();
-                        let done = r.with(|region| Ok(region.compact_family(&name, major)?))?;
-                        if !done {
-                            return Err(HbaseError::new(
-                                super::exceptions::NO_SUCH_FAMILY,
-                                format!(
-                                    "column family {name} does not exist in region {}",
-                                    names::show(&names::region_name(
-                                        &r.table,
-                                        &r.info.start_key,
-                                        r.info.id
-                                    ))
-                                ),
-                                true,
-                            ));
-                        }
-                    }
-                    None => r.with(|region| Ok(region.compact(major)?))?,
-                }
+                r.with(|region| Ok(region.flush()?))?;
+                true
             }
-            Ok(HReply::message(&hbase::CompactRegionResponse {}))
+        };
+        Ok(HReply::message(&hbase::FlushRegionResponse {
+            last_flush_time: super::now_ms(),
+            flushed: Some(flushed),
+            wrote_flush_wal_marker: Some(false),
+        }))
+    }
+}
+
+/// CompactRegion: a region's stores (or one family's) compacted, minor or major.
+#[derive(Debug, Clone)]
+pub(crate) struct CompactRegion {
+    pub(crate) region: RegionRef,
+    pub(crate) major: bool,
+    pub(crate) family: Option<Bytes>,
+}
+
+impl CompactRegion {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request, HbaseError> {
+        let req: hbase::CompactRegionRequest = message(param, "CompactRegionRequest")?;
+        Ok(Call::CompactRegion(CompactRegion {
+            region: region(&req.region)?,
+            major: req.major.unwrap_or(false),
+            family: req.family,
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply, HbaseError> {
+        if let Resolved::User(r) = resolve(svc, self.region)? {
+            super::master_service::table_admin(svc, ctx, &r.table, "compact a region")?;
+            let major = self.major;
+            match &self.family {
+                // One family's store, as HBase's `compact(table, family)`; a family the
+                // region lacks is HBase's NoSuchColumnFamilyException.
+                Some(family) => {
+                    let name = String::from_utf8_lossy(family).into_owned();
+                    let done = r.with(|region| Ok(region.compact_family(&name, major)?))?;
+                    if !done {
+                        return Err(HbaseError::new(
+                            super::exceptions::NO_SUCH_FAMILY,
+                            format!(
+                                "column family {name} does not exist in region {}",
+                                names::show(&names::region_name(
+                                    &r.table,
+                                    &r.info.start_key,
+                                    r.info.id
+                                ))
+                            ),
+                            true,
+                        ));
+                    }
+                }
+                None => r.with(|region| Ok(region.compact(major)?))?,
+            }
         }
-        "GetRegionLoad" => {
-            let req: hbase::GetRegionLoadRequest = decode("GetRegionLoadRequest", &param)?;
-            let table = match &req.table_name {
-                Some(t) => Some(names::table_from_pb(t)?),
-                None => None,
-            };
-            Ok(HReply::message(&hbase::GetRegionLoadResponse {
-                region_loads: super::cluster_status::region_loads(svc, table.as_deref()),
-            }))
-        }
-        "GetServerInfo" => {
-            decode::<hbase::GetServerInfoRequest>("GetServerInfoRequest", &param)?;
-            Ok(HReply::message(&hbase::GetServerInfoResponse {
-                server_info: hbase::ServerInfo {
-                    server_name: registry::server_name(svc),
-                    webui_port: None,
-                },
-            }))
-        }
-        _ => Err(HbaseError::unknown_method("AdminService", method)),
+        Ok(HReply::message(&hbase::CompactRegionResponse {}))
+    }
+}
+
+/// GetRegionLoad: the load of every region, or of one table's.
+#[derive(Debug, Clone)]
+pub(crate) struct GetRegionLoad {
+    pub(crate) table: Option<String>,
+}
+
+impl GetRegionLoad {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request, HbaseError> {
+        let req: hbase::GetRegionLoadRequest = message(param, "GetRegionLoadRequest")?;
+        Ok(Call::GetRegionLoad(GetRegionLoad {
+            table: req
+                .table_name
+                .as_ref()
+                .map(names::table_from_pb)
+                .transpose()?,
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
+        Ok(HReply::message(&hbase::GetRegionLoadResponse {
+            region_loads: super::cluster_status::region_loads(svc, self.table.as_deref()),
+        }))
+    }
+}
+
+/// GetServerInfo: this server's name.
+#[derive(Debug, Clone)]
+pub(crate) struct GetServerInfo;
+
+impl GetServerInfo {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request, HbaseError> {
+        message::<hbase::GetServerInfoRequest>(param, "GetServerInfoRequest")?;
+        Ok(Call::GetServerInfo(GetServerInfo).into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
+        Ok(HReply::message(&hbase::GetServerInfoResponse {
+            server_info: hbase::ServerInfo {
+                server_name: registry::server_name(svc),
+                webui_port: None,
+            },
+        }))
     }
 }
 
@@ -138,10 +264,10 @@ enum Resolved {
     User(Arc<HostedRegion>),
 }
 
-/// The region a specifier names, served here; NotServingRegion when it is not (split,
+/// The region a request names, served here; NotServingRegion when it is not (split,
 /// closed, unknown), TableNotEnabled when its table is disabled.
-fn resolve(svc: &HbaseService, spec: &hbase::RegionSpecifier) -> Result<Resolved, HbaseError> {
-    match names::parse_region_in(svc, spec.r#type, &spec.value)? {
+fn resolve(svc: &HbaseService, region: RegionRef) -> Result<Resolved, HbaseError> {
+    match region.resolve(svc)? {
         RegionTarget::Meta => Ok(Resolved::Meta),
         RegionTarget::User { table, region_id } => Ok(Resolved::User(
             svc.rs.router.region_for_call(&table, region_id)?,
@@ -155,6 +281,7 @@ mod tests {
     use crate::hbase::exceptions::NOT_SERVING_REGION;
     use crate::hbase::master_service::test_support::{create, Fixture};
     use crate::hbase::names::{encoded_name, region_name, ENCODED_REGION_NAME, REGION_NAME};
+    use prost::Message;
 
     fn spec(kind: i32, value: impl Into<Bytes>) -> hbase::RegionSpecifier {
         hbase::RegionSpecifier {

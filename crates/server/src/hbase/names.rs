@@ -45,7 +45,7 @@ pub(crate) enum RegionTarget {
 
 /// The region a RegionSpecifier names (`kind` is its RegionSpecifierType: 1 REGION_NAME,
 /// 2 ENCODED_REGION_NAME). A name that does not parse is a DoNotRetryIOException naming it.
-/// An encoded name of a user region needs the server's regions: see [`parse_region_in`].
+/// An encoded name of a user region needs the server's regions: see [`region_ref`].
 pub(crate) fn parse_region(kind: i32, value: &[u8]) -> Result<RegionTarget, HbaseError> {
     match kind {
         REGION_NAME => parsed_names::parse(value),
@@ -61,35 +61,49 @@ pub(crate) fn parse_region(kind: i32, value: &[u8]) -> Result<RegionTarget, Hbas
     }
 }
 
-/// [`parse_region`], resolving encoded names of user regions against the regions `svc`
-/// serves; an encoded name matching none is a NotServingRegionException (the client locates
-/// the region again).
-pub(crate) fn parse_region_in(
-    svc: &HbaseService,
-    kind: i32,
-    value: &[u8],
-) -> Result<RegionTarget, HbaseError> {
+/// A region as a request names it, parsed as far as can be without the server: an encoded
+/// name of a user region stays a name until [`RegionRef::resolve`] looks it up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum RegionRef {
+    Target(RegionTarget),
+    Encoded(Bytes),
+}
+
+/// [`parse_region`], keeping encoded names of user regions for [`RegionRef::resolve`].
+pub(crate) fn region_ref(kind: i32, value: &Bytes) -> Result<RegionRef, HbaseError> {
     if kind != ENCODED_REGION_NAME || value == META_ENCODED_NAME {
-        return parse_region(kind, value);
+        return parse_region(kind, value).map(RegionRef::Target);
     }
-    for (table, route) in svc.rs.router.tables() {
-        if table == crate::meta::META_TABLE {
-            continue;
-        }
-        for r in route.regions.values() {
-            if encoded_name(&table, &r.info.start_key, r.info.id).as_bytes() == value {
-                return Ok(RegionTarget::User {
-                    table,
-                    region_id: r.info.id,
-                });
+    Ok(RegionRef::Encoded(value.clone()))
+}
+
+impl RegionRef {
+    /// The region, an encoded name resolved against the regions `svc` serves; one matching
+    /// none is a NotServingRegionException (the client locates the region again).
+    pub(crate) fn resolve(self, svc: &HbaseService) -> Result<RegionTarget, HbaseError> {
+        let value = match self {
+            RegionRef::Target(t) => return Ok(t),
+            RegionRef::Encoded(value) => value,
+        };
+        for (table, route) in svc.rs.router.tables() {
+            if table == crate::meta::META_TABLE {
+                continue;
+            }
+            for r in route.regions.values() {
+                if encoded_name(&table, &r.info.start_key, r.info.id).as_bytes() == value {
+                    return Ok(RegionTarget::User {
+                        table,
+                        region_id: r.info.id,
+                    });
+                }
             }
         }
+        Err(HbaseError::new(
+            super::exceptions::NOT_SERVING_REGION,
+            format!("region with encoded name '{}' is not online", show(&value)),
+            false,
+        ))
     }
-    Err(HbaseError::new(
-        super::exceptions::NOT_SERVING_REGION,
-        format!("region with encoded name '{}' is not online", show(value)),
-        false,
-    ))
 }
 
 /// Full names already checked, per network thread. The client sends its region's name in

@@ -3,53 +3,71 @@
 //! (and only) master, the bootstrap node and the host of `hbase:meta,,1`.
 
 use super::names::{self, META_REGION_ID, META_TABLE};
-use super::{HReply, HbaseError, HbaseService};
+use super::{message, HReply, HbaseError, HbaseService, Request, Service};
 use bytes::Bytes;
 use cellar_proto::hbase;
-use prost::Message;
 
-pub(crate) fn call(svc: &HbaseService, method: &str, param: Bytes) -> Result<HReply, HbaseError> {
-    // Every request of this service is empty: decoding only checks the bytes are a message.
-    let check = |what: &str| {
-        hbase::GetClusterIdRequest::decode(param.clone())
-            .map(|_| ())
-            .map_err(|e| HbaseError::malformed(what, e))
-    };
-    match method {
-        "GetClusterId" => {
-            check("GetClusterIdRequest")?;
-            Ok(HReply::message(&hbase::GetClusterIdResponse {
+/// ClientMetaService's calls and their decode halves.
+pub(crate) const SERVICE: Service = Service {
+    name: "ClientMetaService",
+    admit: super::admit_all,
+    calls: &[
+        ("GetClusterId", |p, _| {
+            Call::ClusterId.decode(p, "GetClusterIdRequest")
+        }),
+        ("GetActiveMaster", |p, _| {
+            Call::ActiveMaster.decode(p, "GetActiveMasterRequest")
+        }),
+        ("GetMasters", |p, _| {
+            Call::Masters.decode(p, "GetMastersRequest")
+        }),
+        ("GetMetaRegionLocations", |p, _| {
+            Call::MetaRegionLocations.decode(p, "GetMetaRegionLocationsRequest")
+        }),
+        ("GetBootstrapNodes", |p, _| {
+            Call::BootstrapNodes.decode(p, "GetBootstrapNodesRequest")
+        }),
+    ],
+};
+
+/// A ClientMetaService call. Every request of this service is empty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Call {
+    ClusterId,
+    ActiveMaster,
+    Masters,
+    MetaRegionLocations,
+    BootstrapNodes,
+}
+
+impl Call {
+    /// The decode half: only checks the bytes are a message (`what` names it).
+    pub(crate) fn decode(self, param: Bytes, what: &str) -> Result<Request, HbaseError> {
+        message::<hbase::GetClusterIdRequest>(param, what)?;
+        Ok(Request::Registry(self))
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
+        Ok(match self {
+            Call::ClusterId => HReply::message(&hbase::GetClusterIdResponse {
                 cluster_id: Some(svc.cluster_id.clone()),
-            }))
-        }
-        "GetActiveMaster" => {
-            check("GetActiveMasterRequest")?;
-            Ok(HReply::message(&hbase::GetActiveMasterResponse {
+            }),
+            Call::ActiveMaster => HReply::message(&hbase::GetActiveMasterResponse {
                 server_name: Some(server_name(svc)),
-            }))
-        }
-        "GetMasters" => {
-            check("GetMastersRequest")?;
-            Ok(HReply::message(&hbase::GetMastersResponse {
+            }),
+            Call::Masters => HReply::message(&hbase::GetMastersResponse {
                 master_servers: vec![hbase::GetMastersResponseEntry {
                     server_name: server_name(svc),
                     is_active: true,
                 }],
-            }))
-        }
-        "GetMetaRegionLocations" => {
-            check("GetMetaRegionLocationsRequest")?;
-            Ok(HReply::message(&hbase::GetMetaRegionLocationsResponse {
+            }),
+            Call::MetaRegionLocations => HReply::message(&hbase::GetMetaRegionLocationsResponse {
                 meta_locations: vec![meta_location(svc)],
-            }))
-        }
-        "GetBootstrapNodes" => {
-            check("GetBootstrapNodesRequest")?;
-            Ok(HReply::message(&hbase::GetBootstrapNodesResponse {
+            }),
+            Call::BootstrapNodes => HReply::message(&hbase::GetBootstrapNodesResponse {
                 server_name: vec![server_name(svc)],
-            }))
-        }
-        _ => Err(HbaseError::unknown_method("ClientMetaService", method)),
+            }),
+        })
     }
 }
 
@@ -98,6 +116,7 @@ pub(crate) fn connection_registry_response(
 mod tests {
     use super::*;
     use crate::hbase::master_service::test_support::Fixture;
+    use prost::Message;
 
     fn ask<R: Message + Default>(f: &Fixture, method: &str) -> R {
         let reply = f

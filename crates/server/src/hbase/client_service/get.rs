@@ -1,0 +1,174 @@
+//! GET: one row of a user region or of `hbase:meta`; also the reactor's fast path for the
+//! common Get ([`get_inline`]).
+
+use super::{region, Call, Result};
+use crate::hbase::meta_view;
+use crate::hbase::names::RegionTarget;
+use crate::hbase::{convert, CallCtx, HReply, HbaseService, Request};
+use bytes::{Bytes, BytesMut};
+use cellar_model::filter::FilterEval;
+use cellar_model::{Cell, Get};
+use cellar_proto::cellblock::CellBlockWriter;
+use cellar_proto::hbase;
+
+/// A Get as its decode half hands it on: the region and the row's selection.
+#[derive(Debug, Clone)]
+pub(crate) struct GetCall {
+    pub(crate) region: RegionTarget,
+    pub(crate) get: Get,
+    /// Only whether the row exists is asked for.
+    pub(crate) exists_only: bool,
+}
+
+impl GetCall {
+    /// The Get of `g` on `region`.
+    pub(crate) fn new(region: RegionTarget, g: &hbase::Get) -> Result<GetCall> {
+        let (get, exists_only) = convert::get_from_hbase(g)?;
+        Ok(GetCall {
+            region,
+            get,
+            exists_only,
+        })
+    }
+}
+
+/// The decode half: a GetRequest (it carries no cells).
+pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+    Ok(Call::Get(get_call(param)?).into())
+}
+
+fn get_call(param: Bytes) -> Result<GetCall> {
+    let req: hbase::GetRequest = crate::hbase::message(param, "GetRequest")?;
+    GetCall::new(region(&req.region)?, &req.get)
+}
+
+/// The execute half: the caller's permissions narrow the Get, then the row is read.
+pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: GetCall) -> Result<HReply> {
+    let GetCall {
+        region,
+        mut get,
+        exists_only,
+    } = call;
+    check_get(svc, ctx, &region, &mut get, "get")?;
+    let cells = read_row(svc, &region, &get)?;
+    Ok(get_reply(ctx, &cells, exists_only))
+}
+
+/// A Get answered from memstores and the block cache, or `None` to send it to the pool
+/// (meta, malformed requests and anything needing disk go there).
+pub(crate) fn get_inline(
+    svc: &HbaseService,
+    ctx: &CallCtx,
+    param: &Bytes,
+) -> Option<Result<HReply>> {
+    if !svc.rs.config().rpc.inline_gets {
+        return None;
+    }
+    let GetCall {
+        region: RegionTarget::User { table, region_id },
+        mut get,
+        exists_only,
+    } = get_call(param.clone()).ok()?
+    else {
+        return None;
+    };
+    // Refused here, it is refused (and audited) again on the handler pool.
+    crate::security::authz::quietly(|| {
+        svc.rs.authz.check_get(&ctx.caller, &table, &mut get, "get")
+    })
+    .ok()?;
+    let reply = if ctx.cell_blocks && !exists_only && get.filter.is_none() {
+        // The common Get: cells go from the memstore or block straight into the answer.
+        let mut block = CellBlockWriter::default();
+        if let Err(e) = svc
+            .rs
+            .get_inline_into(&table, region_id, &get, &mut block)?
+        {
+            return Some(Err(e.into()));
+        }
+        let (count, block) = block.finish();
+        let result = hbase::Result {
+            associated_cell_count: Some(count as i32),
+            ..Default::default()
+        };
+        HReply::with_cells(
+            &hbase::GetResponse {
+                result: Some(result),
+            },
+            block,
+        )
+    } else {
+        match svc.rs.get_inline(&table, region_id, &get)? {
+            Ok(cells) => get_reply(ctx, &cells, exists_only),
+            Err(e) => return Some(Err(e.into())),
+        }
+    };
+    svc.rs
+        .requests
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    Some(Ok(reply))
+}
+
+/// Narrows a Get of a user region to what the caller may see. Meta, as this front end
+/// computes it, holds only table and region rows: every authenticated caller may read it.
+pub(super) fn check_get(
+    svc: &HbaseService,
+    ctx: &CallCtx,
+    target: &RegionTarget,
+    get: &mut Get,
+    what: &str,
+) -> Result<()> {
+    match target {
+        RegionTarget::Meta => Ok(svc.rs.authz.authenticate(&ctx.caller)?),
+        RegionTarget::User { table, .. } => {
+            Ok(svc.rs.authz.check_get(&ctx.caller, table, get, what)?)
+        }
+    }
+}
+
+/// The cells a Get selects, from meta or a user region.
+pub(super) fn read_row(svc: &HbaseService, target: &RegionTarget, get: &Get) -> Result<Vec<Cell>> {
+    match target {
+        RegionTarget::User { table, region_id } => Ok(svc.rs.get(table, *region_id, get)?),
+        RegionTarget::Meta => {
+            let mut families = Vec::new();
+            let mut columns = Vec::new();
+            for c in &get.columns {
+                match &c.qualifier {
+                    None => families.push(c.family.clone()),
+                    Some(q) => columns.push((c.family.clone(), q.clone())),
+                }
+            }
+            let cells = meta_view::get(svc, &get.row, &families, &columns)?;
+            Ok(match &get.filter {
+                Some(f) => FilterEval::new(f).filter_row(cells).unwrap_or_default(),
+                None => cells,
+            })
+        }
+    }
+}
+
+/// A Get's result: the cells, or only whether there are any.
+pub(super) fn get_result(
+    ctx: &CallCtx,
+    cells: &[Cell],
+    exists_only: bool,
+    out: &mut BytesMut,
+) -> hbase::Result {
+    if exists_only {
+        convert::exists_result(!cells.is_empty())
+    } else {
+        convert::result_to_hbase(cells, false, ctx.cell_blocks, out)
+    }
+}
+
+fn get_reply(ctx: &CallCtx, cells: &[Cell], exists_only: bool) -> HReply {
+    let mut out = BytesMut::new();
+    let result = get_result(ctx, cells, exists_only, &mut out);
+    HReply::with_cells(
+        &hbase::GetResponse {
+            result: Some(result),
+        },
+        out,
+    )
+}

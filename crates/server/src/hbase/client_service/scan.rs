@@ -1,0 +1,268 @@
+//! SCAN: open (region + scan), next (scanner id), renew (lease only) or close. A meta scan's
+//! rows are computed whole at the open and handed out `number_of_rows` at a time by a
+//! scanner like a region's. `more_results` stays true: the client stops by itself at its stop
+//! row and limit, and moves on to the next region when `more_results_in_region` is false. A
+//! `next_call_seq` on any call is checked against the scanner's call sequence (the open is
+//! call 0): a number out of order gets HBase's `OutOfOrderScannerNextException` and the
+//! scanner stays as it was.
+
+use super::{region, Call, Result};
+use crate::hbase::meta_view::{self, MetaScan};
+use crate::hbase::names::RegionTarget;
+use crate::hbase::{convert, filters, CallCtx, HReply, HbaseError, HbaseService, Request};
+use bytes::{Bytes, BytesMut};
+use cellar_model::{Cell, Scan};
+use cellar_proto::hbase;
+
+/// A Scan as its decode half hands it on.
+#[derive(Debug, Clone)]
+pub(crate) enum ScanCall {
+    /// A scanner opened, its first `rows` rows answered.
+    Open {
+        target: Box<OpenTarget>,
+        rows: u32,
+        /// 0 when given (an open is call 0); a scanner with more to come takes it.
+        next_call_seq: Option<u64>,
+    },
+    /// The next `rows` rows of an open scanner (0 when only renewing its lease).
+    Next {
+        scanner_id: u64,
+        rows: u32,
+        next_call_seq: Option<u64>,
+    },
+    Close {
+        scanner_id: u64,
+        next_call_seq: Option<u64>,
+    },
+}
+
+/// What a scanner is opened on.
+#[derive(Debug, Clone)]
+pub(crate) enum OpenTarget {
+    /// Meta, in HBase's own terms (bounds with their inclusiveness).
+    Meta(MetaScan),
+    User {
+        table: String,
+        region_id: u64,
+        scan: Scan,
+    },
+}
+
+impl ScanCall {
+    /// `req`, its region named by `resolve` (tests substitute it).
+    pub(crate) fn new(
+        req: &hbase::ScanRequest,
+        resolve: impl Fn(&hbase::RegionSpecifier) -> Result<RegionTarget>,
+    ) -> Result<ScanCall> {
+        if let Some(scanner_id) = req.scanner_id {
+            if req.close_scanner.unwrap_or(false) {
+                return Ok(ScanCall::Close {
+                    scanner_id,
+                    next_call_seq: req.next_call_seq,
+                });
+            }
+            let rows = if req.renew.unwrap_or(false) {
+                0
+            } else {
+                req.number_of_rows.unwrap_or(0)
+            };
+            return Ok(ScanCall::Next {
+                scanner_id,
+                rows,
+                next_call_seq: req.next_call_seq,
+            });
+        }
+        let spec = req.region.as_ref().ok_or_else(|| {
+            HbaseError::do_not_retry("ScanRequest has neither a scanner id nor a region")
+        })?;
+        let s = req.scan.as_ref().ok_or_else(|| {
+            HbaseError::do_not_retry("ScanRequest opens a scanner without a scan")
+        })?;
+        let limit = req.limit_of_rows.unwrap_or(0);
+        // A numbered open is the new scanner's call 0, as in HBase.
+        if let Some(got) = req.next_call_seq.filter(|s| *s != 0) {
+            return Err(crate::error::ServerError::OutOfOrderScannerNext {
+                scanner: 0,
+                expected: 0,
+                got,
+            }
+            .into());
+        }
+        let target = match resolve(spec)? {
+            RegionTarget::Meta => OpenTarget::Meta(meta_scan(s, limit)?),
+            RegionTarget::User { table, region_id } => OpenTarget::User {
+                table,
+                region_id,
+                scan: convert::scan_from_hbase(s, limit)?,
+            },
+        };
+        Ok(ScanCall::Open {
+            target: Box::new(target),
+            rows: req.number_of_rows.unwrap_or(0),
+            next_call_seq: req.next_call_seq,
+        })
+    }
+}
+
+/// The decode half: a ScanRequest (it carries no cells).
+pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+    let req: hbase::ScanRequest = crate::hbase::message(param, "ScanRequest")?;
+    Ok(Call::Scan(ScanCall::new(&req, region)?).into())
+}
+
+/// A scan of meta in HBase's own terms (bounds with their inclusiveness).
+pub(crate) fn meta_scan(s: &hbase::Scan, limit: u32) -> Result<MetaScan> {
+    let reversed = s.reversed.unwrap_or(false);
+    let mut families = Vec::new();
+    let mut columns = Vec::new();
+    for c in &s.column {
+        if c.qualifier.is_empty() {
+            families.push(c.family.clone());
+        }
+        for q in &c.qualifier {
+            columns.push((c.family.clone(), q.clone()));
+        }
+    }
+    Ok(MetaScan {
+        start: s.start_row.clone().unwrap_or_default(),
+        include_start: s.include_start_row.unwrap_or(true),
+        stop: s.stop_row.clone().unwrap_or_default(),
+        include_stop: s.include_stop_row.unwrap_or(false),
+        reversed,
+        families,
+        columns,
+        filter: s
+            .filter
+            .as_ref()
+            .map(|f| filters::checked_filter_from_hbase(f, reversed))
+            .transpose()?,
+        limit: limit as usize,
+    })
+}
+
+/// The execute half: a scanner of this connection moved on, closed, or opened.
+pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: ScanCall) -> Result<HReply> {
+    match call {
+        ScanCall::Close {
+            scanner_id: id,
+            next_call_seq,
+        } => {
+            svc.rs.check_scanner_owner(ctx.conn_id, id)?;
+            if let Some(seq) = next_call_seq {
+                svc.rs.scan_take_call_seq(id, seq)?;
+            }
+            svc.rs.scan_close(id);
+            Ok(HReply::message(&hbase::ScanResponse {
+                scanner_id: Some(id),
+                more_results: Some(false),
+                more_results_in_region: Some(false),
+                ..Default::default()
+            }))
+        }
+        ScanCall::Next {
+            scanner_id: id,
+            rows,
+            next_call_seq,
+        } => {
+            svc.rs.check_scanner_owner(ctx.conn_id, id)?;
+            let batch = svc.rs.scan_next_in_order(id, rows, next_call_seq)?;
+            let results: Vec<_> = batch
+                .results
+                .into_iter()
+                .map(|r| (r.cells, r.partial))
+                .collect();
+            Ok(scan_response(
+                ctx,
+                id,
+                &results,
+                batch.more_in_region,
+                ttl(svc),
+            ))
+        }
+        ScanCall::Open {
+            target,
+            rows,
+            next_call_seq,
+        } => {
+            let batch = match *target {
+                OpenTarget::Meta(scan) => {
+                    // Computed whole from the catalog, answered `number_of_rows` at a time.
+                    let all = meta_view::scan(svc, &scan)?;
+                    svc.rs.scan_open_rows(
+                        ctx.conn_id,
+                        all,
+                        rows,
+                        crate::scanners::ResultFormat::CellBlock,
+                    )
+                }
+                OpenTarget::User {
+                    table,
+                    region_id,
+                    mut scan,
+                } => {
+                    svc.rs
+                        .authz
+                        .check_scan(&ctx.caller, &table, &mut scan, "scan")?;
+                    svc.rs.scan_open(
+                        ctx.conn_id,
+                        &table,
+                        region_id,
+                        &scan,
+                        rows,
+                        crate::scanners::ResultFormat::CellBlock,
+                    )?
+                }
+            };
+            if let (Some(seq), true) = (next_call_seq, batch.more_in_region) {
+                svc.rs.scan_take_call_seq(batch.scanner_id, seq)?;
+            }
+            let results: Vec<_> = batch
+                .results
+                .into_iter()
+                .map(|r| (r.cells, r.partial))
+                .collect();
+            Ok(scan_response(
+                ctx,
+                batch.scanner_id,
+                &results,
+                batch.more_in_region,
+                ttl(svc),
+            ))
+        }
+    }
+}
+
+fn ttl(svc: &HbaseService) -> u32 {
+    svc.rs.config().scanner.lease_ms.min(u64::from(u32::MAX)) as u32
+}
+
+/// Results and their flags as the connection takes them.
+fn scan_response(
+    ctx: &CallCtx,
+    scanner_id: u64,
+    results: &[(Vec<Cell>, bool)],
+    more_in_region: bool,
+    ttl: u32,
+) -> HReply {
+    let mut out = BytesMut::new();
+    let mut resp = hbase::ScanResponse {
+        scanner_id: Some(scanner_id),
+        more_results: Some(true),
+        more_results_in_region: Some(more_in_region),
+        ttl: Some(ttl),
+        ..Default::default()
+    };
+    for (cells, partial) in results {
+        if ctx.cell_blocks {
+            for c in cells {
+                cellar_proto::cellblock::put(&mut out, c);
+            }
+            resp.cells_per_result.push(cells.len() as u32);
+            resp.partial_flag_per_result.push(*partial);
+        } else {
+            resp.results
+                .push(convert::result_to_hbase(cells, *partial, false, &mut out));
+        }
+    }
+    HReply::with_cells(&resp, out)
+}

@@ -1,0 +1,243 @@
+//! What the master says of tables: their descriptors, names and states, by pattern or by
+//! namespace. Callers see the user tables they hold a permission on.
+
+use super::{
+    namespace_not_found, table_not_found, table_of, user_tables, visible_table, Call, Result,
+};
+use crate::catalog::names as catalog_names;
+use crate::hbase::{
+    message, meta_view, names, schema, CallCtx, HReply, HbaseError, HbaseService, Request,
+};
+use crate::meta::META_TABLE;
+use crate::router::TableState;
+use bytes::Bytes;
+use cellar_model::TableSchema;
+use cellar_proto::hbase;
+
+/// GetTableDescriptors: the tables named, or those a pattern and namespace pick.
+#[derive(Debug, Clone)]
+pub(crate) struct GetTableDescriptors {
+    pub(crate) pick: Selection,
+    /// The tables named; none: every table the selection takes.
+    pub(crate) tables: Vec<String>,
+}
+
+impl GetTableDescriptors {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::GetTableDescriptorsRequest = message(param, "GetTableDescriptorsRequest")?;
+        let pick = Selection::new(
+            req.regex.as_deref(),
+            req.namespace.as_deref(),
+            req.include_sys_tables(),
+        )?;
+        let tables = req
+            .table_names
+            .iter()
+            .map(names::table_from_pb)
+            .collect::<Result<_>>()?;
+        Ok(Call::GetTableDescriptors(GetTableDescriptors { pick, tables }).into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+        let pick = self.pick;
+        let schemas: Vec<TableSchema> = if self.tables.is_empty() {
+            pick.check_namespace(svc)?;
+            user_tables(svc, ctx)
+                .into_iter()
+                .filter(|(n, _)| pick.matches(n))
+                .map(|(_, s)| s)
+                .collect()
+        } else {
+            // Tables that do not exist are left out; the client reports them. As in
+            // HBase, the regex still applies to the tables named (the namespace does not).
+            self.tables
+                .iter()
+                .filter_map(|name| visible_table(svc, name).map(|route| (name, route)))
+                .filter(|(name, _)| pick.matches_name(name))
+                .map(|(_, route)| (*route.schema).clone())
+                .collect()
+        };
+        Ok(HReply::message(&hbase::GetTableDescriptorsResponse {
+            table_schema: schemas.iter().map(schema::table_to_pb).collect(),
+        }))
+    }
+}
+
+/// GetTableNames: the names of the tables a pattern and namespace pick.
+#[derive(Debug, Clone)]
+pub(crate) struct GetTableNames {
+    pub(crate) pick: Selection,
+}
+
+impl GetTableNames {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::GetTableNamesRequest = message(param, "GetTableNamesRequest")?;
+        Ok(Call::GetTableNames(GetTableNames {
+            pick: Selection::new(
+                req.regex.as_deref(),
+                req.namespace.as_deref(),
+                req.include_sys_tables(),
+            )?,
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+        let pick = self.pick;
+        pick.check_namespace(svc)?;
+        Ok(HReply::message(&hbase::GetTableNamesResponse {
+            table_names: user_tables(svc, ctx)
+                .into_iter()
+                .filter(|(n, _)| pick.matches(n))
+                .map(|(n, _)| names::table_to_pb(&n))
+                .collect(),
+        }))
+    }
+}
+
+/// GetTableState: enabled or disabled (meta always enabled).
+#[derive(Debug, Clone)]
+pub(crate) struct GetTableState {
+    pub(crate) table: String,
+}
+
+impl GetTableState {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::GetTableStateRequest = message(param, "GetTableStateRequest")?;
+        Ok(Call::GetTableState(GetTableState {
+            table: table_of(&req.table_name, "GetTableStateRequest")?,
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
+        let table = self.table;
+        let state = if table == META_TABLE {
+            TableState::Enabled
+        } else {
+            visible_table(svc, &table)
+                .ok_or_else(|| table_not_found(&table))?
+                .state
+        };
+        Ok(HReply::message(&hbase::GetTableStateResponse {
+            table_state: meta_view::table_state_pb(state),
+        }))
+    }
+}
+
+/// ListTableDescriptorsByNamespace or ListTableNamesByNamespace: a namespace's tables.
+#[derive(Debug, Clone)]
+pub(crate) struct NamespaceTables {
+    pub(crate) namespace: String,
+    /// ListTableNamesByNamespace, else the descriptors.
+    pub(crate) names_only: bool,
+}
+
+impl NamespaceTables {
+    pub(crate) fn decode_descriptors(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::ListTableDescriptorsByNamespaceRequest =
+            message(param, "ListTableDescriptorsByNamespace")?;
+        Ok(Call::NamespaceTables(NamespaceTables {
+            namespace: req.namespace_name,
+            names_only: false,
+        })
+        .into())
+    }
+
+    pub(crate) fn decode_names(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::ListTableNamesByNamespaceRequest =
+            message(param, "ListTableNamesByNamespace")?;
+        Ok(Call::NamespaceTables(NamespaceTables {
+            namespace: req.namespace_name,
+            names_only: true,
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+        let ns = self.namespace;
+        if !svc.master()?.namespaces().contains_key(&ns) {
+            return Err(namespace_not_found(&ns));
+        }
+        let tables: Vec<_> = user_tables(svc, ctx)
+            .into_iter()
+            .filter(|(n, _)| catalog_names::split(n).0 == ns)
+            .collect();
+        if self.names_only {
+            Ok(HReply::message(&hbase::ListTableNamesByNamespaceResponse {
+                table_name: tables.iter().map(|(n, _)| names::table_to_pb(n)).collect(),
+            }))
+        } else {
+            Ok(HReply::message(
+                &hbase::ListTableDescriptorsByNamespaceResponse {
+                    table_schema: tables.iter().map(|(_, s)| schema::table_to_pb(s)).collect(),
+                },
+            ))
+        }
+    }
+}
+
+/// Which tables a list call wants: HBase matches the regex against the whole name, and for
+/// tables of the default namespace also against `default:<name>`.
+#[derive(Debug, Clone)]
+pub(crate) struct Selection {
+    regex: Option<regex::Regex>,
+    namespace: Option<String>,
+}
+
+impl Selection {
+    pub(crate) fn new(
+        regex: Option<&str>,
+        namespace: Option<&str>,
+        _sys: bool,
+    ) -> Result<Selection> {
+        let regex = regex
+            .filter(|r| !r.is_empty())
+            .map(|r| {
+                regex::RegexBuilder::new(&format!("^(?:{r})$"))
+                    .size_limit(cellar_model::filter::MAX_REGEX_BYTES)
+                    .dfa_size_limit(cellar_model::filter::MAX_REGEX_BYTES)
+                    .build()
+                    .map_err(|e| {
+                        HbaseError::do_not_retry(format!("invalid table name pattern '{r}': {e}"))
+                    })
+            })
+            .transpose()?;
+        Ok(Selection {
+            regex,
+            namespace: namespace.filter(|n| !n.is_empty()).map(String::from),
+        })
+    }
+
+    /// HBase looks the namespace up first: one that does not exist is
+    /// NamespaceNotFoundException, not an empty list.
+    fn check_namespace(&self, svc: &HbaseService) -> Result<()> {
+        match &self.namespace {
+            Some(ns) if !svc.master()?.namespaces().contains_key(ns) => {
+                Err(namespace_not_found(ns))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    pub(crate) fn matches(&self, table: &str) -> bool {
+        let (ns, _) = catalog_names::split(table);
+        if self.namespace.as_deref().is_some_and(|want| want != ns) {
+            return false;
+        }
+        self.matches_name(table)
+    }
+
+    /// Whether the regex (if any) takes `table`, whatever the namespace asked for.
+    pub(crate) fn matches_name(&self, table: &str) -> bool {
+        let (ns, _) = catalog_names::split(table);
+        match &self.regex {
+            None => true,
+            Some(re) => {
+                re.is_match(table)
+                    || (ns == catalog_names::DEFAULT_NAMESPACE
+                        && re.is_match(&format!("default:{table}")))
+            }
+        }
+    }
+}

@@ -1,0 +1,557 @@
+//! Table DDL: create, delete, disable, enable, truncate and modify tables, add, modify and
+//! delete families, flush a table, split a region, and the alter status clients poll.
+//!
+//! Where an error surfaces mirrors HBase 2.6's master: create and delete table wait for their
+//! procedure's prepare step (HBASE-19953), so "table exists", "not found" and "not disabled"
+//! come back from the call itself; disable, enable, truncate, modify and flush fail through
+//! the procedure (`getProcedureResult` carries the exception, which the client rethrows by
+//! class). Family add/modify/delete check the family while submitting, as HBase does.
+//!
+//! Each request's decode half names its table and converts its descriptors; a descriptor the
+//! handler used to convert only after the permission check and the nonce lookup keeps its
+//! error until then.
+
+use super::procedures::nonce_key;
+use super::{
+    check_families, current_schema, invalid_family, table_admin, table_not_found, table_of,
+    visible_table, Call, Result,
+};
+use crate::hbase::names::show;
+use crate::hbase::{message, schema, CallCtx, HReply, HbaseError, HbaseService, Request};
+use crate::router::TableState;
+use crate::security::acl::{Action, Scope};
+use bytes::Bytes;
+use cellar_model::{FamilySchema, TableSchema};
+use cellar_proto::hbase;
+
+/// A client's retry key for a procedure (see [`nonce_key`]).
+type Nonce = Option<(u64, u64)>;
+
+/// CreateTable: a descriptor and its split keys.
+#[derive(Debug, Clone)]
+pub(crate) struct CreateTable {
+    pub(crate) schema: TableSchema,
+    pub(crate) split_keys: Vec<Bytes>,
+    pub(crate) nonce: Nonce,
+}
+
+impl CreateTable {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::CreateTableRequest = message(param, "CreateTableRequest")?;
+        Ok(Call::CreateTable(CreateTable {
+            schema: schema::table_from_pb(&req.table_schema)?,
+            split_keys: req.split_keys,
+            nonce: nonce_key(req.nonce_group, req.nonce),
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+        let procs = &svc.procedures;
+        svc.rs
+            .authz
+            .require_create(&ctx.caller, &self.schema.name)?;
+        if let Some(id) = procs.replayed(self.nonce) {
+            return Ok(HReply::message(&hbase::CreateTableResponse {
+                proc_id: Some(id),
+            }));
+        }
+        let name = self.schema.name.clone();
+        svc.master()?.create_table(self.schema, &self.split_keys)?;
+        svc.master()?.grant_owner(&ctx.caller, &name)?;
+        let proc_id = procs.run("procedure.CreateTableProcedure", ctx, self.nonce, || Ok(()));
+        Ok(HReply::message(&hbase::CreateTableResponse {
+            proc_id: Some(proc_id),
+        }))
+    }
+}
+
+/// DeleteTable.
+#[derive(Debug, Clone)]
+pub(crate) struct DeleteTable {
+    pub(crate) table: String,
+    pub(crate) nonce: Nonce,
+}
+
+impl DeleteTable {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::DeleteTableRequest = message(param, "DeleteTableRequest")?;
+        Ok(Call::DeleteTable(DeleteTable {
+            table: table_of(&req.table_name, "DeleteTableRequest")?,
+            nonce: nonce_key(req.nonce_group, req.nonce),
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+        let procs = &svc.procedures;
+        table_admin(svc, ctx, &self.table, "delete a table")?;
+        if let Some(id) = procs.replayed(self.nonce) {
+            return Ok(HReply::message(&hbase::DeleteTableResponse {
+                proc_id: Some(id),
+            }));
+        }
+        svc.master()?.delete_table(&self.table)?;
+        let proc_id = procs.run("procedure.DeleteTableProcedure", ctx, self.nonce, || Ok(()));
+        Ok(HReply::message(&hbase::DeleteTableResponse {
+            proc_id: Some(proc_id),
+        }))
+    }
+}
+
+/// DisableTable.
+#[derive(Debug, Clone)]
+pub(crate) struct DisableTable {
+    pub(crate) table: String,
+    pub(crate) nonce: Nonce,
+}
+
+impl DisableTable {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::DisableTableRequest = message(param, "DisableTableRequest")?;
+        Ok(Call::DisableTable(DisableTable {
+            table: table_of(&req.table_name, "DisableTableRequest")?,
+            nonce: nonce_key(req.nonce_group, req.nonce),
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+        let procs = &svc.procedures;
+        let table = self.table;
+        table_admin(svc, ctx, &table, "disable a table")?;
+        if let Some(id) = procs.replayed(self.nonce) {
+            return Ok(HReply::message(&hbase::DisableTableResponse {
+                proc_id: Some(id),
+            }));
+        }
+        let proc_id = procs.run("procedure.DisableTableProcedure", ctx, self.nonce, || {
+            Ok(svc.master()?.disable_table(&table)?)
+        });
+        Ok(HReply::message(&hbase::DisableTableResponse {
+            proc_id: Some(proc_id),
+        }))
+    }
+}
+
+/// EnableTable.
+#[derive(Debug, Clone)]
+pub(crate) struct EnableTable {
+    pub(crate) table: String,
+    pub(crate) nonce: Nonce,
+}
+
+impl EnableTable {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::EnableTableRequest = message(param, "EnableTableRequest")?;
+        Ok(Call::EnableTable(EnableTable {
+            table: table_of(&req.table_name, "EnableTableRequest")?,
+            nonce: nonce_key(req.nonce_group, req.nonce),
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+        let procs = &svc.procedures;
+        let table = self.table;
+        table_admin(svc, ctx, &table, "enable a table")?;
+        if let Some(id) = procs.replayed(self.nonce) {
+            return Ok(HReply::message(&hbase::EnableTableResponse {
+                proc_id: Some(id),
+            }));
+        }
+        let proc_id = procs.run("procedure.EnableTableProcedure", ctx, self.nonce, || {
+            Ok(svc.master()?.enable_table(&table)?)
+        });
+        Ok(HReply::message(&hbase::EnableTableResponse {
+            proc_id: Some(proc_id),
+        }))
+    }
+}
+
+/// truncateTable: a disabled table emptied and enabled, its split points kept if asked.
+#[derive(Debug, Clone)]
+pub(crate) struct TruncateTable {
+    pub(crate) table: String,
+    pub(crate) preserve_splits: bool,
+    pub(crate) nonce: Nonce,
+}
+
+impl TruncateTable {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::TruncateTableRequest = message(param, "TruncateTableRequest")?;
+        Ok(Call::TruncateTable(TruncateTable {
+            table: table_of(&req.table_name, "TruncateTableRequest")?,
+            preserve_splits: req.preserve_splits(),
+            nonce: nonce_key(req.nonce_group, req.nonce),
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+        let procs = &svc.procedures;
+        let table = self.table;
+        table_admin(svc, ctx, &table, "truncate a table")?;
+        if let Some(id) = procs.replayed(self.nonce) {
+            return Ok(HReply::message(&hbase::TruncateTableResponse {
+                proc_id: Some(id),
+            }));
+        }
+        let preserve = self.preserve_splits;
+        let proc_id = procs.run("procedure.TruncateTableProcedure", ctx, self.nonce, || {
+            truncate(svc, &table, preserve)
+        });
+        Ok(HReply::message(&hbase::TruncateTableResponse {
+            proc_id: Some(proc_id),
+        }))
+    }
+}
+
+/// ModifyTable: the table's families and options made those of a descriptor.
+#[derive(Debug, Clone)]
+pub(crate) struct ModifyTable {
+    pub(crate) table: String,
+    /// The descriptor, of this table; its error is raised after the permission check and
+    /// the nonce lookup.
+    pub(crate) wanted: Result<TableSchema>,
+    pub(crate) nonce: Nonce,
+}
+
+impl ModifyTable {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::ModifyTableRequest = message(param, "ModifyTableRequest")?;
+        let table = table_of(&req.table_name, "ModifyTableRequest")?;
+        let wanted = schema::table_from_pb(&req.table_schema).and_then(|wanted| {
+            if wanted.name != table {
+                return Err(HbaseError::do_not_retry(format!(
+                    "ModifyTableRequest names table '{table}' but its descriptor is of '{}'",
+                    wanted.name
+                )));
+            }
+            Ok(wanted)
+        });
+        Ok(Call::ModifyTable(ModifyTable {
+            table,
+            wanted,
+            nonce: nonce_key(req.nonce_group, req.nonce),
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+        let procs = &svc.procedures;
+        let table = self.table;
+        table_admin(svc, ctx, &table, "modify a table")?;
+        if let Some(id) = procs.replayed(self.nonce) {
+            return Ok(HReply::message(&hbase::ModifyTableResponse {
+                proc_id: Some(id),
+            }));
+        }
+        let wanted = self.wanted?;
+        let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, self.nonce, || {
+            modify(svc, &table, wanted)
+        });
+        Ok(HReply::message(&hbase::ModifyTableResponse {
+            proc_id: Some(proc_id),
+        }))
+    }
+}
+
+/// AddColumn or ModifyColumn: one family put.
+#[derive(Debug, Clone)]
+pub(crate) struct PutColumn {
+    /// AddColumn (the family must be new), else ModifyColumn (it must exist).
+    pub(crate) add: bool,
+    pub(crate) table: String,
+    /// The family's descriptor; its error is raised after the permission check and the
+    /// nonce lookup.
+    pub(crate) family: Result<FamilySchema>,
+    pub(crate) nonce: Nonce,
+}
+
+impl PutColumn {
+    pub(crate) fn decode_add(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::AddColumnRequest = message(param, "AddColumnRequest")?;
+        let nonce = nonce_key(req.nonce_group, req.nonce);
+        PutColumn::new(true, &req.table_name, &req.column_families, nonce)
+            .map(|call| Call::PutColumn(call).into())
+    }
+
+    pub(crate) fn decode_modify(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::ModifyColumnRequest = message(param, "ModifyColumnRequest")?;
+        let nonce = nonce_key(req.nonce_group, req.nonce);
+        PutColumn::new(false, &req.table_name, &req.column_families, nonce)
+            .map(|call| Call::PutColumn(call).into())
+    }
+
+    fn new(
+        add: bool,
+        table: &hbase::TableName,
+        family: &hbase::ColumnFamilySchema,
+        nonce: Nonce,
+    ) -> Result<Self> {
+        let method = if add { "AddColumn" } else { "ModifyColumn" };
+        let table = table_of(table, method)?;
+        Ok(PutColumn {
+            add,
+            family: schema::family_from_pb(&table, family),
+            table,
+            nonce,
+        })
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+        let procs = &svc.procedures;
+        let table = self.table;
+        table_admin(svc, ctx, &table, "modify a table")?;
+        if let Some(id) = procs.replayed(self.nonce) {
+            // AddColumnResponse and ModifyColumnResponse are the same message.
+            return Ok(HReply::message(&hbase::AddColumnResponse {
+                proc_id: Some(id),
+            }));
+        }
+        let family = self.family?;
+        let current = current_schema(svc, &table)?;
+        let exists = current.family(family.name.as_bytes()).is_some();
+        if self.add && exists {
+            return Err(invalid_family(format!(
+                "column family '{}' in table '{table}' already exists so cannot be added",
+                family.name
+            )));
+        }
+        if !self.add && !exists {
+            return Err(invalid_family(format!(
+                "column family '{}' does not exist in table '{table}'",
+                family.name
+            )));
+        }
+        let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, self.nonce, || {
+            Ok(svc.master()?.alter_table(&table, vec![family], &[])?)
+        });
+        let reply = hbase::AddColumnResponse {
+            proc_id: Some(proc_id),
+        };
+        Ok(HReply::message(&reply))
+    }
+}
+
+/// DeleteColumn: one family removed (not the last).
+#[derive(Debug, Clone)]
+pub(crate) struct DeleteColumn {
+    pub(crate) table: String,
+    pub(crate) family: Bytes,
+    pub(crate) nonce: Nonce,
+}
+
+impl DeleteColumn {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::DeleteColumnRequest = message(param, "DeleteColumnRequest")?;
+        Ok(Call::DeleteColumn(DeleteColumn {
+            table: table_of(&req.table_name, "DeleteColumnRequest")?,
+            family: req.column_name,
+            nonce: nonce_key(req.nonce_group, req.nonce),
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+        let procs = &svc.procedures;
+        let table = self.table;
+        table_admin(svc, ctx, &table, "modify a table")?;
+        if let Some(id) = procs.replayed(self.nonce) {
+            return Ok(HReply::message(&hbase::DeleteColumnResponse {
+                proc_id: Some(id),
+            }));
+        }
+        let family = String::from_utf8_lossy(&self.family).into_owned();
+        let current = current_schema(svc, &table)?;
+        if current.family(&self.family).is_none() {
+            return Err(invalid_family(format!(
+                "family '{}' does not exist in table '{table}', so it cannot be deleted",
+                show(&self.family)
+            )));
+        }
+        if current.families.len() == 1 {
+            return Err(invalid_family(format!(
+                "family '{family}' is the only column family of table '{table}', so it cannot be deleted"
+            )));
+        }
+        let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, self.nonce, || {
+            Ok(svc.master()?.alter_table(&table, Vec::new(), &[family])?)
+        });
+        Ok(HReply::message(&hbase::DeleteColumnResponse {
+            proc_id: Some(proc_id),
+        }))
+    }
+}
+
+/// FlushTable: every region's memstores written out.
+#[derive(Debug, Clone)]
+pub(crate) struct FlushTable {
+    pub(crate) table: String,
+    /// The families named (none: all).
+    pub(crate) families: Vec<Bytes>,
+    pub(crate) nonce: Nonce,
+}
+
+impl FlushTable {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::FlushTableRequest = message(param, "FlushTableRequest")?;
+        Ok(Call::FlushTable(FlushTable {
+            table: table_of(&req.table_name, "FlushTableRequest")?,
+            families: req.column_family,
+            nonce: nonce_key(req.nonce_group, req.nonce),
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+        let procs = &svc.procedures;
+        let table = self.table;
+        table_admin(svc, ctx, &table, "flush a table")?;
+        if let Some(id) = procs.replayed(self.nonce) {
+            return Ok(HReply::message(&hbase::FlushTableResponse {
+                proc_id: Some(id),
+            }));
+        }
+        // As HBase's FlushTableProcedure, families the table lacks fail the call itself.
+        // Cellar then flushes whole regions: a family list flushes them all, a superset
+        // with the same data visible.
+        check_families(&current_schema(svc, &table)?, &self.families, &table)?;
+        let proc_id = procs.run("procedure.FlushTableProcedure", ctx, self.nonce, || {
+            Ok(svc.master()?.flush_table(&table)?)
+        });
+        Ok(HReply::message(&hbase::FlushTableResponse {
+            proc_id: Some(proc_id),
+        }))
+    }
+}
+
+/// SplitRegion (Admin.split / splitRegionAsync). Like HBase's, a bad split row or a region
+/// that cannot split fails the call itself; the split then runs before the answer.
+#[derive(Debug, Clone)]
+pub(crate) struct SplitRegion {
+    pub(crate) table: String,
+    pub(crate) region_id: u64,
+    /// None: the middle of the region.
+    pub(crate) split_row: Option<Bytes>,
+    pub(crate) nonce: Nonce,
+}
+
+impl SplitRegion {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::SplitTableRegionRequest = message(param, "SplitTableRegionRequest")?;
+        let info = &req.region_info;
+        Ok(Call::SplitRegion(SplitRegion {
+            table: table_of(&info.table_name, "SplitTableRegionRequest")?,
+            region_id: info.region_id,
+            split_row: req.split_row.filter(|r| !r.is_empty()),
+            nonce: nonce_key(req.nonce_group, req.nonce),
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+        let procs = &svc.procedures;
+        svc.rs.authz.require(
+            &ctx.caller,
+            Action::Admin,
+            &Scope::table(&self.table),
+            "split a region",
+        )?;
+        if let Some(id) = procs.replayed(self.nonce) {
+            return Ok(HReply::message(&hbase::SplitTableRegionResponse {
+                proc_id: Some(id),
+            }));
+        }
+        svc.master()?
+            .split_region_by_id(&self.table, self.region_id, self.split_row)?;
+        let proc_id = procs.run(
+            "assignment.SplitTableRegionProcedure",
+            ctx,
+            self.nonce,
+            || Ok(()),
+        );
+        Ok(HReply::message(&hbase::SplitTableRegionResponse {
+            proc_id: Some(proc_id),
+        }))
+    }
+}
+
+/// GetSchemaAlterStatus. Cellar alters a table's regions before the Modify call returns, so
+/// none is left.
+#[derive(Debug, Clone)]
+pub(crate) struct GetSchemaAlterStatus {
+    pub(crate) table: String,
+}
+
+impl GetSchemaAlterStatus {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::GetSchemaAlterStatusRequest =
+            message(param, "GetSchemaAlterStatusRequest")?;
+        Ok(Call::GetSchemaAlterStatus(GetSchemaAlterStatus {
+            table: table_of(&req.table_name, "GetSchemaAlterStatusRequest")?,
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
+        let regions = svc.rs.list_regions(&self.table)?.len();
+        Ok(HReply::message(&hbase::GetSchemaAlterStatusResponse {
+            yet_to_update_regions: Some(0),
+            total_regions: Some(u32::try_from(regions).unwrap_or(u32::MAX)),
+        }))
+    }
+}
+
+/// HBase's truncate: the table must be disabled; afterwards it is enabled and empty, with its
+/// old region boundaries when `preserve_splits`.
+fn truncate(svc: &HbaseService, table: &str, preserve_splits: bool) -> Result<()> {
+    let route = visible_table(svc, table).ok_or_else(|| table_not_found(table))?;
+    if route.state != TableState::Disabled {
+        return Err(HbaseError::from(
+            crate::error::ServerError::TableNotDisabled(table.to_string()),
+        ));
+    }
+    let splits: Vec<Bytes> = route
+        .regions
+        .keys()
+        .filter(|k| !k.is_empty())
+        .cloned()
+        .collect();
+    if !preserve_splits || splits.is_empty() {
+        return Ok(svc.master()?.truncate_table(table)?);
+    }
+    // Cellar's truncate leaves one region; the old boundaries come back as splits of the
+    // empty table. Each step is crash-safe on its own, so a crash in between leaves the table
+    // empty, enabled and with its schema, only with fewer regions.
+    svc.master()?.truncate_table(table)?;
+    for key in splits {
+        svc.master()?.split_table(table, Some(key))?;
+    }
+    Ok(())
+}
+
+/// Makes `table`'s families those of `wanted`: changed or new ones put, missing ones removed.
+fn modify(svc: &HbaseService, table: &str, wanted: TableSchema) -> Result<()> {
+    let current = current_schema(svc, table)?;
+    if wanted.options != current.options {
+        svc.master()?.set_table_options(table, wanted.options)?;
+    }
+    let put: Vec<_> = wanted
+        .families
+        .iter()
+        .filter(|f| current.family(f.name.as_bytes()) != Some(*f))
+        .cloned()
+        .collect();
+    let delete: Vec<String> = current
+        .families
+        .iter()
+        .filter(|f| wanted.family(f.name.as_bytes()).is_none())
+        .map(|f| f.name.clone())
+        .collect();
+    if put.is_empty() && delete.is_empty() {
+        return Ok(());
+    }
+    Ok(svc.master()?.alter_table(table, put, &delete)?)
+}
