@@ -16,6 +16,7 @@ use super::{
     check_families, current_schema, invalid_family, table_admin, table_not_found, table_of,
     visible_table, Call, Result,
 };
+use crate::error::ServerError;
 use crate::hbase::names::show;
 use crate::hbase::{message, schema, CallCtx, HReply, HbaseError, HbaseService, Request};
 use crate::router::TableState;
@@ -57,6 +58,12 @@ impl CreateTable {
             }));
         }
         let name = self.schema.name.clone();
+        // HBase creates a table only in a namespace that exists (NamespaceNotFoundException).
+        // The native protocol, which has no namespace calls, still creates one with its table.
+        let namespace = crate::catalog::names::split(&name).0;
+        if !svc.master()?.namespaces().contains_key(namespace) {
+            return Err(ServerError::NamespaceNotFound(namespace.to_string()).into());
+        }
         svc.master()?.create_table(self.schema, &self.split_keys)?;
         svc.master()?.grant_owner(&ctx.caller, &name)?;
         let proc_id = procs.run("procedure.CreateTableProcedure", ctx, self.nonce, || Ok(()));

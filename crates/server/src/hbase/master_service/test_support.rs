@@ -136,3 +136,20 @@ pub(crate) fn create(f: &Fixture, name: &str, splits: &[&[u8]]) -> Result<Option
     )?;
     Ok(r.proc_id)
 }
+
+/// Creates namespace `name` (a table may only go into one that exists).
+pub(crate) fn create_namespace(f: &Fixture, name: &str) {
+    f.call(
+        "MasterService",
+        "CreateNamespace",
+        &hbase::CreateNamespaceRequest {
+            namespace_descriptor: hbase::NamespaceDescriptor {
+                name: bytes::Bytes::copy_from_slice(name.as_bytes()),
+                configuration: Vec::new(),
+            },
+            nonce_group: None,
+            nonce: None,
+        },
+    )
+    .expect("namespace created");
+}

@@ -1,6 +1,6 @@
 //! MasterService driven with encoded requests, as the Java client's admin sends them.
 
-use super::test_support::{create, table_schema, Fixture};
+use super::test_support::{create, create_namespace, table_schema, Fixture};
 use crate::hbase::exceptions::{
     TABLE_EXISTS, TABLE_NOT_DISABLED, TABLE_NOT_ENABLED, TABLE_NOT_FOUND,
 };
@@ -204,6 +204,7 @@ fn descriptors_round_trip_and_list() {
         },
     );
     assert_eq!(f.procedure(r.proc_id), (FINISHED, None));
+    create_namespace(&f, "ns1");
     create(&f, "ns1:other", &[]).expect("create ns1:other");
     let d: hbase::GetTableDescriptorsResponse = f.master(
         "GetTableDescriptors",
@@ -563,9 +564,13 @@ fn namespaces_are_created_modified_listed_and_removed_only_when_empty() {
     );
     assert_eq!(listed(&f), vec!["default", "hbase"]);
 
-    // A namespace only named by a table exists while the table does, without being created.
-    create(&f, "implicit:t", &[]).expect("create");
-    assert!(listed(&f).contains(&"implicit".to_string()));
+    // A table goes only into a namespace that exists, as in HBase.
+    let e = create(&f, "nosuch:t", &[]).expect_err("no such namespace");
+    assert_eq!(e.class, NAMESPACE_NOT_FOUND, "{}", e.message);
+    assert!(e.message.contains("nosuch"), "{}", e.message);
+    assert_eq!(listed(&f), vec!["default", "hbase"]);
+    create_ns(namespace("nosuch", &[])).expect("create");
+    create(&f, "nosuch:t", &[]).expect("a table in it now");
 }
 
 #[test]

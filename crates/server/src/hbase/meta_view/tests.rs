@@ -1,7 +1,7 @@
 //! Meta as the Java client reads it, over a real region server.
 
 use super::*;
-use crate::hbase::master_service::test_support::{create, Fixture};
+use crate::hbase::master_service::test_support::{create, create_namespace, Fixture};
 use crate::hbase::names::region_name;
 use bytes::Bytes;
 
@@ -52,6 +52,7 @@ fn the_locate_scan_finds_the_region_holding_each_row() {
     // Neighbours whose rows sort next to t's in meta.
     create(&f, "t2", &[b"a"]).expect("create t2");
     create(&f, "s", &[]).expect("create s");
+    create_namespace(&f, "ns");
     create(&f, "ns:t", &[]).expect("create ns:t");
     for (row, want_start, want_end) in [
         (&b""[..], &b""[..], &b"g"[..]),
