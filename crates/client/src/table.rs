@@ -8,10 +8,11 @@ use crate::row::Row;
 use crate::scanner::Scanner;
 use crate::timing::CallTiming;
 use bytes::{Bytes, BytesMut};
+use cellar_model::MutationKind;
 use cellar_model::{Condition, Get, RowMutation, Scan, LATEST_TIMESTAMP};
 use cellar_proto::cellblock::CellReader;
 use cellar_proto::convert;
-use cellar_proto::pb::{self, ErrorCode, Method, MutationKind};
+use cellar_proto::pb::{self, ErrorCode, Method};
 use std::sync::Arc;
 use std::time::Instant;
 

@@ -18,7 +18,7 @@ pub use error::{Error, Result};
 pub use filter::{
     parse_filter, Comparator, CompareOp, Condition, Filter, FilterEval, FuzzyKey, ListOp, RowRange,
 };
-pub use mutation::{Durability, Entry, Nonce, RowMutation};
+pub use mutation::{Durability, Entry, MutationKind, Nonce, RowMutation};
 pub use query::{prefix_successor, Column, Get, Scan, TimeRange};
 pub use schema::{BloomType, Compression, FamilySchema, TableOptions, TableSchema};
 pub use status::{RegionLoad, ServerLoad, ServerStatus};

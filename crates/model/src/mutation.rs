@@ -3,6 +3,16 @@
 use crate::cell::CellType;
 use bytes::Bytes;
 
+/// How a mutation's entries are applied: written as they are (puts and deletes), or read and
+/// combined with what the row holds (increments add 8-byte big-endian amounts, appends add
+/// bytes at the end). The wire's "unspecified" never gets past the decoder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum MutationKind {
+    PutDelete,
+    Increment,
+    Append,
+}
+
 /// How durable a mutation must be before it is acknowledged (HBase's levels).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Durability {

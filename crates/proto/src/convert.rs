@@ -6,6 +6,7 @@ use crate::pb;
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::{Comparator, CompareOp, Condition, Filter, FuzzyKey, ListOp, RowRange};
 use cellar_model::status::{RegionLoad, ServerLoad, ServerStatus};
+use cellar_model::MutationKind;
 use cellar_model::{
     BloomType, Cell, CellType, Column, Compression, Durability, Entry, FamilySchema, Get,
     RowMutation, Scan, TableSchema, TimeRange,
@@ -164,13 +165,18 @@ pub fn durability_from_pb(d: i32) -> Result<Durability> {
     })
 }
 
+/// The wire's name for a mutation kind.
+pub fn mutation_kind_to_pb(kind: MutationKind) -> pb::MutationKind {
+    match kind {
+        MutationKind::PutDelete => pb::MutationKind::PutDelete,
+        MutationKind::Increment => pb::MutationKind::Increment,
+        MutationKind::Append => pb::MutationKind::Append,
+    }
+}
+
 /// Describes a row mutation and appends its entries to the request's cell block. `kind` says
 /// how the entries' values are read (for increments, 8-byte big-endian amounts).
-pub fn mutation_to_pb(
-    m: &RowMutation,
-    kind: pb::MutationKind,
-    cells: &mut BytesMut,
-) -> pb::Mutation {
+pub fn mutation_to_pb(m: &RowMutation, kind: MutationKind, cells: &mut BytesMut) -> pb::Mutation {
     for e in &m.entries {
         cellblock::put_cell(
             cells,
@@ -184,7 +190,7 @@ pub fn mutation_to_pb(
     }
     pb::Mutation {
         row: m.row.clone(),
-        kind: kind as i32,
+        kind: mutation_kind_to_pb(kind) as i32,
         cell_count: m.entries.len() as u32,
         durability: durability_to_pb(m.durability) as i32,
     }
@@ -195,12 +201,14 @@ pub fn mutation_to_pb(
 pub fn mutation_from_pb(
     m: &pb::Mutation,
     cells: &mut CellReader,
-) -> Result<(RowMutation, pb::MutationKind)> {
+) -> Result<(RowMutation, MutationKind)> {
     let kind = match pb::MutationKind::try_from(m.kind) {
+        Ok(pb::MutationKind::PutDelete) => MutationKind::PutDelete,
+        Ok(pb::MutationKind::Increment) => MutationKind::Increment,
+        Ok(pb::MutationKind::Append) => MutationKind::Append,
         Ok(pb::MutationKind::Unspecified) | Err(_) => {
             return bad(format!("unknown mutation kind {}", m.kind))
         }
-        Ok(k) => k,
     };
     if m.row.is_empty() {
         return bad("mutation of an empty row key");
@@ -218,10 +226,10 @@ pub fn mutation_from_pb(
                 String::from_utf8_lossy(&m.row)
             ));
         }
-        if kind != pb::MutationKind::PutDelete && c.cell_type != CellType::Put {
+        if kind != MutationKind::PutDelete && c.cell_type != CellType::Put {
             return bad("increment and append cells must be of type Put");
         }
-        if kind == pb::MutationKind::Increment && c.value.len() != 8 {
+        if kind == MutationKind::Increment && c.value.len() != 8 {
             return bad(format!(
                 "increment amount must be 8 bytes (a big-endian i64), got {}",
                 c.value.len()
@@ -787,17 +795,17 @@ mod tests {
             .delete_column(b"cf", b"b", 9)
             .delete_family(b"cf2", 11);
         let mut cells = BytesMut::new();
-        let p = mutation_to_pb(&m, pb::MutationKind::PutDelete, &mut cells);
+        let p = mutation_to_pb(&m, MutationKind::PutDelete, &mut cells);
         let mut reader = CellReader::new(cells.freeze());
         let (back, kind) = mutation_from_pb(&p, &mut reader).expect("decodes");
-        assert_eq!((back, kind), (m, pb::MutationKind::PutDelete));
+        assert_eq!((back, kind), (m, MutationKind::PutDelete));
         let mut wrong = p.clone();
         wrong.row = Bytes::from_static(b"other");
         wrong.cell_count = 1;
         let mut cells = BytesMut::new();
         mutation_to_pb(
             &single_put(b"r", b"cf", b"q", b"v"),
-            pb::MutationKind::PutDelete,
+            MutationKind::PutDelete,
             &mut cells,
         );
         let e = mutation_from_pb(&wrong, &mut CellReader::new(cells.freeze()))

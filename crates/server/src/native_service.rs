@@ -16,6 +16,7 @@ use crate::status::Gauges;
 use crate::status::{ServerStatus, StatusSource, TableView};
 use bytes::{Bytes, BytesMut};
 use cellar_model::Cell;
+use cellar_model::MutationKind;
 use cellar_proto::cellblock::{CellBlockWriter, CellReader};
 use cellar_proto::convert::{self, ConvertError};
 use cellar_proto::frame::decode_param;
@@ -173,7 +174,7 @@ impl NativeService {
                     self.rs
                         .mutate(&r.table, r.region_id, &mutation, kind, condition.as_ref())?;
                 let mut out = BytesMut::new();
-                let result = (kind != pb::MutationKind::PutDelete)
+                let result = (kind != MutationKind::PutDelete)
                     .then(|| convert::result_to_pb(&outcome.cells, false, &mut out));
                 Ok(reply(
                     &pb::MutateResponse {
@@ -608,7 +609,7 @@ impl NativeService {
                         let o = self
                             .rs
                             .mutate(&r.table, r.region_id, &mutation, kind, None)?;
-                        Ok((kind != pb::MutationKind::PutDelete).then_some(o.cells))
+                        Ok((kind != MutationKind::PutDelete).then_some(o.cells))
                     }),
             };
             results.push(match outcome {
@@ -792,7 +793,7 @@ impl NativeService {
             &mut CellReader::new(cellblock.clone()),
         )
         .ok()?;
-        if kind != pb::MutationKind::PutDelete {
+        if kind != MutationKind::PutDelete {
             return None;
         }
         crate::security::authz::quietly(|| {

@@ -4,6 +4,7 @@
 mod core_support;
 
 use bytes::Bytes;
+use cellar_model::MutationKind;
 use cellar_model::{Get, Scan, TableSchema};
 use cellar_proto::convert;
 use cellar_proto::pb::{self, ErrorCode, Method};
@@ -176,14 +177,14 @@ fn alter_adds_changes_and_removes_families() {
     assert_eq!(ts.value("t", "r1", "c", "q").as_deref(), Some(&b"3"[..]));
     let m = convert::single_put(b"r1", b"b", b"q", b"x");
     let msg = expect_code(
-        ts.mutate("t", &m, pb::MutationKind::PutDelete, None),
+        ts.mutate("t", &m, MutationKind::PutDelete, None),
         ErrorCode::NoSuchFamily,
     );
     assert!(msg.contains("'b'") && msg.contains("'t'"), "{msg}");
     // The new version limit applies.
     for (ts_, v) in [(10u64, "v1"), (20, "v2"), (30, "v3"), (40, "v4")] {
         let m = cellar_model::RowMutation::new(b("r2")).put(b"a", b"q", ts_, b(v));
-        ts.mutate("t", &m, pb::MutationKind::PutDelete, None)
+        ts.mutate("t", &m, MutationKind::PutDelete, None)
             .expect("put version");
     }
     let cells = ts.get("t", &Get::new(b("r2")).versions(10)).expect("get");
@@ -394,7 +395,7 @@ fn flush_compact_split_status_and_meta() {
     assert_eq!(open_rows, 4, "four open regions in meta");
     let m = convert::single_put(b"t", b"table", b"state", b"DISABLED");
     let msg = expect_code(
-        ts.mutate_at(region_ref(&meta[0]), &m, pb::MutationKind::PutDelete, None),
+        ts.mutate_at(region_ref(&meta[0]), &m, MutationKind::PutDelete, None),
         ErrorCode::InvalidArgument,
     );
     assert!(msg.contains("read-only"), "{msg}");

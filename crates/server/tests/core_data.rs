@@ -4,10 +4,11 @@
 mod core_support;
 
 use bytes::{Bytes, BytesMut};
+use cellar_model::MutationKind;
 use cellar_model::{CellType, Durability, Filter, Get, RowMutation, TableSchema};
 use cellar_proto::cellblock::CellReader;
 use cellar_proto::convert;
-use cellar_proto::pb::{self, ErrorCode, Method, MutationKind};
+use cellar_proto::pb::{self, ErrorCode, Method};
 use core_support::*;
 use prost::Message;
 use std::sync::Arc;

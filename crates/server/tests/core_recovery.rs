@@ -5,9 +5,10 @@
 mod core_support;
 
 use bytes::Bytes;
+use cellar_model::MutationKind;
 use cellar_model::{Durability, Get, RowMutation, Scan, TableSchema};
 use cellar_proto::convert;
-use cellar_proto::pb::{self, ErrorCode, Method, MutationKind};
+use cellar_proto::pb::{self, ErrorCode, Method};
 use cellar_server::master::SplitStep;
 use cellar_server::ServerConfig;
 use core_support::*;

@@ -4,8 +4,9 @@
 mod core_support;
 
 use bytes::Bytes;
+use cellar_model::MutationKind;
 use cellar_model::{RowMutation, Scan};
-use cellar_proto::pb::{self, ErrorCode, Method, MutationKind};
+use cellar_proto::pb::{self, ErrorCode, Method};
 use cellar_server::rpc::Handler;
 use core_support::*;
 use std::time::{Duration, Instant};

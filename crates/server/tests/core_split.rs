@@ -5,9 +5,8 @@
 mod core_support;
 
 use bytes::Bytes;
-use cellar_model::{Get, Scan, TableSchema};
+use cellar_model::{Get, MutationKind, Scan, TableSchema};
 use cellar_proto::convert;
-use cellar_proto::pb::MutationKind;
 use core_support::*;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -184,7 +184,7 @@ fn native(out: &mut Vec<Seed>) {
         .put(b"f", b"q", 5, Bytes::from_static(b"value"))
         .delete_column(b"f", b"old", 4);
     let mut put_cells = BytesMut::new();
-    let put_pb = convert::mutation_to_pb(&put, pb::MutationKind::PutDelete, &mut put_cells);
+    let put_pb = convert::mutation_to_pb(&put, cellar_model::MutationKind::PutDelete, &mut put_cells);
     let incr = RowMutation::new(Bytes::from_static(b"row2")).put(
         b"f",
         b"n",
@@ -192,7 +192,7 @@ fn native(out: &mut Vec<Seed>) {
         Bytes::copy_from_slice(&5i64.to_be_bytes()),
     );
     let mut incr_cells = BytesMut::new();
-    let incr_pb = convert::mutation_to_pb(&incr, pb::MutationKind::Increment, &mut incr_cells);
+    let incr_pb = convert::mutation_to_pb(&incr, cellar_model::MutationKind::Increment, &mut incr_cells);
     let cond = Condition {
         row: Bytes::from_static(b"row1"),
         family: Bytes::from_static(b"f"),

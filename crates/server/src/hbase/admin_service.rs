@@ -403,8 +403,8 @@ mod tests {
     fn flush_and_compact_of_one_family() {
         use crate::hbase::exceptions::NO_SUCH_FAMILY;
         use crate::hbase::master_service::test_support::table_schema;
+        use cellar_model::MutationKind;
         use cellar_model::RowMutation;
-        use cellar_proto::pb::MutationKind;
         let f = Fixture::new();
         let _: hbase::CreateTableResponse = f.master(
             "CreateTable",

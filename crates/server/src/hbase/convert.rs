@@ -7,6 +7,7 @@ use super::HbaseError;
 use crate::region_server::Check;
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::{Comparator, CompareOp, Condition, Filter, ListOp};
+use cellar_model::MutationKind;
 use cellar_model::{
     Cell, CellType, Column, Durability, Entry, Get, Nonce, RowMutation, Scan, TimeRange,
     LATEST_TIMESTAMP,
@@ -14,7 +15,6 @@ use cellar_model::{
 use cellar_proto::cellblock::{self, CellReader};
 use cellar_proto::hbase;
 use cellar_proto::hbase::mutation_proto::{DeleteType, MutationType};
-use cellar_proto::pb::MutationKind;
 
 /// The attribute by which a client asks an increment or append not to return its results
 /// (`Mutation.setReturnResults(false)` sends a single zero byte).

@@ -12,8 +12,8 @@ use crate::router::HostedRegion;
 use crate::router::RowGuard;
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::{CompareOp, Condition, Filter, FilterEval};
+use cellar_model::MutationKind;
 use cellar_model::{Cell, CellSink, CellType, Get, RowMutation, TimeRange};
-use cellar_proto::pb::MutationKind;
 use cellar_storage::region::{PendingWrite, Region, RowCells};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -318,9 +318,6 @@ impl RegionServer {
                     .map_err(ServerError::from),
                 MutationKind::Increment => read_modify_write(region, m, read, increment),
                 MutationKind::Append => read_modify_write(region, m, read, append),
-                MutationKind::Unspecified => {
-                    Err(ServerError::invalid("mutation kind is unspecified"))
-                }
             };
             if cells.is_ok() {
                 crate::faults::after_wal(match kind {

@@ -8,7 +8,7 @@ use super::Caller;
 use crate::error::ServerError;
 use crate::meta::{ACL_ROW_PREFIX, META_TABLE};
 use bytes::Bytes;
-use cellar_proto::pb;
+use cellar_model::MutationKind;
 
 /// What a read of hbase:meta asks for.
 enum MetaRead<'a> {
@@ -110,7 +110,7 @@ impl Authz {
         caller: &Caller,
         table: &str,
         m: &cellar_model::RowMutation,
-        kind: pb::MutationKind,
+        kind: MutationKind,
         condition: Option<&cellar_model::Condition>,
     ) -> Result<(), ServerError> {
         if !self.enabled() {
@@ -118,8 +118,8 @@ impl Authz {
         }
         let what = match (kind, condition.is_some()) {
             (_, true) => "check and mutate",
-            (pb::MutationKind::Increment, _) => "increment",
-            (pb::MutationKind::Append, _) => "append",
+            (MutationKind::Increment, _) => "increment",
+            (MutationKind::Append, _) => "append",
             _ => "put or delete",
         };
         let columns = m.entries.iter().map(|e| {

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use bytes::{Bytes, BytesMut};
+use cellar_model::MutationKind;
 use cellar_model::{Cell, FamilySchema, Get, RowMutation, Scan, TableSchema};
 use cellar_proto::cellblock::CellReader;
 use cellar_proto::convert;
@@ -251,7 +252,7 @@ impl TestServer {
         &self,
         region: pb::RegionRef,
         m: &RowMutation,
-        kind: pb::MutationKind,
+        kind: MutationKind,
         condition: Option<pb::Condition>,
     ) -> Result<(bool, Vec<Cell>), pb::RpcError> {
         let mut cells = BytesMut::new();
@@ -279,7 +280,7 @@ impl TestServer {
         &self,
         table: &str,
         m: &RowMutation,
-        kind: pb::MutationKind,
+        kind: MutationKind,
         condition: Option<pb::Condition>,
     ) -> Result<(bool, Vec<Cell>), pb::RpcError> {
         let loc = self.locate(table, &m.row)?;
@@ -288,7 +289,7 @@ impl TestServer {
 
     pub fn put(&self, table: &str, row: &str, fam: &str, q: &str, v: &str) {
         let m = convert::single_put(row.as_bytes(), fam.as_bytes(), q.as_bytes(), v.as_bytes());
-        self.mutate(table, &m, pb::MutationKind::PutDelete, None)
+        self.mutate(table, &m, MutationKind::PutDelete, None)
             .expect("put");
     }
 

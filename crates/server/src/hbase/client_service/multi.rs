@@ -9,10 +9,10 @@ use crate::hbase::convert::{self, HCondition, HMutation};
 use crate::hbase::names::RegionTarget;
 use crate::hbase::{CallCtx, HReply, HbaseError, HbaseService, Request};
 use bytes::{Bytes, BytesMut};
+use cellar_model::MutationKind;
 use cellar_model::{Durability, Get, RowMutation};
 use cellar_proto::cellblock::CellReader;
 use cellar_proto::hbase;
-use cellar_proto::pb::MutationKind;
 
 /// A Multi as its decode half hands it on: its region actions, in order, each decoded as far
 /// as it can be (a region action or action that cannot run carries the exception it gets).

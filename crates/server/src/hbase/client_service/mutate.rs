@@ -6,10 +6,10 @@ use crate::hbase::convert::{self, HCondition, HMutation};
 use crate::hbase::names::RegionTarget;
 use crate::hbase::{CallCtx, HReply, HbaseError, HbaseService, Inline, Request};
 use bytes::{Bytes, BytesMut};
+use cellar_model::MutationKind;
 use cellar_model::{Cell, RowMutation};
 use cellar_proto::cellblock::CellReader;
 use cellar_proto::hbase;
-use cellar_proto::pb::MutationKind;
 
 /// A mutation as decoded, its cells taken from the cell block: all it still lacks is the
 /// families a whole-row delete stands for (the table's, which only the server knows).

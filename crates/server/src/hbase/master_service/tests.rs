@@ -381,8 +381,8 @@ fn split_region(
 
 #[test]
 fn split_region_splits_at_the_row_given_or_the_middle_and_keeps_every_row() {
+    use cellar_model::MutationKind;
     use cellar_model::{Get, RowMutation};
-    use cellar_proto::pb::MutationKind;
     let f = Fixture::new();
     create(&f, "s", &[b"m"]).expect("create");
     let locate = |row: &str| {
