@@ -60,7 +60,8 @@ fi
 
 log "cargo test"
 out=$(mktemp)
-cargo test --workspace 2>&1 | tee "$out"
+# --no-fail-fast: one failing test binary does not hide what the others would say.
+cargo test --workspace --no-fail-fast 2>&1 | tee "$out"
 status=${PIPESTATUS[0]}
 # The native end-to-end suites again over UCX: shared memory, then UCX's own TCP transport
 # (the path an RDMA device takes: no shared memory). docs/transports.md.

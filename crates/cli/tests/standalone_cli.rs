@@ -238,6 +238,31 @@ fn the_documented_example_config_is_every_default() {
         .expect("example block")
         + "Every key, at its default:\n\n```toml\n".len();
     let end = start + doc[start..].find("```").expect("end of block");
-    let parsed = ServerConfig::from_toml(&doc[start..end]).expect("example parses");
-    assert_eq!(parsed, ServerConfig::default());
+    let mut parsed = ServerConfig::from_toml(&doc[start..end]).expect("example parses");
+    let defaults = ServerConfig::default();
+    // `[storage]` keys override the engine's defaults: given at their defaults, the engine gets
+    // what it gets with none of them.
+    let s = (&parsed.storage, &defaults.storage);
+    assert_eq!(
+        format!("{:?}", s.0.engine_config()),
+        format!("{:?}", s.1.engine_config())
+    );
+    assert_eq!(
+        (
+            s.0.chunk_pool_limit(),
+            s.0.chunks_ready(),
+            s.0.hdfs_write_buffer()
+        ),
+        (
+            s.1.chunk_pool_limit(),
+            s.1.chunks_ready(),
+            s.1.hdfs_write_buffer()
+        )
+    );
+    assert_eq!(
+        s.0.compaction_check_interval(),
+        s.1.compaction_check_interval()
+    );
+    parsed.storage = defaults.storage.clone();
+    assert_eq!(parsed, defaults);
 }

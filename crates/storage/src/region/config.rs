@@ -6,10 +6,12 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// Milliseconds since the Unix epoch, HBase's timestamp unit.
-pub trait Clock: Send + Sync {
+/// Debug so that a configuration holding one can be printed and compared as text.
+pub trait Clock: Send + Sync + std::fmt::Debug {
     fn now_millis(&self) -> u64;
 }
 
+#[derive(Debug)]
 pub struct SystemClock;
 
 impl Clock for SystemClock {
@@ -21,7 +23,7 @@ impl Clock for SystemClock {
 }
 
 /// A clock tests set by hand.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct ManualClock(AtomicU64);
 
 impl ManualClock {
@@ -73,7 +75,7 @@ impl CompactionStyle {
 }
 
 /// Tuning of the engine. Defaults follow HBase's where HBase has one.
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct StorageConfig {
     /// Block cache bound (HBase: 40 % of heap; here an absolute size).
     pub block_cache_bytes: u64,
