@@ -84,6 +84,23 @@ impl Procedures {
         id
     }
 
+    /// A procedure call's answer: on a retry (a nonce already seen) the first run's id, else
+    /// `op` run now and recorded as `class`; `reply` wraps the id in the call's response.
+    pub(super) fn submit<M: prost::Message>(
+        &self,
+        class: &'static str,
+        ctx: &CallCtx,
+        nonce: Option<(u64, u64)>,
+        reply: impl FnOnce(u64) -> M,
+        op: impl FnOnce() -> Result<()>,
+    ) -> HReply {
+        let id = match self.replayed(nonce) {
+            Some(id) => id,
+            None => self.run(class, ctx, nonce, op),
+        };
+        HReply::message(&reply(id))
+    }
+
     /// The procedure a request with this nonce already started, if it is still kept.
     pub(super) fn replayed(&self, nonce: Option<(u64, u64)>) -> Option<u64> {
         let key = nonce?;

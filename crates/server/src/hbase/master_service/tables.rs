@@ -127,16 +127,9 @@ impl DisableTable {
         let procs = &svc.procedures;
         let table = self.table;
         table_admin(svc, ctx, &table, "disable a table")?;
-        if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(HReply::message(&hbase::DisableTableResponse {
-                proc_id: Some(id),
-            }));
-        }
-        let proc_id = procs.run("procedure.DisableTableProcedure", ctx, self.nonce, || {
+        let reply = |id| hbase::DisableTableResponse { proc_id: Some(id) };
+        Ok(procs.submit("procedure.DisableTableProcedure", ctx, self.nonce, reply, || {
             Ok(svc.master()?.disable_table(&table)?)
-        });
-        Ok(HReply::message(&hbase::DisableTableResponse {
-            proc_id: Some(proc_id),
         }))
     }
 }
@@ -162,16 +155,9 @@ impl EnableTable {
         let procs = &svc.procedures;
         let table = self.table;
         table_admin(svc, ctx, &table, "enable a table")?;
-        if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(HReply::message(&hbase::EnableTableResponse {
-                proc_id: Some(id),
-            }));
-        }
-        let proc_id = procs.run("procedure.EnableTableProcedure", ctx, self.nonce, || {
+        let reply = |id| hbase::EnableTableResponse { proc_id: Some(id) };
+        Ok(procs.submit("procedure.EnableTableProcedure", ctx, self.nonce, reply, || {
             Ok(svc.master()?.enable_table(&table)?)
-        });
-        Ok(HReply::message(&hbase::EnableTableResponse {
-            proc_id: Some(proc_id),
         }))
     }
 }
@@ -199,17 +185,10 @@ impl TruncateTable {
         let procs = &svc.procedures;
         let table = self.table;
         table_admin(svc, ctx, &table, "truncate a table")?;
-        if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(HReply::message(&hbase::TruncateTableResponse {
-                proc_id: Some(id),
-            }));
-        }
         let preserve = self.preserve_splits;
-        let proc_id = procs.run("procedure.TruncateTableProcedure", ctx, self.nonce, || {
+        let reply = |id| hbase::TruncateTableResponse { proc_id: Some(id) };
+        Ok(procs.submit("procedure.TruncateTableProcedure", ctx, self.nonce, reply, || {
             truncate(svc, &table, preserve)
-        });
-        Ok(HReply::message(&hbase::TruncateTableResponse {
-            proc_id: Some(proc_id),
         }))
     }
 }
