@@ -128,9 +128,13 @@ impl DisableTable {
         let table = self.table;
         table_admin(svc, ctx, &table, "disable a table")?;
         let reply = |id| hbase::DisableTableResponse { proc_id: Some(id) };
-        Ok(procs.submit("procedure.DisableTableProcedure", ctx, self.nonce, reply, || {
-            Ok(svc.master()?.disable_table(&table)?)
-        }))
+        Ok(procs.submit(
+            "procedure.DisableTableProcedure",
+            ctx,
+            self.nonce,
+            reply,
+            || Ok(svc.master()?.disable_table(&table)?),
+        ))
     }
 }
 
@@ -156,9 +160,13 @@ impl EnableTable {
         let table = self.table;
         table_admin(svc, ctx, &table, "enable a table")?;
         let reply = |id| hbase::EnableTableResponse { proc_id: Some(id) };
-        Ok(procs.submit("procedure.EnableTableProcedure", ctx, self.nonce, reply, || {
-            Ok(svc.master()?.enable_table(&table)?)
-        }))
+        Ok(procs.submit(
+            "procedure.EnableTableProcedure",
+            ctx,
+            self.nonce,
+            reply,
+            || Ok(svc.master()?.enable_table(&table)?),
+        ))
     }
 }
 
@@ -187,9 +195,13 @@ impl TruncateTable {
         table_admin(svc, ctx, &table, "truncate a table")?;
         let preserve = self.preserve_splits;
         let reply = |id| hbase::TruncateTableResponse { proc_id: Some(id) };
-        Ok(procs.submit("procedure.TruncateTableProcedure", ctx, self.nonce, reply, || {
-            truncate(svc, &table, preserve)
-        }))
+        Ok(procs.submit(
+            "procedure.TruncateTableProcedure",
+            ctx,
+            self.nonce,
+            reply,
+            || truncate(svc, &table, preserve),
+        ))
     }
 }
 
