@@ -106,51 +106,41 @@ impl DeleteTable {
     }
 }
 
-/// DisableTable.
+/// DisableTable and EnableTable: a table's regions closed (data calls then get
+/// TableNotEnabledException) or opened again.
 #[derive(Debug, Clone)]
-pub(crate) struct DisableTable {
+pub(crate) struct SwitchTable {
     pub(crate) table: String,
+    pub(crate) enable: bool,
     pub(crate) nonce: Nonce,
 }
 
-impl DisableTable {
-    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+impl SwitchTable {
+    pub(crate) fn decode_disable(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::DisableTableRequest = message(param, "DisableTableRequest")?;
-        Ok(Call::DisableTable(DisableTable {
-            table: table_of(&req.table_name, "DisableTableRequest")?,
-            nonce: nonce_key(req.nonce_group, req.nonce),
-        })
-        .into())
+        Self::decoded(&req.table_name, false, req.nonce_group, req.nonce)
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
-        let procs = &svc.procedures;
-        let table = self.table;
-        table_admin(svc, ctx, &table, "disable a table")?;
-        let reply = |id| hbase::DisableTableResponse { proc_id: Some(id) };
-        Ok(procs.submit(
-            "procedure.DisableTableProcedure",
-            ctx,
-            self.nonce,
-            reply,
-            || Ok(svc.master()?.disable_table(&table)?),
-        ))
-    }
-}
-
-/// EnableTable.
-#[derive(Debug, Clone)]
-pub(crate) struct EnableTable {
-    pub(crate) table: String,
-    pub(crate) nonce: Nonce,
-}
-
-impl EnableTable {
-    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+    pub(crate) fn decode_enable(param: Bytes, _cellblock: Bytes) -> Result<Request> {
         let req: hbase::EnableTableRequest = message(param, "EnableTableRequest")?;
-        Ok(Call::EnableTable(EnableTable {
-            table: table_of(&req.table_name, "EnableTableRequest")?,
-            nonce: nonce_key(req.nonce_group, req.nonce),
+        Self::decoded(&req.table_name, true, req.nonce_group, req.nonce)
+    }
+
+    fn decoded(
+        name: &hbase::TableName,
+        enable: bool,
+        nonce_group: Option<u64>,
+        nonce: Option<u64>,
+    ) -> Result<Request> {
+        let what = if enable {
+            "EnableTableRequest"
+        } else {
+            "DisableTableRequest"
+        };
+        Ok(Call::SwitchTable(SwitchTable {
+            table: table_of(name, what)?,
+            enable,
+            nonce: nonce_key(nonce_group, nonce),
         })
         .into())
     }
@@ -158,15 +148,27 @@ impl EnableTable {
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
         let procs = &svc.procedures;
         let table = self.table;
-        table_admin(svc, ctx, &table, "enable a table")?;
-        let reply = |id| hbase::EnableTableResponse { proc_id: Some(id) };
-        Ok(procs.submit(
-            "procedure.EnableTableProcedure",
-            ctx,
-            self.nonce,
-            reply,
-            || Ok(svc.master()?.enable_table(&table)?),
-        ))
+        if self.enable {
+            table_admin(svc, ctx, &table, "enable a table")?;
+            let reply = |id| hbase::EnableTableResponse { proc_id: Some(id) };
+            Ok(procs.submit(
+                "procedure.EnableTableProcedure",
+                ctx,
+                self.nonce,
+                reply,
+                || Ok(svc.master()?.enable_table(&table)?),
+            ))
+        } else {
+            table_admin(svc, ctx, &table, "disable a table")?;
+            let reply = |id| hbase::DisableTableResponse { proc_id: Some(id) };
+            Ok(procs.submit(
+                "procedure.DisableTableProcedure",
+                ctx,
+                self.nonce,
+                reply,
+                || Ok(svc.master()?.disable_table(&table)?),
+            ))
+        }
     }
 }
 
