@@ -5,7 +5,7 @@
 //! `hbase:meta`. Protocol facts: `docs/hbase-protocol.md`.
 //!
 //! Request path: [`server`] (listener, one reader and one writer task per connection;
-//! preambles and frames in [`connection`]) → handler threads → [`HbaseService::call`] routes by
+//! preambles and frames in [`protocol`], over the connection loop both front ends share) → handler threads → [`HbaseService::call`] routes by
 //! service and method through [`SERVICES`], one table of every service's methods: the
 //! method's decode half turns the request's bytes into a typed [`Request`] (no server state:
 //! the fuzz target runs the same decode halves, [`fuzzing`]), then its execute half runs it.
@@ -26,7 +26,6 @@
 mod admin_service;
 mod client_service;
 mod cluster_status;
-mod connection;
 mod convert;
 pub mod exceptions;
 mod filters;
@@ -35,12 +34,13 @@ pub mod fuzzing;
 mod master_service;
 mod meta_view;
 pub(crate) mod names;
+mod protocol;
 mod registry;
 mod schema;
 mod server;
 
 pub use exceptions::HbaseError;
-pub use server::HbaseServer;
+pub use server::start_in;
 
 use crate::region_server::RegionServer;
 use bytes::{Bytes, BytesMut};

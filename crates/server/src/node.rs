@@ -14,13 +14,13 @@ use crate::config::Root;
 use crate::coord::local::LocalCoordination;
 use crate::coord::zk::{ZkCoordination, ZkOptions};
 use crate::coord::{CoordRef, Election, ServerName, ServerRecord};
-use crate::hbase::{HbaseServer, HbaseService};
+use crate::hbase::HbaseService;
 use crate::http::{HttpServer, Sources, StatusInfo};
 use crate::master::Assignment;
 use crate::master::Master;
 use crate::native_service::NativeService;
 use crate::region_server::{Opening, RegionServer, Role};
-use crate::rpc::{Handler, RpcCore, RpcServer};
+use crate::rpc::{FrontEnd, Handler, RpcCore};
 use crate::ServerConfig;
 use cellar_storage::fs::{FileSystem, FsRef, HdfsFs};
 use std::net::{SocketAddr, TcpListener};
@@ -56,8 +56,10 @@ pub struct Node {
     region_server: Arc<RegionServer>,
     /// Standalone and a cluster's master: the catalog's keeper over `region_server`.
     master: Option<Arc<Master>>,
-    rpc: RpcServer,
-    hbase: Option<HbaseServer>,
+    /// The native protocol's front end.
+    rpc: FrontEnd,
+    /// HBase's protocol's front end (`hbase_listen`).
+    hbase: Option<FrontEnd>,
     http: HttpServer,
     /// The Thrift gateway (`thrift.listen`), a client of this node.
     thrift: Option<crate::thrift::ThriftGateway>,
@@ -251,7 +253,7 @@ impl Node {
                 return Err(format!("cannot start the RPC threads: {e}"));
             }
         };
-        let rpc = match RpcServer::start_in(
+        let rpc = match crate::rpc::start_in(
             listener,
             &config.rpc,
             handler.clone(),
@@ -298,7 +300,7 @@ impl Node {
         let thrift_tls = tls.clone();
         let sources = Sources {
             metrics: rpc.metrics(),
-            hbase_metrics: hbase.as_ref().map(HbaseServer::metrics),
+            hbase_metrics: hbase.as_ref().map(FrontEnd::metrics),
             status: native_service.clone(),
             info: StatusInfo {
                 version: env!("CARGO_PKG_VERSION").to_string(),
@@ -573,7 +575,7 @@ impl Node {
 
     /// The HBase-compatible address actually bound, unless that front end is off.
     pub fn hbase_addr(&self) -> Option<SocketAddr> {
-        self.hbase.as_ref().map(HbaseServer::local_addr)
+        self.hbase.as_ref().map(FrontEnd::local_addr)
     }
 
     /// The Thrift gateway's address, when it runs.
@@ -811,7 +813,7 @@ fn start_hbase(
     fs: &FsRef,
     core: Arc<RpcCore>,
     tls: Option<Arc<crate::security::TlsServer>>,
-) -> Result<HbaseServer, String> {
+) -> Result<FrontEnd, String> {
     let bound = listener.local_addr().map_err(|e| {
         format!(
             "cannot read the bound address of {}: {e}",
@@ -831,7 +833,7 @@ fn start_hbase(
         bound.port(),
         cluster_id,
     );
-    HbaseServer::start_in(listener, &config.rpc, Arc::new(service), core, tls)
+    crate::hbase::start_in(listener, &config.rpc, Arc::new(service), core, tls)
         .map_err(|e| format!("cannot start the HBase RPC server on {bound}: {e}"))
 }
 

@@ -16,6 +16,7 @@ pub(crate) mod connection;
 mod core;
 pub(crate) mod limits;
 pub(crate) mod listener;
+mod native;
 pub(crate) mod pool;
 pub(crate) mod queue;
 pub(crate) mod respond;
@@ -40,6 +41,7 @@ use ucx::UcxFront;
 
 pub use self::core::RpcCore;
 pub use limits::MAX_IN_FLIGHT_PER_CONNECTION;
+pub use listener::FrontEnd;
 
 /// Who is calling: lets the handler tie state (open scanners) to a connection, and check what
 /// its caller may do.
@@ -122,25 +124,59 @@ pub trait Handler: Send + Sync + 'static {
     fn connection_closed(&self, conn_id: u64);
 }
 
-/// What every connection of a server shares. In the front end's root, not in `connection`:
-/// [`route`] and [`ucx`] serve calls through it too, and it holds the UCX worker, so in any
-/// submodule it would close a loop with [`ucx`].
-pub(crate) struct Shared {
-    pub handler: Arc<dyn Handler>,
+/// What every connection of a front end shares, whatever its protocol: the node's call queue,
+/// the front end's counters, in-flight budget and limits, and TLS on its port.
+pub(crate) struct Front {
     pub queue: Arc<CallQueue>,
     pub metrics: Arc<RpcMetrics>,
     pub budget: Arc<ServerBudget>,
     pub limits: Limits,
-    /// The UCX worker, started by the first client that asks for it (or why it cannot be).
-    pub ucx: OnceLock<Result<Arc<UcxFront>, String>>,
     /// TLS on this port, when configured.
     pub tls: Option<Arc<crate::security::TlsServer>>,
+}
+
+impl Front {
+    /// A new front end's shared parts on the node's `core`, with counters of its own.
+    pub fn new(
+        config: &RpcConfig,
+        core: &RpcCore,
+        tls: Option<Arc<crate::security::TlsServer>>,
+    ) -> Front {
+        let metrics = Arc::new(RpcMetrics::default());
+        Front {
+            queue: core.queue().clone(),
+            budget: ServerBudget::new(config.max_in_flight_bytes, metrics.clone()),
+            metrics,
+            limits: Limits::from_config(config),
+            tls,
+        }
+    }
+
+    /// What a connection's stream needs of it.
+    pub fn port(&self) -> stream::Port<'_> {
+        stream::Port {
+            tls: self.tls.as_deref(),
+            limits: &self.limits,
+            metrics: &self.metrics,
+            budget: &self.budget,
+        }
+    }
+}
+
+/// What every connection of the native front end shares. In the front end's root, not in
+/// `native`: [`route`] and [`ucx`] serve calls through it too, and it holds the UCX worker, so
+/// in any submodule it would close a loop with [`ucx`].
+pub(crate) struct Shared {
+    pub handler: Arc<dyn Handler>,
+    pub front: Front,
+    /// The UCX worker, started by the first client that asks for it (or why it cannot be).
+    pub ucx: OnceLock<Result<Arc<UcxFront>, String>>,
 }
 
 impl Shared {
     /// The server's UCX worker, started on first use.
     pub fn ucx(self: &Arc<Self>) -> Result<Arc<UcxFront>, String> {
-        if !self.limits.offer_ucx {
+        if !self.front.limits.offer_ucx {
             return Err("this server does not offer UCX (rpc.ucx = false)".into());
         }
         self.ucx
@@ -160,88 +196,61 @@ impl Shared {
     }
 }
 
-/// How long [`RpcServer::shutdown`] waits for in-flight calls and unwritten responses before
+/// How long [`FrontEnd::shutdown`] waits for in-flight calls and unwritten responses before
 /// closing connections regardless.
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
-/// A running native RPC server. Dropping it shuts it down as [`RpcServer::shutdown`] does.
-pub struct RpcServer {
-    listening: listener::Listening,
-    metrics: Arc<RpcMetrics>,
+/// Binds `listen` (`host:port`; port 0 picks a free one) and serves the native protocol
+/// there, with a runtime and handler pool of its own.
+pub fn start(
+    listen: &str,
+    config: &RpcConfig,
+    handler: Arc<dyn Handler>,
+) -> std::io::Result<FrontEnd> {
+    let listener = std::net::TcpListener::bind(listen)
+        .map_err(|e| std::io::Error::new(e.kind(), format!("cannot listen on {listen}: {e}")))?;
+    start_on(listener, config, handler)
 }
 
-impl RpcServer {
-    /// Binds `listen` (`host:port`; port 0 picks a free one) and starts serving.
-    pub fn start(
-        listen: &str,
-        config: &RpcConfig,
-        handler: Arc<dyn Handler>,
-    ) -> std::io::Result<RpcServer> {
-        let listener = std::net::TcpListener::bind(listen).map_err(|e| {
-            std::io::Error::new(e.kind(), format!("cannot listen on {listen}: {e}"))
-        })?;
-        RpcServer::start_on(listener, config, handler)
-    }
+/// Serves the native protocol on an already bound listener (lets a caller learn the port
+/// before the handler exists, e.g. to advertise it), with a runtime and handler pool of its
+/// own.
+pub fn start_on(
+    listener: std::net::TcpListener,
+    config: &RpcConfig,
+    handler: Arc<dyn Handler>,
+) -> std::io::Result<FrontEnd> {
+    start_in(listener, config, handler, RpcCore::start(config)?, None)
+}
 
-    /// Serves on an already bound listener (lets a caller learn the port before the handler
-    /// exists, e.g. to advertise it), with a runtime and handler pool of its own.
-    pub fn start_on(
-        listener: std::net::TcpListener,
-        config: &RpcConfig,
-        handler: Arc<dyn Handler>,
-    ) -> std::io::Result<RpcServer> {
-        RpcServer::start_in(listener, config, handler, RpcCore::start(config)?, None)
-    }
-
-    /// Serves on an already bound listener with the node's runtime and handler pool (`core`,
-    /// shared with its other front ends), over TLS when `tls` is given.
-    pub fn start_in(
-        listener: std::net::TcpListener,
-        config: &RpcConfig,
-        handler: Arc<dyn Handler>,
-        core: Arc<RpcCore>,
-        tls: Option<Arc<crate::security::TlsServer>>,
-    ) -> std::io::Result<RpcServer> {
-        let metrics = Arc::new(RpcMetrics::default());
-        let tls_on = tls.is_some();
-        let shared = Arc::new(Shared {
-            handler,
-            queue: core.queue().clone(),
-            metrics: metrics.clone(),
-            budget: ServerBudget::new(config.max_in_flight_bytes, metrics.clone()),
-            limits: Limits::from_config(config),
-            ucx: OnceLock::new(),
-            tls,
-        });
-        let serving = shared.clone();
-        let listening = listener::Listening::start(
-            listener,
-            core,
-            "native",
-            move |stream, id, peer, stop| {
-                connection::serve(stream, id, peer, serving.clone(), stop)
-            },
-            Some(Box::new(move || shared.stop_ucx())),
-        )?;
-        tracing::info!(addr = %listening.local_addr(), handlers = config.handler_count, io_threads = config.io_threads, tls = tls_on, "native RPC listening");
-        Ok(RpcServer { listening, metrics })
-    }
-
-    /// The address actually bound.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.listening.local_addr()
-    }
-
-    /// The server's counters (shared with `/metrics`).
-    pub fn metrics(&self) -> Arc<RpcMetrics> {
-        self.metrics.clone()
-    }
-
-    /// Stops accepting, stops reading requests, lets in-flight calls finish and their
-    /// responses be written (up to [`SHUTDOWN_GRACE`]), then closes every connection.
-    pub fn shutdown(mut self) {
-        self.listening.stop();
-    }
+/// Serves the native protocol on an already bound listener with the node's runtime and
+/// handler pool (`core`, shared with its other front ends), over TLS when `tls` is given.
+pub fn start_in(
+    listener: std::net::TcpListener,
+    config: &RpcConfig,
+    handler: Arc<dyn Handler>,
+    core: Arc<RpcCore>,
+    tls: Option<Arc<crate::security::TlsServer>>,
+) -> std::io::Result<FrontEnd> {
+    let tls_on = tls.is_some();
+    let front = Front::new(config, &core, tls);
+    let metrics = front.metrics.clone();
+    let shared = Arc::new(Shared {
+        handler,
+        front,
+        ucx: OnceLock::new(),
+    });
+    let serving = shared.clone();
+    let front = FrontEnd::start(
+        listener,
+        core,
+        "native",
+        metrics,
+        move |stream, id, peer, stop| native::serve(stream, id, peer, serving.clone(), stop),
+        Some(Box::new(move || shared.stop_ucx())),
+    )?;
+    tracing::info!(addr = %front.local_addr(), handlers = config.handler_count, io_threads = config.io_threads, tls = tls_on, "native RPC listening");
+    Ok(front)
 }
 
 /// Runs `f` on a thread of its own and waits for it: blocking on a runtime is not allowed

@@ -5,7 +5,7 @@ mod rpc_support;
 
 use cellar_proto::pb::Method;
 use cellar_server::http::{HttpServer, Sources, StatusInfo, METRICS_CONTENT_TYPE};
-use cellar_server::rpc::RpcServer;
+use cellar_server::rpc::{self, FrontEnd};
 use cellar_server::status::Gauges;
 use rpc_support::{config, Client, TestHandler, IO_TIMEOUT};
 use std::io::{Read, Write};
@@ -23,7 +23,7 @@ fn get(addr: SocketAddr, request: &str) -> (String, String) {
     (head.to_string(), body.to_string())
 }
 
-fn servers() -> (RpcServer, HttpServer, Arc<TestHandler>) {
+fn servers() -> (FrontEnd, HttpServer, Arc<TestHandler>) {
     let handler = Arc::new(TestHandler::with_gauges(Gauges {
         regions_per_table: vec![("hbase:meta".into(), 1), ("users".into(), 4)],
         memstore_bytes: 12345,
@@ -32,8 +32,8 @@ fn servers() -> (RpcServer, HttpServer, Arc<TestHandler>) {
         open_scanners: 2,
         ..Gauges::default()
     }));
-    let rpc = RpcServer::start("127.0.0.1:0", &config(2, 10, 1 << 20), handler.clone())
-        .expect("rpc starts");
+    let rpc =
+        rpc::start("127.0.0.1:0", &config(2, 10, 1 << 20), handler.clone()).expect("rpc starts");
     let http = HttpServer::start(
         "127.0.0.1:0",
         Sources {

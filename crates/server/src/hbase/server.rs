@@ -5,78 +5,48 @@
 //! bytes (`rpc.max_in_flight_bytes`, its own, apart from the native front end's), and Gets
 //! that memory can answer are served on the reactor.
 
-use super::connection::{self, HCall, Shared};
+use super::protocol::{self, HCall, Shared};
 use super::HbaseService;
 use crate::config::RpcConfig;
 use crate::metrics::RpcMetrics;
-use crate::rpc::listener::Listening;
 use crate::rpc::queue::Job;
 use crate::rpc::RpcCore;
-use std::net::SocketAddr;
+use crate::rpc::{Front, FrontEnd};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::sync::Arc;
 use std::time::Instant;
 
-/// A running HBase front end. Dropping it shuts it down.
-pub struct HbaseServer {
-    listening: Listening,
-    metrics: Arc<RpcMetrics>,
-}
-
-impl HbaseServer {
-    /// Serves `service` on an already bound listener with the node's runtime and handler
-    /// pool, over TLS when `tls` is given.
-    pub fn start_in(
-        listener: std::net::TcpListener,
-        config: &RpcConfig,
-        service: Arc<HbaseService>,
-        core: Arc<RpcCore>,
-        tls: Option<Arc<crate::security::TlsServer>>,
-    ) -> std::io::Result<HbaseServer> {
-        let metrics = Arc::new(RpcMetrics::default());
-        let tls_on = tls.is_some();
-        let shared = Arc::new(Shared {
-            service,
-            queue: core.queue().clone(),
-            metrics: metrics.clone(),
-            budget: crate::rpc::budget::ServerBudget::new(
-                config.max_in_flight_bytes,
-                metrics.clone(),
-            ),
-            limits: crate::rpc::limits::Limits::from_config(config),
-            inline: config.inline_gets || config.inline_puts,
-            tls,
-        });
-        // Connection ids of this front end live in their own range, so scanners of the two
-        // front ends never share an owner.
-        let listening = Listening::start(
-            listener,
-            core,
-            "HBase",
-            move |stream, id, peer, stop| {
-                connection::serve(stream, (1 << 62) | id, peer, shared.clone(), stop)
-            },
-            None,
-        )?;
-        tracing::info!(addr = %listening.local_addr(), tls = tls_on, "HBase RPC listening");
-        Ok(HbaseServer { listening, metrics })
-    }
-
-    /// The address actually bound.
-    pub fn local_addr(&self) -> SocketAddr {
-        self.listening.local_addr()
-    }
-
-    /// This front end's counters (connections, bytes, queue depth).
-    pub fn metrics(&self) -> Arc<RpcMetrics> {
-        self.metrics.clone()
-    }
-
-    /// Stops accepting and reading, lets in-flight calls finish (up to a grace period), then
-    /// closes every connection.
-    pub fn shutdown(mut self) {
-        self.listening.stop();
-    }
+/// Serves HBase's protocol for `service` on an already bound listener with the node's
+/// runtime and handler pool, over TLS when `tls` is given.
+pub fn start_in(
+    listener: std::net::TcpListener,
+    config: &RpcConfig,
+    service: Arc<HbaseService>,
+    core: Arc<RpcCore>,
+    tls: Option<Arc<crate::security::TlsServer>>,
+) -> std::io::Result<FrontEnd> {
+    let tls_on = tls.is_some();
+    let front = Front::new(config, &core, tls);
+    let metrics = front.metrics.clone();
+    let shared = Arc::new(Shared {
+        service,
+        front,
+        inline: config.inline_gets || config.inline_puts,
+    });
+    // Connection ids of this front end live in their own range, so scanners of the two
+    // front ends never share an owner.
+    let front = FrontEnd::start(
+        listener,
+        core,
+        "HBase",
+        metrics,
+        move |stream, id, peer, stop| {
+            protocol::serve(stream, (1 << 62) | id, peer, shared.clone(), stop)
+        },
+        None,
+    )?;
+    tracing::info!(addr = %front.local_addr(), tls = tls_on, "HBase RPC listening");
+    Ok(front)
 }
 
 impl Job for HCall {

@@ -1,9 +1,10 @@
-//! A bound port served on the node's runtime, as both front ends serve theirs: the listener
-//! handed to the runtime, the accept loop ([`super::accept_loop`]) with each protocol's own
+//! A bound port served on the node's runtime, as both front ends serve theirs ([`FrontEnd`]):
+//! the listener handed to the runtime, the accept loop ([`super::accept_loop`]) with each protocol's own
 //! connection loop, and at shutdown the drain (every queued call answered, up to
 //! [`super::SHUTDOWN_GRACE`]) before the front end lets go of the shared [`RpcCore`].
 
 use super::{accept_loop, drain_connections, run_off_runtime, RpcCore, SHUTDOWN_GRACE};
+use crate::metrics::RpcMetrics;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -11,9 +12,12 @@ use std::time::Instant;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::watch;
 
-/// A front end's port while it serves. Dropping it stops it as [`Listening::stop`] does.
-pub(crate) struct Listening {
+/// A running front end (the native protocol's, `super::start_in`, or HBase's,
+/// `crate::hbase::start_in`): its port while it serves, and its counters. Dropping it stops
+/// it as [`FrontEnd::shutdown`] does.
+pub struct FrontEnd {
     local_addr: SocketAddr,
+    metrics: Arc<RpcMetrics>,
     /// Names the front end in logs and its stopping thread (`native`, `HBase`).
     name: &'static str,
     running: Option<Running>,
@@ -27,16 +31,17 @@ struct Running {
     after_drain: Option<Box<dyn FnOnce() + Send>>,
 }
 
-impl Listening {
+impl FrontEnd {
     /// Serves `listener` on `core`'s runtime: `serve(stream, n, peer, stop)` runs the n-th
-    /// accepted connection (n from 1) to its end.
-    pub fn start<F, Fut>(
+    /// accepted connection (n from 1) to its end. `metrics` are the front end's counters.
+    pub(crate) fn start<F, Fut>(
         listener: std::net::TcpListener,
         core: Arc<RpcCore>,
         name: &'static str,
+        metrics: Arc<RpcMetrics>,
         serve: F,
         after_drain: Option<Box<dyn FnOnce() + Send>>,
-    ) -> std::io::Result<Listening>
+    ) -> std::io::Result<FrontEnd>
     where
         F: FnMut(TcpStream, u64, SocketAddr, watch::Receiver<bool>) -> Fut + Send + 'static,
         Fut: Future<Output = ()> + Send + 'static,
@@ -49,8 +54,9 @@ impl Listening {
         };
         let (stop, stopped) = watch::channel(false);
         let acceptor = core.runtime().spawn(accept_loop(listener, stopped, serve));
-        Ok(Listening {
+        Ok(FrontEnd {
             local_addr,
+            metrics,
             name,
             running: Some(Running {
                 core,
@@ -66,9 +72,20 @@ impl Listening {
         self.local_addr
     }
 
+    /// This front end's counters (connections, bytes, calls, queue depth; shared with
+    /// `/metrics`).
+    pub fn metrics(&self) -> Arc<RpcMetrics> {
+        self.metrics.clone()
+    }
+
     /// Stops accepting and reading, lets in-flight calls finish and their responses be
-    /// written (up to [`SHUTDOWN_GRACE`]), then closes every connection. Idempotent.
-    pub fn stop(&mut self) {
+    /// written (up to [`SHUTDOWN_GRACE`]), then closes every connection.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    /// [`FrontEnd::shutdown`], idempotent.
+    fn stop(&mut self) {
         let Some(running) = self.running.take() else {
             return;
         };
@@ -102,7 +119,7 @@ impl Listening {
     }
 }
 
-impl Drop for Listening {
+impl Drop for FrontEnd {
     fn drop(&mut self) {
         self.stop();
     }

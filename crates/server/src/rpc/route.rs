@@ -74,9 +74,9 @@ pub(crate) fn decode(body: Bytes, received: Instant) -> Result<Request, Refusal>
 /// The answer to a refused frame, counted in the metrics.
 pub(crate) fn refusal_frame(shared: &Shared, refusal: Refusal, received: Instant) -> Frame {
     let code = pb::ErrorCode::try_from(refusal.error.code).unwrap_or(pb::ErrorCode::Internal);
-    shared.metrics.record_error(code);
+    shared.front.metrics.record_error(code);
     if let Some(m) = refusal.method {
-        shared.metrics.record_call(m, received.elapsed());
+        shared.front.metrics.record_call(m, received.elapsed());
     }
     error_frame(refusal.call_id, refusal.error)
 }
@@ -185,7 +185,7 @@ pub(crate) fn serve(shared: &Shared, ctx: CallContext, req: Request, respond: Re
         parts,
         received,
     } = req;
-    let metrics = &shared.metrics;
+    let metrics = &shared.front.metrics;
     if method == pb::Method::Ping {
         // No disk, no queue hop: it is the floor of a call's cost.
         metrics.record_call(method, received.elapsed());
@@ -235,13 +235,13 @@ pub(crate) fn serve(shared: &Shared, ctx: CallContext, req: Request, respond: Re
                 method,
                 received,
                 timed: inline_started,
-                metrics: shared.metrics.clone(),
+                metrics: shared.front.metrics.clone(),
             };
             return Served::AfterWal(deferred, respond);
         }
         Err(panic) => return Served::Answer(answered(Err(panic)), respond),
         Ok(Some(Inline::Await(rest))) => {
-            let metrics = shared.metrics.clone();
+            let metrics = shared.front.metrics.clone();
             let call_id = header.call_id;
             let rest = async move {
                 let outcome = futures_catch_unwind(AssertUnwindSafe(rest)).await;
@@ -272,9 +272,9 @@ pub(crate) fn serve(shared: &Shared, ctx: CallContext, req: Request, respond: Re
         want_timing: header.want_timing,
         respond,
         handler: shared.handler.clone(),
-        metrics: shared.metrics.clone(),
+        metrics: shared.front.metrics.clone(),
     };
-    let (call, error) = match shared.queue.try_push(call) {
+    let (call, error) = match shared.front.queue.try_push(call) {
         Ok(()) => return Served::Queued,
         Err(Refused::Full(call)) => {
             metrics.record_overload(Overload::CallQueue);

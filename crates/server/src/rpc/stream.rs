@@ -76,6 +76,20 @@ pub(crate) struct Origin {
     pub plaintext_on_tls_port: bool,
 }
 
+impl Origin {
+    /// Who a connection from `peer` speaking `protocol` calls as before its protocol says
+    /// more: its certificate's user, if it presented one.
+    pub fn caller(&self, peer: SocketAddr, protocol: &'static str) -> crate::security::Caller {
+        crate::security::Caller {
+            user: self.cert_user.clone(),
+            real_user: None,
+            certified: self.cert_user.is_some(),
+            peer: Some(peer.ip()),
+            protocol,
+        }
+    }
+}
+
 /// What a front end's connections share for their transport: TLS on its port, its limits,
 /// counters and in-flight budget.
 pub(crate) struct Port<'a> {

@@ -170,7 +170,7 @@ struct Serve {
 impl Serve {
     /// Answers from the progress thread, counted as written.
     fn reply(shared: &Shared, replies: &mut Replies, peer: PeerId, (head, tail): route::Frame) {
-        shared.metrics.add_bytes_out(head.len() + tail.len());
+        shared.front.metrics.add_bytes_out(head.len() + tail.len());
         replies.send_gathered(peer, head, tail);
     }
 
@@ -185,7 +185,10 @@ impl Serve {
         why: String,
     ) {
         tracing::info!(peer, reason = %why, "closing a UCX peer after a protocol error");
-        shared.metrics.record_error(pb::ErrorCode::MalformedRequest);
+        shared
+            .front
+            .metrics
+            .record_error(pb::ErrorCode::MalformedRequest);
         Serve::reply(
             shared,
             replies,
@@ -207,7 +210,7 @@ impl Events for Serve {
             return Admit::Refuse;
         };
         // One frame per message: its 4-byte length prefix, then the request.
-        let max = (shared.limits.max_request_bytes as usize).saturating_add(4);
+        let max = (shared.front.limits.max_request_bytes as usize).saturating_add(4);
         if len > max {
             return Admit::Refuse;
         }
@@ -226,13 +229,16 @@ impl Events for Serve {
         let Some(shared) = self.shared.upgrade().filter(|_| self.open) else {
             return;
         };
-        let max = shared.limits.max_request_bytes;
+        let max = shared.front.limits.max_request_bytes;
         let why = format!(
             "a request of {} bytes exceeds the server's limit of {max} bytes (rpc.max_request_bytes); it was dropped unread and the connection's UCX side closed",
             len.saturating_sub(4)
         );
         tracing::info!(conn = self.peer.conn_id, reason = %why, "refusing a UCX frame");
-        shared.metrics.record_error(pb::ErrorCode::RequestTooLarge);
+        shared
+            .front
+            .metrics
+            .record_error(pb::ErrorCode::RequestTooLarge);
         Serve::reply(
             &shared,
             replies,
@@ -312,7 +318,7 @@ impl Serve {
             return;
         }
         let received = Instant::now();
-        shared.metrics.add_bytes_in(frame.len());
+        shared.front.metrics.add_bytes_in(frame.len());
         let mut body = frame;
         if body.len() < 4 {
             return self.malformed(
@@ -332,7 +338,7 @@ impl Serve {
             let call_id = peek_request_header(&body).map(|h| h.call_id).unwrap_or(0);
             return self.malformed(&shared, replies, peer, call_id, why);
         }
-        let max = shared.limits.max_request_bytes as usize;
+        let max = shared.front.limits.max_request_bytes as usize;
         // Admitted frames are within the limit ([`Events::admit`]); a frame that came another
         // way is checked here (it is already received: refused by its call id).
         if len > max {
@@ -386,7 +392,10 @@ impl Serve {
         }
         let Ok(permit) = self.peer.slots.clone().try_acquire_owned() else {
             // The progress thread cannot wait for a slot as the TCP reader does.
-            shared.metrics.record_overload(Overload::InFlightBytes);
+            shared
+                .front
+                .metrics
+                .record_overload(Overload::InFlightBytes);
             let refusal = route::Refusal {
                 call_id: req.header.call_id,
                 method: Some(req.method),
@@ -403,7 +412,7 @@ impl Serve {
             sink: Sink::Ucx {
                 sender,
                 peer,
-                metrics: shared.metrics.clone(),
+                metrics: shared.front.metrics.clone(),
             },
             permit,
             charge,

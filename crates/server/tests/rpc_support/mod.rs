@@ -6,7 +6,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use cellar_proto::frame::{decode_response, encode_frame_raw, PREAMBLE};
 use cellar_proto::pb;
 use cellar_server::config::RpcConfig;
-use cellar_server::rpc::{CallContext, Handler, Inline, Reply, RpcServer};
+use cellar_server::rpc::{self, CallContext, FrontEnd, Handler, Inline, Reply};
 use cellar_server::status::Gauges;
 use cellar_server::status::StatusSource;
 use parking_lot::{Condvar, Mutex};
@@ -165,9 +165,9 @@ pub fn config(handler_count: usize, max_queued_calls: usize, max_request_bytes: 
     }
 }
 
-pub fn start(config: &RpcConfig) -> (RpcServer, Arc<TestHandler>) {
+pub fn start(config: &RpcConfig) -> (FrontEnd, Arc<TestHandler>) {
     let handler = Arc::new(TestHandler::default());
-    let server = RpcServer::start("127.0.0.1:0", config, handler.clone()).expect("server starts");
+    let server = rpc::start("127.0.0.1:0", config, handler.clone()).expect("server starts");
     (server, handler)
 }
 
