@@ -5,6 +5,7 @@
 
 use crate::error::ServerError;
 use crate::master::Master;
+use crate::region_server::ReactorRead;
 use crate::region_server::{DeferredPut, RegionServer};
 use crate::router::TableInfo;
 use crate::router::{RegionLocation, RegionState, TableState};
@@ -17,7 +18,7 @@ use crate::status::{ServerStatus, StatusSource, TableView};
 use bytes::{Bytes, BytesMut};
 use cellar_model::Cell;
 use cellar_model::MutationKind;
-use cellar_proto::cellblock::{CellBlockWriter, CellReader};
+use cellar_proto::cellblock::CellReader;
 use cellar_proto::convert::{self, ConvertError};
 use cellar_proto::frame::decode_param;
 use cellar_proto::pb::{self, Method};
@@ -703,16 +704,9 @@ impl Handler for NativeService {
         param: &Bytes,
         cellblock: &Bytes,
     ) -> Option<Inline> {
-        if self.rs.check_running().is_err() || !self.rs.master_fresh() {
-            return None;
-        }
         match method {
-            Method::Get if self.rs.config().rpc.inline_gets => {
-                self.get_on_reactor(&ctx.caller, param).map(Inline::Done)
-            }
-            Method::Mutate if self.rs.config().rpc.inline_puts => {
-                self.put_on_reactor(&ctx.caller, param, cellblock)
-            }
+            Method::Get => self.get_on_reactor(&ctx.caller, param).map(Inline::Done),
+            Method::Mutate => self.put_on_reactor(&ctx.caller, param, cellblock),
             _ => None,
         }
     }
@@ -734,6 +728,7 @@ impl StatusSource for NativeService {
 }
 
 impl NativeService {
+    /// A Get served on the reactor ([`RegionServer::read_on_reactor`]).
     fn get_on_reactor(
         &self,
         caller: &Caller,
@@ -741,36 +736,27 @@ impl NativeService {
     ) -> Option<Result<Reply, pb::RpcError>> {
         let req: pb::GetRequest = decode(param.clone(), "GetRequest").ok()?;
         let r = req.region?;
-        let mut get = convert::get_from_pb(req.get?).ok()?;
-        // Refused here, it is refused (and audited) again on the handler pool.
-        crate::security::authz::quietly(|| {
-            self.rs.authz.check_get(caller, &r.table, &mut get, "get")
-        })
-        .ok()?;
-        let (result, out) = if get.filter.is_none() {
-            // Cells go from the memstore or block straight into the answer.
-            let mut block = CellBlockWriter::default();
-            if let Err(e) = self
-                .rs
-                .get_inline_into(&r.table, r.region_id, &get, &mut block)?
-            {
-                return Some(Err(e.to_rpc()));
-            }
-            let (cell_count, block) = block.finish();
-            let result = pb::Result {
-                cell_count,
-                partial: false,
-            };
-            (result, block)
-        } else {
-            let cells = match self.rs.get_inline(&r.table, r.region_id, &get)? {
-                Ok(cells) => cells,
-                Err(e) => return Some(Err(e.to_rpc())),
-            };
-            let mut out = BytesMut::new();
-            (convert::result_to_pb(&cells, false, &mut out), out)
+        let get = convert::get_from_pb(req.get?).ok()?;
+        let read = match self
+            .rs
+            .read_on_reactor(caller, &r.table, r.region_id, get, true)?
+        {
+            Ok(read) => read,
+            Err(e) => return Some(Err(e.to_rpc())),
         };
-        self.rs.requests.fetch_add(1, Ordering::Relaxed);
+        let (result, out) = match read {
+            ReactorRead::Block { cell_count, block } => (
+                pb::Result {
+                    cell_count,
+                    partial: false,
+                },
+                block,
+            ),
+            ReactorRead::Cells(cells) => {
+                let mut out = BytesMut::new();
+                (convert::result_to_pb(&cells, false, &mut out), out)
+            }
+        };
         Some(Ok(reply(
             &pb::GetResponse {
                 result: Some(result),
@@ -779,9 +765,8 @@ impl NativeService {
         )))
     }
 
-    /// A Mutate that is a plain put without condition, when [`RegionServer::mutate_deferred`]
-    /// can apply it without waiting; finished here if its WAL write needs no wait, else
-    /// awaited by the connection's task.
+    /// A Mutate that is a plain put without condition, applied on the reactor
+    /// ([`RegionServer::put_on_reactor`]); finished by the connection before its answer.
     fn put_on_reactor(&self, caller: &Caller, param: &Bytes, cellblock: &Bytes) -> Option<Inline> {
         let req: pb::MutateRequest = decode(param.clone(), "MutateRequest").ok()?;
         if req.condition.is_some() {
@@ -796,17 +781,13 @@ impl NativeService {
         if kind != MutationKind::PutDelete {
             return None;
         }
-        crate::security::authz::quietly(|| {
-            self.rs
-                .authz
-                .check_mutation(caller, &r.table, &mutation, kind, None)
-        })
-        .ok()?;
-        let put = match self.rs.mutate_deferred(&r.table, r.region_id, &mutation)? {
+        let put = match self
+            .rs
+            .put_on_reactor(caller, &r.table, r.region_id, &mutation)?
+        {
             Ok(put) => put,
             Err(e) => return Some(Inline::Done(Err(e.to_rpc()))),
         };
-        self.rs.requests.fetch_add(1, Ordering::Relaxed);
         let answer = reply(
             &pb::MutateResponse {
                 processed: true,

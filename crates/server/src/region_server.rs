@@ -10,6 +10,7 @@ mod control;
 mod data;
 mod nonces;
 mod placement;
+mod reactor;
 mod restart;
 mod scan;
 pub(crate) mod split_check;
@@ -19,6 +20,7 @@ mod workers;
 use crate::error::ServerError;
 pub use data::{Check, DeferredPut, MutateOutcome};
 pub use placement::{ClusterMaster, RegionWork};
+pub use reactor::ReactorRead;
 
 use crate::catalog::names;
 use crate::config::ServerConfig;

@@ -22,6 +22,7 @@ pub(crate) mod queue;
 pub(crate) mod respond;
 mod route;
 pub(crate) mod stream;
+pub(crate) mod transport;
 mod ucx;
 
 use crate::config::RpcConfig;

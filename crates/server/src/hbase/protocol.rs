@@ -22,8 +22,8 @@ use crate::rpc::budget::Charge;
 use crate::rpc::connection::{self, Connection, DeferredWrite, Frame, Protocol, Skip};
 use crate::rpc::limits::REFUSABLE_ANSWER_BYTES;
 use crate::rpc::queue::Refused;
-use crate::rpc::respond::Outgoing;
 use crate::rpc::stream::End;
+use crate::rpc::transport::Outgoing;
 use crate::rpc::Front;
 use bytes::{Bytes, BytesMut};
 use cellar_proto::hbase;
@@ -144,22 +144,17 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) {
-    connection::serve(
-        stream,
-        conn_id,
-        peer,
-        shared.front.port(),
-        shutdown,
-        |origin| Hbase {
+    connection::serve(stream, conn_id, peer, shared.front.port(), shutdown, |io| {
+        Hbase {
             ctx: CallCtx {
                 conn_id,
                 cell_blocks: false,
-                caller: origin.caller(peer, "hbase"),
+                caller: io.origin.caller(peer, "hbase"),
             },
             service_name: Arc::from(""),
             shared: shared.clone(),
-        },
-    )
+        }
+    })
     .await;
 }
 
@@ -387,10 +382,12 @@ impl Protocol for Hbase {
         }
     }
 
-    async fn closed(self) {
+    fn end(self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let service = self.shared.service.clone();
         let conn_id = self.ctx.conn_id;
-        let _ = tokio::task::spawn_blocking(move || service.connection_closed(conn_id)).await;
+        async move {
+            let _ = tokio::task::spawn_blocking(move || service.connection_closed(conn_id)).await;
+        }
     }
 }
 

@@ -21,8 +21,8 @@
 
 use super::budget::Charge;
 use super::limits::{Limits, MAX_DEFERRED_WRITES, PEEK_BYTES};
-use super::respond::Outgoing;
-use super::stream::{self, End, Inbound, Origin, Port, WRITE_BATCH_BYTES};
+use super::stream::{self, End, Inbound, Port, WRITE_BATCH_BYTES};
+use super::transport::Outgoing;
 use crate::metrics::RpcMetrics;
 use bytes::{Bytes, BytesMut};
 use std::future::Future;
@@ -79,11 +79,10 @@ pub(crate) trait Protocol: Sized + Send + 'static {
         charge: Charge,
     ) -> impl Future<Output = Result<(), End>> + Send;
 
-    /// The connection's reader stopped; its stream closes next.
-    fn ending(&mut self) {}
-
-    /// The connection is gone: frees what it held on the server (its scanners).
-    fn closed(self) -> impl Future<Output = ()> + Send;
+    /// The connection's reader stopped. Lets go at once of what ties it to its stream (its
+    /// writer's senders, a UCX peer: the stream closes once every sender is gone), and returns
+    /// what frees its state on the server (its scanners), run once the stream is closed.
+    fn end(self) -> impl Future<Output = ()> + Send + 'static;
 }
 
 /// A put applied on the reactor whose WAL record is not yet in the OS.
@@ -111,14 +110,15 @@ pub(crate) struct Connection<P: Protocol> {
 }
 
 /// Serves one accepted connection of `port` to its end: its transport's start (TLS), the
-/// protocol `open` makes for it, its calls, then its close.
+/// protocol `open` makes for it (from its stream: its origin, its writer), its calls, then
+/// its close.
 pub(crate) async fn serve<P: Protocol>(
     stream: TcpStream,
     conn_id: u64,
     peer: SocketAddr,
     port: Port<'_>,
     shutdown: watch::Receiver<bool>,
-    open: impl FnOnce(&Origin) -> P,
+    open: impl FnOnce(&Inbound) -> P,
 ) {
     tracing::debug!(conn = conn_id, %peer, protocol = P::NAME, "connection opened");
     let metrics: Arc<RpcMetrics> = port.metrics.clone();
@@ -126,7 +126,7 @@ pub(crate) async fn serve<P: Protocol>(
     let Some((io, writer)) = stream::start(stream, peer, port, P::NAME, shutdown).await else {
         return;
     };
-    let proto = open(&io.origin);
+    let proto = open(&io);
     let mut conn = Connection {
         answered: BytesMut::new(),
         answered_slots: None,
@@ -140,13 +140,13 @@ pub(crate) async fn serve<P: Protocol>(
     // Puts applied and not yet finished are finished, answers given are handed on (they may
     // not be written).
     let _ = conn.flush().await;
-    let Connection { io, mut proto, .. } = conn;
-    proto.ending();
+    let Connection { io, proto, .. } = conn;
+    let release = proto.end();
     // The writer ends once the reader and every in-flight call have let go of their senders,
     // so after this no call of this connection is still running.
     let what = format!("{} connection", P::NAME);
     stream::close(io, writer, &end, &what, conn_id, peer).await;
-    proto.closed().await;
+    release.await;
     metrics.connection_closed();
 }
 

@@ -10,9 +10,10 @@
 
 use super::budget::Charge;
 use super::connection::{self, Connection, DeferredWrite, Frame, Protocol, Skip};
-use super::respond::{error_frame, reply_frame, rpc_error, Responder, Sink};
+use super::respond::{error_frame, reply_frame, rpc_error, Responder};
 use super::route::{self, busy_in_flight};
 use super::stream::{End, Origin};
+use super::transport::Transport;
 use super::ucx::Attached;
 use super::{CallContext, Reply, Shared};
 use crate::metrics::Overload;
@@ -34,14 +35,15 @@ pub(crate) async fn serve(
     shared: Arc<Shared>,
     shutdown: watch::Receiver<bool>,
 ) {
-    connection::serve(
-        stream,
-        conn_id,
-        peer,
-        shared.front.port(),
-        shutdown,
-        |origin| Native::new(conn_id, peer, origin, shared.clone()),
-    )
+    connection::serve(stream, conn_id, peer, shared.front.port(), shutdown, |io| {
+        Native::new(
+            conn_id,
+            peer,
+            &io.origin,
+            Arc::new(io.tx.clone()),
+            shared.clone(),
+        )
+    })
     .await;
 }
 
@@ -54,15 +56,24 @@ pub(crate) struct Native {
     shared: Arc<Shared>,
     /// Set once the client moved its calls to UCX (TRANSPORT_HELLO).
     ucx: Option<Attached>,
+    /// Where its queued calls' answers go: the connection's writer.
+    answers: Arc<dyn Transport>,
 }
 
 impl Native {
-    fn new(conn_id: u64, peer: SocketAddr, origin: &Origin, shared: Arc<Shared>) -> Native {
+    fn new(
+        conn_id: u64,
+        peer: SocketAddr,
+        origin: &Origin,
+        answers: Arc<dyn Transport>,
+        shared: Arc<Shared>,
+    ) -> Native {
         Native {
             conn_id,
             caller: origin.caller(peer, "native"),
             shared,
             ucx: None,
+            answers,
         }
     }
 }
@@ -176,7 +187,7 @@ impl Protocol for Native {
             caller: native.caller.acting_for(&req.header.effective_user),
         };
         let respond = Responder {
-            sink: Sink::Tcp(conn.io.tx.clone()),
+            sink: native.answers.clone(),
             permit: slot,
             charge,
         };
@@ -193,19 +204,19 @@ impl Protocol for Native {
         }
     }
 
-    fn ending(&mut self) {
-        // The UCX peer goes with its control connection.
-        self.ucx = None;
-    }
-
-    async fn closed(self) {
+    fn end(self) -> impl std::future::Future<Output = ()> + Send + 'static {
         let handler = self.shared.handler.clone();
         let conn_id = self.conn_id;
-        if tokio::task::spawn_blocking(move || handler.connection_closed(conn_id))
-            .await
-            .is_err()
-        {
-            tracing::error!(conn = conn_id, "connection_closed panicked");
+        // The UCX peer and the writer's sender go now: the UCX peer with its control
+        // connection, the sender so that the stream can close.
+        drop(self);
+        async move {
+            if tokio::task::spawn_blocking(move || handler.connection_closed(conn_id))
+                .await
+                .is_err()
+            {
+                tracing::error!(conn = conn_id, "connection_closed panicked");
+            }
         }
     }
 }

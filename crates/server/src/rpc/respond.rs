@@ -6,62 +6,23 @@
 
 use super::budget::Charge;
 use super::limits::REFUSABLE_ANSWER_BYTES;
+use super::transport::{Outgoing, Transport};
 use super::Reply;
 use crate::metrics::{Overload, RpcMetrics};
 use bytes::{Bytes, BytesMut};
 use cellar_proto::frame::encode_frame_raw;
 use cellar_proto::pb;
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc::UnboundedSender;
 use tokio::sync::OwnedSemaphorePermit;
 
 /// Cell blocks from this size on travel as their own buffer instead of being copied.
 pub(crate) const ZERO_COPY_FROM: usize = 16 * 1024;
 
-/// One frame (or the preamble) for a connection's writer.
-pub(crate) struct Outgoing {
-    pub head: Bytes,
-    pub tail: Bytes,
-    /// The connection's in-flight slot, freed once the frame is written.
-    pub _slot: Option<OwnedSemaphorePermit>,
-    /// The frame's bytes, counted as in flight until it is written.
-    pub _charge: Option<Charge>,
-}
-
-impl Outgoing {
-    /// A frame that holds no call's slot or bytes (a preamble's answer, a fatal error).
-    pub fn unbounded(head: Bytes) -> Outgoing {
-        Outgoing {
-            head,
-            tail: Bytes::new(),
-            _slot: None,
-            _charge: None,
-        }
-    }
-
-    pub fn len(&self) -> usize {
-        self.head.len() + self.tail.len()
-    }
-}
-
-/// Where a connection's answers go.
-pub(crate) enum Sink {
-    /// The TCP connection's writer task.
-    Tcp(UnboundedSender<Outgoing>),
-    /// A UCX peer, through the progress thread of its connection's UCX worker (`ucx.rs`): the
-    /// head and a large cell block go as one message gathered from both buffers, no copy.
-    Ucx {
-        sender: cellar_ucx::link::Sender,
-        peer: cellar_ucx::link::PeerId,
-        metrics: std::sync::Arc<RpcMetrics>,
-    },
-}
-
 /// A call's way back to its connection: the connection's sink, the call's in-flight slot and
 /// its in-flight bytes (its request's until answered, then its answer's until written, or,
 /// over UCX, until handed to the progress thread).
 pub(crate) struct Responder {
-    pub sink: Sink,
+    pub sink: std::sync::Arc<dyn Transport>,
     pub permit: OwnedSemaphorePermit,
     pub charge: Charge,
 }
@@ -71,24 +32,12 @@ impl Responder {
     /// handler threads answer through it.
     pub fn send(mut self, (head, tail): (Bytes, Bytes)) -> bool {
         self.charge.set((head.len() + tail.len()) as u64);
-        match self.sink {
-            Sink::Tcp(tx) => tx
-                .send(Outgoing {
-                    head,
-                    tail,
-                    _slot: Some(self.permit),
-                    _charge: Some(self.charge),
-                })
-                .is_ok(),
-            Sink::Ucx {
-                sender,
-                peer,
-                metrics,
-            } => {
-                metrics.add_bytes_out(head.len() + tail.len());
-                sender.send_gathered(peer, head, tail).is_ok()
-            }
-        }
+        self.sink.send(Outgoing {
+            head,
+            tail,
+            _slot: Some(self.permit),
+            _charge: Some(self.charge),
+        })
     }
 
     /// [`Responder::send`] for a handler's answer to a call that only reads (GET): an answer

@@ -23,7 +23,7 @@
 
 use super::budget::{Charge, ConnBudget, ServerBudget};
 use super::limits::{Limits, MAX_IN_FLIGHT_PER_CONNECTION};
-use super::respond::Outgoing;
+use super::transport::Outgoing;
 use crate::metrics::RpcMetrics;
 use bytes::{Buf, Bytes, BytesMut};
 use std::future::Future;

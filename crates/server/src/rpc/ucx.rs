@@ -27,13 +27,11 @@
 //!   answered SERVER_BUSY (the progress thread never waits).
 
 use super::budget::{Charge, ConnBudget};
-use super::limits::MAX_IN_FLIGHT_PER_CONNECTION;
-use super::respond::{error_frame, rpc_error, Responder, Sink};
-
-/// Puts applied on the progress thread that may wait for their WAL write before they are
-/// finished.
-const MAX_DEFERRED_WRITES: usize = 64;
+use super::limits::{MAX_DEFERRED_WRITES, MAX_IN_FLIGHT_PER_CONNECTION};
+use super::respond::{error_frame, rpc_error, Responder};
 use super::route;
+use super::transport::Outgoing;
+use super::transport::Transport;
 use super::Shared;
 use crate::metrics::Overload;
 use bytes::{Buf, Bytes};
@@ -116,6 +114,7 @@ impl UcxFront {
             },
             open: true,
             sender: sender_slot.clone(),
+            answers: None,
             deferred: Vec::new(),
         };
         let link = Link::start_in(&self.ctx, LinkOptions::default(), events)
@@ -162,6 +161,8 @@ struct Serve {
     /// Cleared once the peer is lost or broke the protocol: its frames are dropped.
     open: bool,
     sender: Arc<OnceLock<Sender>>,
+    /// Where handler threads send the peer's answers (made with the first call).
+    answers: Option<Arc<dyn Transport>>,
     /// Puts applied since the progress thread last ran out of arrived frames, waiting for
     /// their WAL write: finished together (one write) in [`Events::frames_done`].
     deferred: Vec<(PeerId, route::Deferred, Responder)>,
@@ -408,12 +409,18 @@ impl Serve {
             let frame = route::refusal_frame(&shared, refusal, received);
             return Serve::reply(&shared, replies, peer, frame);
         };
+        let sink = self
+            .answers
+            .get_or_insert_with(|| {
+                Arc::new(UcxAnswers {
+                    sender,
+                    peer,
+                    metrics: shared.front.metrics.clone(),
+                })
+            })
+            .clone();
         let respond = Responder {
-            sink: Sink::Ucx {
-                sender,
-                peer,
-                metrics: shared.front.metrics.clone(),
-            },
+            sink,
             permit,
             charge,
         };
@@ -440,5 +447,23 @@ impl Serve {
                 }
             }
         }
+    }
+}
+
+/// A UCX peer's answers from handler threads: through the progress thread of its
+/// connection's worker, the head and a large cell block gathered into one message, no copy.
+/// The frame's slot and bytes are let go once it is handed over.
+struct UcxAnswers {
+    sender: Sender,
+    peer: PeerId,
+    metrics: Arc<crate::metrics::RpcMetrics>,
+}
+
+impl Transport for UcxAnswers {
+    fn send(&self, out: Outgoing) -> bool {
+        self.metrics.add_bytes_out(out.len());
+        self.sender
+            .send_gathered(self.peer, out.head, out.tail)
+            .is_ok()
     }
 }

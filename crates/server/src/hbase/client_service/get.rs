@@ -5,10 +5,10 @@ use super::{region, Call, Result};
 use crate::hbase::meta_view;
 use crate::hbase::names::RegionTarget;
 use crate::hbase::{convert, CallCtx, HReply, HbaseService, Request};
+use crate::region_server::ReactorRead;
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::FilterEval;
 use cellar_model::{Cell, Get};
-use cellar_proto::cellblock::CellBlockWriter;
 use cellar_proto::hbase;
 
 /// A Get as its decode half hands it on: the region and the row's selection.
@@ -54,59 +54,43 @@ pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: GetCall) -> Resul
     Ok(get_reply(ctx, &cells, exists_only))
 }
 
-/// A Get answered from memstores and the block cache, or `None` to send it to the pool
-/// (meta, malformed requests and anything needing disk go there).
+/// A Get answered from memstores and the block cache
+/// ([`crate::region_server::RegionServer::read_on_reactor`]), or `None` to send it to the
+/// pool (meta, malformed requests and anything needing disk go there).
 pub(crate) fn get_inline(
     svc: &HbaseService,
     ctx: &CallCtx,
     param: &Bytes,
 ) -> Option<Result<HReply>> {
-    if !svc.rs.config().rpc.inline_gets {
-        return None;
-    }
     let GetCall {
         region: RegionTarget::User { table, region_id },
-        mut get,
+        get,
         exists_only,
     } = get_call(param.clone()).ok()?
     else {
         return None;
     };
-    // Refused here, it is refused (and audited) again on the handler pool.
-    crate::security::authz::quietly(|| {
-        svc.rs.authz.check_get(&ctx.caller, &table, &mut get, "get")
-    })
-    .ok()?;
-    let reply = if ctx.cell_blocks && !exists_only && get.filter.is_none() {
-        // The common Get: cells go from the memstore or block straight into the answer.
-        let mut block = CellBlockWriter::default();
-        if let Err(e) = svc
-            .rs
-            .get_inline_into(&table, region_id, &get, &mut block)?
-        {
-            return Some(Err(e.into()));
-        }
-        let (count, block) = block.finish();
-        let result = hbase::Result {
-            associated_cell_count: Some(count as i32),
-            ..Default::default()
-        };
-        HReply::with_cells(
+    let into_block = ctx.cell_blocks && !exists_only;
+    let read = match svc
+        .rs
+        .read_on_reactor(&ctx.caller, &table, region_id, get, into_block)?
+    {
+        Ok(read) => read,
+        Err(e) => return Some(Err(e.into())),
+    };
+    Some(Ok(match read {
+        // The common Get: cells went from the memstore or block straight into the answer.
+        ReactorRead::Block { cell_count, block } => HReply::with_cells(
             &hbase::GetResponse {
-                result: Some(result),
+                result: Some(hbase::Result {
+                    associated_cell_count: Some(cell_count as i32),
+                    ..Default::default()
+                }),
             },
             block,
-        )
-    } else {
-        match svc.rs.get_inline(&table, region_id, &get)? {
-            Ok(cells) => get_reply(ctx, &cells, exists_only),
-            Err(e) => return Some(Err(e.into())),
-        }
-    };
-    svc.rs
-        .requests
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    Some(Ok(reply))
+        ),
+        ReactorRead::Cells(cells) => get_reply(ctx, &cells, exists_only),
+    }))
 }
 
 /// Narrows a Get of a user region to what the caller may see. Meta, as this front end

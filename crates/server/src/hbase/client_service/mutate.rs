@@ -130,16 +130,13 @@ pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: MutateCall) -> Re
 
 /// A plain put (no condition, no increment or append) applied on the reactor, or `None` to
 /// send the call to the pool: anything else, malformed requests, and every write that could
-/// wait ([`crate::region_server::RegionServer::mutate_deferred`]).
+/// wait ([`crate::region_server::RegionServer::put_on_reactor`]).
 pub(crate) fn mutate_inline(
     svc: &HbaseService,
     ctx: &CallCtx,
     param: &Bytes,
     cellblock: &Bytes,
 ) -> Option<Inline> {
-    if !svc.rs.config().rpc.inline_puts {
-        return None;
-    }
     // Only the message is read before anything but a plain put is sent on.
     let req = request(param.clone()).ok()?;
     let is_put = req.mutation.mutate_type == Some(hbase::mutation_proto::MutationType::Put as i32);
@@ -152,22 +149,14 @@ pub(crate) fn mutate_inline(
     if m.kind != MutationKind::PutDelete || m.whole_row_delete {
         return None;
     }
-    crate::security::authz::quietly(|| {
-        svc.rs
-            .authz
-            .check_mutation(&ctx.caller, &call.table, &m.mutation, m.kind, None)
-    })
-    .ok()?;
-    let pending = match svc
-        .rs
-        .mutate_deferred(&call.table, call.region_id, &m.mutation)?
-    {
-        Ok(p) => p,
-        Err(e) => return Some(Inline::Ready(Err(e.into()))),
-    };
-    svc.rs
-        .requests
-        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let pending =
+        match svc
+            .rs
+            .put_on_reactor(&ctx.caller, &call.table, call.region_id, &m.mutation)?
+        {
+            Ok(p) => p,
+            Err(e) => return Some(Inline::Ready(Err(e.into()))),
+        };
     Some(Inline::AfterWal(
         pending,
         HReply::message(&hbase::MutateResponse {
