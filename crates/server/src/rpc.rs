@@ -174,6 +174,12 @@ pub(crate) struct Shared {
     pub ucx: OnceLock<Result<Arc<UcxFront>, String>>,
 }
 
+impl AsRef<Front> for Shared {
+    fn as_ref(&self) -> &Front {
+        &self.front
+    }
+}
+
 impl Shared {
     /// The server's UCX worker, started on first use.
     pub fn ucx(self: &Arc<Self>) -> Result<Arc<UcxFront>, String> {
@@ -247,7 +253,9 @@ pub fn start_in(
         core,
         "native",
         metrics,
-        move |stream, id, peer, stop| native::serve(stream, id, peer, serving.clone(), stop),
+        move |stream, id, peer, stop| {
+            connection::serve::<native::Native>(stream, id, peer, serving.clone(), stop)
+        },
         Some(Box::new(move || shared.stop_ucx())),
     )?;
     tracing::info!(addr = %front.local_addr(), handlers = config.handler_count, io_threads = config.io_threads, tls = tls_on, "native RPC listening");

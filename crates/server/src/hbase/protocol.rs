@@ -19,10 +19,10 @@ use super::exceptions::{self as ex, HbaseError};
 use super::{CallCtx, HReply, HbaseService, Inline};
 use crate::metrics::{Overload, RpcMetrics};
 use crate::rpc::budget::Charge;
-use crate::rpc::connection::{self, Connection, DeferredWrite, Frame, Protocol, Skip};
+use crate::rpc::connection::{Connection, DeferredWrite, Frame, Protocol, Skip};
 use crate::rpc::limits::REFUSABLE_ANSWER_BYTES;
 use crate::rpc::queue::Refused;
-use crate::rpc::stream::End;
+use crate::rpc::stream::{End, Inbound};
 use crate::rpc::transport::Outgoing;
 use crate::rpc::Front;
 use bytes::{Bytes, BytesMut};
@@ -32,8 +32,7 @@ use prost::Message;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tokio::net::TcpStream;
-use tokio::sync::{watch, OwnedSemaphorePermit};
+use tokio::sync::OwnedSemaphorePermit;
 
 /// The largest connection header accepted.
 const MAX_CONNECTION_HEADER: u32 = 64 * 1024;
@@ -42,6 +41,12 @@ const NO_CALL: u32 = u32::MAX;
 
 /// Cell block codecs whose layout Cellar reads and writes (KeyValue, no tags).
 const KEYVALUE_CODEC: &str = "org.apache.hadoop.hbase.codec.KeyValueCodec";
+
+impl AsRef<Front> for Shared {
+    fn as_ref(&self) -> &Front {
+        &self.front
+    }
+}
 
 /// What every connection of the HBase front end shares.
 pub(crate) struct Shared {
@@ -136,28 +141,6 @@ fn exception_frame(call_id: u32, class: &str, message: &str) -> Bytes {
     out.freeze()
 }
 
-/// Serves one accepted HBase connection to its end.
-pub(crate) async fn serve(
-    stream: TcpStream,
-    conn_id: u64,
-    peer: SocketAddr,
-    shared: Arc<Shared>,
-    shutdown: watch::Receiver<bool>,
-) {
-    connection::serve(stream, conn_id, peer, shared.front.port(), shutdown, |io| {
-        Hbase {
-            ctx: CallCtx {
-                conn_id,
-                cell_blocks: false,
-                caller: io.origin.caller(peer, "hbase"),
-            },
-            service_name: Arc::from(""),
-            shared: shared.clone(),
-        }
-    })
-    .await;
-}
-
 /// An HBase connection's protocol state.
 pub(crate) struct Hbase {
     ctx: CallCtx,
@@ -213,6 +196,19 @@ impl Protocol for Hbase {
     const NAME: &'static str = "HBase";
     const HANDSHAKE: &'static str = "the preamble and connection header";
     type Deferred = Deferred;
+    type Shared = Shared;
+
+    fn open(conn_id: u64, peer: SocketAddr, io: &Inbound, shared: &Arc<Shared>) -> Hbase {
+        Hbase {
+            ctx: CallCtx {
+                conn_id,
+                cell_blocks: false,
+                caller: io.origin.caller(peer, "hbase"),
+            },
+            service_name: Arc::from(""),
+            shared: shared.clone(),
+        }
+    }
 
     /// The 6-byte preamble and the connection header.
     async fn handshake(conn: &mut Connection<Self>) -> Result<(), End> {

@@ -9,6 +9,7 @@ use super::protocol::{self, HCall, Shared};
 use super::HbaseService;
 use crate::config::RpcConfig;
 use crate::metrics::RpcMetrics;
+use crate::rpc::connection;
 use crate::rpc::queue::Job;
 use crate::rpc::RpcCore;
 use crate::rpc::{Front, FrontEnd};
@@ -41,7 +42,7 @@ pub fn start_in(
         "HBase",
         metrics,
         move |stream, id, peer, stop| {
-            protocol::serve(stream, (1 << 62) | id, peer, shared.clone(), stop)
+            connection::serve::<protocol::Hbase>(stream, (1 << 62) | id, peer, shared.clone(), stop)
         },
         None,
     )?;

@@ -21,8 +21,9 @@
 
 use super::budget::Charge;
 use super::limits::{Limits, MAX_DEFERRED_WRITES, PEEK_BYTES};
-use super::stream::{self, End, Inbound, Port, WRITE_BATCH_BYTES};
+use super::stream::{self, End, Inbound, WRITE_BATCH_BYTES};
 use super::transport::Outgoing;
+use super::Front;
 use crate::metrics::RpcMetrics;
 use bytes::{Bytes, BytesMut};
 use std::future::Future;
@@ -53,6 +54,12 @@ pub(crate) trait Protocol: Sized + Send + 'static {
     const HANDSHAKE: &'static str;
     /// A put applied on the reactor, waiting for its WAL write.
     type Deferred: DeferredWrite;
+    /// What every connection of the front end shares.
+    type Shared: AsRef<Front> + Send + Sync + 'static;
+
+    /// The protocol state of connection `conn_id` from `peer`, once its stream is open (its
+    /// origin says what TLS told; its writer takes answers).
+    fn open(conn_id: u64, peer: SocketAddr, io: &Inbound, shared: &Arc<Self::Shared>) -> Self;
 
     /// Reads and answers whatever precedes the first call (within `rpc.handshake_timeout_ms`).
     fn handshake(conn: &mut Connection<Self>) -> impl Future<Output = Result<(), End>> + Send;
@@ -109,24 +116,24 @@ pub(crate) struct Connection<P: Protocol> {
     deferred: Vec<(P::Deferred, OwnedSemaphorePermit)>,
 }
 
-/// Serves one accepted connection of `port` to its end: its transport's start (TLS), the
-/// protocol `open` makes for it (from its stream: its origin, its writer), its calls, then
-/// its close.
+/// Serves one accepted connection of a front end to its end: its transport's start (TLS),
+/// its protocol ([`Protocol::open`]), its calls, then its close.
 pub(crate) async fn serve<P: Protocol>(
     stream: TcpStream,
     conn_id: u64,
     peer: SocketAddr,
-    port: Port<'_>,
+    shared: Arc<P::Shared>,
     shutdown: watch::Receiver<bool>,
-    open: impl FnOnce(&Inbound) -> P,
 ) {
     tracing::debug!(conn = conn_id, %peer, protocol = P::NAME, "connection opened");
-    let metrics: Arc<RpcMetrics> = port.metrics.clone();
-    let limits = *port.limits;
-    let Some((io, writer)) = stream::start(stream, peer, port, P::NAME, shutdown).await else {
+    let front: &Front = (*shared).as_ref();
+    let metrics: Arc<RpcMetrics> = front.metrics.clone();
+    let limits = front.limits;
+    let Some((io, writer)) = stream::start(stream, peer, front.port(), P::NAME, shutdown).await
+    else {
         return;
     };
-    let proto = open(&io);
+    let proto = P::open(conn_id, peer, &io, &shared);
     let mut conn = Connection {
         answered: BytesMut::new(),
         answered_slots: None,

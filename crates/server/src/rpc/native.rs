@@ -9,10 +9,10 @@
 //! `docs/native-protocol.md`, "Limits").
 
 use super::budget::Charge;
-use super::connection::{self, Connection, DeferredWrite, Frame, Protocol, Skip};
+use super::connection::{Connection, DeferredWrite, Frame, Protocol, Skip};
 use super::respond::{error_frame, reply_frame, rpc_error, Responder};
 use super::route::{self, busy_in_flight};
-use super::stream::{End, Origin};
+use super::stream::{End, Inbound};
 use super::transport::Transport;
 use super::ucx::Attached;
 use super::{CallContext, Reply, Shared};
@@ -24,28 +24,6 @@ use prost::Message;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Instant;
-use tokio::net::TcpStream;
-use tokio::sync::watch;
-
-/// Serves one accepted native connection to its end.
-pub(crate) async fn serve(
-    stream: TcpStream,
-    conn_id: u64,
-    peer: SocketAddr,
-    shared: Arc<Shared>,
-    shutdown: watch::Receiver<bool>,
-) {
-    connection::serve(stream, conn_id, peer, shared.front.port(), shutdown, |io| {
-        Native::new(
-            conn_id,
-            peer,
-            &io.origin,
-            Arc::new(io.tx.clone()),
-            shared.clone(),
-        )
-    })
-    .await;
-}
 
 /// A native connection's protocol state.
 pub(crate) struct Native {
@@ -58,24 +36,6 @@ pub(crate) struct Native {
     ucx: Option<Attached>,
     /// Where its queued calls' answers go: the connection's writer.
     answers: Arc<dyn Transport>,
-}
-
-impl Native {
-    fn new(
-        conn_id: u64,
-        peer: SocketAddr,
-        origin: &Origin,
-        answers: Arc<dyn Transport>,
-        shared: Arc<Shared>,
-    ) -> Native {
-        Native {
-            conn_id,
-            caller: origin.caller(peer, "native"),
-            shared,
-            ucx: None,
-            answers,
-        }
-    }
 }
 
 impl DeferredWrite for route::Deferred {
@@ -95,6 +55,17 @@ impl Protocol for Native {
     const NAME: &'static str = "native";
     const HANDSHAKE: &'static str = "the preamble";
     type Deferred = route::Deferred;
+    type Shared = Shared;
+
+    fn open(conn_id: u64, peer: SocketAddr, io: &Inbound, shared: &Arc<Shared>) -> Native {
+        Native {
+            conn_id,
+            caller: io.origin.caller(peer, "native"),
+            shared: shared.clone(),
+            ucx: None,
+            answers: Arc::new(io.tx.clone()),
+        }
+    }
 
     async fn handshake(conn: &mut Connection<Self>) -> Result<(), End> {
         conn.need(PREAMBLE.len()).await?;
