@@ -266,3 +266,34 @@ fn the_documented_example_config_is_every_default() {
     parsed.storage = defaults.storage.clone();
     assert_eq!(parsed, defaults);
 }
+
+#[test]
+fn a_port_in_use_names_the_flag_that_moves_it() {
+    // What a user with Apache HBase running meets first: its region server holds 16020.
+    let held = std::net::TcpListener::bind("127.0.0.1:0").expect("a port to hold");
+    let taken = held.local_addr().expect("bound").to_string();
+    let tmp = tempfile::tempdir().expect("tempdir");
+    for (flag, turn_off) in [("--hbase-listen", true), ("--listen", false)] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_cellar"));
+        cmd.arg("standalone")
+            .arg("--data-dir")
+            .arg(tmp.path().join(flag.trim_start_matches('-')));
+        for f in ["--listen", "--http-listen", "--hbase-listen"] {
+            cmd.args([f, if f == flag { &taken } else { "127.0.0.1:0" }]);
+        }
+        let out = cmd.output().expect("cellar runs");
+        assert!(!out.status.success(), "started on a port in use ({flag})");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&taken), "{flag}: the address is not named: {err}");
+        assert!(
+            err.contains(&format!("move this one with {flag} HOST:PORT")),
+            "{flag}: the flag is not named: {err}"
+        );
+        assert_eq!(
+            err.contains("turn it off with --hbase-listen off"),
+            turn_off,
+            "{flag}: {err}"
+        );
+    }
+    drop(held);
+}

@@ -166,8 +166,7 @@ impl Node {
         let mut withdraw = Withdraw(Some(coordination.clone()));
         // Bound before the region server opens so that port 0 can be advertised as the port
         // actually bound.
-        let listener = TcpListener::bind(&config.listen)
-            .map_err(|e| format!("cannot listen on {} (listen): {e}", config.listen))?;
+        let listener = bind(&config.listen, Port::Native)?;
         let native = listener
             .local_addr()
             .map_err(|e| format!("cannot read the bound address of {}: {e}", config.listen))?;
@@ -175,25 +174,14 @@ impl Node {
         let hbase_listener = if config.hbase_listen.is_empty() {
             None
         } else {
-            Some(TcpListener::bind(&config.hbase_listen).map_err(|e| {
-                format!(
-                    "cannot listen on {} (hbase_listen): {e}",
-                    config.hbase_listen
-                )
-            })?)
+            Some(bind(&config.hbase_listen, Port::Hbase)?)
         };
         let thrift_listener = if config.thrift.listen.is_empty() {
             None
         } else {
-            Some(TcpListener::bind(&config.thrift.listen).map_err(|e| {
-                format!(
-                    "cannot listen on {} (thrift.listen): {e}",
-                    config.thrift.listen
-                )
-            })?)
+            Some(bind(&config.thrift.listen, Port::Thrift)?)
         };
-        let http_listener = TcpListener::bind(&config.http_listen)
-            .map_err(|e| format!("cannot listen on {} (http_listen): {e}", config.http_listen))?;
+        let http_listener = bind(&config.http_listen, Port::Http)?;
         let http_bound = http_listener.local_addr().map_err(|e| {
             format!(
                 "cannot read the bound address of {}: {e}",
@@ -1175,4 +1163,53 @@ fn advertised_address(bound: SocketAddr) -> String {
         Ok(h) if !h.trim().is_empty() => format!("{}:{}", h.trim(), bound.port()),
         _ => format!("127.0.0.1:{}", bound.port()),
     }
+}
+
+/// The ports a node binds, for what a bind error tells the user.
+#[derive(Debug, Clone, Copy)]
+enum Port {
+    Native,
+    Http,
+    Hbase,
+    Thrift,
+}
+
+impl Port {
+    /// The config key, the flag and, for ports that can be turned off, how.
+    fn names(self) -> (&'static str, &'static str, Option<&'static str>) {
+        match self {
+            Port::Native => ("listen", "--listen", None),
+            Port::Http => ("http_listen", "--http-listen", None),
+            Port::Hbase => ("hbase_listen", "--hbase-listen", Some("--hbase-listen off")),
+            Port::Thrift => (
+                "thrift.listen",
+                "--thrift-listen",
+                Some("leave --thrift-listen out"),
+            ),
+        }
+    }
+}
+
+/// Binds `addr` for `port`; an address in use is told with the flag and key that move the
+/// port (and, where it can be, how to turn it off): the HBase port's default, 16020, is the
+/// one an Apache HBase on the same machine holds.
+fn bind(addr: &str, port: Port) -> Result<TcpListener, String> {
+    let (key, flag, off) = port.names();
+    TcpListener::bind(addr).map_err(|e| {
+        let mut msg = format!("cannot listen on {addr} ({key}): {e}");
+        if e.kind() == std::io::ErrorKind::AddrInUse {
+            msg.push_str(&format!(
+                "; another server holds that port{}: move this one with {flag} HOST:PORT \
+                 (or `{key}` in the config file; port 0 picks a free one)",
+                match port {
+                    Port::Hbase => " (an Apache HBase region server or master listens on 16020)",
+                    _ => "",
+                }
+            ));
+            if let Some(off) = off {
+                msg.push_str(&format!(", or turn it off with {off}"));
+            }
+        }
+        msg
+    })
 }
