@@ -554,6 +554,30 @@ mod tests {
         );
     }
 
+    /// The fake's table is a region (`MemRegion`): what the shell writes, it reads back.
+    #[test]
+    fn writes_are_read_back_from_the_fake_s_region() {
+        let mut fake = Fake::default();
+        run(
+            &mut fake,
+            "put 't', 'r1', 'cf:a', 'v1'; put 't', 'r2', 'cf2:b', 'v2'",
+        )
+        .expect("put");
+        let ts = "2026-11-22T05:40:00.123Z";
+        assert_eq!(
+            run(&mut fake, "get 't', 'r1'").expect("get"),
+            format!("COLUMN                      CELL\n cf:a                       timestamp={ts}, value=v1\n1 row(s)\n")
+        );
+        assert_eq!(run(&mut fake, "count 't'").expect("count"), "2 row(s)\n");
+        run(&mut fake, "deleteall 't', 'r1'").expect("deleteall");
+        assert_eq!(
+            run(&mut fake, "get 't', 'r1'").expect("get"),
+            "COLUMN                      CELL\n0 row(s)\n"
+        );
+        let err = run(&mut fake, "put 't', 'r1', 'nope:a', 'v'").expect_err("no such family");
+        assert!(err.contains("nope"), "{err}");
+    }
+
     #[test]
     fn deleteall_of_a_row_deletes_every_family() {
         let mut fake = Fake::default();
