@@ -9,6 +9,7 @@ pub mod filter;
 pub mod key;
 pub mod mutation;
 pub mod query;
+pub mod region_api;
 pub mod schema;
 pub mod status;
 pub mod text;
@@ -20,6 +21,7 @@ pub use filter::{
 };
 pub use mutation::{Durability, Entry, MutationKind, Nonce, RowMutation};
 pub use query::{prefix_successor, Column, Get, Scan, TimeRange};
+pub use region_api::{MemRegion, RegionApi, RowScanner};
 pub use schema::{BloomType, Compression, FamilySchema, TableOptions, TableSchema};
 pub use status::{RegionLoad, ServerLoad, ServerStatus};
 pub use text::to_string_binary;

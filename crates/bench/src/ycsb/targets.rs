@@ -6,7 +6,8 @@ use super::db::{Db, Fields, Status};
 use bytes::Bytes;
 use cellar_client::blocking;
 use cellar_model::{
-    Cell, Durability, FamilySchema, Get, RowMutation, Scan, TableSchema, LATEST_TIMESTAMP,
+    Cell, Durability, FamilySchema, Get, RegionApi, RowMutation, Scan, TableSchema,
+    LATEST_TIMESTAMP,
 };
 use cellar_storage::region::Region;
 use std::collections::HashMap;
@@ -326,18 +327,19 @@ impl Target for CellarDb {
 }
 
 /// The storage engine in this process: one region (its own WAL, SYNC_WAL writes) per table
-/// at `DIR/<table>`.
-pub struct EmbeddedDb {
+/// at `DIR/<table>`. Reads and writes go through [`RegionApi`], so the target runs over any
+/// region (tests use [`cellar_model::MemRegion`]).
+pub struct EmbeddedDb<R = Region> {
     /// `None` once closed.
-    region: Mutex<Option<std::sync::Arc<Region>>>,
+    region: Mutex<Option<Arc<R>>>,
     table: String,
     family: Bytes,
     dir: PathBuf,
     durability: Durability,
 }
 
-impl EmbeddedDb {
-    pub fn open(dir: PathBuf, opts: &TargetOptions) -> Result<EmbeddedDb, String> {
+impl EmbeddedDb<Region> {
+    pub fn open(dir: PathBuf, opts: &TargetOptions) -> Result<EmbeddedDb<Region>, String> {
         let name = &opts.table;
         let safe = !name.is_empty()
             && name != "."
@@ -359,17 +361,24 @@ impl EmbeddedDb {
         }
         let region = Region::open(&at, schema(opts)?)
             .map_err(|e| format!("cannot open table '{name}' at {}: {e}", at.display()))?;
-        Ok(EmbeddedDb {
-            region: Mutex::new(Some(std::sync::Arc::new(region))),
-            table: name.clone(),
+        Ok(EmbeddedDb::over(region, dir, opts))
+    }
+}
+
+impl<R: RegionApi> EmbeddedDb<R> {
+    /// The target over `region`, which holds table `opts.table` (`dir`: where, for messages).
+    pub fn over(region: R, dir: PathBuf, opts: &TargetOptions) -> EmbeddedDb<R> {
+        EmbeddedDb {
+            region: Mutex::new(Some(Arc::new(region))),
+            table: opts.table.clone(),
             family: Bytes::from(opts.family.clone().into_bytes()),
             dir,
             durability: opts.durability,
-        })
+        }
     }
 
     /// The table's region, or why there is none.
-    fn region(&self, table: &str) -> Result<std::sync::Arc<Region>, Status> {
+    fn region(&self, table: &str) -> Result<Arc<R>, Status> {
         if table != self.table {
             return Err(Status::BadRequest(format!(
                 "table '{table}' is not open (this run opened '{}' under {})",
@@ -383,7 +392,7 @@ impl EmbeddedDb {
         };
         guard
             .as_ref()
-            .map(std::sync::Arc::clone)
+            .map(Arc::clone)
             .ok_or_else(|| Status::Error(format!("table '{table}' is closed")))
     }
 
@@ -398,7 +407,7 @@ impl EmbeddedDb {
     }
 }
 
-impl Db for EmbeddedDb {
+impl<R: RegionApi + Send + Sync> Db for EmbeddedDb<R> {
     fn read(&self, table: &str, key: &str, fields: Option<&[String]>) -> (Status, Fields) {
         let region = match self.region(table) {
             Ok(r) => r,
@@ -450,7 +459,7 @@ impl Db for EmbeddedDb {
     }
 }
 
-impl Target for EmbeddedDb {
+impl<R: RegionApi + Send + Sync> Target for EmbeddedDb<R> {
     fn finish(self: Box<Self>) -> Result<(), String> {
         let taken = match self.region.lock() {
             Ok(mut g) => g.take(),
@@ -459,7 +468,7 @@ impl Target for EmbeddedDb {
         let Some(region) = taken else {
             return Ok(());
         };
-        let region = std::sync::Arc::try_unwrap(region).map_err(|_| {
+        let region = Arc::try_unwrap(region).map_err(|_| {
             format!(
                 "table '{}' is still in use; cannot close it cleanly",
                 self.table
@@ -524,6 +533,39 @@ mod tests {
             let e = open(bad, &opts(true)).err().expect("rejected");
             assert!(e.contains(bad), "{e}");
         }
+    }
+
+    /// The embedded target over the in-memory region: its record-to-row mapping, whatever
+    /// the region.
+    #[test]
+    fn embedded_works_over_any_region() {
+        let o = opts(true);
+        let region = cellar_model::MemRegion::new(schema(&o).expect("schema")).expect("region");
+        let db: Box<dyn Target> = Box::new(EmbeddedDb::over(region, PathBuf::from("mem"), &o));
+        let t = "usertable";
+        for k in ["user1", "user2", "user3"] {
+            assert_eq!(db.insert(t, k, &fields(&[("field0", k)])), Status::Ok);
+        }
+        assert_eq!(
+            db.update(t, "user2", &fields(&[("field1", "x")])),
+            Status::Ok
+        );
+        let (s, f) = db.read(t, "user2", None);
+        assert_eq!(
+            (s, f),
+            (Status::Ok, fields(&[("field0", "user2"), ("field1", "x")]))
+        );
+        assert_eq!(db.delete(t, "user1"), Status::Ok);
+        let (s, rows) = db.scan(t, "user", 5, Some(&["field0".to_string()]));
+        assert_eq!(s, Status::Ok);
+        assert_eq!(
+            rows,
+            [
+                fields(&[("field0", "user2")]),
+                fields(&[("field0", "user3")])
+            ]
+        );
+        db.finish().expect("close");
     }
 
     #[test]

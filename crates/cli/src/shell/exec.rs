@@ -457,17 +457,11 @@ mod tests {
 
     #[test]
     fn scan_and_get_print_hbase_tables() {
-        let mut fake = Fake {
-            rows: vec![
-                (
-                    Bytes::from_static(b"\x00\xff"),
-                    vec![cell(b"\x00\xff", "a", b"v\\1")],
-                ),
-                (Bytes::from_static(b"r2"), vec![cell(b"r2", "a", b"x")]),
-                (Bytes::from_static(b"r2"), vec![cell(b"r2", "b", b"y")]),
-            ],
-            ..Fake::default()
-        };
+        let mut fake = Fake::with_cells(vec![
+            cell(b"\x00\xff", "a", b"v\\1"),
+            cell(b"r2", "a", b"x"),
+            cell(b"r2", "b", b"y"),
+        ]);
         let out = run(&mut fake, "scan 't', {BATCH => 1}").expect("scan");
         let ts = "2026-11-22T05:40:00.123Z";
         assert_eq!(
@@ -512,16 +506,10 @@ mod tests {
 
     #[test]
     fn count_scans_first_keys_and_reports_progress() {
-        let rows = (0..5)
-            .map(|i| {
-                let r = format!("r{i}").into_bytes();
-                (Bytes::from(r.clone()), vec![cell(&r, "a", b"")])
-            })
+        let cells = (0..5)
+            .map(|i| cell(format!("r{i}").as_bytes(), "a", b""))
             .collect();
-        let mut fake = Fake {
-            rows,
-            ..Fake::default()
-        };
+        let mut fake = Fake::with_cells(cells);
         let out = run(&mut fake, "count 't', {INTERVAL => 2}").expect("count");
         assert_eq!(
             out,
@@ -564,6 +552,30 @@ mod tests {
             fake.state().schema.options.durability,
             "options not named keep their values"
         );
+    }
+
+    /// The fake's table is a region (`MemRegion`): what the shell writes, it reads back.
+    #[test]
+    fn writes_are_read_back_from_the_fake_s_region() {
+        let mut fake = Fake::default();
+        run(
+            &mut fake,
+            "put 't', 'r1', 'cf:a', 'v1'; put 't', 'r2', 'cf2:b', 'v2'",
+        )
+        .expect("put");
+        let ts = "2026-11-22T05:40:00.123Z";
+        assert_eq!(
+            run(&mut fake, "get 't', 'r1'").expect("get"),
+            format!("COLUMN                      CELL\n cf:a                       timestamp={ts}, value=v1\n1 row(s)\n")
+        );
+        assert_eq!(run(&mut fake, "count 't'").expect("count"), "2 row(s)\n");
+        run(&mut fake, "deleteall 't', 'r1'").expect("deleteall");
+        assert_eq!(
+            run(&mut fake, "get 't', 'r1'").expect("get"),
+            "COLUMN                      CELL\n0 row(s)\n"
+        );
+        let err = run(&mut fake, "put 't', 'r1', 'nope:a', 'v'").expect_err("no such family");
+        assert!(err.contains("nope"), "{err}");
     }
 
     #[test]
@@ -634,6 +646,10 @@ mod tests {
         assert_eq!(fake.calls, ["disable t", "truncate t", "enable t"]);
         assert_eq!(
             run(&mut fake, "incr 't', 'r', 'cf:c', 5").expect("incr"),
+            "COUNTER VALUE = 5\n"
+        );
+        assert_eq!(
+            run(&mut fake, "incr 't', 'r', 'cf:c', 10").expect("incr"),
             "COUNTER VALUE = 15\n"
         );
         assert_eq!(
@@ -659,16 +675,10 @@ mod tests {
 
     #[test]
     fn get_counter_decodes_eight_bytes() {
-        let mut fake = Fake {
-            rows: vec![
-                (
-                    Bytes::from_static(b"c"),
-                    vec![cell(b"c", "n", &42i64.to_be_bytes())],
-                ),
-                (Bytes::from_static(b"s"), vec![cell(b"s", "n", b"abc")]),
-            ],
-            ..Fake::default()
-        };
+        let mut fake = Fake::with_cells(vec![
+            cell(b"c", "n", &42i64.to_be_bytes()),
+            cell(b"s", "n", b"abc"),
+        ]);
         assert_eq!(
             run(&mut fake, "get_counter 't', 'c', 'cf:n'").expect("c"),
             "COUNTER VALUE = 42\n"

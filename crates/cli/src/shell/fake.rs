@@ -1,28 +1,57 @@
 //! A recording stand-in for a cluster, for tests of the shell's execution and input loops.
+//!
+//! Its table's data lives in a [`MemRegion`]: the same [`RegionApi`] a real region offers,
+//! held to the storage engine's answers by `cellar_model::region_api::conformance`, so what
+//! the shell prints from the fake is what it would print from a server's region.
 
 use super::exec::{Cluster, Rows, TableState};
 use bytes::Bytes;
-use cellar_model::{Cell, CellType, FamilySchema, Get, RowMutation, Scan, TableSchema};
+use cellar_model::{
+    Cell, CellType, FamilySchema, Get, MemRegion, RegionApi, RowMutation, Scan, TableSchema,
+    LATEST_TIMESTAMP,
+};
 
-/// Records requests and answers from a fixed table `t` with families `cf` and `cf2`.
-#[derive(Default)]
+/// The fake's clock: every write at the latest timestamp is stamped with it, and its
+/// family's TTL counts from it.
+pub const NOW_MS: u64 = 1_795_326_000_123;
+
+/// Records requests, and serves a fixed table `t` with families `cf` and `cf2`.
 pub struct Fake {
     pub calls: Vec<String>,
+    /// Every mutation asked for, as sent (each is applied to the data too).
     pub mutations: Vec<RowMutation>,
     pub altered: Vec<(Vec<FamilySchema>, Vec<String>)>,
     /// Table options sent with alters.
     pub options_set: Vec<cellar_model::TableOptions>,
     pub scans: Vec<Scan>,
-    pub rows: Vec<(Bytes, Vec<Cell>)>,
+    /// Table `t`'s rows.
+    pub data: MemRegion,
     pub enabled: bool,
 }
 
+impl Default for Fake {
+    fn default() -> Fake {
+        Fake {
+            calls: Vec::new(),
+            mutations: Vec::new(),
+            altered: Vec::new(),
+            options_set: Vec::new(),
+            scans: Vec::new(),
+            data: MemRegion::new(Fake::schema())
+                .expect("the fake's schema is valid")
+                .with_clock(|| NOW_MS),
+            enabled: false,
+        }
+    }
+}
+
+/// A put of `cf:q` = `v` in `row`, at [`NOW_MS`].
 pub fn cell(row: &[u8], q: &str, v: &[u8]) -> Cell {
     Cell {
         row: Bytes::copy_from_slice(row),
         family: Bytes::from_static(b"cf"),
         qualifier: Bytes::copy_from_slice(q.as_bytes()),
-        timestamp: 1_795_326_000_123,
+        timestamp: NOW_MS,
         cell_type: CellType::Put,
         seq_id: 1,
         value: Bytes::copy_from_slice(v),
@@ -30,11 +59,25 @@ pub fn cell(row: &[u8], q: &str, v: &[u8]) -> Cell {
 }
 
 impl Fake {
-    pub fn state(&self) -> TableState {
+    /// A fake whose table holds `cells` (puts), written one by one.
+    pub fn with_cells(cells: Vec<Cell>) -> Fake {
+        let fake = Fake::default();
+        for c in cells {
+            let m = RowMutation::new(c.row).put(&c.family, &c.qualifier, c.timestamp, c.value);
+            fake.data.mutate(&m).expect("a put into the fake's table");
+        }
+        fake
+    }
+
+    fn schema() -> TableSchema {
         let mut cf = FamilySchema::new("cf");
         cf.ttl_secs = Some(100);
+        TableSchema::new("t", vec![cf, FamilySchema::new("cf2")])
+    }
+
+    pub fn state(&self) -> TableState {
         TableState {
-            schema: TableSchema::new("t", vec![cf, FamilySchema::new("cf2")]),
+            schema: Fake::schema(),
             enabled: self.enabled,
             regions: vec!["['', '') on 127.0.0.1:1".into()],
         }
@@ -82,17 +125,13 @@ impl Cluster for Fake {
     }
     fn mutate(&mut self, table: &str, m: RowMutation) -> Result<(), String> {
         self.check(table)?;
+        let applied = self.data.mutate(&m).map_err(|e| e.to_string());
         self.mutations.push(m);
-        Ok(())
+        applied
     }
     fn get(&mut self, table: &str, get: Get) -> Result<Vec<Cell>, String> {
         self.check(table)?;
-        Ok(self
-            .rows
-            .iter()
-            .filter(|(r, _)| *r == get.row)
-            .flat_map(|(_, c)| c.clone())
-            .collect())
+        self.data.get(&get).map_err(|e| e.to_string())
     }
     fn scan(&mut self, table: &str, scan: Scan) -> Result<Rows<'_>, String> {
         if table == "broken" {
@@ -101,18 +140,43 @@ impl Cluster for Fake {
             ))));
         }
         self.check(table)?;
+        let rows = self.data.scan(&scan).map_err(|e| e.to_string())?;
         self.scans.push(scan);
-        Ok(Box::new(self.rows.clone().into_iter().map(Ok)))
+        Ok(Box::new(rows.map(|row| {
+            let cells = row.map_err(|e| e.to_string())?;
+            let key = cells.first().map(|c| c.row.clone()).unwrap_or_default();
+            Ok((key, cells))
+        })))
     }
+    /// Reads the counter (8 bytes, big-endian; missing is 0), adds, writes: what the server
+    /// does for an increment, without its row lock (the fake has one caller).
     fn increment(
         &mut self,
-        _: &str,
-        _: Bytes,
-        _: &[u8],
-        _: &[u8],
+        table: &str,
+        row: Bytes,
+        family: &[u8],
+        qualifier: &[u8],
         amount: i64,
     ) -> Result<i64, String> {
-        Ok(10 + amount)
+        self.check(table)?;
+        let get = Get::new(row.clone()).column(family, qualifier);
+        let old = match self.data.get(&get).map_err(|e| e.to_string())?.first() {
+            None => 0,
+            Some(c) => i64::from_be_bytes(
+                c.value[..]
+                    .try_into()
+                    .map_err(|_| format!("{} bytes, not an 8-byte counter", c.value.len()))?,
+            ),
+        };
+        let new = old.wrapping_add(amount);
+        let m = RowMutation::new(row).put(
+            family,
+            qualifier,
+            LATEST_TIMESTAMP,
+            new.to_be_bytes().to_vec(),
+        );
+        self.data.mutate(&m).map_err(|e| e.to_string())?;
+        Ok(new)
     }
     fn disable_table(&mut self, table: &str) -> Result<(), String> {
         self.calls.push(format!("disable {table}"));

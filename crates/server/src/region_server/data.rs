@@ -3,8 +3,15 @@
 //! Every mutation holds its row's lock (`router::RowLocks`) from its first read to its
 //! acknowledgement, so read-modify-write operations (increment, append, check-and-mutate)
 //! never interleave with another write to the row. Reads take no lock (MVCC).
+//!
+//! What happens on the region (a Get and its filter, a check, a nonce, a read-modify-write)
+//! is written against [`RegionApi`], generic and so statically dispatched: the same code as
+//! calling `Region` directly, and this module's tests run it on a `MemRegion`. The network
+//! reactor's calls that never wait (`get_inline_into`, `mutate_deferred`) use the engine's
+//! own `Region::get_cached_into` and `Region::try_mutate_deferred`, which the trait leaves
+//! out (`cellar_model::region_api`).
 
-use super::nonces::Start;
+use super::nonces::{Nonces, Start};
 use super::RegionServer;
 use crate::catalog::names;
 use crate::error::ServerError;
@@ -13,8 +20,8 @@ use crate::router::RowGuard;
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::{CompareOp, Condition, Filter, FilterEval};
 use cellar_model::MutationKind;
-use cellar_model::{Cell, CellSink, CellType, Get, RowMutation, TimeRange};
-use cellar_storage::region::{PendingWrite, Region, RowCells};
+use cellar_model::{Cell, CellSink, CellType, Get, RegionApi, RowMutation, TimeRange};
+use cellar_storage::region::{PendingWrite, RowCells};
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -105,6 +112,11 @@ fn engine_get(get: &Get) -> Cow<'_, Get> {
     }
 }
 
+/// The row's cells that `get` asks for, after its filter.
+fn read_filtered<R: RegionApi>(region: &R, get: &Get) -> Result<Vec<Cell>, ServerError> {
+    Ok(filtered(get, region.get(&engine_get(get))?))
+}
+
 /// `cells`, read for `get` by [`engine_get`], after its filter and version count.
 fn filtered(get: &Get, cells: Vec<Cell>) -> Vec<Cell> {
     match &get.filter {
@@ -150,8 +162,7 @@ impl RegionServer {
         }
         let hosted = self.data_region(table, region_id)?;
         hosted.check_row(&get.row)?;
-        let cells = hosted.with(|r| Ok(r.get(&engine_get(get))?))?;
-        Ok(filtered(get, cells))
+        hosted.with(|r| read_filtered(r, get))
     }
 
     /// [`RegionServer::get`] if it can be answered without disk IO or waiting (memstores and
@@ -200,7 +211,7 @@ impl RegionServer {
     /// A plain put (no condition) begun on the network reactor, or `None` (nothing done) to
     /// send it to the handler pool: when the region is being taken out, the row or the
     /// region's write lock is held by another call, or the write could wait on the disk or on
-    /// back-pressure ([`Region::try_mutate_deferred`]). The put is in the memstores and its
+    /// back-pressure (`Region::try_mutate_deferred`). The put is in the memstores and its
     /// record buffered in the WAL; the caller finishes it ([`DeferredPut::try_finish`] on the
     /// reactor, [`DeferredPut::finish`] on a handler thread) before acknowledging it. A reactor that applies several puts from one read finishes
     /// them together, so their records reach the OS in one write.
@@ -285,62 +296,75 @@ impl RegionServer {
         hosted.check_row(&m.row)?;
         hosted.with(|region| {
             let _row = hosted.lock_row(&m.row);
-            let holds = match check {
-                None => true,
-                Some(Check::Column(c)) => condition_holds(region, c)?,
-                Some(Check::RowFilter { row, filter }) => {
-                    let cells = region.get(&Get::new(Bytes::copy_from_slice(row)))?;
-                    FilterEval::new(filter)
-                        .filter_row(cells)
-                        .is_some_and(|c| !c.is_empty())
-                }
-            };
-            if !holds {
-                return Ok(MutateOutcome::default());
-            }
-            // Under the row lock, so an earlier attempt of the same increment or append has
-            // ended: its nonce is known applied or forgotten.
-            let nonce = m
-                .nonce
-                .filter(|_| matches!(kind, MutationKind::Increment | MutationKind::Append));
-            if let Some(n) = nonce {
-                if self.nonces.start(n) == Start::Duplicate {
-                    return Ok(MutateOutcome {
-                        processed: true,
-                        cells: current_values(region, m, read)?,
-                    });
-                }
-            }
-            let cells = match kind {
-                MutationKind::PutDelete => region
-                    .mutate(m)
-                    .map(|()| Vec::new())
-                    .map_err(ServerError::from),
-                MutationKind::Increment => read_modify_write(region, m, read, increment),
-                MutationKind::Append => read_modify_write(region, m, read, append),
-            };
-            if cells.is_ok() {
-                crate::faults::after_wal(match kind {
-                    MutationKind::Increment => "increment",
-                    MutationKind::Append => "append",
-                    _ => "put",
-                });
-            }
-            if let Some(n) = nonce {
-                self.nonces.end(n, cells.is_ok());
-            }
-            Ok(MutateOutcome {
-                processed: true,
-                cells: cells?,
-            })
+            apply(region, &self.nonces, m, kind, check, read)
         })
     }
 }
 
+/// One mutation of `kind` on `region`, whose row lock the caller holds: the check, the
+/// nonce, then the write.
+fn apply<R: RegionApi>(
+    region: &R,
+    nonces: &Nonces,
+    m: &RowMutation,
+    kind: MutationKind,
+    check: Option<Check<'_>>,
+    read: TimeRange,
+) -> Result<MutateOutcome, ServerError> {
+    let holds = match check {
+        None => true,
+        Some(Check::Column(c)) => condition_holds(region, c)?,
+        Some(Check::RowFilter { row, filter }) => {
+            let cells = region.get(&Get::new(Bytes::copy_from_slice(row)))?;
+            FilterEval::new(filter)
+                .filter_row(cells)
+                .is_some_and(|c| !c.is_empty())
+        }
+    };
+    if !holds {
+        return Ok(MutateOutcome::default());
+    }
+    // Under the row lock, so an earlier attempt of the same increment or append has
+    // ended: its nonce is known applied or forgotten.
+    let nonce = m
+        .nonce
+        .filter(|_| matches!(kind, MutationKind::Increment | MutationKind::Append));
+    if let Some(n) = nonce {
+        if nonces.start(n) == Start::Duplicate {
+            return Ok(MutateOutcome {
+                processed: true,
+                cells: current_values(region, m, read)?,
+            });
+        }
+    }
+    let cells = match kind {
+        MutationKind::PutDelete => region
+            .mutate(m)
+            .map(|()| Vec::new())
+            .map_err(ServerError::from),
+        MutationKind::Increment => read_modify_write(region, m, read, increment),
+        MutationKind::Append => read_modify_write(region, m, read, append),
+    };
+    if cells.is_ok() {
+        crate::faults::after_wal(match kind {
+            MutationKind::Increment => "increment",
+            MutationKind::Append => "append",
+            _ => "put",
+        });
+    }
+    if let Some(n) = nonce {
+        nonces.end(n, cells.is_ok());
+    }
+    Ok(MutateOutcome {
+        processed: true,
+        cells: cells?,
+    })
+}
+
 /// The newest values of the columns `m` names within `read`: what a retried increment or
 /// append answers (HBase turns the retry into a Get over the mutation's time range).
-fn current_values(
-    region: &Region,
+fn current_values<R: RegionApi>(
+    region: &R,
     m: &RowMutation,
     read: TimeRange,
 ) -> Result<Vec<Cell>, ServerError> {
@@ -356,7 +380,7 @@ fn current_values(
 /// `existing <op> value`. Without a value the column must not exist or be empty (with
 /// NOT_EQUAL: must hold a non-empty value), as HBase treats a null expected value. NO_OP
 /// never holds.
-fn condition_holds(region: &Region, c: &Condition) -> Result<bool, ServerError> {
+fn condition_holds<R: RegionApi>(region: &R, c: &Condition) -> Result<bool, ServerError> {
     let get = Get::new(c.row.clone()).column(&c.family, &c.qualifier);
     let cells = region.get(&get)?;
     let existing = cells.first().map(|c| &c.value);
@@ -426,8 +450,8 @@ type Combine = fn(&[u8], &[u8], Option<&[u8]>, &[u8]) -> Result<Bytes, ServerErr
 /// with its cell's value, and writes the results as puts; the caller holds the row lock. A new value's timestamp is the clock's,
 /// or one above the old value's if that is later, so it is always the newest version.
 /// Returns the new cells, sorted by family and qualifier.
-fn read_modify_write(
-    region: &Region,
+fn read_modify_write<R: RegionApi>(
+    region: &R,
     m: &RowMutation,
     read: TimeRange,
     combine: Combine,
@@ -441,7 +465,7 @@ fn read_modify_write(
         get = get.column(&e.family, &e.qualifier);
     }
     let current = region.get(&get)?;
-    let now = region.services().config.clock.now_millis();
+    let now = region.now_millis();
     // (family, qualifier) → (value, timestamp); repeated columns combine in order.
     let mut new: BTreeMap<(Bytes, Bytes), (Bytes, u64)> = BTreeMap::new();
     for e in &m.entries {
@@ -487,6 +511,99 @@ fn read_modify_write(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use cellar_model::{FamilySchema, MemRegion, Nonce, TableSchema};
+
+    /// A region of one family `f`, at a clock standing at 1000.
+    fn region() -> MemRegion {
+        MemRegion::new(TableSchema::new("t", vec![FamilySchema::new("f")]))
+            .expect("schema")
+            .with_clock(|| 1000)
+    }
+
+    fn values(region: &MemRegion, row: &str) -> Vec<(String, Bytes)> {
+        region
+            .get(&Get::new(row.to_string()))
+            .expect("get")
+            .into_iter()
+            .map(|c| (String::from_utf8_lossy(&c.qualifier).into_owned(), c.value))
+            .collect()
+    }
+
+    #[test]
+    fn increments_appends_and_checks_run_on_any_region() {
+        let r = region();
+        let nonces = Nonces::default();
+        let by = |n: i64| Bytes::copy_from_slice(&n.to_be_bytes());
+        let inc = RowMutation::new("row").put(b"f", b"n", 0, by(5));
+        let apply_once = |m: &RowMutation, kind| {
+            apply(&r, &nonces, m, kind, None, TimeRange::ALL).expect("apply")
+        };
+        apply_once(&inc, MutationKind::Increment);
+        let out = apply_once(&inc, MutationKind::Increment);
+        assert!(out.processed);
+        assert_eq!(out.cells.len(), 1);
+        assert_eq!(out.cells[0].value, by(10));
+        assert_eq!(out.cells[0].timestamp, 1000, "the region's clock");
+        let app = RowMutation::new("row").put(b"f", b"s", 0, "ab");
+        apply_once(&app, MutationKind::Append);
+        apply_once(&app, MutationKind::Append);
+        assert_eq!(
+            values(&r, "row"),
+            [
+                ("n".to_string(), by(10)),
+                ("s".to_string(), Bytes::from("abab"))
+            ]
+        );
+
+        // A retried increment (same nonce) answers the current value and adds nothing.
+        let once = inc.clone().with_nonce(Some(Nonce { group: 1, nonce: 7 }));
+        assert_eq!(
+            apply_once(&once, MutationKind::Increment).cells[0].value,
+            by(15)
+        );
+        assert_eq!(
+            apply_once(&once, MutationKind::Increment).cells[0].value,
+            by(15)
+        );
+
+        // A condition that does not hold writes nothing.
+        let cond = Condition {
+            row: Bytes::from("row"),
+            family: Bytes::from("f"),
+            qualifier: Bytes::from("s"),
+            op: CompareOp::Equal,
+            value: Some(Bytes::from("zz")),
+        };
+        let put = RowMutation::new("row").put(b"f", b"p", 1, "v");
+        let check = Some(Check::Column(&cond));
+        let out = apply(
+            &r,
+            &nonces,
+            &put,
+            MutationKind::PutDelete,
+            check,
+            TimeRange::ALL,
+        )
+        .expect("checked");
+        assert!(!out.processed);
+        assert_eq!(values(&r, "row").len(), 2);
+        let cond = Condition {
+            value: Some(Bytes::from("abab")),
+            ..cond
+        };
+        let check = Some(Check::Column(&cond));
+        let out = apply(
+            &r,
+            &nonces,
+            &put,
+            MutationKind::PutDelete,
+            check,
+            TimeRange::ALL,
+        )
+        .expect("checked");
+        assert!(out.processed);
+        assert_eq!(values(&r, "row").len(), 3);
+    }
 
     #[test]
     fn increments_are_8_byte_counters_and_bad_values_name_the_column() {

@@ -342,6 +342,12 @@ impl RegionScanner {
     }
 }
 
+impl cellar_model::RowScanner for RegionScanner {
+    fn next_row_into<S: CellSink>(&mut self, sink: &mut S) -> Result<bool> {
+        RegionScanner::next_row_into(self, sink)
+    }
+}
+
 impl Iterator for RegionScanner {
     type Item = Result<Vec<Cell>>;
 

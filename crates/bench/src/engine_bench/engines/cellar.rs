@@ -1,12 +1,16 @@
 //! Cellar under test: one [`Region`] of a one-family table, entries stored as the single
 //! column `cf:v` of the row named by the key.
+//!
+//! Sessions read and write through [`RegionApi`] (statically dispatched, so no cost over the
+//! region's own methods); what only the engine has (its counters, background work, the WAL's
+//! statistics) the engine asks its [`Region`] for.
 
 use crate::engine_bench::args::{CompressionArg, EngineKind, SyncMode};
 use crate::engine_bench::engines::{CacheCounters, Engine, EngineConfig, Session};
 use crate::engine_bench::error::{Context, Result};
 use cellar_model::{
-    BloomType, CellRef, CellSink, Compression, Durability, FamilySchema, Get, RowMutation, Scan,
-    TableSchema, LATEST_TIMESTAMP,
+    BloomType, CellRef, CellSink, Compression, Durability, FamilySchema, Get, RegionApi,
+    RowMutation, RowScanner, Scan, TableSchema, LATEST_TIMESTAMP,
 };
 use cellar_storage::region::{Region, StorageConfig};
 use std::collections::BTreeMap;
@@ -78,7 +82,10 @@ impl Engine for CellarEngine {
     }
 
     fn session(&self) -> Result<Box<dyn Session + '_>> {
-        Ok(Box::new(CellarSession { engine: self }))
+        Ok(Box::new(CellarSession {
+            region: &self.region,
+            durability: self.durability,
+        }))
     }
 
     fn flush(&self) -> Result<()> {
@@ -134,41 +141,40 @@ impl Engine for CellarEngine {
     }
 }
 
-struct CellarSession<'a> {
-    engine: &'a CellarEngine,
+/// One client thread's reads and writes, on any region ([`Region`] in the benchmark).
+struct CellarSession<'a, R> {
+    region: &'a R,
+    durability: Durability,
 }
 
-impl Session for CellarSession<'_> {
+impl<R: RegionApi> Session for CellarSession<'_, R> {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
         let m = RowMutation::new(key.to_vec())
             .put(FAMILY, QUALIFIER, LATEST_TIMESTAMP, value.to_vec())
-            .with_durability(self.engine.durability);
-        self.engine.region.mutate(&m).context("cellar put")
+            .with_durability(self.durability);
+        self.region.mutate(&m).context("cellar put")
     }
 
     /// Reads the one column the benchmark writes, as a key-value user of Cellar would: the
     /// equivalent of RocksDB's `get(key)`. (A whole-row Get must consult every file holding
     /// the row, since any file could hold another column.) Cells are borrowed where they
-    /// lie ([`Region::get_into`]), as RocksDB's pinned get does.
+    /// lie ([`RegionApi::get_into`]), as RocksDB's pinned get does.
     fn get(&mut self, key: &[u8]) -> Result<Option<usize>> {
         let mut sink = Tally::default();
-        self.engine
-            .region
+        self.region
             .get_into(&Get::new(key.to_vec()).column(FAMILY, QUALIFIER), &mut sink)
             .context("cellar get")?;
         Ok((sink.cells > 0).then_some(sink.value_bytes as usize))
     }
 
-    /// Rows from the scanner's borrowed cells ([`RegionScanner::next_row_into`]), as
-    /// RocksDB's raw iterator gives borrowed keys and values.
-    ///
-    /// [`RegionScanner::next_row_into`]: cellar_storage::region::RegionScanner::next_row_into
+    /// Rows from the scanner's borrowed cells ([`RowScanner::next_row_into`]), as RocksDB's
+    /// raw iterator gives borrowed keys and values.
     fn scan(&mut self, start: &[u8], count: usize) -> Result<(u64, u64)> {
         let scan = Scan::new()
             .range(start, b"")
             .column(FAMILY, QUALIFIER)
             .limit(count as u64);
-        let mut scanner = self.engine.region.scan(&scan).context("cellar scan")?;
+        let mut scanner = self.region.scan(&scan).context("cellar scan")?;
         let mut sink = Tally::default();
         // Bounded by `count` even if the scanner ignored its limit.
         for _ in 0..count {
@@ -204,5 +210,31 @@ impl CellSink for Tally {
     fn end_family(&mut self) {
         // One family per row here: the next cell starts the next row.
         self.in_row = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cellar_model::MemRegion;
+
+    /// The session's reads and writes over the in-memory region: what it counts is the
+    /// region's answer, whichever region it is.
+    #[test]
+    fn a_session_reads_what_it_wrote_on_any_region() {
+        let schema = TableSchema::new("bench", vec![FamilySchema::new("cf")]);
+        let region = MemRegion::new(schema).expect("schema");
+        let mut session = CellarSession {
+            region: &region,
+            durability: Durability::SkipWal,
+        };
+        for (k, v) in [("k1", "a"), ("k2", "bb"), ("k3", "ccc")] {
+            session.put(k.as_bytes(), v.as_bytes()).expect("put");
+        }
+        assert_eq!(session.get(b"k2").expect("get"), Some(2));
+        assert_eq!(session.get(b"k0").expect("get"), None);
+        // From k2: two rows, keys (2 bytes each) and values (2 and 3 bytes).
+        assert_eq!(session.scan(b"k2", 10).expect("scan"), (2, 9));
+        assert_eq!(session.scan(b"k", 1).expect("scan"), (1, 3));
     }
 }
