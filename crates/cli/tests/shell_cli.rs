@@ -432,3 +432,30 @@ fn shell_reads_piped_commands_and_stops_at_a_failure() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_shell_pointed_at_the_http_or_hbase_port_says_so_at_once() {
+    let sh = Shell::start();
+    let http = sh.server.http.clone().expect("the server has an HTTP port");
+    for (addr, says) in [
+        (&http, "is an HTTP port"),
+        (&sh.server.hbase, "is an HBase RPC port"),
+    ] {
+        let started = std::time::Instant::now();
+        let out = Command::new(CELLAR)
+            .args(["shell", "--connect", addr, "-e", "list"])
+            .stdin(Stdio::null())
+            .output()
+            .expect("run cellar shell");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{addr}: the shell succeeded");
+        assert!(err.contains(says), "{addr}: {err}");
+        assert!(err.contains("native port (16200 by default"), "{addr}: {err}");
+        // Not after the HTTP server's 10 s wait for a request head.
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(8),
+            "{addr}: took {:?}",
+            started.elapsed()
+        );
+    }
+}

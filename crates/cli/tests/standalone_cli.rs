@@ -284,7 +284,10 @@ fn a_port_in_use_names_the_flag_that_moves_it() {
         let out = cmd.output().expect("cellar runs");
         assert!(!out.status.success(), "started on a port in use ({flag})");
         let err = String::from_utf8_lossy(&out.stderr);
-        assert!(err.contains(&taken), "{flag}: the address is not named: {err}");
+        assert!(
+            err.contains(&taken),
+            "{flag}: the address is not named: {err}"
+        );
         assert!(
             err.contains(&format!("move this one with {flag} HOST:PORT")),
             "{flag}: the flag is not named: {err}"

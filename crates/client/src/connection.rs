@@ -384,12 +384,25 @@ async fn handshake(
     let Err(bad) = frame::check_preamble(&reply) else {
         return Ok(());
     };
+    if reply.starts_with(b"HTTP/") {
+        return Err(Error::Protocol(wrong_port(
+            addr,
+            "an HTTP port (Cellar's web UI and metrics, or another web server)",
+        )));
+    }
     // Not a preamble: perhaps an error frame. Its first 4 bytes are the body length.
     let len = u32::from_be_bytes([reply[0], reply[1], reply[2], reply[3]]);
     if len >= 4 && len <= max_frame_bytes.min(1 << 20) {
         let mut body = BytesMut::zeroed(len as usize);
         body[..4].copy_from_slice(&reply[4..]);
         if rd.read_exact(&mut body[4..]).await.is_ok() {
+            if find(&body, b"org.apache.hadoop.hbase").is_some() {
+                // HBase's answer to a preamble it does not know: an exception for no call.
+                return Err(Error::Protocol(wrong_port(
+                    addr,
+                    "an HBase RPC port (Cellar's HBase port, or Apache HBase's): HBase clients use it",
+                )));
+            }
             if let Ok((header, _)) = frame::decode_response(body.freeze()) {
                 if let Some(e) = header.error {
                     return Err(Error::from_pb(e));
@@ -398,6 +411,17 @@ async fn handshake(
         }
     }
     Err(Error::Protocol(format!("{addr}: {bad}")))
+}
+
+/// The error for a connection that reached another protocol's port.
+fn wrong_port(addr: &str, what: &str) -> String {
+    format!(
+        "{addr} is {what}; Cellar's client and `cellar shell` speak to its native port (16200 by default, `listening native=` in the server's output)"
+    )
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 async fn write_frames(wr: WriteSide, mut rx: mpsc::Receiver<Bytes>, shared: Arc<Shared>) {

@@ -244,6 +244,13 @@ async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
                 false,
             ),
             Ok(Ok(Head::Closed)) => return Ok(()),
+            Ok(Ok(Head::Rpc(which))) => (
+                Response::text(
+                    "400 Bad Request",
+                    format!("this is Cellar's HTTP port (web UI, metrics); {which} clients connect to its {which} port\n"),
+                ),
+                false,
+            ),
             Ok(Ok(Head::Line(line, authorization))) => match parse_request_line(&line) {
                 Err(why) => (Response::text("400 Bad Request", format!("{why}\n")), false),
                 Ok((method, _, _)) if !certified && !token_ok(served, authorization.as_deref()) => (
@@ -312,6 +319,9 @@ enum Head {
     TooLarge,
     /// The client closed before sending a whole head.
     Closed,
+    /// The first bytes are an RPC preamble (`native` or `HBase`): a client pointed at the
+    /// wrong port, answered at once instead of after the head's timeout (it sends no more).
+    Rpc(&'static str),
 }
 
 /// Reads the request head (up to the blank line) and returns its first line.
@@ -324,6 +334,12 @@ async fn read_head<S: AsyncRead + Unpin>(stream: &mut S) -> std::io::Result<Head
             return Ok(Head::Closed);
         }
         buf.extend_from_slice(&chunk[..n]);
+        if buf.starts_with(b"CELR") {
+            return Ok(Head::Rpc("native"));
+        }
+        if buf.starts_with(b"HBas") {
+            return Ok(Head::Rpc("HBase"));
+        }
         let end = find(&buf, b"\r\n\r\n").or_else(|| find(&buf, b"\n\n"));
         if let Some(end) = end {
             let head = &buf[..end];
