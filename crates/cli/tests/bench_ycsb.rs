@@ -174,6 +174,24 @@ fn bad_arguments_fail_naming_the_argument() {
 }
 
 #[test]
+fn load_without_a_workload_says_one_is_needed() {
+    // As YCSB's client ("Missing property: workload"): defaults nobody chose are not run.
+    let data = tempfile::tempdir().expect("tmp");
+    let out = Command::new(env!("CARGO_BIN_EXE_cellar"))
+        .args(["bench", "load", "-p", "recordcount=10", "--db"])
+        .arg(format!("embedded:{}", data.path().display()))
+        .stdin(Stdio::null())
+        .output()
+        .expect("run cellar bench");
+    assert!(!out.status.success(), "loaded without a workload");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("needs a workload: -P workloads/workloada"),
+        "{err}"
+    );
+}
+
+#[test]
 fn run_before_load_says_what_to_do() {
     let data = tempfile::tempdir().expect("tmp");
     let wl = workload_a();

@@ -450,7 +450,10 @@ fn the_shell_pointed_at_the_http_or_hbase_port_says_so_at_once() {
         let err = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{addr}: the shell succeeded");
         assert!(err.contains(says), "{addr}: {err}");
-        assert!(err.contains("native port (16200 by default"), "{addr}: {err}");
+        assert!(
+            err.contains("native port (16200 by default"),
+            "{addr}: {err}"
+        );
         // Not after the HTTP server's 10 s wait for a request head.
         assert!(
             started.elapsed() < std::time::Duration::from_secs(8),

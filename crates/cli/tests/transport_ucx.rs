@@ -120,6 +120,8 @@ async fn calls_of_every_size_travel_over_shared_memory_and_ucx_tcp() {
         .arg(format!("cellar+ucx://{}", server.native))
         .args([
             "-p",
+            "workload=site.ycsb.workloads.CoreWorkload",
+            "-p",
             "recordcount=200",
             "-p",
             "table=usertable",
@@ -286,6 +288,8 @@ async fn a_client_killed_mid_load_leaves_the_server_serving_others() {
     load.args(["bench", "load", "--db"])
         .arg(format!("cellar+ucx://{}", server.native))
         .args([
+            "-p",
+            "workload=site.ycsb.workloads.CoreWorkload",
             "-p",
             "recordcount=10000000",
             "-p",

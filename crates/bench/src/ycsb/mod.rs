@@ -27,6 +27,7 @@ use output::{PhaseResult, RunInfo};
 use properties::Properties;
 use runner::{Phase, RunnerConfig};
 use std::io::IsTerminal;
+use std::path::Path;
 use std::time::Duration;
 use targets::TargetOptions;
 use workload::{CoreWorkload, ThreadState};
@@ -76,6 +77,21 @@ pub fn main(phase: &str, args: Vec<String>) -> Result<(), String> {
     }
     for (name, value) in &cli.overrides {
         props.set(name, value);
+    }
+    if props.get("workload").is_none() {
+        // As YCSB's client: without a workload it would run defaults nobody chose.
+        return Err(format!(
+            "`cellar bench {phase}` needs a workload: -P workloads/workloada (YCSB's A to F are in \
+             workloads/), or -p workload=site.ycsb.workloads.CoreWorkload for the core \
+             workload's defaults"
+        ));
+    }
+    if let Some(dir) = cli.json.as_deref().and_then(Path::parent) {
+        // Made before the phase runs, so that a long run does not end in "cannot write".
+        if !dir.as_os_str().is_empty() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("--json: cannot create {}: {e}", dir.display()))?;
+        }
     }
     let threads = props.get_u64("threadcount", 1)?;
     if threads == 0 {
