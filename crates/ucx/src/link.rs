@@ -238,6 +238,8 @@ impl Link {
                 heartbeat: Bytes::from_static(b"\0"),
                 turns: 0,
                 timers_due: false,
+                #[cfg(test)]
+                before_progress: None,
             })),
             drivers: AtomicUsize::new(0),
             parked: AtomicBool::new(false),
@@ -501,6 +503,9 @@ struct State {
     turns: u32,
     /// Read the clock on the next turn (set after a sleep: heartbeats may be due).
     timers_due: bool,
+    /// Tests only: called on every turn just before the worker is progressed.
+    #[cfg(test)]
+    before_progress: Option<Box<dyn FnMut() + Send>>,
 }
 
 // SAFETY: the worker is in UCX's serialized mode (any thread, one at a time), and everything
@@ -545,13 +550,13 @@ struct Turn {
 }
 
 impl State {
-    /// One round: commands, worker progress, arrived messages delivered in order, finished
-    /// sends, heartbeats and silent peers.
-    fn turn(&mut self) -> Turn {
+    /// Takes the commands queued so far (connects, sends, closes). True if any was taken;
+    /// and true if one was to stop (the rest wait).
+    fn take_commands(&mut self) -> (bool, bool) {
         let worker = self.worker;
-        let mut busy = false;
+        let mut took = false;
         while let Ok(cmd) = self.rx.try_recv() {
-            busy = true;
+            took = true;
             match cmd {
                 Command::Connect {
                     peer,
@@ -587,18 +592,45 @@ impl State {
                         self.closing.push(p.ep.close());
                     }
                 }
-                Command::Stop => {
-                    return Turn {
-                        busy,
-                        pending: false,
-                        stop: true,
-                        waiting: false,
-                    }
-                }
+                Command::Stop => return (true, true),
             }
+        }
+        (took, false)
+    }
+
+    /// One round: worker progress, commands, arrived messages delivered in order, finished
+    /// sends, heartbeats and silent peers.
+    ///
+    /// Commands are taken after the worker is progressed and before its arrivals are probed:
+    /// a message is put in UCX's queue only while the worker is progressed, so a frame taken
+    /// here was sent before the commands are, and any `connect` of its peer queued before the
+    /// peer could send it (the peer learns this side's address after `connect`, as the
+    /// server's `rpc/ucx.rs` answers a TRANSPORT_HELLO) has been carried out before the frame is
+    /// admitted or delivered and its answer sent. Taken before the progress instead, a
+    /// `connect` queued while the worker was being progressed would wait a turn, and the first
+    /// frame of the fresh peer, arrived in that progress, would be answered as from a peer
+    /// "not connected": dropped, and told to [`Events::lost`] (`docs/transports.md`).
+    fn turn(&mut self) -> Turn {
+        let worker = self.worker;
+        let mut busy = false;
+        #[cfg(test)]
+        if let Some(hook) = self.before_progress.as_mut() {
+            hook();
         }
         if worker.progress() > 0 {
             busy = true;
+        }
+        let (took, stop) = self.take_commands();
+        if took {
+            busy = true;
+        }
+        if stop {
+            return Turn {
+                busy,
+                pending: false,
+                stop: true,
+                waiting: false,
+            };
         }
         if self.take_arrivals() {
             busy = true;
@@ -960,4 +992,111 @@ fn send_frame<'w>(
 /// A poll timeout in whole milliseconds, at least 1.
 fn c_int_ms(d: Duration) -> libc::c_int {
     libc::c_int::try_from(d.as_millis().max(1)).unwrap_or(libc::c_int::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    enum Got {
+        Frame(PeerId, Bytes),
+        Lost(PeerId, String),
+    }
+
+    /// Reports to a channel; with `echo`, also answers every frame from the progress thread.
+    struct ToChannel(mpsc::Sender<Got>, bool);
+
+    impl Events for ToChannel {
+        fn frame(&mut self, peer: PeerId, frame: Bytes, replies: &mut Replies) {
+            if self.1 {
+                replies.send(peer, frame.clone());
+            }
+            let _ = self.0.send(Got::Frame(peer, frame));
+        }
+        fn lost(&mut self, peer: PeerId, why: String) {
+            let _ = self.0.send(Got::Lost(peer, why));
+        }
+    }
+
+    /// The first frame of a fresh link, sent by its peer only after this side's `connect` was
+    /// called, reaches this side within the very turn that was already under way when
+    /// `connect` was called: the frame is answered all the same, not dropped as from a peer
+    /// "not connected". The interleaving is forced: b's progress thread is held just before
+    /// it progresses its worker while b is connected to a plain worker, which then sends its
+    /// frame (eager, over shared memory: in b's queue once the send completes).
+    #[test]
+    fn a_frame_that_arrives_in_the_turn_its_connect_was_queued_in_is_answered() {
+        let Ok(ucx) = Ucx::load() else {
+            eprintln!("skipped: UCX is not installed");
+            return;
+        };
+        let ctx = Context::new(&ucx).expect("context");
+        let (b_tx, b_rx) = mpsc::channel();
+        // `a` below is a plain worker, which sends no heartbeats: b must not lose it meanwhile.
+        let opts = LinkOptions {
+            heartbeat: Duration::from_secs(30),
+            dead_after: Duration::from_secs(60),
+            ..LinkOptions::default()
+        };
+        let b = Link::start_in(&ctx, opts, ToChannel(b_tx, true)).expect("b");
+        // b's hook, once armed: tell the test b's thread is held, and wait for its go.
+        let armed = Arc::new(AtomicBool::new(false));
+        let (held_tx, held_rx) = mpsc::channel::<()>();
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        {
+            let armed = Arc::clone(&armed);
+            let go_rx = Mutex::new(go_rx);
+            lock(&b.core).as_mut().expect("b runs").before_progress = Some(Box::new(move || {
+                if armed.swap(false, Ordering::SeqCst) {
+                    let _ = held_tx.send(());
+                    let _ = go_rx
+                        .lock()
+                        .map(|rx| rx.recv_timeout(Duration::from_secs(10)));
+                }
+            }));
+        }
+        armed.store(true, Ordering::SeqCst);
+        // A command (closing a peer b never had: nothing) wakes b's thread for a turn.
+        b.close(99).expect("b runs");
+        held_rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("b's thread reaches its hook");
+        // b's thread is inside a turn, held before it progresses. Now b is connected to the
+        // worker `a`, and only then does `a` connect and send.
+        let a = ctx.worker().expect("worker a");
+        b.connect(7, a.address().expect("a's address"), 1)
+            .expect("b -> a");
+        let ep = a.connect(b.address()).expect("a -> b");
+        let sent = vec![5u8; 1000];
+        ep.send(tag(KIND_FRAME, 7), &sent)
+            .expect("send")
+            .wait(Duration::from_secs(5))
+            .expect("the frame is sent");
+        go_tx.send(()).expect("b's hook waits");
+        let mut back = vec![0u8; 2000];
+        let got = a
+            .recv(tag(KIND_FRAME, 1), u64::MAX, &mut back)
+            .expect("receive")
+            .wait(Duration::from_secs(10));
+        let b_saw: Vec<String> = b_rx
+            .try_iter()
+            .map(|g| match g {
+                Got::Frame(p, f) => format!("frame from {p} ({} bytes)", f.len()),
+                Got::Lost(p, why) => format!("lost {p}: {why}"),
+            })
+            .collect();
+        let got =
+            got.unwrap_or_else(|e| panic!("no echo of the first frame ({e}); b saw {b_saw:?}"));
+        assert_eq!(got.map(|r| r.len), Some(sent.len()), "b saw {b_saw:?}");
+        assert!(
+            back.get(..sent.len()) == Some(&sent[..]),
+            "the echo is the frame"
+        );
+        assert!(
+            b_saw.iter().all(|s| !s.starts_with("lost")),
+            "b saw {b_saw:?}"
+        );
+        drop(ep);
+        drop(b);
+    }
 }
