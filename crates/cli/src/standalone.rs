@@ -230,7 +230,9 @@ fn announce(server: &Node) {
     tracing::info!(
         native = %server.native_addr(),
         http = %server.http_addr(),
-        hbase = ?server.hbase_addr(),
+        hbase = %server
+            .hbase_addr()
+            .map_or_else(|| "off".to_string(), |a| a.to_string()),
         data_dir = %server.location(),
         coordination = %server.coordination().describe(),
         role = server.role().command(),

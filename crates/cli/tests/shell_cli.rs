@@ -462,3 +462,15 @@ fn the_shell_pointed_at_the_http_or_hbase_port_says_so_at_once() {
         );
     }
 }
+
+#[test]
+fn a_put_to_a_column_without_its_family_hints_at_family_qualifier() {
+    let sh = Shell::start();
+    sh.ok("create 'hint', 'cf'");
+    let err = sh.fails("put 'hint', 'r1', 'email', 'v'");
+    assert!(
+        err.contains("a column is 'family:qualifier', e.g. 'cf:email'"),
+        "{err}"
+    );
+    sh.ok("put 'hint', 'r1', 'cf:email', 'v'");
+}

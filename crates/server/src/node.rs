@@ -1093,7 +1093,9 @@ fn check_cluster_id(
     match (&root_id, &published) {
         (Some(r), Some(z)) if r != z => Err(format!(
             "the root {} belongs to cluster {r}, but {} is cluster {z}: give this process the \
-             root and ZooKeeper of one cluster (or another cluster.znode_parent)",
+             root and ZooKeeper of one cluster (or another cluster.znode_parent); to start \
+             afresh, remove the root's cluster_id and data, or ZooKeeper's data directory \
+             (scripts/cluster.sh up --fresh does both)",
             data_dir.display(),
             c.describe()
         )),

@@ -459,14 +459,20 @@ struct Args<'a> {
 }
 
 impl Args<'_> {
+    /// The command's usage, each example on its own indented line (as `help` prints them).
     fn usage(&self) -> String {
         help_for(self.name)
-            .map(|h| h.usage.replace('\n', " | "))
+            .map(|h| {
+                h.usage
+                    .lines()
+                    .map(|l| format!("\n  {l}"))
+                    .collect::<String>()
+            })
             .unwrap_or_default()
     }
 
     fn wrong(&self, what: &str) -> String {
-        format!("{}: {what} (usage: {})", self.name, self.usage())
+        format!("{}: {what}\nusage:{}", self.name, self.usage())
     }
 
     fn count(&self, min: usize, max: usize) -> Result<(), String> {
@@ -1043,6 +1049,16 @@ mod tests {
 
     fn b(s: &str) -> Bytes {
         Bytes::copy_from_slice(s.as_bytes())
+    }
+
+    #[test]
+    fn a_wrong_call_shows_each_usage_example_on_its_own_line() {
+        let e = error("status 'a', 'b'");
+        assert!(
+            e.ends_with("\nusage:\n  status\n  status 'detailed'"),
+            "{e:?}"
+        );
+        assert!(!e.contains(" | "), "{e:?}");
     }
 
     #[test]

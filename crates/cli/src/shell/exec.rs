@@ -205,7 +205,20 @@ pub fn execute(
             ));
         }
         Action::Put { table, mutation } | Action::Delete { table, mutation } => {
-            cluster.mutate(&table, mutation)?;
+            let bare = mutation.entries.first().map(|c| c.qualifier.is_empty());
+            let family = mutation.entries.first().map(|c| c.family.clone());
+            if let Err(e) = cluster.mutate(&table, mutation) {
+                // `put 't', 'r', 'email', 'v'`: a column named without its family.
+                if bare == Some(true) && e.contains("family") {
+                    let f = family
+                        .map(|f| format::to_string_binary(&f))
+                        .unwrap_or_default();
+                    return Err(format!(
+                        "{e} (a column is 'family:qualifier', e.g. 'cf:{f}'; `describe '{table}'` lists the families)"
+                    ));
+                }
+                return Err(e);
+            }
         }
         Action::DeleteAll {
             table,
@@ -576,6 +589,12 @@ mod tests {
         );
         let err = run(&mut fake, "put 't', 'r1', 'nope:a', 'v'").expect_err("no such family");
         assert!(err.contains("nope"), "{err}");
+        assert!(!err.contains("family:qualifier"), "{err}");
+        let err = run(&mut fake, "put 't', 'r1', 'email', 'v'").expect_err("no family given");
+        assert!(
+            err.contains("a column is 'family:qualifier', e.g. 'cf:email'"),
+            "{err}"
+        );
     }
 
     #[test]
