@@ -151,6 +151,15 @@ impl Chart for Throughput<'_> {
         chart
             .configure_mesh()
             .x_desc("client threads")
+            // Thread counts are whole: label whole numbers only.
+            .x_labels((max_x as usize + 2).min(17))
+            .x_label_formatter(&|v: &f64| {
+                if v.fract() == 0.0 {
+                    format!("{v:.0}")
+                } else {
+                    String::new()
+                }
+            })
             .y_desc("ops/s")
             .y_label_formatter(&|v: &f64| short(*v))
             .label_style((FONT, 13))
