@@ -18,11 +18,19 @@ pub(crate) fn pause(base: Duration, retry: u32) -> Duration {
     normal + normal.mul_f64(jitter_permille as f64 / 1000.0)
 }
 
+/// After this long in retries an operation says so (once): a user waiting on a region that
+/// moves should not wait in silence.
+const SAY_RETRYING_AFTER: Duration = Duration::from_secs(1);
+
 /// Counts the attempts of one operation.
 pub(crate) struct Retrier {
     retries: u32,
     base: Duration,
     failed: u32,
+    /// The pauses taken so far.
+    waited: Duration,
+    /// Whether the operation said it is retrying.
+    said: bool,
 }
 
 impl Retrier {
@@ -31,7 +39,18 @@ impl Retrier {
             retries,
             base,
             failed: 0,
+            waited: Duration::ZERO,
+            said: false,
         }
+    }
+
+    /// Counts a pause about to be taken; true the first time the operation has then waited
+    /// [`SAY_RETRYING_AFTER`].
+    fn note_pause(&mut self, pause: Duration) -> bool {
+        self.waited += pause;
+        let say = !self.said && self.waited >= SAY_RETRYING_AFTER;
+        self.said |= say;
+        say
     }
 
     /// Called with an attempt's error: returns once the next attempt may start, or the error
@@ -53,7 +72,15 @@ impl Retrier {
         tracing::debug!(attempt = self.failed, error = %err, "retrying");
         let first_relocation = self.failed == 1 && handling == Handling::Relocate;
         if !first_relocation {
-            tokio::time::sleep(pause(self.base, self.failed - 1)).await;
+            let pause = pause(self.base, self.failed - 1);
+            if self.note_pause(pause) {
+                tracing::info!(
+                    attempt = self.failed,
+                    "still retrying after {:.1} s ({err}); a region may be moving or its server restarting",
+                    self.waited.as_secs_f64()
+                );
+            }
+            tokio::time::sleep(pause).await;
         }
         Ok(())
     }
@@ -72,6 +99,17 @@ fn random_u64() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_operation_says_once_that_it_is_retrying_after_a_second() {
+        let mut r = Retrier::new(10, Duration::from_millis(100));
+        let said: Vec<bool> = [100, 200, 300, 500, 1000, 2000]
+            .into_iter()
+            .map(|ms| r.note_pause(Duration::from_millis(ms)))
+            .collect();
+        // 0.1, 0.3, 0.6, 1.1 (said), 2.1, 4.1 s.
+        assert_eq!(said, [false, false, false, true, false, false]);
+    }
 
     #[test]
     fn pauses_follow_the_table_with_bounded_jitter_and_cap() {
