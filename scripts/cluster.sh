@@ -2,14 +2,18 @@
 # A whole Cellar cluster on this machine, on 127.0.0.1: ZooKeeper, a MiniDFS (4 DataNodes:
 # writes go on when one dies), one master and N region servers, each with a PID file and log.
 #
-# Usage: scripts/cluster.sh up [N]      starts it (N region servers, default 3), prints
+# Usage: scripts/cluster.sh up [N] [--fresh]
+#                                        starts it (N region servers, default 3), prints
 #                                        zookeeper=HOST:PORT, hdfs=URL and every process's
-#                                        `listening ...` lines, returns once it serves
+#                                        `listening ...` lines, returns once it serves; after a
+#                                        `down` it brings the same cluster back with its data
+#                                        (--fresh: a new, empty one)
 #        scripts/cluster.sh down        stops every process it started (by PID)
 #        scripts/cluster.sh status      shows which processes run
 #        scripts/cluster.sh add         starts one more region server, prints its lines
 #        scripts/cluster.sh kill NAME   kill -9 of one process (e.g. regionserver2, master1)
-# Env: CLUSTER_DIR (default ./cellar-cluster), CELLAR_BIN (default: build target/release/cellar),
+# Env: CLUSTER_DIR (default ./cellar-cluster), CELLAR_BIN (the cellar binary; default: builds
+#      target/release/cellar with cargo first),
 #      CLUSTER_ROOT=file (a local root instead of MiniDFS), MASTERS (default 1; more wait as
 #      backups), ZK_SESSION_TIMEOUT_MS (default 6000: how soon a dead server is noticed),
 #      CLUSTER_EXTRA_CONFIG (more cellar.toml text for every server, e.g. "[split]...").
@@ -18,7 +22,7 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=lib/pidfile.sh
 . "$repo/scripts/lib/pidfile.sh"
 
-usage() { sed -n '2,16p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,20p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [[ $# -ge 1 ]] || usage
 cmd="$1"
 dir="${CLUSTER_DIR:-$PWD/cellar-cluster}"
@@ -53,15 +57,28 @@ start_server() {
 
 case "$cmd" in
   up)
-    n="${2:-3}"
+    n=3 fresh=0
+    for a in "${@:2}"; do
+      case "$a" in
+        --fresh) fresh=1 ;;
+        *) n="$a" ;;
+      esac
+    done
     [[ "$n" =~ ^[0-9]+$ && "$n" -ge 1 ]] || { echo "cluster.sh: N must be a positive number" >&2; exit 2; }
     if ls "$dir"/*.pid >/dev/null 2>&1; then
       echo "cluster.sh: a cluster already runs in $dir; run 'scripts/cluster.sh down' first" >&2
       exit 1
     fi
+    if [[ "$fresh" == 1 ]]; then
+      # ZooKeeper's data and the root go together: one without the other is two clusters.
+      rm -rf "$dir/zookeeper/data" "$dir/minidfs/dfs" "$dir/root"
+    elif [[ -d "$dir/zookeeper/data" ]]; then
+      echo "cluster.sh: bringing back the cluster in $dir with its data (up --fresh: a new one)" >&2
+    fi
     mkdir -p "$dir"
     bin="${CELLAR_BIN:-}"
     if [[ -z "$bin" ]]; then
+      echo "cluster.sh: building target/release/cellar (CELLAR_BIN=PATH uses a binary instead)" >&2
       (cd "$repo" && cargo build --release -q --bin cellar) >&2
       bin="$repo/target/release/cellar"
     fi
@@ -71,7 +88,7 @@ case "$cmd" in
     if [[ "${CLUSTER_ROOT:-hdfs}" == file ]]; then
       root="file://$dir/root"
     else
-      hdfs_line="$("$repo/scripts/minidfs.sh" start "$dir/minidfs" 4)"
+      hdfs_line="$(MINIDFS_KEEP=1 "$repo/scripts/minidfs.sh" start "$dir/minidfs" 4)"
       echo "$hdfs_line"
       root="${hdfs_line#hdfs=}/cellar"
     fi

@@ -6,12 +6,14 @@
 #                                                     waits until it serves, prints hdfs=URL
 #        scripts/minidfs.sh stop DIR                stops the MiniDFS started in DIR (by PID)
 # DATANODES defaults to 3. Env: MINIDFS_HEAP (default 768m), MINIDFS_START_TIMEOUT s (default 180),
-# MINIDFS_CONF=KEY=VALUE[,KEY=VALUE...] extra Hadoop settings (e.g. dfs.client-write-packet-size).
+# MINIDFS_CONF=KEY=VALUE[,KEY=VALUE...] extra Hadoop settings (e.g. dfs.client-write-packet-size),
+# MINIDFS_KEEP=1 starts again on the data (and port) an earlier start in DIR left, instead of
+# a fresh file system.
 set -euo pipefail
 # shellcheck source=lib/pidfile.sh
 . "$(dirname "${BASH_SOURCE[0]}")/lib/pidfile.sh"
 
-usage() { sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [[ $# -ge 2 ]] || usage
 cmd="$1"
 mkdir -p "$2"
@@ -34,13 +36,19 @@ case "$cmd" in
         "-Dmdep.outputFile=$project/target/classpath.txt" >&2 \
         || { echo "minidfs.sh: building java/minidfs failed" >&2; exit 1; }
     fi
-    rm -rf "$dir/dfs"
+    port=0
+    if [[ "${MINIDFS_KEEP:-0}" == 1 ]] && compgen -G "$dir/dfs/name*" >/dev/null; then
+      # The same file system again: its data, and its port (the root URL clients were given).
+      port="$(cat "$dir/port" 2>/dev/null || echo 0)"
+    else
+      rm -rf "$dir/dfs"
+    fi
     # Emptied here, not only by the redirection below (which happens in the child, later):
     # the wait loop must never read an earlier run's Ready! line.
     : >"$dir/minidfs.out"
     MINIDFS_DAEMON=1 setsid java "-Xmx${MINIDFS_HEAP:-768m}" -XX:+UseSerialGC \
       -cp "$jar:$(cat "$project/target/classpath.txt")" org.cellar.minidfs.Main \
-      "$dir/dfs" 0 "${3:-3}" >"$dir/minidfs.out" 2>"$dir/minidfs.log" </dev/null &
+      "$dir/dfs" "$port" "${3:-3}" >"$dir/minidfs.out" 2>"$dir/minidfs.log" </dev/null &
     echo $! > "$dir/minidfs.pid"
     deadline=$((SECONDS + ${MINIDFS_START_TIMEOUT:-180}))
     until grep -q '^Ready!' "$dir/minidfs.out" 2>/dev/null; do
@@ -56,7 +64,9 @@ case "$cmd" in
       fi
       sleep 0.5
     done
-    grep '^hdfs=' "$dir/minidfs.out" | head -n1
+    line="$(grep '^hdfs=' "$dir/minidfs.out" | head -n1)"
+    echo "${line##*:}" >"$dir/port"
+    echo "$line"
     ;;
   stop)
     stop_pidfile "$dir/minidfs.pid" 15

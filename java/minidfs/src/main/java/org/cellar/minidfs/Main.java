@@ -68,11 +68,15 @@ public final class Main {
       }
     }
 
+    // MINIDFS_KEEP=1: a restart on the name and data directories an earlier run left (the
+    // same cluster and its files); else, or when there are none, a freshly formatted one.
+    File[] nameDirs = base.listFiles((dir, name) -> name.startsWith("name"));
+    boolean keep = "1".equals(System.getenv("MINIDFS_KEEP")) && nameDirs != null && nameDirs.length > 0;
     MiniDFSCluster cluster =
         new MiniDFSCluster.Builder(conf, base)
             .nameNodePort(port)
             .numDataNodes(dataNodes)
-            .format(true)
+            .format(!keep)
             .build();
     cluster.waitActive();
     if (softLimitMs > 0) {
