@@ -59,7 +59,11 @@ fn up_after_down_brings_the_same_cluster_back_and_fresh_starts_an_empty_one() {
 
     let master = up(&dir, &["1"]);
     let out = shell(&master, "create 'kept', 'f'; put 'kept', 'r1', 'f:q', 'v1'");
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(cluster(&dir, &["down"]).status.success());
 
     // The README's second try: the same directory, the same cluster, its row.
@@ -76,6 +80,10 @@ fn up_after_down_brings_the_same_cluster_back_and_fresh_starts_an_empty_one() {
     let master = up(&dir, &["1", "--fresh"]);
     let out = shell(&master, "list");
     let stdout = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(!stdout.contains("kept"), "a fresh cluster lists: {stdout}");
 }

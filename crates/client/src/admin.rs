@@ -298,7 +298,9 @@ impl Admin {
 
     /// Region server control (the master's calls in a cluster): opens `region` of `schema`'s
     /// table on the region server at `server` (`host:port`, native), which must have started
-    /// at `target_startcode`, as open number `open_seq` of the region. One attempt.
+    /// at `target_startcode`, as open number `open_seq` of the region, for `master` (the
+    /// sending master's server name). One attempt.
+    #[allow(clippy::too_many_arguments, reason = "the request's fields, one each")]
     pub async fn open_region(
         &self,
         server: &str,
@@ -307,6 +309,7 @@ impl Admin {
         table_splits: u32,
         target_startcode: u64,
         open_seq: u64,
+        master: &str,
     ) -> Result<()> {
         let req = pb::OpenRegionRequest {
             region: Some(pb::RegionLocation {
@@ -322,6 +325,7 @@ impl Admin {
             table_splits,
             target_startcode,
             open_seq,
+            master: master.to_string(),
         };
         self.server_call(server, Method::OpenRegion, &req).await
     }

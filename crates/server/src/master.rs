@@ -469,8 +469,9 @@ impl Assignment {
             let schema = schema.clone();
             let within = self.open_timeout;
             let startcode = server.name.start_code;
+            let me = self.me.to_string();
             let opened = self.call_raw(&server, move |admin, addr| async move {
-                let open = admin.open_region(&addr, &loc, &schema, splits, startcode, seq);
+                let open = admin.open_region(&addr, &loc, &schema, splits, startcode, seq, &me);
                 tokio::time::timeout(within, open)
                     .await
                     .unwrap_or(Err(cellar_client::Error::Timeout(within)))

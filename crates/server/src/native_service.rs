@@ -430,6 +430,7 @@ impl NativeService {
                     req.table_splits,
                     req.target_startcode,
                     req.open_seq,
+                    &req.master,
                 )?;
                 empty()
             }

@@ -227,6 +227,7 @@ impl Node {
         if let (Some(tls), Some(log)) = (&tls, region_server.authz.audit_log()) {
             tls.set_audit(log);
         }
+        let _ = region_server.coordination.set(coordination.clone());
         let master = match region_server.role {
             Role::Standalone | Role::Master(_) => Some(Master::start(region_server.clone())),
             Role::RegionServer => None,

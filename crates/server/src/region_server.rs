@@ -114,6 +114,9 @@ pub struct RegionServer {
     /// A cluster's region server: per region, the highest open number a CLOSE_REGION fenced
     /// off (opens numbered up to it are refused: the master gave up on them).
     pub(crate) open_fences: Mutex<std::collections::HashMap<u64, u64>>,
+    /// A cluster's region server: the coordination that names the active master, whose
+    /// OPEN_REGIONs alone it takes (`control.rs`).
+    pub(crate) coordination: std::sync::OnceLock<crate::coord::CoordRef>,
     /// Created namespaces (meta's namespace rows) and their configuration, by name.
     pub(crate) namespaces: RwLock<BTreeMap<String, Vec<(String, String)>>>,
     /// The last region id handed out.
@@ -255,6 +258,7 @@ impl RegionServer {
             admin: Mutex::new(()),
             split_parents: Mutex::new(Vec::new()),
             open_fences: Mutex::new(std::collections::HashMap::new()),
+            coordination: std::sync::OnceLock::new(),
             namespaces: RwLock::new(BTreeMap::new()),
             last_region_id: AtomicU64::new(META_REGION_ID),
             requests: AtomicU64::new(0),

@@ -28,7 +28,11 @@ impl RegionServer {
     /// server on this address) or when a CLOSE_REGION fenced off opens numbered `open_seq` or
     /// lower: the master sends that close when an open went unanswered, and opens the region
     /// elsewhere only once this server has answered it, so an open arriving late never opens
-    /// a region a second time. The check runs under the admin lock, as closes do.
+    /// a region a second time. Refused too when `master` (the sender's server name) is not
+    /// the active master ZooKeeper names now: a master deposed between its tenure check and
+    /// this call (paused past its session) opens nothing the new master does not know of.
+    /// The checks run under the admin lock, as closes do.
+    #[allow(clippy::too_many_arguments, reason = "the request's fields, one each")]
     pub fn open_region_call(
         &self,
         table: &str,
@@ -37,6 +41,7 @@ impl RegionServer {
         table_splits: u32,
         target_startcode: u64,
         open_seq: u64,
+        master: &str,
     ) -> Result<(), ServerError> {
         self.check_region_server("OPEN_REGION")?;
         if let Some(delay) = crate::faults::open_region_delay() {
@@ -63,6 +68,7 @@ impl RegionServer {
                 info.id, target_startcode, self.startcode
             )));
         }
+        self.check_sender_is_active_master(master, table, info.id)?;
         let fence = self.open_fences.lock().get(&info.id).copied().unwrap_or(0);
         if open_seq <= fence {
             return Err(ServerError::invalid(format!(
@@ -85,6 +91,43 @@ impl RegionServer {
             .update_table(table, |t| t.splits = t.splits.max(table_splits));
         tracing::info!(table, region = %dir.display(), "region opened");
         Ok(())
+    }
+
+    /// Refuses a call from `master` unless ZooKeeper names it the active master now (read
+    /// afresh: a region server may not have heard of a takeover yet).
+    fn check_sender_is_active_master(
+        &self,
+        master: &str,
+        table: &str,
+        region: u64,
+    ) -> Result<(), ServerError> {
+        let Some(coord) = self.coordination.get() else {
+            return Err(ServerError::invalid(
+                "OPEN_REGION: this region server has no coordination to tell the active master",
+            ));
+        };
+        let active = coord.active_master().map_err(|e| {
+            ServerError::Internal(format!(
+                "cannot read the active master from {}: {e}",
+                coord.describe()
+            ))
+        })?;
+        match active {
+            Some(a) if a.name.to_string() == master => Ok(()),
+            other => Err(ServerError::invalid(format!(
+                "OPEN_REGION of region {region} of '{table}' from {}, which is not the active \
+                 master ({}): refused",
+                if master.is_empty() {
+                    "a master that did not name itself"
+                } else {
+                    master
+                },
+                other.map_or_else(
+                    || "none is active".to_string(),
+                    |a| format!("that is {}", a.name)
+                )
+            ))),
+        }
     }
 
     /// Flushes and closes a region served here; one not served here is already closed.
