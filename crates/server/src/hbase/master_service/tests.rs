@@ -807,3 +807,93 @@ fn flush_table_refuses_families_the_table_lacks() {
         "Column families [nope, gone] don't exist in table fl"
     );
 }
+
+/// HBase 2.6 lists its system tables with include_sys_tables, and describes hbase:meta when
+/// named (`describe 'hbase:meta'`); Cellar's system table is hbase:meta.
+#[test]
+fn system_tables_are_listed_when_asked_and_meta_is_described_when_named() {
+    let f = Fixture::new();
+    create(&f, "t", &[]).expect("create t");
+    let names = |req: hbase::GetTableNamesRequest| {
+        let r: hbase::GetTableNamesResponse = f.master("GetTableNames", &req);
+        r.table_names
+            .iter()
+            .map(|t| crate::hbase::names::table_from_pb(t).expect("name"))
+            .collect::<Vec<_>>()
+    };
+    let described = |req: hbase::GetTableDescriptorsRequest| {
+        let r: hbase::GetTableDescriptorsResponse = f.master("GetTableDescriptors", &req);
+        r.table_schema
+    };
+    let schema_names = |schemas: &[hbase::TableSchema]| {
+        schemas
+            .iter()
+            .map(|s| {
+                crate::hbase::names::table_from_pb(s.table_name.as_ref().expect("name"))
+                    .expect("ok")
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(Default::default()), vec!["t"]);
+    let sys = hbase::GetTableNamesRequest {
+        include_sys_tables: Some(true),
+        ..Default::default()
+    };
+    assert_eq!(names(sys.clone()), vec!["hbase:meta", "t"]);
+    assert_eq!(
+        names(hbase::GetTableNamesRequest {
+            regex: Some("hbase:.*".into()),
+            ..sys.clone()
+        }),
+        vec!["hbase:meta"]
+    );
+    assert_eq!(
+        names(hbase::GetTableNamesRequest {
+            namespace: Some("hbase".into()),
+            ..sys
+        }),
+        vec!["hbase:meta"]
+    );
+    let all = described(hbase::GetTableDescriptorsRequest {
+        include_sys_tables: Some(true),
+        ..Default::default()
+    });
+    assert_eq!(schema_names(&all), vec!["hbase:meta", "t"]);
+    // Named: described whether or not system tables are asked for (HBase's describe).
+    let meta = described(hbase::GetTableDescriptorsRequest {
+        table_names: vec![table_to_pb("hbase:meta"), table_req("t")],
+        ..Default::default()
+    });
+    assert_eq!(schema_names(&meta), vec!["hbase:meta", "t"]);
+    let families: Vec<_> = meta[0]
+        .column_families
+        .iter()
+        .map(|c| String::from_utf8_lossy(&c.name).into_owned())
+        .collect();
+    assert_eq!(families, vec!["info", "rep_barrier", "table"]);
+    let info = &meta[0].column_families[0];
+    let get = |k: &str| {
+        info.attributes
+            .iter()
+            .find(|a| &a.first[..] == k.as_bytes())
+            .map(|a| String::from_utf8_lossy(&a.second).into_owned())
+    };
+    assert_eq!(get("VERSIONS").as_deref(), Some("3"));
+    assert_eq!(get("IN_MEMORY").as_deref(), Some("true"));
+    assert_eq!(get("BLOCKSIZE").as_deref(), Some("8192"));
+    // The namespace listings of "hbase" hold its system tables, as HBase's do.
+    let by_ns: hbase::ListTableNamesByNamespaceResponse = f.master(
+        "ListTableNamesByNamespace",
+        &hbase::ListTableNamesByNamespaceRequest {
+            namespace_name: "hbase".into(),
+        },
+    );
+    assert_eq!(by_ns.table_name, vec![table_to_pb("hbase:meta")]);
+    let by_ns: hbase::ListTableDescriptorsByNamespaceResponse = f.master(
+        "ListTableDescriptorsByNamespace",
+        &hbase::ListTableDescriptorsByNamespaceRequest {
+            namespace_name: "hbase".into(),
+        },
+    );
+    assert_eq!(schema_names(&by_ns.table_schema), vec!["hbase:meta"]);
+}
