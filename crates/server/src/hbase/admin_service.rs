@@ -58,11 +58,13 @@ fn region(spec: &hbase::RegionSpecifier) -> Result<RegionRef, HbaseError> {
     names::region_ref(spec.r#type, &spec.value)
 }
 
-/// GetRegionInfo: a region's RegionInfo, and its compaction state when asked.
+/// GetRegionInfo: a region's RegionInfo, whether it can split and merge, and its compaction
+/// state and the row a split would use when asked.
 #[derive(Debug, Clone)]
 pub(crate) struct GetRegionInfo {
     pub(crate) region: RegionRef,
     pub(crate) compaction_state: bool,
+    pub(crate) best_split_row: bool,
 }
 
 impl GetRegionInfo {
@@ -71,14 +73,26 @@ impl GetRegionInfo {
         Ok(Call::GetRegionInfo(GetRegionInfo {
             region: region(&req.region)?,
             compaction_state: req.compaction_state == Some(true),
+            best_split_row: req.best_split_row == Some(true),
         })
         .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
-        let info = match resolve(svc, self.region)? {
-            Resolved::Meta => registry::meta_region_info(),
-            Resolved::User(r) => meta_view::region_info_pb(&r.table, &r.info),
+        // As HBase: meta never splits (and has no split row) but can merge; a region
+        // splits and merges unless it still reads its parent's files (references).
+        let (info, splittable, mergeable, split_row) = match resolve(svc, self.region)? {
+            Resolved::Meta => (registry::meta_region_info(), false, true, None),
+            Resolved::User(r) => {
+                let split_row = if self.best_split_row {
+                    best_split_row(&r)?
+                } else {
+                    None
+                };
+                let whole = !r.with(|region| Ok(region.has_references()))?;
+                let info = meta_view::region_info_pb(&r.table, &r.info);
+                (info, whole, whole, split_row)
+            }
         };
         Ok(HReply::message(&hbase::GetRegionInfoResponse {
             region_info: info,
@@ -87,9 +101,32 @@ impl GetRegionInfo {
             compaction_state: self
                 .compaction_state
                 .then_some(hbase::get_region_info_response::CompactionState::None as i32),
-            ..Default::default()
+            splittable: Some(splittable),
+            mergeable: Some(mergeable),
+            best_split_row: split_row,
         }))
     }
+}
+
+/// The row a split of `r` would use (its middle row, as the split check and the master's
+/// split without a row take it), `None` when it has none: too small, or still reading its
+/// parent's files. As HBase, when there is none the region is flushed and asked again, as
+/// rows only in memory have no middle yet.
+fn best_split_row(r: &HostedRegion) -> Result<Option<Bytes>, HbaseError> {
+    let point = |region: &cellar_storage::region::Region| {
+        if region.has_references() {
+            None
+        } else {
+            region.middle_row()
+        }
+    };
+    Ok(r.with(|region| {
+        if let Some(row) = point(region) {
+            return Ok(Some(row));
+        }
+        region.flush()?;
+        Ok(point(region))
+    })?)
 }
 
 /// GetOnlineRegion: meta and every open user region.
@@ -478,5 +515,76 @@ mod tests {
             (1, 2),
             "a refused call does nothing"
         );
+    }
+
+    /// `n` rows `r000`.. of 1 KiB in family `cf` of `table`'s only region.
+    fn fill(f: &Fixture, table: &str, n: usize) {
+        use cellar_model::{MutationKind, RowMutation};
+        let region = f.svc.rs.router.locate(table, b"r").expect("located");
+        for i in 0..n {
+            let m = RowMutation::new(format!("r{i:03}").into_bytes()).put(
+                b"cf",
+                b"q",
+                1,
+                vec![b'v'; 1024],
+            );
+            f.svc
+                .rs
+                .mutate(table, region.info.id, &m, MutationKind::PutDelete, None)
+                .expect("put");
+        }
+    }
+
+    fn region_info(
+        f: &Fixture,
+        s: hbase::RegionSpecifier,
+        best_split_row: Option<bool>,
+    ) -> hbase::GetRegionInfoResponse {
+        let reply = f
+            .call(
+                "AdminService",
+                "GetRegionInfo",
+                &hbase::GetRegionInfoRequest {
+                    region: s,
+                    compaction_state: None,
+                    best_split_row,
+                },
+            )
+            .expect("region info");
+        hbase::GetRegionInfoResponse::decode(reply.param).expect("decodes")
+    }
+
+    /// HBase's GetRegionInfo answers splittable and mergeable always, and with best_split_row
+    /// the row its split would use, flushing first when the rows are all in memory.
+    #[test]
+    fn region_info_answers_splittable_mergeable_and_the_best_split_row() {
+        let f = Fixture::new();
+        create(&f, "t", &[]).expect("create");
+        let region = f.svc.rs.router.locate("t", b"r").expect("located");
+        let name = region_name("t", b"", region.info.id);
+        fill(&f, "t", 1);
+        let one = region_info(&f, spec(REGION_NAME, name.clone()), Some(true));
+        assert_eq!((one.splittable, one.mergeable), (Some(true), Some(true)));
+        assert_eq!(one.best_split_row, None, "one row: nothing to split at");
+        // 300 rows, all in the memstore: flushed, then a row strictly inside.
+        fill(&f, "t", 300);
+        let big = region_info(&f, spec(REGION_NAME, name.clone()), Some(true));
+        let row = big.best_split_row.expect("a split row");
+        assert!(row[..] > b"r000"[..] && row[..] <= b"r299"[..], "{row:?}");
+        assert_eq!(
+            region.with(|r| Ok(r.stats().memstore_bytes)).expect("open"),
+            0
+        );
+        assert_eq!((big.splittable, big.mergeable), (Some(true), Some(true)));
+        let plain = region_info(&f, spec(REGION_NAME, name), None);
+        assert_eq!(plain.best_split_row, None, "not asked");
+        assert_eq!(
+            (plain.splittable, plain.mergeable),
+            (Some(true), Some(true))
+        );
+        // Meta never splits (HBase: not splittable, mergeable).
+        let meta = region_info(&f, spec(REGION_NAME, names::META_REGION_NAME), Some(true));
+        assert_eq!((meta.splittable, meta.mergeable), (Some(false), Some(true)));
+        assert_eq!(meta.best_split_row, None);
     }
 }
