@@ -152,12 +152,14 @@ impl GetOnlineRegion {
     }
 }
 
-/// FlushRegion: a region's memstores written out.
+/// FlushRegion: a region's memstores written out (if its last flush is older than asked).
 #[derive(Debug, Clone)]
 pub(crate) struct FlushRegion {
     pub(crate) region: RegionRef,
     /// The family named, which the table must have.
     pub(crate) family: Option<Bytes>,
+    /// Flush only if the region's last flush (its open, if none) is older than this.
+    pub(crate) if_older_than_ts: Option<u64>,
 }
 
 impl FlushRegion {
@@ -166,14 +168,21 @@ impl FlushRegion {
         Ok(Call::FlushRegion(FlushRegion {
             region: region(&req.region)?,
             family: req.family,
+            if_older_than_ts: req.if_older_than_ts,
         })
         .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply, HbaseError> {
-        let flushed = match resolve(svc, self.region)? {
-            // Meta is computed, never written: nothing to flush.
-            Resolved::Meta => false,
+        let due = |last: u64| self.if_older_than_ts.is_none_or(|ts| last < ts);
+        // HBase answers `flushed` only when it tried (the region was due), and the last
+        // flush time either way.
+        let (flushed, last_flush_time) = match resolve(svc, self.region)? {
+            // Meta is computed, never written: nothing to flush, ever since the server began.
+            Resolved::Meta => {
+                let last = svc.start_code;
+                (due(last).then_some(false), last)
+            }
             Resolved::User(r) => {
                 super::master_service::table_admin(svc, ctx, &r.table, "flush a region")?;
                 // HBase flushes only the family named, after checking the table has it.
@@ -187,14 +196,23 @@ impl FlushRegion {
                         &r.table,
                     )?;
                 }
-                r.with(|region| Ok(region.flush()?))?;
-                true
+                // A flush with nothing in memory writes nothing and is not one (`flushed`
+                // false, the time unchanged), as in HBase.
+                r.with(|region| {
+                    let flushed = if due(region.last_flush_ms()) {
+                        Some(region.flush_if_any()?)
+                    } else {
+                        None
+                    };
+                    Ok((flushed, region.last_flush_ms()))
+                })?
             }
         };
         Ok(HReply::message(&hbase::FlushRegionResponse {
-            last_flush_time: super::now_ms(),
-            flushed: Some(flushed),
-            wrote_flush_wal_marker: Some(false),
+            last_flush_time,
+            flushed,
+            // No region replicas here, so no flush marker is written for them.
+            wrote_flush_wal_marker: flushed.map(|_| false),
         }))
     }
 }
@@ -586,5 +604,71 @@ mod tests {
         let meta = region_info(&f, spec(REGION_NAME, names::META_REGION_NAME), Some(true));
         assert_eq!((meta.splittable, meta.mergeable), (Some(false), Some(true)));
         assert_eq!(meta.best_split_row, None);
+    }
+
+    fn flush(
+        f: &Fixture,
+        s: hbase::RegionSpecifier,
+        if_older_than_ts: Option<u64>,
+    ) -> hbase::FlushRegionResponse {
+        let reply = f
+            .call(
+                "AdminService",
+                "FlushRegion",
+                &hbase::FlushRegionRequest {
+                    region: s,
+                    if_older_than_ts,
+                    ..Default::default()
+                },
+            )
+            .expect("flush");
+        hbase::FlushRegionResponse::decode(reply.param).expect("decodes")
+    }
+
+    /// HBase flushes with if_older_than_ts only a region whose last flush (its open, if none)
+    /// is older, and answers that last flush time; a flush with nothing in memory is not one.
+    #[test]
+    fn flush_if_older_than_and_the_last_flush_time() {
+        let f = Fixture::new();
+        create(&f, "t", &[]).expect("create");
+        let region = f.svc.rs.router.locate("t", b"r").expect("located");
+        let s = || spec(REGION_NAME, region_name("t", b"", region.info.id));
+        let files = || region.with(|r| Ok(r.stats().store_files)).expect("open");
+        fill(&f, "t", 1);
+        let skipped = flush(&f, s(), Some(1));
+        assert_eq!(
+            (skipped.flushed, skipped.wrote_flush_wal_marker),
+            (None, None)
+        );
+        let opened = skipped.last_flush_time;
+        assert!(opened > 1 && opened <= crate::hbase::now_ms(), "{opened}");
+        assert_eq!(files(), 0, "not flushed");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let before = crate::hbase::now_ms();
+        let done = flush(&f, s(), Some(before + 3_600_000));
+        assert_eq!(done.flushed, Some(true));
+        assert_eq!(files(), 1);
+        let at = done.last_flush_time;
+        assert!(
+            at >= before && at <= crate::hbase::now_ms(),
+            "{at} {before}"
+        );
+        let again = flush(&f, s(), Some(at));
+        assert_eq!(
+            (again.flushed, again.last_flush_time),
+            (None, at),
+            "not older"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let empty = flush(&f, s(), None);
+        assert_eq!(
+            (empty.flushed, empty.last_flush_time),
+            (Some(false), at),
+            "nothing in memory: nothing flushed"
+        );
+        // Meta has nothing to flush; its time is the server's start.
+        let meta = flush(&f, spec(REGION_NAME, names::META_REGION_NAME), None);
+        assert_eq!(meta.flushed, Some(false));
+        assert_eq!(meta.last_flush_time, f.svc.start_code);
     }
 }

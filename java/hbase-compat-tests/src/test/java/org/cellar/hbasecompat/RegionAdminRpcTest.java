@@ -16,7 +16,8 @@ import org.junit.jupiter.api.Test;
 
 /**
  * The region server's AdminService fields the Admin API does not reach, sent through HBase's
- * own protobuf classes and RPC stub: GetRegionInfo's best_split_row, splittable and mergeable.
+ * own protobuf classes and RPC stub: GetRegionInfo's best_split_row, splittable and mergeable,
+ * FlushRegion's if_older_than_ts and last_flush_time.
  */
 class RegionAdminRpcTest extends CompatTest {
 
@@ -100,5 +101,57 @@ class RegionAdminRpcTest extends CompatTest {
     assertTrue(r.hasSplittable() && !r.getSplittable(), r.toString());
     assertTrue(r.hasMergeable(), r.toString());
     assertFalse(r.hasBestSplitRow(), r.toString());
+  }
+
+  private static AdminProtos.FlushRegionResponse flush(
+      AdminProtos.AdminService.BlockingInterface stub, byte[] name, Long ifOlderThan)
+      throws Exception {
+    AdminProtos.FlushRegionRequest.Builder req =
+        AdminProtos.FlushRegionRequest.newBuilder().setRegion(region(name));
+    if (ifOlderThan != null) {
+      req.setIfOlderThanTs(ifOlderThan);
+    }
+    return stub.flushRegion(null, req.build());
+  }
+
+  @Test
+  void flushIfOlderThanFlushesOnlyRegionsFlushedBeforeAndAnswersTheLastFlushTime()
+      throws Exception {
+    try (TempTable t = TempTable.create(connection, admin, "rpc_flush_ts", "f")) {
+      t.table().put(new Put(b("a")).addColumn(b("f"), b("q"), b("v")));
+      HRegionLocation loc = only(t);
+      AdminProtos.AdminService.BlockingInterface stub = stub(loc);
+      byte[] name = loc.getRegion().getRegionName();
+
+      // Never flushed: the last flush time is when the region opened, not older than 1.
+      AdminProtos.FlushRegionResponse skipped = flush(stub, name, 1L);
+      System.out.println("not older than 1: " + skipped.toString().replace('\n', ' '));
+      assertFalse(skipped.hasFlushed(), skipped.toString());
+      long opened = skipped.getLastFlushTime();
+      assertTrue(opened > 0 && opened <= System.currentTimeMillis(), skipped.toString());
+
+      // Older than now + 1 h: flushed, the flush's time answered.
+      long before = System.currentTimeMillis();
+      AdminProtos.FlushRegionResponse done =
+          flush(stub, name, System.currentTimeMillis() + 3_600_000L);
+      System.out.println("older than in an hour: " + done.toString().replace('\n', ' '));
+      assertTrue(done.hasFlushed() && done.getFlushed(), done.toString());
+      long flushedAt = done.getLastFlushTime();
+      assertTrue(flushedAt >= before - 1000 && flushedAt <= System.currentTimeMillis(),
+          flushedAt + " not within the call (" + before + ")");
+      assertTrue(flushedAt >= opened);
+
+      // Not older than its own flush time: not flushed again, the same time answered.
+      AdminProtos.FlushRegionResponse again = flush(stub, name, flushedAt);
+      assertFalse(again.hasFlushed(), again.toString());
+      assertEquals(flushedAt, again.getLastFlushTime());
+
+      // A plain flush of an empty memstore: nothing flushed, the time unchanged.
+      Thread.sleep(5);
+      AdminProtos.FlushRegionResponse empty = flush(stub, name, null);
+      System.out.println("empty memstore: " + empty.toString().replace('\n', ' '));
+      assertTrue(empty.hasFlushed() && !empty.getFlushed(), empty.toString());
+      assertEquals(flushedAt, empty.getLastFlushTime());
+    }
   }
 }
