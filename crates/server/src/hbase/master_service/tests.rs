@@ -897,3 +897,56 @@ fn system_tables_are_listed_when_asked_and_meta_is_described_when_named() {
     );
     assert_eq!(schema_names(&by_ns.table_schema), vec!["hbase:meta"]);
 }
+
+/// ModifyTable with reopen_regions false: HBase refuses adding or removing families
+/// (HBaseIOException); other changes are kept.
+#[test]
+fn modify_table_without_reopening_regions_keeps_the_families() {
+    let f = Fixture::new();
+    create(&f, "t", &[]).expect("create t");
+    let modify = |families: &[&str], versions: &str| {
+        let mut schema = table_schema("t", families);
+        for c in &mut schema.column_families {
+            c.attributes.retain(|a| &a.first[..] != b"VERSIONS");
+            c.attributes.push(hbase::BytesBytesPair {
+                first: Bytes::from_static(b"VERSIONS"),
+                second: Bytes::copy_from_slice(versions.as_bytes()),
+            });
+        }
+        let r: hbase::ModifyTableResponse = f.master(
+            "ModifyTable",
+            &hbase::ModifyTableRequest {
+                table_name: table_req("t"),
+                table_schema: schema,
+                nonce_group: None,
+                nonce: None,
+                reopen_regions: Some(false),
+            },
+        );
+        let r: hbase::GetProcedureResultResponse = f.master(
+            "getProcedureResult",
+            &hbase::GetProcedureResultRequest {
+                proc_id: r.proc_id.expect("a procedure"),
+            },
+        );
+        assert_eq!(r.state, FINISHED);
+        r.exception.and_then(|e| e.generic_exception).map(|g| {
+            (
+                g.class_name.unwrap_or_default(),
+                g.message.unwrap_or_default(),
+            )
+        })
+    };
+    let schema = |f: &Fixture| f.svc.rs.router.table("t").expect("t").schema.clone();
+    assert_eq!(
+        modify(&["cf", "more"], "1"),
+        Some((
+            "org.apache.hadoop.hbase.HBaseIOException".to_string(),
+            "Cannot add or remove column families when this modification won't reopen regions."
+                .to_string()
+        ))
+    );
+    assert_eq!(schema(&f).families.len(), 1, "nothing changed");
+    assert_eq!(modify(&["cf"], "5"), None);
+    assert_eq!(schema(&f).family(b"cf").expect("cf").max_versions, 5);
+}
