@@ -52,6 +52,18 @@ pub struct ScanBatch {
     pub more_in_region: bool,
     /// How the scanner's results travel (chosen when it opened).
     pub format: ResultFormat,
+    /// What this call read (HBase's server-side scan metrics).
+    pub counts: ScanCounts,
+}
+
+/// The rows one scan call read: HBase's server-side scan metrics `ROWS_SCANNED` (every row
+/// read, including those that gave nothing: all deleted, or outside the time range) and
+/// `ROWS_FILTERED` (those of them the client does not get: nothing left, or the filter's
+/// no). A row read ahead to tell whether the region has more counts in the call reading it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ScanCounts {
+    pub rows_scanned: u64,
+    pub rows_filtered: u64,
 }
 
 /// How a scanner's results are encoded on the wire.
@@ -83,6 +95,8 @@ struct OpenScanner {
     /// The next row, read ahead.
     peeked: Option<Vec<Cell>>,
     exhausted: bool,
+    /// Rows read from the region that the client gets (the others were filtered).
+    passed: u64,
 }
 
 struct Slot {
@@ -239,19 +253,21 @@ impl OpenScanner {
                 None => row,
             };
             self.rows_left -= 1;
+            self.passed += 1;
             return Ok(Some(row));
         }
         self.exhausted = true;
         Ok(None)
     }
 
-    /// Up to `max_results` results, stopping once `max_bytes` are gathered; and whether the
-    /// region has more.
+    /// Up to `max_results` results, stopping once `max_bytes` are gathered; whether the
+    /// region has more; and the rows read meanwhile.
     fn fill(
         &mut self,
         max_results: usize,
         max_bytes: u64,
-    ) -> Result<(Vec<ScanResult>, bool), ServerError> {
+    ) -> Result<(Vec<ScanResult>, bool, ScanCounts), ServerError> {
+        let (read_before, passed_before) = (self.rows.rows_read(), self.passed);
         let mut out = Vec::new();
         let mut bytes = 0u64;
         while out.len() < max_results && bytes < max_bytes {
@@ -280,7 +296,21 @@ impl OpenScanner {
             self.peeked = self.next_row()?;
             self.peeked.is_some()
         };
-        Ok((out, more))
+        let rows_scanned = self.rows.rows_read() - read_before;
+        let counts = ScanCounts {
+            rows_scanned,
+            rows_filtered: rows_scanned.saturating_sub(self.passed - passed_before),
+        };
+        Ok((out, more, counts))
+    }
+}
+
+/// The counts of a call handing out whole rows computed before: each one scanned, none
+/// filtered (the rows were picked when computed).
+fn whole_rows(results: &[ScanResult]) -> ScanCounts {
+    ScanCounts {
+        rows_scanned: results.len() as u64,
+        rows_filtered: 0,
     }
 }
 
@@ -340,8 +370,9 @@ impl ScannerRegistry {
             pending: VecDeque::new(),
             peeked: None,
             exhausted: false,
+            passed: 0,
         };
-        let (results, more) = scanner.fill(rows as usize, max_bytes)?;
+        let (results, more, counts) = scanner.fill(rows as usize, max_bytes)?;
         let scanner_id = self.new_id();
         if more {
             self.keep(scanner_id, conn_id, format.clone(), Source::Region(scanner));
@@ -351,6 +382,7 @@ impl ScannerRegistry {
             results,
             more_in_region: more,
             format,
+            counts,
         })
     }
 
@@ -374,6 +406,7 @@ impl ScannerRegistry {
                 results: Vec::new(),
                 more_in_region: true,
                 format: slot.format.clone(),
+                counts: ScanCounts::default(),
             });
         }
         let scanner = match &mut *source {
@@ -387,6 +420,7 @@ impl ScannerRegistry {
                 }
                 return Ok(ScanBatch {
                     scanner_id,
+                    counts: whole_rows(&results),
                     results,
                     more_in_region: more,
                     format: slot.format.clone(),
@@ -405,7 +439,7 @@ impl ScannerRegistry {
         *slot.touched.lock() = Instant::now();
         drop(source);
         match filled {
-            Ok((results, more)) => {
+            Ok((results, more, counts)) => {
                 if !more {
                     self.remove(scanner_id);
                 }
@@ -414,6 +448,7 @@ impl ScannerRegistry {
                     results,
                     more_in_region: more,
                     format: slot.format.clone(),
+                    counts,
                 })
             }
             Err(e) => {
@@ -442,6 +477,7 @@ impl ScannerRegistry {
         }
         ScanBatch {
             scanner_id,
+            counts: whole_rows(&results),
             results,
             more_in_region: more,
             format,

@@ -204,6 +204,8 @@ pub(crate) struct RegionInner {
     /// When this open happened (the clock's milliseconds): the age of store files that do not
     /// record when they were written counts from here.
     pub opened_ms: u64,
+    /// When the last flush that wrote something began; `opened_ms` until one does.
+    last_flush_ms: AtomicU64,
 }
 
 /// A write in the memstores whose WAL record is buffered but not yet in the OS
@@ -425,6 +427,7 @@ impl Region {
             .iter()
             .map(|s| s.family.query_cache && services.config.query_cache_bytes > 0)
             .collect();
+        let now = services.config.clock.now_millis();
         let inner = Arc::new(RegionInner {
             uid: NEXT_REGION_UID.fetch_add(1, Ordering::Relaxed),
             query_cached,
@@ -449,7 +452,8 @@ impl Region {
             writes_blocked_files: AtomicU64::new(0),
             writes_blocked_us: AtomicU64::new(0),
             write_requests: Default::default(),
-            opened_ms: services.config.clock.now_millis(),
+            opened_ms: now,
+            last_flush_ms: AtomicU64::new(now),
         });
         // Replayed data stays in the memstore and the WAL until the next flush: nothing is lost
         // if we crash again, and opening stays fast.
@@ -546,7 +550,20 @@ impl Region {
 
     /// Flushes every memstore to store files; returns when they are durable.
     pub fn flush(&self) -> Result<()> {
+        self.inner.flush().map(drop)
+    }
+
+    /// [`Region::flush`], telling whether it wrote anything (`false`: the memstores held
+    /// nothing to write, which HBase does not count as a flush).
+    pub fn flush_if_any(&self) -> Result<bool> {
         self.inner.flush()
+    }
+
+    /// When this region last flushed something (the clock's milliseconds, taken as the flush
+    /// began), or opened if it has not flushed since. Every flush here takes every store, so
+    /// this is also HBase's earliest flush time of the region's stores.
+    pub fn last_flush_ms(&self) -> u64 {
+        self.inner.last_flush_ms.load(Ordering::Acquire)
     }
 
     /// Compacts every store: `major` rewrites all files into one, dropping deleted, expired and
@@ -664,7 +681,7 @@ impl Region {
         let inner = &self.inner;
         inner.closed.store(true, Ordering::SeqCst);
         self.wait_for_background();
-        let flushed = inner.flush_unchecked();
+        let flushed = inner.flush_unchecked().map(drop);
         self.wait_for_background();
         if self.owns_services {
             inner.services.shutdown()?;
@@ -1094,15 +1111,17 @@ impl RegionInner {
         self.next_file_number.fetch_add(1, Ordering::Relaxed)
     }
 
-    fn flush(self: &Arc<Self>) -> Result<()> {
+    fn flush(self: &Arc<Self>) -> Result<bool> {
         self.check_open()?;
         self.flush_unchecked()
     }
 
     /// Swaps every memstore aside under the write lock, waits for the writes in them to
     /// complete or abort, writes the snapshots without the aborted writes' cells, then tells
-    /// the WAL the data up to the swap's sequence id is persisted.
-    pub(crate) fn flush_unchecked(self: &Arc<Self>) -> Result<()> {
+    /// the WAL the data up to the swap's sequence id is persisted. `true` when a store file
+    /// was written.
+    pub(crate) fn flush_unchecked(self: &Arc<Self>) -> Result<bool> {
+        let started = self.services.config.clock.now_millis();
         let mut pending = self.flush_lock.lock();
         let flush_seq = match *pending {
             Some(seq) => seq, // a failed flush left snapshots: finish them first
@@ -1133,11 +1152,12 @@ impl RegionInner {
         self.services.wal.mark_flushed(self.info.id, flush_seq);
         self.mvcc.forget_aborted(flush_seq);
         if wrote {
+            self.last_flush_ms.fetch_max(started, Ordering::AcqRel);
             self.flushes.fetch_add(1, Ordering::Relaxed);
             self.notify_pressure();
             self.request_compaction_if_needed();
         }
-        Ok(())
+        Ok(wrote)
     }
 
     pub(crate) fn notify_pressure(&self) {

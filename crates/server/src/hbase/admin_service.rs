@@ -58,11 +58,13 @@ fn region(spec: &hbase::RegionSpecifier) -> Result<RegionRef, HbaseError> {
     names::region_ref(spec.r#type, &spec.value)
 }
 
-/// GetRegionInfo: a region's RegionInfo, and its compaction state when asked.
+/// GetRegionInfo: a region's RegionInfo, whether it can split and merge, and its compaction
+/// state and the row a split would use when asked.
 #[derive(Debug, Clone)]
 pub(crate) struct GetRegionInfo {
     pub(crate) region: RegionRef,
     pub(crate) compaction_state: bool,
+    pub(crate) best_split_row: bool,
 }
 
 impl GetRegionInfo {
@@ -71,14 +73,26 @@ impl GetRegionInfo {
         Ok(Call::GetRegionInfo(GetRegionInfo {
             region: region(&req.region)?,
             compaction_state: req.compaction_state == Some(true),
+            best_split_row: req.best_split_row == Some(true),
         })
         .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
-        let info = match resolve(svc, self.region)? {
-            Resolved::Meta => registry::meta_region_info(),
-            Resolved::User(r) => meta_view::region_info_pb(&r.table, &r.info),
+        // As HBase: meta never splits (and has no split row) but can merge; a region
+        // splits and merges unless it still reads its parent's files (references).
+        let (info, splittable, mergeable, split_row) = match resolve(svc, self.region)? {
+            Resolved::Meta => (registry::meta_region_info(), false, true, None),
+            Resolved::User(r) => {
+                let split_row = if self.best_split_row {
+                    best_split_row(&r)?
+                } else {
+                    None
+                };
+                let whole = !r.with(|region| Ok(region.has_references()))?;
+                let info = meta_view::region_info_pb(&r.table, &r.info);
+                (info, whole, whole, split_row)
+            }
         };
         Ok(HReply::message(&hbase::GetRegionInfoResponse {
             region_info: info,
@@ -87,9 +101,32 @@ impl GetRegionInfo {
             compaction_state: self
                 .compaction_state
                 .then_some(hbase::get_region_info_response::CompactionState::None as i32),
-            ..Default::default()
+            splittable: Some(splittable),
+            mergeable: Some(mergeable),
+            best_split_row: split_row,
         }))
     }
+}
+
+/// The row a split of `r` would use (its middle row, as the split check and the master's
+/// split without a row take it), `None` when it has none: too small, or still reading its
+/// parent's files. As HBase, when there is none the region is flushed and asked again, as
+/// rows only in memory have no middle yet.
+fn best_split_row(r: &HostedRegion) -> Result<Option<Bytes>, HbaseError> {
+    let point = |region: &cellar_storage::region::Region| {
+        if region.has_references() {
+            None
+        } else {
+            region.middle_row()
+        }
+    };
+    Ok(r.with(|region| {
+        if let Some(row) = point(region) {
+            return Ok(Some(row));
+        }
+        region.flush()?;
+        Ok(point(region))
+    })?)
 }
 
 /// GetOnlineRegion: meta and every open user region.
@@ -115,12 +152,14 @@ impl GetOnlineRegion {
     }
 }
 
-/// FlushRegion: a region's memstores written out.
+/// FlushRegion: a region's memstores written out (if its last flush is older than asked).
 #[derive(Debug, Clone)]
 pub(crate) struct FlushRegion {
     pub(crate) region: RegionRef,
     /// The family named, which the table must have.
     pub(crate) family: Option<Bytes>,
+    /// Flush only if the region's last flush (its open, if none) is older than this.
+    pub(crate) if_older_than_ts: Option<u64>,
 }
 
 impl FlushRegion {
@@ -129,14 +168,21 @@ impl FlushRegion {
         Ok(Call::FlushRegion(FlushRegion {
             region: region(&req.region)?,
             family: req.family,
+            if_older_than_ts: req.if_older_than_ts,
         })
         .into())
     }
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply, HbaseError> {
-        let flushed = match resolve(svc, self.region)? {
-            // Meta is computed, never written: nothing to flush.
-            Resolved::Meta => false,
+        let due = |last: u64| self.if_older_than_ts.is_none_or(|ts| last < ts);
+        // HBase answers `flushed` only when it tried (the region was due), and the last
+        // flush time either way.
+        let (flushed, last_flush_time) = match resolve(svc, self.region)? {
+            // Meta is computed, never written: nothing to flush, ever since the server began.
+            Resolved::Meta => {
+                let last = svc.start_code;
+                (due(last).then_some(false), last)
+            }
             Resolved::User(r) => {
                 super::master_service::table_admin(svc, ctx, &r.table, "flush a region")?;
                 // HBase flushes only the family named, after checking the table has it.
@@ -150,14 +196,23 @@ impl FlushRegion {
                         &r.table,
                     )?;
                 }
-                r.with(|region| Ok(region.flush()?))?;
-                true
+                // A flush with nothing in memory writes nothing and is not one (`flushed`
+                // false, the time unchanged), as in HBase.
+                r.with(|region| {
+                    let flushed = if due(region.last_flush_ms()) {
+                        Some(region.flush_if_any()?)
+                    } else {
+                        None
+                    };
+                    Ok((flushed, region.last_flush_ms()))
+                })?
             }
         };
         Ok(HReply::message(&hbase::FlushRegionResponse {
-            last_flush_time: super::now_ms(),
-            flushed: Some(flushed),
-            wrote_flush_wal_marker: Some(false),
+            last_flush_time,
+            flushed,
+            // No region replicas here, so no flush marker is written for them.
+            wrote_flush_wal_marker: flushed.map(|_| false),
         }))
     }
 }
@@ -478,5 +533,142 @@ mod tests {
             (1, 2),
             "a refused call does nothing"
         );
+    }
+
+    /// `n` rows `r000`.. of 1 KiB in family `cf` of `table`'s only region.
+    fn fill(f: &Fixture, table: &str, n: usize) {
+        use cellar_model::{MutationKind, RowMutation};
+        let region = f.svc.rs.router.locate(table, b"r").expect("located");
+        for i in 0..n {
+            let m = RowMutation::new(format!("r{i:03}").into_bytes()).put(
+                b"cf",
+                b"q",
+                1,
+                vec![b'v'; 1024],
+            );
+            f.svc
+                .rs
+                .mutate(table, region.info.id, &m, MutationKind::PutDelete, None)
+                .expect("put");
+        }
+    }
+
+    fn region_info(
+        f: &Fixture,
+        s: hbase::RegionSpecifier,
+        best_split_row: Option<bool>,
+    ) -> hbase::GetRegionInfoResponse {
+        let reply = f
+            .call(
+                "AdminService",
+                "GetRegionInfo",
+                &hbase::GetRegionInfoRequest {
+                    region: s,
+                    compaction_state: None,
+                    best_split_row,
+                },
+            )
+            .expect("region info");
+        hbase::GetRegionInfoResponse::decode(reply.param).expect("decodes")
+    }
+
+    /// HBase's GetRegionInfo answers splittable and mergeable always, and with best_split_row
+    /// the row its split would use, flushing first when the rows are all in memory.
+    #[test]
+    fn region_info_answers_splittable_mergeable_and_the_best_split_row() {
+        let f = Fixture::new();
+        create(&f, "t", &[]).expect("create");
+        let region = f.svc.rs.router.locate("t", b"r").expect("located");
+        let name = region_name("t", b"", region.info.id);
+        fill(&f, "t", 1);
+        let one = region_info(&f, spec(REGION_NAME, name.clone()), Some(true));
+        assert_eq!((one.splittable, one.mergeable), (Some(true), Some(true)));
+        assert_eq!(one.best_split_row, None, "one row: nothing to split at");
+        // 300 rows, all in the memstore: flushed, then a row strictly inside.
+        fill(&f, "t", 300);
+        let big = region_info(&f, spec(REGION_NAME, name.clone()), Some(true));
+        let row = big.best_split_row.expect("a split row");
+        assert!(row[..] > b"r000"[..] && row[..] <= b"r299"[..], "{row:?}");
+        assert_eq!(
+            region.with(|r| Ok(r.stats().memstore_bytes)).expect("open"),
+            0
+        );
+        assert_eq!((big.splittable, big.mergeable), (Some(true), Some(true)));
+        let plain = region_info(&f, spec(REGION_NAME, name), None);
+        assert_eq!(plain.best_split_row, None, "not asked");
+        assert_eq!(
+            (plain.splittable, plain.mergeable),
+            (Some(true), Some(true))
+        );
+        // Meta never splits (HBase: not splittable, mergeable).
+        let meta = region_info(&f, spec(REGION_NAME, names::META_REGION_NAME), Some(true));
+        assert_eq!((meta.splittable, meta.mergeable), (Some(false), Some(true)));
+        assert_eq!(meta.best_split_row, None);
+    }
+
+    fn flush(
+        f: &Fixture,
+        s: hbase::RegionSpecifier,
+        if_older_than_ts: Option<u64>,
+    ) -> hbase::FlushRegionResponse {
+        let reply = f
+            .call(
+                "AdminService",
+                "FlushRegion",
+                &hbase::FlushRegionRequest {
+                    region: s,
+                    if_older_than_ts,
+                    ..Default::default()
+                },
+            )
+            .expect("flush");
+        hbase::FlushRegionResponse::decode(reply.param).expect("decodes")
+    }
+
+    /// HBase flushes with if_older_than_ts only a region whose last flush (its open, if none)
+    /// is older, and answers that last flush time; a flush with nothing in memory is not one.
+    #[test]
+    fn flush_if_older_than_and_the_last_flush_time() {
+        let f = Fixture::new();
+        create(&f, "t", &[]).expect("create");
+        let region = f.svc.rs.router.locate("t", b"r").expect("located");
+        let s = || spec(REGION_NAME, region_name("t", b"", region.info.id));
+        let files = || region.with(|r| Ok(r.stats().store_files)).expect("open");
+        fill(&f, "t", 1);
+        let skipped = flush(&f, s(), Some(1));
+        assert_eq!(
+            (skipped.flushed, skipped.wrote_flush_wal_marker),
+            (None, None)
+        );
+        let opened = skipped.last_flush_time;
+        assert!(opened > 1 && opened <= crate::hbase::now_ms(), "{opened}");
+        assert_eq!(files(), 0, "not flushed");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let before = crate::hbase::now_ms();
+        let done = flush(&f, s(), Some(before + 3_600_000));
+        assert_eq!(done.flushed, Some(true));
+        assert_eq!(files(), 1);
+        let at = done.last_flush_time;
+        assert!(
+            at >= before && at <= crate::hbase::now_ms(),
+            "{at} {before}"
+        );
+        let again = flush(&f, s(), Some(at));
+        assert_eq!(
+            (again.flushed, again.last_flush_time),
+            (None, at),
+            "not older"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(5));
+        let empty = flush(&f, s(), None);
+        assert_eq!(
+            (empty.flushed, empty.last_flush_time),
+            (Some(false), at),
+            "nothing in memory: nothing flushed"
+        );
+        // Meta has nothing to flush; its time is the server's start.
+        let meta = flush(&f, spec(REGION_NAME, names::META_REGION_NAME), None);
+        assert_eq!(meta.flushed, Some(false));
+        assert_eq!(meta.last_flush_time, f.svc.start_code);
     }
 }

@@ -7,6 +7,7 @@ use cellar_model::Error as StorageError;
 
 pub const DO_NOT_RETRY: &str = "org.apache.hadoop.hbase.DoNotRetryIOException";
 pub const IO: &str = "java.io.IOException";
+pub const HBASE_IO: &str = "org.apache.hadoop.hbase.HBaseIOException";
 pub const TABLE_NOT_FOUND: &str = "org.apache.hadoop.hbase.TableNotFoundException";
 pub const TABLE_EXISTS: &str = "org.apache.hadoop.hbase.TableExistsException";
 pub const TABLE_NOT_ENABLED: &str = "org.apache.hadoop.hbase.TableNotEnabledException";

@@ -44,6 +44,8 @@ pub struct RegionScanner {
     next_reversed: Option<Vec<u8>>,
     limit: u64,
     returned: u64,
+    /// Rows read, those that gave no cell included ([`RegionScanner::rows_read`]).
+    rows_read: u64,
     /// The current row, reused between rows.
     row_buf: Vec<u8>,
     /// Buffers reused from row to row: the matchers' and [`RowCells`]'.
@@ -166,6 +168,7 @@ impl RegionScanner {
             next_reversed: None,
             limit: scan.limit,
             returned: 0,
+            rows_read: 0,
             row_buf: Vec::new(),
             scratch: MatcherScratch::default(),
             parts: Vec::new(),
@@ -293,6 +296,7 @@ impl RegionScanner {
                 return Ok(false);
             }
             let cells = self.read_row_into(&row, false, sink);
+            self.rows_read += 1;
             self.row_buf = row;
             if cells? > 0 {
                 return Ok(true);
@@ -303,12 +307,19 @@ impl RegionScanner {
     fn next_backward_into<S: CellSink>(&mut self, sink: &mut S) -> Result<bool> {
         while let Some(row) = self.next_reversed.take() {
             let cells = self.read_row_into(&row, true, sink)?;
+            self.rows_read += 1;
             self.next_reversed = self.largest_row_below(&row)?;
             if cells > 0 {
                 return Ok(true);
             }
         }
         Ok(false)
+    }
+
+    /// The rows this scanner has read so far, rows that gave no cell (every cell deleted,
+    /// outside the time range or the versions asked for) included: HBase's "rows scanned".
+    pub fn rows_read(&self) -> u64 {
+        self.rows_read
     }
 
     /// Gives the next row's cells to `sink` (borrowed, family by family, each family's

@@ -4,12 +4,14 @@
 //! row and limit, and moves on to the next region when `more_results_in_region` is false. A
 //! `next_call_seq` on any call is checked against the scanner's call sequence (the open is
 //! call 0): a number out of order gets HBase's `OutOfOrderScannerNextException` and the
-//! scanner stays as it was.
+//! scanner stays as it was. With `track_scan_metrics` an answer carries the rows the call
+//! read and filtered (HBase's server-side `ROWS_SCANNED` and `ROWS_FILTERED`).
 
 use super::{region, Call, Result};
 use crate::hbase::meta_view::{self, MetaScan};
 use crate::hbase::names::RegionTarget;
 use crate::hbase::{convert, filters, CallCtx, HReply, HbaseError, HbaseService, Request};
+use crate::scanners::{ScanBatch, ScanCounts};
 use bytes::{Bytes, BytesMut};
 use cellar_model::{Cell, Scan};
 use cellar_proto::hbase;
@@ -23,12 +25,15 @@ pub(crate) enum ScanCall {
         rows: u32,
         /// 0 when given (an open is call 0); a scanner with more to come takes it.
         next_call_seq: Option<u64>,
+        /// `track_scan_metrics`: the answer carries what the call read.
+        metrics: bool,
     },
     /// The next `rows` rows of an open scanner (0 when only renewing its lease).
     Next {
         scanner_id: u64,
         rows: u32,
         next_call_seq: Option<u64>,
+        metrics: bool,
     },
     Close {
         scanner_id: u64,
@@ -54,6 +59,7 @@ impl ScanCall {
         req: &hbase::ScanRequest,
         resolve: impl Fn(&hbase::RegionSpecifier) -> Result<RegionTarget>,
     ) -> Result<ScanCall> {
+        let metrics = req.track_scan_metrics == Some(true);
         if let Some(scanner_id) = req.scanner_id {
             if req.close_scanner.unwrap_or(false) {
                 return Ok(ScanCall::Close {
@@ -70,6 +76,7 @@ impl ScanCall {
                 scanner_id,
                 rows,
                 next_call_seq: req.next_call_seq,
+                metrics,
             });
         }
         let spec = req.region.as_ref().ok_or_else(|| {
@@ -100,6 +107,7 @@ impl ScanCall {
             target: Box::new(target),
             rows: req.number_of_rows.unwrap_or(0),
             next_call_seq: req.next_call_seq,
+            metrics,
         })
     }
 }
@@ -163,26 +171,17 @@ pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: ScanCall) -> Resu
             scanner_id: id,
             rows,
             next_call_seq,
+            metrics,
         } => {
             svc.rs.check_scanner_owner(ctx.conn_id, id)?;
             let batch = svc.rs.scan_next_in_order(id, rows, next_call_seq)?;
-            let results: Vec<_> = batch
-                .results
-                .into_iter()
-                .map(|r| (r.cells, r.partial))
-                .collect();
-            Ok(scan_response(
-                ctx,
-                id,
-                &results,
-                batch.more_in_region,
-                ttl(svc),
-            ))
+            Ok(scan_response(ctx, batch, metrics, ttl(svc)))
         }
         ScanCall::Open {
             target,
             rows,
             next_call_seq,
+            metrics,
         } => {
             let batch = match *target {
                 OpenTarget::Meta(scan) => {
@@ -216,18 +215,7 @@ pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: ScanCall) -> Resu
             if let (Some(seq), true) = (next_call_seq, batch.more_in_region) {
                 svc.rs.scan_take_call_seq(batch.scanner_id, seq)?;
             }
-            let results: Vec<_> = batch
-                .results
-                .into_iter()
-                .map(|r| (r.cells, r.partial))
-                .collect();
-            Ok(scan_response(
-                ctx,
-                batch.scanner_id,
-                &results,
-                batch.more_in_region,
-                ttl(svc),
-            ))
+            Ok(scan_response(ctx, batch, metrics, ttl(svc)))
         }
     }
 }
@@ -236,33 +224,46 @@ fn ttl(svc: &HbaseService) -> u32 {
     svc.rs.config().scanner.lease_ms.min(u64::from(u32::MAX)) as u32
 }
 
-/// Results and their flags as the connection takes them.
-fn scan_response(
-    ctx: &CallCtx,
-    scanner_id: u64,
-    results: &[(Vec<Cell>, bool)],
-    more_in_region: bool,
-    ttl: u32,
-) -> HReply {
+/// A batch's results and flags as the connection takes them, and with `metrics` the rows
+/// the call read.
+fn scan_response(ctx: &CallCtx, batch: ScanBatch, metrics: bool, ttl: u32) -> HReply {
     let mut out = BytesMut::new();
     let mut resp = hbase::ScanResponse {
-        scanner_id: Some(scanner_id),
+        scanner_id: Some(batch.scanner_id),
         more_results: Some(true),
-        more_results_in_region: Some(more_in_region),
+        more_results_in_region: Some(batch.more_in_region),
         ttl: Some(ttl),
+        scan_metrics: metrics.then(|| scan_metrics(batch.counts)),
         ..Default::default()
     };
-    for (cells, partial) in results {
+    for r in &batch.results {
+        let cells: &[Cell] = &r.cells;
         if ctx.cell_blocks {
             for c in cells {
                 cellar_proto::cellblock::put(&mut out, c);
             }
             resp.cells_per_result.push(cells.len() as u32);
-            resp.partial_flag_per_result.push(*partial);
+            resp.partial_flag_per_result.push(r.partial);
         } else {
             resp.results
-                .push(convert::result_to_hbase(cells, *partial, false, &mut out));
+                .push(convert::result_to_hbase(cells, r.partial, false, &mut out));
         }
     }
     HReply::with_cells(&resp, out)
+}
+
+/// HBase's server-side scan metrics of one call, by the names its client sums them under.
+/// (HBase 2.6 also reports block, file system and memstore bytes and times; this engine
+/// does not measure those per scan, so the client shows them as 0.)
+fn scan_metrics(c: ScanCounts) -> hbase::ScanMetrics {
+    let pair = |name: &str, value: u64| hbase::NameInt64Pair {
+        name: Some(name.to_string()),
+        value: Some(i64::try_from(value).unwrap_or(i64::MAX)),
+    };
+    hbase::ScanMetrics {
+        metrics: vec![
+            pair("ROWS_SCANNED", c.rows_scanned),
+            pair("ROWS_FILTERED", c.rows_filtered),
+        ],
+    }
 }

@@ -1,5 +1,6 @@
 //! What the master says of tables: their descriptors, names and states, by pattern or by
-//! namespace. Callers see the user tables they hold a permission on.
+//! namespace. Callers see the user tables they hold a permission on, and the system tables
+//! (hbase:meta, which every client reads) when they ask for them.
 
 use super::{
     namespace_not_found, table_not_found, table_of, user_tables, visible_table, Call, Result,
@@ -11,7 +12,7 @@ use crate::hbase::{
 use crate::meta::META_TABLE;
 use crate::router::TableState;
 use bytes::Bytes;
-use cellar_model::TableSchema;
+use cellar_model::{BloomType, FamilySchema, TableSchema};
 use cellar_proto::hbase;
 
 /// GetTableDescriptors: the tables named, or those a pattern and namespace pick.
@@ -42,19 +43,23 @@ impl GetTableDescriptors {
         let pick = self.pick;
         let schemas: Vec<TableSchema> = if self.tables.is_empty() {
             pick.check_namespace(svc)?;
-            user_tables(svc, ctx)
+            listed_tables(svc, ctx, pick.sys)
                 .into_iter()
                 .filter(|(n, _)| pick.matches(n))
                 .map(|(_, s)| s)
                 .collect()
         } else {
             // Tables that do not exist are left out; the client reports them. As in
-            // HBase, the regex still applies to the tables named (the namespace does not).
+            // HBase, the regex still applies to the tables named (the namespace does not),
+            // and a system table named is described whether or not system tables are asked
+            // for (`describe 'hbase:meta'`).
             self.tables
                 .iter()
-                .filter_map(|name| visible_table(svc, name).map(|route| (name, route)))
-                .filter(|(name, _)| pick.matches_name(name))
-                .map(|(_, route)| (*route.schema).clone())
+                .filter(|name| pick.matches_name(name))
+                .filter_map(|name| match system_table(name) {
+                    Some(schema) => Some(schema),
+                    None => visible_table(svc, name).map(|route| (*route.schema).clone()),
+                })
                 .collect()
         };
         Ok(HReply::message(&hbase::GetTableDescriptorsResponse {
@@ -86,7 +91,7 @@ impl GetTableNames {
         let pick = self.pick;
         pick.check_namespace(svc)?;
         Ok(HReply::message(&hbase::GetTableNamesResponse {
-            table_names: user_tables(svc, ctx)
+            table_names: listed_tables(svc, ctx, pick.sys)
                 .into_iter()
                 .filter(|(n, _)| pick.matches(n))
                 .map(|(n, _)| names::table_to_pb(&n))
@@ -159,7 +164,8 @@ impl NamespaceTables {
         if !svc.master()?.namespaces().contains_key(&ns) {
             return Err(namespace_not_found(&ns));
         }
-        let tables: Vec<_> = user_tables(svc, ctx)
+        // HBase lists a namespace's system tables with it (hbase's, when asked for).
+        let tables: Vec<_> = listed_tables(svc, ctx, true)
             .into_iter()
             .filter(|(n, _)| catalog_names::split(n).0 == ns)
             .collect();
@@ -183,13 +189,15 @@ impl NamespaceTables {
 pub(crate) struct Selection {
     regex: Option<regex::Regex>,
     namespace: Option<String>,
+    /// Whether system tables are listed (`include_sys_tables`).
+    sys: bool,
 }
 
 impl Selection {
     pub(crate) fn new(
         regex: Option<&str>,
         namespace: Option<&str>,
-        _sys: bool,
+        sys: bool,
     ) -> Result<Selection> {
         let regex = regex
             .filter(|r| !r.is_empty())
@@ -206,6 +214,7 @@ impl Selection {
         Ok(Selection {
             regex,
             namespace: namespace.filter(|n| !n.is_empty()).map(String::from),
+            sys,
         })
     }
 
@@ -240,4 +249,44 @@ impl Selection {
             }
         }
     }
+}
+
+/// The tables a listing shows, sorted by name: the user tables the caller sees, and with
+/// `sys` the system tables.
+fn listed_tables(svc: &HbaseService, ctx: &CallCtx, sys: bool) -> Vec<(String, TableSchema)> {
+    let mut tables = user_tables(svc, ctx);
+    if sys {
+        tables.push((META_TABLE.to_string(), meta_descriptor()));
+        tables.sort_by(|a, b| a.0.cmp(&b.0));
+    }
+    tables
+}
+
+/// The descriptor of a system table HBase's clients know, `None` for other names. Cellar's
+/// one is hbase:meta (computed from its catalog; HBase 2.6 also lists hbase:namespace, a table
+/// Cellar does not have: its namespaces live in the catalog, as HBase 3 keeps them in meta).
+fn system_table(name: &str) -> Option<TableSchema> {
+    (name == META_TABLE).then(meta_descriptor)
+}
+
+/// hbase:meta as HBase 2.6 describes it: `info` and `table` (three versions, in memory,
+/// 8 KiB blocks, row+column blooms) and `rep_barrier` (every version; empty here, as on an
+/// HBase without serial replication).
+fn meta_descriptor() -> TableSchema {
+    let family = |name: &str, versions: u32, block_size: u32| {
+        let mut f = FamilySchema::new(name);
+        f.max_versions = versions;
+        f.in_memory = true;
+        f.block_size = block_size;
+        f.bloom = BloomType::RowCol;
+        f
+    };
+    TableSchema::new(
+        META_TABLE,
+        vec![
+            family("info", 3, 8 * 1024),
+            family("rep_barrier", i32::MAX as u32, 64 * 1024),
+            family("table", 3, 8 * 1024),
+        ],
+    )
 }

@@ -17,6 +17,7 @@ use super::{
     visible_table, Call, Result,
 };
 use crate::error::ServerError;
+use crate::hbase::exceptions::HBASE_IO;
 use crate::hbase::names::show;
 use crate::hbase::{message, schema, CallCtx, HReply, HbaseError, HbaseService, Request};
 use crate::router::TableState;
@@ -214,6 +215,9 @@ pub(crate) struct ModifyTable {
     /// The descriptor, of this table; its error is raised after the permission check and
     /// the nonce lookup.
     pub(crate) wanted: Result<TableSchema>,
+    /// `false`: HBase stores the descriptor without reopening the regions, and so refuses
+    /// changes that need a reopen (families added or removed).
+    pub(crate) reopen_regions: bool,
     pub(crate) nonce: Nonce,
 }
 
@@ -233,6 +237,7 @@ impl ModifyTable {
         Ok(Call::ModifyTable(ModifyTable {
             table,
             wanted,
+            reopen_regions: req.reopen_regions(),
             nonce: nonce_key(req.nonce_group, req.nonce),
         })
         .into())
@@ -248,7 +253,11 @@ impl ModifyTable {
             }));
         }
         let wanted = self.wanted?;
+        let reopen = self.reopen_regions;
         let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, self.nonce, || {
+            if !reopen {
+                check_without_reopen(svc, &table, &wanted)?;
+            }
             modify(svc, &table, wanted)
         });
         Ok(HReply::message(&hbase::ModifyTableResponse {
@@ -533,6 +542,25 @@ fn truncate(svc: &HbaseService, table: &str, preserve_splits: bool) -> Result<()
 }
 
 /// Makes `table`'s families those of `wanted`: changed or new ones put, missing ones removed.
+/// What HBase's ModifyTableProcedure refuses when it is not to reopen the regions: a change
+/// in the number of families (Cellar's descriptors carry no coprocessors or replica counts,
+/// its other checks). HBase fails the call and answers the client's retry (same nonce) with
+/// the failed procedure; here the procedure fails at once, which the client reports the same
+/// way. Everything else is applied at once, as a reopen would (HBase keeps the regions on
+/// the old descriptor until they next open).
+fn check_without_reopen(svc: &HbaseService, table: &str, wanted: &TableSchema) -> Result<()> {
+    let current = current_schema(svc, table)?;
+    if current.families.len() != wanted.families.len() {
+        return Err(HbaseError::new(
+            HBASE_IO,
+            "Cannot add or remove column families when this modification won't reopen regions."
+                .to_string(),
+            false,
+        ));
+    }
+    Ok(())
+}
+
 fn modify(svc: &HbaseService, table: &str, wanted: TableSchema) -> Result<()> {
     let current = current_schema(svc, table)?;
     if wanted.options != current.options {

@@ -807,3 +807,146 @@ fn flush_table_refuses_families_the_table_lacks() {
         "Column families [nope, gone] don't exist in table fl"
     );
 }
+
+/// HBase 2.6 lists its system tables with include_sys_tables, and describes hbase:meta when
+/// named (`describe 'hbase:meta'`); Cellar's system table is hbase:meta.
+#[test]
+fn system_tables_are_listed_when_asked_and_meta_is_described_when_named() {
+    let f = Fixture::new();
+    create(&f, "t", &[]).expect("create t");
+    let names = |req: hbase::GetTableNamesRequest| {
+        let r: hbase::GetTableNamesResponse = f.master("GetTableNames", &req);
+        r.table_names
+            .iter()
+            .map(|t| crate::hbase::names::table_from_pb(t).expect("name"))
+            .collect::<Vec<_>>()
+    };
+    let described = |req: hbase::GetTableDescriptorsRequest| {
+        let r: hbase::GetTableDescriptorsResponse = f.master("GetTableDescriptors", &req);
+        r.table_schema
+    };
+    let schema_names = |schemas: &[hbase::TableSchema]| {
+        schemas
+            .iter()
+            .map(|s| {
+                crate::hbase::names::table_from_pb(s.table_name.as_ref().expect("name"))
+                    .expect("ok")
+            })
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(names(Default::default()), vec!["t"]);
+    let sys = hbase::GetTableNamesRequest {
+        include_sys_tables: Some(true),
+        ..Default::default()
+    };
+    assert_eq!(names(sys.clone()), vec!["hbase:meta", "t"]);
+    assert_eq!(
+        names(hbase::GetTableNamesRequest {
+            regex: Some("hbase:.*".into()),
+            ..sys.clone()
+        }),
+        vec!["hbase:meta"]
+    );
+    assert_eq!(
+        names(hbase::GetTableNamesRequest {
+            namespace: Some("hbase".into()),
+            ..sys
+        }),
+        vec!["hbase:meta"]
+    );
+    let all = described(hbase::GetTableDescriptorsRequest {
+        include_sys_tables: Some(true),
+        ..Default::default()
+    });
+    assert_eq!(schema_names(&all), vec!["hbase:meta", "t"]);
+    // Named: described whether or not system tables are asked for (HBase's describe).
+    let meta = described(hbase::GetTableDescriptorsRequest {
+        table_names: vec![table_to_pb("hbase:meta"), table_req("t")],
+        ..Default::default()
+    });
+    assert_eq!(schema_names(&meta), vec!["hbase:meta", "t"]);
+    let families: Vec<_> = meta[0]
+        .column_families
+        .iter()
+        .map(|c| String::from_utf8_lossy(&c.name).into_owned())
+        .collect();
+    assert_eq!(families, vec!["info", "rep_barrier", "table"]);
+    let info = &meta[0].column_families[0];
+    let get = |k: &str| {
+        info.attributes
+            .iter()
+            .find(|a| &a.first[..] == k.as_bytes())
+            .map(|a| String::from_utf8_lossy(&a.second).into_owned())
+    };
+    assert_eq!(get("VERSIONS").as_deref(), Some("3"));
+    assert_eq!(get("IN_MEMORY").as_deref(), Some("true"));
+    assert_eq!(get("BLOCKSIZE").as_deref(), Some("8192"));
+    // The namespace listings of "hbase" hold its system tables, as HBase's do.
+    let by_ns: hbase::ListTableNamesByNamespaceResponse = f.master(
+        "ListTableNamesByNamespace",
+        &hbase::ListTableNamesByNamespaceRequest {
+            namespace_name: "hbase".into(),
+        },
+    );
+    assert_eq!(by_ns.table_name, vec![table_to_pb("hbase:meta")]);
+    let by_ns: hbase::ListTableDescriptorsByNamespaceResponse = f.master(
+        "ListTableDescriptorsByNamespace",
+        &hbase::ListTableDescriptorsByNamespaceRequest {
+            namespace_name: "hbase".into(),
+        },
+    );
+    assert_eq!(schema_names(&by_ns.table_schema), vec!["hbase:meta"]);
+}
+
+/// ModifyTable with reopen_regions false: HBase refuses adding or removing families
+/// (HBaseIOException); other changes are kept.
+#[test]
+fn modify_table_without_reopening_regions_keeps_the_families() {
+    let f = Fixture::new();
+    create(&f, "t", &[]).expect("create t");
+    let modify = |families: &[&str], versions: &str| {
+        let mut schema = table_schema("t", families);
+        for c in &mut schema.column_families {
+            c.attributes.retain(|a| &a.first[..] != b"VERSIONS");
+            c.attributes.push(hbase::BytesBytesPair {
+                first: Bytes::from_static(b"VERSIONS"),
+                second: Bytes::copy_from_slice(versions.as_bytes()),
+            });
+        }
+        let r: hbase::ModifyTableResponse = f.master(
+            "ModifyTable",
+            &hbase::ModifyTableRequest {
+                table_name: table_req("t"),
+                table_schema: schema,
+                nonce_group: None,
+                nonce: None,
+                reopen_regions: Some(false),
+            },
+        );
+        let r: hbase::GetProcedureResultResponse = f.master(
+            "getProcedureResult",
+            &hbase::GetProcedureResultRequest {
+                proc_id: r.proc_id.expect("a procedure"),
+            },
+        );
+        assert_eq!(r.state, FINISHED);
+        r.exception.and_then(|e| e.generic_exception).map(|g| {
+            (
+                g.class_name.unwrap_or_default(),
+                g.message.unwrap_or_default(),
+            )
+        })
+    };
+    let schema = |f: &Fixture| f.svc.rs.router.table("t").expect("t").schema.clone();
+    assert_eq!(
+        modify(&["cf", "more"], "1"),
+        Some((
+            "org.apache.hadoop.hbase.HBaseIOException".to_string(),
+            "Cannot add or remove column families when this modification won't reopen regions."
+                .to_string()
+        ))
+    );
+    assert_eq!(schema(&f).families.len(), 1, "nothing changed");
+    assert_eq!(modify(&["cf"], "5"), None);
+    assert_eq!(schema(&f).family(b"cf").expect("cf").max_versions, 5);
+}

@@ -312,3 +312,87 @@ fn wide_rows_come_in_batches_flagged_partial() {
     assert_eq!(res.len(), 1);
     assert_eq!(&res[0].0[0].qualifier[..], b"b");
 }
+
+/// With track_scan_metrics each answer carries HBase's server-side ROWS_SCANNED and
+/// ROWS_FILTERED of its call; summed over the calls they count every row read (a deleted
+/// one included) and those the client did not get.
+#[test]
+fn scan_metrics_count_rows_scanned_and_filtered_per_call() {
+    let fx = fixture();
+    for r in ["r0", "r1", "r2", "r3", "r4", "r5"] {
+        fx.put(r, "a", r, 1);
+    }
+    fx.put("r1", "b", "b1", 1);
+    fx.put("r3", "b", "b3", 1);
+    fx.mutate(
+        &PB,
+        req(
+            del("r5", "cf", "a", DeleteType::DeleteMultipleVersions, 2),
+            None,
+        ),
+        Bytes::new(),
+    )
+    .expect("delete");
+    let metrics = |resp: &hbase::ScanResponse| {
+        let m = resp.scan_metrics.as_ref().expect("scan metrics");
+        let get = |name: &str| {
+            m.metrics
+                .iter()
+                .find(|p| p.name.as_deref() == Some(name))
+                .and_then(|p| p.value)
+                .expect("metric")
+        };
+        (get("ROWS_SCANNED"), get("ROWS_FILTERED"))
+    };
+    // Two rows a call; the sums are what the client reports.
+    let total = |scan: hbase::Scan| {
+        let mut req = open(scan, 2, 0);
+        req.track_scan_metrics = Some(true);
+        let (resp, mut res) = fx.scan_call(&PB, req).expect("open");
+        let (mut scanned, mut filtered) = metrics(&resp);
+        let mut more = resp.more_results_in_region == Some(true);
+        while more {
+            let mut req = next(resp.scanner_id.expect("id"), 2);
+            req.track_scan_metrics = Some(true);
+            let (resp, r) = fx.scan_call(&PB, req).expect("next");
+            let (s, f) = metrics(&resp);
+            scanned += s;
+            filtered += f;
+            res.extend(r);
+            more = resp.more_results_in_region == Some(true);
+        }
+        (rows(&res), scanned, filtered)
+    };
+    assert_eq!(
+        total(hbase::Scan::default()),
+        (
+            vec![
+                "r0".to_string(),
+                "r1".into(),
+                "r2".into(),
+                "r3".into(),
+                "r4".into()
+            ],
+            6,
+            1
+        ),
+        "the deleted row is read and filtered"
+    );
+    let only_b = hbase::Scan {
+        filter: Some(hbase::Filter {
+            name: "org.apache.hadoop.hbase.filter.ColumnPrefixFilter".into(),
+            serialized_filter: Some(
+                hbase::ColumnPrefixFilter { prefix: b("b") }
+                    .encode_to_vec()
+                    .into(),
+            ),
+        }),
+        ..Default::default()
+    };
+    assert_eq!(total(only_b), (vec!["r1".to_string(), "r3".into()], 6, 4));
+    // Not asked: none.
+    let (resp, _) = fx
+        .scan_call(&PB, open(hbase::Scan::default(), 10, 0))
+        .expect("open");
+    assert_eq!(resp.scan_metrics, None);
+}

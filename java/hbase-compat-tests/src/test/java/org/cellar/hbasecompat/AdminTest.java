@@ -354,4 +354,29 @@ class AdminTest extends CompatTest {
           () -> t.table().put(new Put(b("r")).addColumn(b("b"), b("q"), b("again"))));
     }
   }
+
+  @Test
+  void modifyWithoutReopeningRegionsRefusesAddingOrRemovingFamilies() throws Exception {
+    try (TempTable t = TempTable.create(connection, admin, "admin_noreopen", "a")) {
+      TableDescriptor before = admin.getDescriptor(t.name());
+      TableDescriptor more = TableDescriptorBuilder.newBuilder(before)
+          .setColumnFamily(ColumnFamilyDescriptorBuilder.of("b")).build();
+      long start = System.currentTimeMillis();
+      Exception e = assertThrows(Exception.class, () -> admin.modifyTable(more, false));
+      System.out.println("modifyTable(+family, reopenRegions=false): " + e.getClass().getName()
+          + " after " + (System.currentTimeMillis() - start) + " ms: " + e.getMessage()
+          + (e.getCause() == null ? "" : " / cause " + e.getCause()));
+      assertTrue(String.valueOf(e.getMessage()).contains(
+          "Cannot add or remove column families when this modification won't reopen regions"),
+          e.toString());
+      assertEquals(1, admin.getDescriptor(t.name()).getColumnFamilyCount(), "nothing changed");
+
+      // Other changes are stored (HBase applies them when the regions next open).
+      TableDescriptor versions = TableDescriptorBuilder.newBuilder(before)
+          .modifyColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(b("a")).setMaxVersions(5)
+              .build()).build();
+      admin.modifyTable(versions, false);
+      assertEquals(5, admin.getDescriptor(t.name()).getColumnFamily(b("a")).getMaxVersions());
+    }
+  }
 }

@@ -6,11 +6,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
+import java.util.Map;
+import org.apache.hadoop.hbase.CompareOperator;
 import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Result;
 import org.apache.hadoop.hbase.client.ResultScanner;
 import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.filter.RegexStringComparator;
+import org.apache.hadoop.hbase.filter.RowFilter;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -142,6 +146,43 @@ class ScanTest extends CompatTest {
       try (ResultScanner scanner = empty.table().getScanner(new Scan())) {
         assertTrue(scanner.next() == null);
       }
+    }
+  }
+
+  /** A scan's metrics, server-side counts summed over its calls, once every row is read. */
+  private static Map<String, Long> metrics(Table in, Scan scan) throws Exception {
+    scan.setScanMetricsEnabled(true);
+    try (ResultScanner scanner = in.getScanner(scan)) {
+      int n = 0;
+      for (Result r : scanner) {
+        n++;
+      }
+      Map<String, Long> m = scanner.getScanMetrics().getMetricsMap();
+      System.out.println("scan metrics (" + n + " rows): " + m);
+      return m;
+    }
+  }
+
+  @Test
+  void scanMetricsCountTheRowsScannedAndFilteredOnTheServer() throws Exception {
+    Map<String, Long> all = metrics(table, new Scan());
+    assertEquals(100L, all.get("ROWS_SCANNED"));
+    assertEquals(0L, all.get("ROWS_FILTERED"));
+    // One row in ten passes: the other 90 are scanned and filtered.
+    Map<String, Long> tenth = metrics(table, new Scan()
+        .setFilter(new RowFilter(CompareOperator.EQUAL, new RegexStringComparator("r0.5"))));
+    assertEquals(100L, tenth.get("ROWS_SCANNED"));
+    assertEquals(90L, tenth.get("ROWS_FILTERED"));
+    // A deleted row (not yet compacted away) is read and filtered; two rows a call, the
+    // counts summed over the calls.
+    try (TempTable t = TempTable.create(connection, admin, "scan_metrics", "f")) {
+      for (int i = 0; i < 6; i++) {
+        t.table().put(new Put(b("d" + i)).addColumn(b("f"), b("q"), b("v")));
+      }
+      t.table().delete(new org.apache.hadoop.hbase.client.Delete(b("d5")));
+      Map<String, Long> m = metrics(t.table(), new Scan().setCaching(2));
+      assertEquals(6L, m.get("ROWS_SCANNED"));
+      assertEquals(1L, m.get("ROWS_FILTERED"));
     }
   }
 }
