@@ -43,7 +43,8 @@ pub use exceptions::HbaseError;
 pub use server::start_in;
 
 use crate::region_server::RegionServer;
-use bytes::{Bytes, BytesMut};
+pub use crate::rpc::Reply;
+use bytes::Bytes;
 use prost::Message;
 use std::sync::Arc;
 
@@ -99,7 +100,7 @@ pub(crate) enum Request {
 
 impl Request {
     /// The execute half: the request run against the region server or the master.
-    fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply, HbaseError> {
+    fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply, HbaseError> {
         match self {
             Request::Client(call) => client_service::execute(svc, ctx, call),
             Request::Master(call) => master_service::execute(svc, ctx, call),
@@ -168,34 +169,11 @@ pub(crate) fn find_service(name: &str) -> Result<&'static Service, HbaseError> {
 /// A call answered on the network reactor.
 pub enum Inline {
     /// The answer, to send as it is.
-    Ready(Result<HReply, HbaseError>),
+    Ready(Result<Reply, HbaseError>),
     /// A write applied to the memstores whose WAL record is not yet in the OS: finish it, then
     /// send the answer (or, if finishing fails, its error). Finishing several in a row costs
     /// one WAL write.
-    AfterWal(crate::region_server::DeferredPut, HReply),
-}
-
-/// A successful call's answer: the encoded response message and its cell block.
-#[derive(Debug, Clone, Default)]
-pub struct HReply {
-    pub param: Bytes,
-    pub cellblock: Bytes,
-}
-
-impl HReply {
-    pub fn message(m: &impl Message) -> HReply {
-        HReply {
-            param: m.encode_to_vec().into(),
-            cellblock: Bytes::new(),
-        }
-    }
-
-    pub fn with_cells(m: &impl Message, cells: BytesMut) -> HReply {
-        HReply {
-            param: m.encode_to_vec().into(),
-            cellblock: cells.freeze(),
-        }
-    }
+    AfterWal(crate::region_server::DeferredPut, Reply),
 }
 
 impl HbaseService {
@@ -234,7 +212,7 @@ impl HbaseService {
         method: &str,
         param: Bytes,
         cellblock: Bytes,
-    ) -> Result<HReply, HbaseError> {
+    ) -> Result<Reply, HbaseError> {
         self.rs
             .requests
             .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
@@ -265,7 +243,7 @@ impl HbaseService {
         method: &str,
         param: Bytes,
         cellblock: Bytes,
-    ) -> Result<HReply, HbaseError> {
+    ) -> Result<Reply, HbaseError> {
         let service = find_service(service)?;
         (service.admit)(self, ctx, method)?;
         service.decode(method, param, cellblock)?.execute(self, ctx)

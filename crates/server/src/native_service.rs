@@ -84,13 +84,6 @@ fn decode<M: Message + Default>(param: Bytes, what: &str) -> Result<M, ServerErr
     decode_param(param, what).map_err(|e| ServerError::Malformed(e.to_string()))
 }
 
-fn reply(msg: &impl Message, cells: BytesMut) -> Reply {
-    Reply {
-        param: msg.encode_to_vec().into(),
-        cellblock: cells.freeze(),
-    }
-}
-
 fn region_ref(r: Option<pb::RegionRef>, what: &str) -> Result<pb::RegionRef, ServerError> {
     r.ok_or_else(|| ServerError::invalid(format!("{what} names no region")))
 }
@@ -110,7 +103,7 @@ impl NativeService {
         // With authorization on, nobody the server cannot name is served anything.
         self.rs.authz.authenticate(&ctx.caller)?;
         self.rs.requests.fetch_add(1, Ordering::Relaxed);
-        let empty = || Ok(reply(&pb::Empty {}, BytesMut::new()));
+        let empty = || Ok(Reply::message(&pb::Empty {}));
         match method {
             Method::Unspecified | Method::Ping | Method::TransportHello => {
                 Err(ServerError::UnknownMethod(method as i32))
@@ -118,22 +111,16 @@ impl NativeService {
             Method::LocateRegion => {
                 let req: pb::LocateRegionRequest = decode(param, "LocateRegionRequest")?;
                 let location = self.rs.locate_region(&req.table, &req.row)?;
-                Ok(reply(
-                    &pb::LocateRegionResponse {
-                        location: Some(location_to_pb(&location)),
-                    },
-                    BytesMut::new(),
-                ))
+                Ok(Reply::message(&pb::LocateRegionResponse {
+                    location: Some(location_to_pb(&location)),
+                }))
             }
             Method::ListRegions => {
                 let req: pb::ListRegionsRequest = decode(param, "ListRegionsRequest")?;
                 let regions = self.rs.list_regions(&req.table)?;
-                Ok(reply(
-                    &pb::ListRegionsResponse {
-                        regions: regions.iter().map(location_to_pb).collect(),
-                    },
-                    BytesMut::new(),
-                ))
+                Ok(Reply::message(&pb::ListRegionsResponse {
+                    regions: regions.iter().map(location_to_pb).collect(),
+                }))
             }
             Method::Get => {
                 let req: pb::GetRequest = decode(param, "GetRequest")?;
@@ -148,7 +135,7 @@ impl NativeService {
                 let cells = self.rs.get(&r.table, r.region_id, &get)?;
                 let mut out = BytesMut::new();
                 let result = convert::result_to_pb(&cells, false, &mut out);
-                Ok(reply(
+                Ok(Reply::with_cells(
                     &pb::GetResponse {
                         result: Some(result),
                     },
@@ -177,7 +164,7 @@ impl NativeService {
                 let mut out = BytesMut::new();
                 let result = (kind != MutationKind::PutDelete)
                     .then(|| convert::result_to_pb(&outcome.cells, false, &mut out));
-                Ok(reply(
+                Ok(Reply::with_cells(
                     &pb::MutateResponse {
                         processed: outcome.processed,
                         result,
@@ -188,7 +175,7 @@ impl NativeService {
             Method::Multi => {
                 let req: pb::MultiRequest = decode(param, "MultiRequest")?;
                 let (resp, out) = self.multi(&ctx.caller, req, cellblock);
-                Ok(reply(&resp, out))
+                Ok(Reply::with_cells(&resp, out))
             }
             Method::ScanOpen => {
                 let req: pb::ScanOpenRequest = decode(param, "ScanOpenRequest")?;
@@ -231,7 +218,7 @@ impl NativeService {
                     format,
                 )?;
                 let (results, out, encoding) = encode_batch(&batch);
-                Ok(reply(
+                Ok(Reply::with_cells(
                     &pb::ScanOpenResponse {
                         scanner_id: batch.scanner_id,
                         results,
@@ -247,7 +234,7 @@ impl NativeService {
                 self.rs.check_scanner_owner(ctx.conn_id, req.scanner_id)?;
                 let batch = self.rs.scan_next(req.scanner_id, req.rows)?;
                 let (results, out, encoding) = encode_batch(&batch);
-                Ok(reply(
+                Ok(Reply::with_cells(
                     &pb::ScanNextResponse {
                         results,
                         more_in_region: batch.more_in_region,
@@ -268,18 +255,15 @@ impl NativeService {
                 let handle = self
                     .rs
                     .prepare_scan(ctx.conn_id, &req.table, scan, req.compress)?;
-                Ok(reply(
-                    &pb::PrepareScanResponse {
-                        handle,
-                        lease_ms: self
-                            .rs
-                            .prepared
-                            .lease()
-                            .as_millis()
-                            .min(u128::from(u32::MAX)) as u32,
-                    },
-                    BytesMut::new(),
-                ))
+                Ok(Reply::message(&pb::PrepareScanResponse {
+                    handle,
+                    lease_ms: self
+                        .rs
+                        .prepared
+                        .lease()
+                        .as_millis()
+                        .min(u128::from(u32::MAX)) as u32,
+                }))
             }
             Method::ClosePreparedScan => {
                 let req: pb::ClosePreparedScanRequest = decode(param, "ClosePreparedScanRequest")?;
@@ -335,12 +319,9 @@ impl NativeService {
                     Method::FlushTable => self.require_master()?.flush_table(t)?,
                     _ => {
                         let table = self.rs.describe_table(t)?;
-                        return Ok(reply(
-                            &pb::DescribeTableResponse {
-                                table: Some(table_info_to_pb(&table)),
-                            },
-                            BytesMut::new(),
-                        ));
+                        return Ok(Reply::message(&pb::DescribeTableResponse {
+                            table: Some(table_info_to_pb(&table)),
+                        }));
                     }
                 }
                 empty()
@@ -364,22 +345,16 @@ impl NativeService {
                 )?;
                 empty()
             }
-            Method::ListTables => Ok(reply(
-                &pb::ListTablesResponse {
-                    tables: self
-                        .rs
-                        .list_tables()
-                        .iter()
-                        .filter(|t| self.rs.authz.sees_table(&ctx.caller, &t.schema.name))
-                        .map(table_info_to_pb)
-                        .collect(),
-                },
-                BytesMut::new(),
-            )),
-            Method::Status => Ok(reply(
-                &convert::status_to_pb(self.status()),
-                BytesMut::new(),
-            )),
+            Method::ListTables => Ok(Reply::message(&pb::ListTablesResponse {
+                tables: self
+                    .rs
+                    .list_tables()
+                    .iter()
+                    .filter(|t| self.rs.authz.sees_table(&ctx.caller, &t.schema.name))
+                    .map(table_info_to_pb)
+                    .collect(),
+            })),
+            Method::Status => Ok(Reply::message(&convert::status_to_pb(self.status()))),
             Method::CompactTable => {
                 let req: pb::CompactTableRequest = decode(param, "CompactTableRequest")?;
                 self.rs
@@ -452,10 +427,7 @@ impl NativeService {
                 let req: pb::PrepareSplitRequest = decode(param, "PrepareSplitRequest")?;
                 let r = region_ref(req.region, "PrepareSplitRequest")?;
                 let middle_row = self.rs.prepare_split_call(&r.table, r.region_id)?;
-                Ok(reply(
-                    &pb::PrepareSplitResponse { middle_row },
-                    BytesMut::new(),
-                ))
+                Ok(Reply::message(&pb::PrepareSplitResponse { middle_row }))
             }
             Method::SplitRegion => {
                 let req: pb::SplitRegionRequest = decode(param, "SplitRegionRequest")?;
@@ -470,21 +442,15 @@ impl NativeService {
             }
             Method::Balance => {
                 let moved = self.require_master()?.balance()?;
-                Ok(reply(
-                    &pb::BalanceResponse {
-                        moved: u32::try_from(moved).unwrap_or(u32::MAX),
-                        enabled: self.require_master()?.balancer_enabled(),
-                    },
-                    BytesMut::new(),
-                ))
+                Ok(Reply::message(&pb::BalanceResponse {
+                    moved: u32::try_from(moved).unwrap_or(u32::MAX),
+                    enabled: self.require_master()?.balancer_enabled(),
+                }))
             }
             Method::BalanceSwitch => {
                 let req: pb::BalanceSwitchRequest = decode(param, "BalanceSwitchRequest")?;
                 let previous = self.require_master()?.balance_switch(req.on)?;
-                Ok(reply(
-                    &pb::BalanceSwitchResponse { previous },
-                    BytesMut::new(),
-                ))
+                Ok(Reply::message(&pb::BalanceSwitchResponse { previous }))
             }
             Method::MoveRegion => {
                 let req: pb::MoveRegionRequest = decode(param, "MoveRegionRequest")?;
@@ -554,12 +520,9 @@ impl NativeService {
                 let list =
                     self.require_master()?
                         .user_permissions(&ctx.caller, scope.as_ref(), user)?;
-                Ok(reply(
-                    &pb::UserPermissionsResponse {
-                        permissions: list.iter().map(permission_to_pb).collect(),
-                    },
-                    BytesMut::new(),
-                ))
+                Ok(Reply::message(&pb::UserPermissionsResponse {
+                    permissions: list.iter().map(permission_to_pb).collect(),
+                }))
             }
         }
     }
@@ -758,7 +721,7 @@ impl NativeService {
                 (convert::result_to_pb(&cells, false, &mut out), out)
             }
         };
-        Some(Ok(reply(
+        Some(Ok(Reply::with_cells(
             &pb::GetResponse {
                 result: Some(result),
             },
@@ -789,13 +752,10 @@ impl NativeService {
             Ok(put) => put,
             Err(e) => return Some(Inline::Done(Err(e.to_rpc()))),
         };
-        let answer = reply(
-            &pb::MutateResponse {
-                processed: true,
-                result: None,
-            },
-            BytesMut::new(),
-        );
+        let answer = Reply::message(&pb::MutateResponse {
+            processed: true,
+            result: None,
+        });
         Some(Inline::AfterWal(Box::new(put), answer))
     }
 }

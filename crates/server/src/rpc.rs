@@ -62,11 +62,30 @@ impl CallContext {
     }
 }
 
-/// A successful call's answer: the encoded response message and its cell block.
+/// A successful call's answer, in either protocol: the encoded response message and its
+/// cell block.
 #[derive(Debug, Clone, Default)]
 pub struct Reply {
     pub param: Bytes,
     pub cellblock: Bytes,
+}
+
+impl Reply {
+    /// A response message alone.
+    pub fn message(m: &impl prost::Message) -> Reply {
+        Reply {
+            param: m.encode_to_vec().into(),
+            cellblock: Bytes::new(),
+        }
+    }
+
+    /// A response message and its cells.
+    pub fn with_cells(m: &impl prost::Message, cells: bytes::BytesMut) -> Reply {
+        Reply {
+            param: m.encode_to_vec().into(),
+            cellblock: cells.freeze(),
+        }
+    }
 }
 
 /// What [`Handler::call_inline`] did on the network reactor.

@@ -3,7 +3,7 @@
 
 use super::names::{self, RegionRef, RegionTarget};
 use super::registry;
-use super::{message, meta_view, CallCtx, HReply, HbaseError, HbaseService, Request, Service};
+use super::{message, meta_view, CallCtx, HbaseError, HbaseService, Reply, Request, Service};
 use crate::meta::META_TABLE;
 use crate::router::HostedRegion;
 use bytes::Bytes;
@@ -42,7 +42,7 @@ impl From<Call> for Request {
 }
 
 /// The execute halves.
-pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: Call) -> Result<HReply, HbaseError> {
+pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: Call) -> Result<Reply, HbaseError> {
     match call {
         Call::GetRegionInfo(call) => call.execute(svc),
         Call::GetOnlineRegion(call) => call.execute(svc),
@@ -78,7 +78,7 @@ impl GetRegionInfo {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply, HbaseError> {
         // As HBase: meta never splits (and has no split row) but can merge; a region
         // splits and merges unless it still reads its parent's files (references).
         let (info, splittable, mergeable, split_row) = match resolve(svc, self.region)? {
@@ -94,7 +94,7 @@ impl GetRegionInfo {
                 (info, whole, whole, split_row)
             }
         };
-        Ok(HReply::message(&hbase::GetRegionInfoResponse {
+        Ok(Reply::message(&hbase::GetRegionInfoResponse {
             region_info: info,
             // Compactions here run inside the call that asks for them: none is ever
             // in progress when a client looks.
@@ -139,14 +139,14 @@ impl GetOnlineRegion {
         Ok(Call::GetOnlineRegion(GetOnlineRegion).into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply, HbaseError> {
         let mut infos = vec![registry::meta_region_info()];
         for r in svc.rs.router.all_regions() {
             if r.table != META_TABLE && r.is_open() {
                 infos.push(meta_view::region_info_pb(&r.table, &r.info));
             }
         }
-        Ok(HReply::message(&hbase::GetOnlineRegionResponse {
+        Ok(Reply::message(&hbase::GetOnlineRegionResponse {
             region_info: infos,
         }))
     }
@@ -173,7 +173,7 @@ impl FlushRegion {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply, HbaseError> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply, HbaseError> {
         let due = |last: u64| self.if_older_than_ts.is_none_or(|ts| last < ts);
         // HBase answers `flushed` only when it tried (the region was due), and the last
         // flush time either way.
@@ -208,7 +208,7 @@ impl FlushRegion {
                 })?
             }
         };
-        Ok(HReply::message(&hbase::FlushRegionResponse {
+        Ok(Reply::message(&hbase::FlushRegionResponse {
             last_flush_time,
             flushed,
             // No region replicas here, so no flush marker is written for them.
@@ -236,7 +236,7 @@ impl CompactRegion {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply, HbaseError> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply, HbaseError> {
         if let Resolved::User(r) = resolve(svc, self.region)? {
             super::master_service::table_admin(svc, ctx, &r.table, "compact a region")?;
             let major = self.major;
@@ -264,7 +264,7 @@ impl CompactRegion {
                 None => r.with(|region| Ok(region.compact(major)?))?,
             }
         }
-        Ok(HReply::message(&hbase::CompactRegionResponse {}))
+        Ok(Reply::message(&hbase::CompactRegionResponse {}))
     }
 }
 
@@ -287,8 +287,8 @@ impl GetRegionLoad {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
-        Ok(HReply::message(&hbase::GetRegionLoadResponse {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply, HbaseError> {
+        Ok(Reply::message(&hbase::GetRegionLoadResponse {
             region_loads: super::cluster_status::region_loads(svc, self.table.as_deref()),
         }))
     }
@@ -304,8 +304,8 @@ impl GetServerInfo {
         Ok(Call::GetServerInfo(GetServerInfo).into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
-        Ok(HReply::message(&hbase::GetServerInfoResponse {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply, HbaseError> {
+        Ok(Reply::message(&hbase::GetServerInfoResponse {
             server_info: hbase::ServerInfo {
                 server_name: registry::server_name(svc),
                 webui_port: None,

@@ -17,7 +17,7 @@ pub(crate) use get::get_inline;
 pub(crate) use mutate::mutate_inline;
 
 use super::names::{self, RegionTarget};
-use super::{CallCtx, HReply, HbaseError, HbaseService, Request, Service};
+use super::{CallCtx, HbaseError, HbaseService, Reply, Request, Service};
 use cellar_proto::hbase;
 
 type Result<T> = std::result::Result<T, HbaseError>;
@@ -50,7 +50,7 @@ impl From<Call> for Request {
 }
 
 /// The execute halves.
-pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: Call) -> Result<HReply> {
+pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: Call) -> Result<Reply> {
     match call {
         Call::Get(call) => get::execute(svc, ctx, call),
         Call::Mutate(call) => mutate::execute(svc, ctx, call),

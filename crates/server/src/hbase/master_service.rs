@@ -15,7 +15,7 @@ pub(super) mod tables;
 pub(crate) use procedures::Procedures;
 
 use super::names;
-use super::{CallCtx, HReply, HbaseError, HbaseService, Request, Service};
+use super::{CallCtx, HbaseError, HbaseService, Reply, Request, Service};
 use crate::catalog::names as catalog_names;
 use crate::security::acl::{Action, Scope};
 use bytes::Bytes;
@@ -165,7 +165,7 @@ impl From<Call> for Request {
 }
 
 /// The execute halves.
-pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: Call) -> Result<HReply> {
+pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: Call) -> Result<Reply> {
     match call {
         Call::IsMasterRunning(call) => call.execute(svc),
         Call::GetClusterStatus(call) => call.execute(svc),

@@ -16,7 +16,7 @@
 //! progress within `rpc.write_timeout_ms`; no read buffer while idle.
 
 use super::exceptions::{self as ex, HbaseError};
-use super::{CallCtx, HReply, HbaseService, Inline};
+use super::{CallCtx, HbaseService, Inline, Reply};
 use crate::metrics::{Overload, RpcMetrics};
 use crate::rpc::budget::Charge;
 use crate::rpc::connection::{Connection, DeferredWrite, Frame, Protocol, Skip};
@@ -77,7 +77,7 @@ pub(crate) struct HCall {
 impl HCall {
     /// Encodes the outcome and queues it for the connection's writer. Never waits: handler
     /// threads answer through it.
-    pub fn answer(mut self, outcome: Result<HReply, HbaseError>) {
+    pub fn answer(mut self, outcome: Result<Reply, HbaseError>) {
         self.metrics
             .record_other_call(&self.method, self.received.elapsed(), outcome.is_err());
         let mut frame = response_frame(self.call_id, outcome);
@@ -122,13 +122,13 @@ fn busy_in_flight() -> HbaseError {
     )
 }
 
-fn response_frame(call_id: u32, outcome: Result<HReply, HbaseError>) -> Bytes {
+fn response_frame(call_id: u32, outcome: Result<Reply, HbaseError>) -> Bytes {
     let mut out = BytesMut::new();
     append_response(&mut out, call_id, outcome);
     out.freeze()
 }
 
-fn append_response(out: &mut BytesMut, call_id: u32, outcome: Result<HReply, HbaseError>) {
+fn append_response(out: &mut BytesMut, call_id: u32, outcome: Result<Reply, HbaseError>) {
     match outcome {
         Ok(reply) => hbase_wire::encode_response(out, call_id, &reply.param, &reply.cellblock),
         Err(e) => hbase_wire::encode_exception(out, call_id, e.class, &e.message, e.do_not_retry),
@@ -159,7 +159,7 @@ pub(crate) struct Deferred {
 struct PutAnswer {
     call_id: u32,
     received: Instant,
-    reply: HReply,
+    reply: Reply,
     metrics: Arc<RpcMetrics>,
 }
 

@@ -3,7 +3,7 @@
 //! (and only) master, the bootstrap node and the host of `hbase:meta,,1`.
 
 use super::names::{self, META_REGION_ID, META_TABLE};
-use super::{message, HReply, HbaseError, HbaseService, Request, Service};
+use super::{message, HbaseError, HbaseService, Reply, Request, Service};
 use bytes::Bytes;
 use cellar_proto::hbase;
 
@@ -47,24 +47,24 @@ impl Call {
         Ok(Request::Registry(self))
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply, HbaseError> {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply, HbaseError> {
         Ok(match self {
-            Call::ClusterId => HReply::message(&hbase::GetClusterIdResponse {
+            Call::ClusterId => Reply::message(&hbase::GetClusterIdResponse {
                 cluster_id: Some(svc.cluster_id.clone()),
             }),
-            Call::ActiveMaster => HReply::message(&hbase::GetActiveMasterResponse {
+            Call::ActiveMaster => Reply::message(&hbase::GetActiveMasterResponse {
                 server_name: Some(server_name(svc)),
             }),
-            Call::Masters => HReply::message(&hbase::GetMastersResponse {
+            Call::Masters => Reply::message(&hbase::GetMastersResponse {
                 master_servers: vec![hbase::GetMastersResponseEntry {
                     server_name: server_name(svc),
                     is_active: true,
                 }],
             }),
-            Call::MetaRegionLocations => HReply::message(&hbase::GetMetaRegionLocationsResponse {
+            Call::MetaRegionLocations => Reply::message(&hbase::GetMetaRegionLocationsResponse {
                 meta_locations: vec![meta_location(svc)],
             }),
-            Call::BootstrapNodes => HReply::message(&hbase::GetBootstrapNodesResponse {
+            Call::BootstrapNodes => Reply::message(&hbase::GetBootstrapNodesResponse {
                 server_name: vec![server_name(svc)],
             }),
         })

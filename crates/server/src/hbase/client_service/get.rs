@@ -4,7 +4,7 @@
 use super::{region, Call, Result};
 use crate::hbase::meta_view;
 use crate::hbase::names::RegionTarget;
-use crate::hbase::{convert, CallCtx, HReply, HbaseService, Request};
+use crate::hbase::{convert, CallCtx, HbaseService, Reply, Request};
 use crate::region_server::ReactorRead;
 use bytes::{Bytes, BytesMut};
 use cellar_model::filter::FilterEval;
@@ -43,7 +43,7 @@ fn get_call(param: Bytes) -> Result<GetCall> {
 }
 
 /// The execute half: the caller's permissions narrow the Get, then the row is read.
-pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: GetCall) -> Result<HReply> {
+pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: GetCall) -> Result<Reply> {
     let GetCall {
         region,
         mut get,
@@ -61,7 +61,7 @@ pub(crate) fn get_inline(
     svc: &HbaseService,
     ctx: &CallCtx,
     param: &Bytes,
-) -> Option<Result<HReply>> {
+) -> Option<Result<Reply>> {
     let GetCall {
         region: RegionTarget::User { table, region_id },
         get,
@@ -80,7 +80,7 @@ pub(crate) fn get_inline(
     };
     Some(Ok(match read {
         // The common Get: cells went from the memstore or block straight into the answer.
-        ReactorRead::Block { cell_count, block } => HReply::with_cells(
+        ReactorRead::Block { cell_count, block } => Reply::with_cells(
             &hbase::GetResponse {
                 result: Some(hbase::Result {
                     associated_cell_count: Some(cell_count as i32),
@@ -146,10 +146,10 @@ pub(super) fn get_result(
     }
 }
 
-fn get_reply(ctx: &CallCtx, cells: &[Cell], exists_only: bool) -> HReply {
+fn get_reply(ctx: &CallCtx, cells: &[Cell], exists_only: bool) -> Reply {
     let mut out = BytesMut::new();
     let result = get_result(ctx, cells, exists_only, &mut out);
-    HReply::with_cells(
+    Reply::with_cells(
         &hbase::GetResponse {
             result: Some(result),
         },

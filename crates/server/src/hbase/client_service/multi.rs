@@ -7,7 +7,7 @@ use super::mutate::{check_mutation, mutation_result, PendingMutation};
 use super::{region, user_region, Call, Result};
 use crate::hbase::convert::{self, HCondition, HMutation};
 use crate::hbase::names::RegionTarget;
-use crate::hbase::{CallCtx, HReply, HbaseError, HbaseService, Request};
+use crate::hbase::{CallCtx, HbaseError, HbaseService, Reply, Request};
 use bytes::{Bytes, BytesMut};
 use cellar_model::MutationKind;
 use cellar_model::{Durability, Get, RowMutation};
@@ -185,9 +185,9 @@ fn atomic(
 }
 
 /// The execute half.
-pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: MultiCall) -> Result<HReply> {
+pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: MultiCall) -> Result<Reply> {
     let (resp, cells) = run(svc, ctx, call);
-    Ok(HReply::with_cells(&resp, cells))
+    Ok(Reply::with_cells(&resp, cells))
 }
 
 /// MULTI: one RegionActionResult per RegionAction, in order, and the cell block of their

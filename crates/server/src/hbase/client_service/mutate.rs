@@ -4,7 +4,7 @@
 use super::{region, user_region, Call, Result};
 use crate::hbase::convert::{self, HCondition, HMutation};
 use crate::hbase::names::RegionTarget;
-use crate::hbase::{CallCtx, HReply, HbaseError, HbaseService, Inline, Request};
+use crate::hbase::{CallCtx, HbaseError, HbaseService, Inline, Reply, Request};
 use bytes::{Bytes, BytesMut};
 use cellar_model::MutationKind;
 use cellar_model::{Cell, RowMutation};
@@ -97,7 +97,7 @@ pub(crate) fn decode(param: Bytes, cellblock: Bytes) -> Result<Request> {
 }
 
 /// The execute half: checks, applies, and answers with what an increment or append wrote.
-pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: MutateCall) -> Result<HReply> {
+pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: MutateCall) -> Result<Reply> {
     let MutateCall {
         table,
         region_id,
@@ -118,7 +118,7 @@ pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: MutateCall) -> Re
     let mut out = BytesMut::new();
     let result = (!m.is_put_or_delete())
         .then(|| mutation_result(ctx, m.kind, m.return_results, &outcome.cells, &mut out));
-    Ok(HReply::with_cells(
+    Ok(Reply::with_cells(
         &hbase::MutateResponse {
             result,
             processed: Some(outcome.processed),
@@ -159,7 +159,7 @@ pub(crate) fn mutate_inline(
         };
     Some(Inline::AfterWal(
         pending,
-        HReply::message(&hbase::MutateResponse {
+        Reply::message(&hbase::MutateResponse {
             result: None,
             processed: Some(true),
             metrics: None,

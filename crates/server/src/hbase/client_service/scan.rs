@@ -10,7 +10,7 @@
 use super::{region, Call, Result};
 use crate::hbase::meta_view::{self, MetaScan};
 use crate::hbase::names::RegionTarget;
-use crate::hbase::{convert, filters, CallCtx, HReply, HbaseError, HbaseService, Request};
+use crate::hbase::{convert, filters, CallCtx, HbaseError, HbaseService, Reply, Request};
 use crate::scanners::{ScanBatch, ScanCounts};
 use bytes::{Bytes, BytesMut};
 use cellar_model::{Cell, Scan};
@@ -149,7 +149,7 @@ pub(crate) fn meta_scan(s: &hbase::Scan, limit: u32) -> Result<MetaScan> {
 }
 
 /// The execute half: a scanner of this connection moved on, closed, or opened.
-pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: ScanCall) -> Result<HReply> {
+pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: ScanCall) -> Result<Reply> {
     match call {
         ScanCall::Close {
             scanner_id: id,
@@ -160,7 +160,7 @@ pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: ScanCall) -> Resu
                 svc.rs.scan_take_call_seq(id, seq)?;
             }
             svc.rs.scan_close(id);
-            Ok(HReply::message(&hbase::ScanResponse {
+            Ok(Reply::message(&hbase::ScanResponse {
                 scanner_id: Some(id),
                 more_results: Some(false),
                 more_results_in_region: Some(false),
@@ -226,7 +226,7 @@ fn ttl(svc: &HbaseService) -> u32 {
 
 /// A batch's results and flags as the connection takes them, and with `metrics` the rows
 /// the call read.
-fn scan_response(ctx: &CallCtx, batch: ScanBatch, metrics: bool, ttl: u32) -> HReply {
+fn scan_response(ctx: &CallCtx, batch: ScanBatch, metrics: bool, ttl: u32) -> Reply {
     let mut out = BytesMut::new();
     let mut resp = hbase::ScanResponse {
         scanner_id: Some(batch.scanner_id),
@@ -249,7 +249,7 @@ fn scan_response(ctx: &CallCtx, batch: ScanBatch, metrics: bool, ttl: u32) -> HR
                 .push(convert::result_to_hbase(cells, r.partial, false, &mut out));
         }
     }
-    HReply::with_cells(&resp, out)
+    Reply::with_cells(&resp, out)
 }
 
 /// HBase's server-side scan metrics of one call, by the names its client sums them under.

@@ -28,7 +28,7 @@ mod scanners;
 // The calls as these tests make them: a request message on a region target (names are
 // another module's job), through each family's execute half.
 
-fn get(svc: &HbaseService, ctx: &CallCtx, target: &RegionTarget, g: &hbase::Get) -> Result<HReply> {
+fn get(svc: &HbaseService, ctx: &CallCtx, target: &RegionTarget, g: &hbase::Get) -> Result<Reply> {
     get::execute(svc, ctx, get::GetCall::new(target.clone(), g)?)
 }
 
@@ -38,7 +38,7 @@ fn mutate(
     target: &RegionTarget,
     req: &hbase::MutateRequest,
     cells: &mut CellReader,
-) -> Result<HReply> {
+) -> Result<Reply> {
     mutate::execute(svc, ctx, mutate::MutateCall::new(target, req, cells)?)
 }
 
@@ -57,7 +57,7 @@ fn scan(
     ctx: &CallCtx,
     req: &hbase::ScanRequest,
     resolve: impl Fn(&hbase::RegionSpecifier) -> Result<RegionTarget>,
-) -> Result<HReply> {
+) -> Result<Reply> {
     scan::execute(svc, ctx, scan::ScanCall::new(req, resolve)?)
 }
 

@@ -5,7 +5,7 @@
 //! ([`crate::catalog`]'s permissions, [`crate::security::Authz`]).
 
 use super::Call;
-use crate::hbase::{message, names, CallCtx, HReply, HbaseError, HbaseService, Request};
+use crate::hbase::{message, names, CallCtx, HbaseError, HbaseService, Reply, Request};
 use crate::security::acl::{Action, Actions, Permission, Scope, Subject};
 use bytes::Bytes;
 use cellar_proto::hbase;
@@ -40,7 +40,7 @@ impl Grant {
         .map(|call| Call::Grant(call).into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let Grant {
             user,
             scope,
@@ -68,7 +68,7 @@ impl Grant {
                 actions,
             },
         )?;
-        Ok(HReply::message(&hbase::GrantResponse { proc_id: None }))
+        Ok(Reply::message(&hbase::GrantResponse { proc_id: None }))
     }
 }
 
@@ -92,10 +92,10 @@ impl Revoke {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         svc.master()?
             .revoke(&ctx.caller, &self.user, &self.scope, self.actions)?;
-        Ok(HReply::message(&hbase::RevokeResponse { proc_id: None }))
+        Ok(Reply::message(&hbase::RevokeResponse { proc_id: None }))
     }
 }
 
@@ -137,7 +137,7 @@ impl GetUserPermissions {
         Ok(Call::GetUserPermissions(GetUserPermissions { user, scope }).into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let GetUserPermissions { user, scope } = self;
         let mut list =
             svc.master()?
@@ -155,7 +155,7 @@ impl GetUserPermissions {
                 }));
             }
         }
-        Ok(HReply::message(&hbase::GetUserPermissionsResponse {
+        Ok(Reply::message(&hbase::GetUserPermissionsResponse {
             user_permission: out,
         }))
     }
@@ -186,7 +186,7 @@ impl HasUserPermissions {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let me = svc.rs.authz.subject(&ctx.caller)?;
         let who: Subject = match self.user {
             Some(u) if u != me.user => {
@@ -209,7 +209,7 @@ impl HasUserPermissions {
                 !svc.rs.authz.enabled() || actions.iter().all(|a| perms.allows(&who, a, scope))
             })
             .collect();
-        Ok(HReply::message(&hbase::HasUserPermissionsResponse {
+        Ok(Reply::message(&hbase::HasUserPermissionsResponse {
             has_user_permission: answers,
         }))
     }
@@ -225,13 +225,13 @@ impl SecurityCapabilities {
         Ok(Call::SecurityCapabilities(SecurityCapabilities).into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply> {
         use hbase::security_capabilities_response::Capability;
         let mut caps = vec![Capability::SimpleAuthentication as i32];
         if svc.rs.authz.enabled() {
             caps.push(Capability::Authorization as i32);
         }
-        Ok(HReply::message(&hbase::SecurityCapabilitiesResponse {
+        Ok(Reply::message(&hbase::SecurityCapabilitiesResponse {
             capabilities: caps,
         }))
     }

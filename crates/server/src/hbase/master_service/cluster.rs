@@ -4,7 +4,7 @@
 //! maintenance mode and no server to decommission.
 
 use super::{Call, Result};
-use crate::hbase::{message, HReply, HbaseError, HbaseService, Request};
+use crate::hbase::{message, HbaseError, HbaseService, Reply, Request};
 use bytes::Bytes;
 use cellar_proto::hbase;
 
@@ -18,9 +18,9 @@ impl IsMasterRunning {
         Ok(Call::IsMasterRunning(IsMasterRunning).into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply> {
         svc.rs.check_running().map_err(HbaseError::from)?;
-        Ok(HReply::message(&hbase::IsMasterRunningResponse {
+        Ok(Reply::message(&hbase::IsMasterRunningResponse {
             is_master_running: true,
         }))
     }
@@ -41,8 +41,8 @@ impl GetClusterStatus {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
-        Ok(HReply::message(&hbase::GetClusterStatusResponse {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply> {
+        Ok(Reply::message(&hbase::GetClusterStatusResponse {
             cluster_status: crate::hbase::cluster_status::cluster_status(svc, &self.options),
         }))
     }
@@ -58,8 +58,8 @@ impl IsBalancerEnabled {
         Ok(Call::IsBalancerEnabled(IsBalancerEnabled).into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
-        Ok(HReply::message(&hbase::IsBalancerEnabledResponse {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply> {
+        Ok(Reply::message(&hbase::IsBalancerEnabledResponse {
             enabled: svc.master()?.balancer_enabled(),
         }))
     }
@@ -77,12 +77,12 @@ impl SetBalancerRunning {
         Ok(Call::SetBalancerRunning(SetBalancerRunning { on: req.on }).into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply> {
         let previous = svc
             .master()?
             .balance_switch(self.on)
             .map_err(HbaseError::from)?;
-        Ok(HReply::message(&hbase::SetBalancerRunningResponse {
+        Ok(Reply::message(&hbase::SetBalancerRunningResponse {
             prev_balance_value: Some(previous),
         }))
     }
@@ -98,8 +98,8 @@ impl IsInMaintenanceMode {
         Ok(Call::IsInMaintenanceMode(IsInMaintenanceMode).into())
     }
 
-    pub(crate) fn execute(self) -> Result<HReply> {
-        Ok(HReply::message(&hbase::IsInMaintenanceModeResponse {
+    pub(crate) fn execute(self) -> Result<Reply> {
+        Ok(Reply::message(&hbase::IsInMaintenanceModeResponse {
             in_maintenance_mode: false,
         }))
     }
@@ -118,8 +118,8 @@ impl ListDecommissioned {
         Ok(Call::ListDecommissioned(ListDecommissioned).into())
     }
 
-    pub(crate) fn execute(self) -> Result<HReply> {
-        Ok(HReply::message(
+    pub(crate) fn execute(self) -> Result<Reply> {
+        Ok(Reply::message(
             &hbase::ListDecommissionedRegionServersResponse::default(),
         ))
     }

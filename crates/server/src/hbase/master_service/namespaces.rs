@@ -3,7 +3,7 @@
 
 use super::procedures::nonce_key;
 use super::{namespace_not_found, Call, Result};
-use crate::hbase::{message, CallCtx, HReply, HbaseError, HbaseService, Request};
+use crate::hbase::{message, CallCtx, HbaseError, HbaseService, Reply, Request};
 use bytes::Bytes;
 use cellar_proto::hbase;
 
@@ -17,8 +17,8 @@ impl ListNamespaceDescriptors {
         Ok(Call::ListNamespaceDescriptors(ListNamespaceDescriptors).into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
-        Ok(HReply::message(&hbase::ListNamespaceDescriptorsResponse {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply> {
+        Ok(Reply::message(&hbase::ListNamespaceDescriptorsResponse {
             namespace_descriptor: svc
                 .master()?
                 .namespaces()
@@ -39,8 +39,8 @@ impl ListNamespaces {
         Ok(Call::ListNamespaces(ListNamespaces).into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
-        Ok(HReply::message(&hbase::ListNamespacesResponse {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply> {
+        Ok(Reply::message(&hbase::ListNamespacesResponse {
             namespace_name: svc.master()?.namespaces().into_keys().collect(),
         }))
     }
@@ -61,12 +61,12 @@ impl GetNamespaceDescriptor {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply> {
         let all = svc.master()?.namespaces();
         let conf = all
             .get(&self.namespace)
             .ok_or_else(|| namespace_not_found(&self.namespace))?;
-        Ok(HReply::message(&hbase::GetNamespaceDescriptorResponse {
+        Ok(Reply::message(&hbase::GetNamespaceDescriptorResponse {
             namespace_descriptor: ns_descriptor(&self.namespace, conf),
         }))
     }
@@ -120,11 +120,11 @@ impl PutNamespace {
         }
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
         if let Some(id) = procs.replayed(self.nonce) {
             // Both responses are the same message.
-            return Ok(HReply::message(&hbase::CreateNamespaceResponse {
+            return Ok(Reply::message(&hbase::CreateNamespaceResponse {
                 proc_id: Some(id),
             }));
         }
@@ -145,9 +145,9 @@ impl PutNamespace {
             || Ok(()),
         ));
         Ok(if self.create {
-            HReply::message(&hbase::CreateNamespaceResponse { proc_id })
+            Reply::message(&hbase::CreateNamespaceResponse { proc_id })
         } else {
-            HReply::message(&hbase::ModifyNamespaceResponse { proc_id })
+            Reply::message(&hbase::ModifyNamespaceResponse { proc_id })
         })
     }
 }
@@ -169,10 +169,10 @@ impl DeleteNamespace {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
         if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(HReply::message(&hbase::DeleteNamespaceResponse {
+            return Ok(Reply::message(&hbase::DeleteNamespaceResponse {
                 proc_id: Some(id),
             }));
         }
@@ -185,7 +185,7 @@ impl DeleteNamespace {
             self.nonce,
             || Ok(()),
         ));
-        Ok(HReply::message(&hbase::DeleteNamespaceResponse { proc_id }))
+        Ok(Reply::message(&hbase::DeleteNamespaceResponse { proc_id }))
     }
 }
 

@@ -2,7 +2,7 @@
 //! `getProcedureResult` can answer the client's polling and `GetProcedures` can list them.
 
 use super::{Call, Result};
-use crate::hbase::{meta_view, CallCtx, HReply, HbaseError, HbaseService, Request};
+use crate::hbase::{meta_view, CallCtx, HbaseError, HbaseService, Reply, Request};
 use bytes::Bytes;
 use cellar_proto::hbase;
 use cellar_proto::hbase::get_procedure_result_response::State as ProcState;
@@ -93,12 +93,12 @@ impl Procedures {
         nonce: Option<(u64, u64)>,
         reply: impl FnOnce(u64) -> M,
         op: impl FnOnce() -> Result<()>,
-    ) -> HReply {
+    ) -> Reply {
         let id = match self.replayed(nonce) {
             Some(id) => id,
             None => self.run(class, ctx, nonce, op),
         };
-        HReply::message(&reply(id))
+        Reply::message(&reply(id))
     }
 
     /// The procedure a request with this nonce already started, if it is still kept.
@@ -144,8 +144,8 @@ impl GetProcedures {
         Ok(Call::GetProcedures(GetProcedures).into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
-        Ok(HReply::message(&hbase::GetProceduresResponse {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply> {
+        Ok(Reply::message(&hbase::GetProceduresResponse {
             procedure: svc.procedures.list(),
         }))
     }
@@ -167,8 +167,8 @@ impl GetProcedureResult {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
-        Ok(HReply::message(&procedure_result(svc, self.proc_id)))
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply> {
+        Ok(Reply::message(&procedure_result(svc, self.proc_id)))
     }
 }
 

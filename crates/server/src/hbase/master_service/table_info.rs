@@ -7,7 +7,7 @@ use super::{
 };
 use crate::catalog::names as catalog_names;
 use crate::hbase::{
-    message, meta_view, names, schema, CallCtx, HReply, HbaseError, HbaseService, Request,
+    message, meta_view, names, schema, CallCtx, HbaseError, HbaseService, Reply, Request,
 };
 use crate::meta::META_TABLE;
 use crate::router::TableState;
@@ -39,7 +39,7 @@ impl GetTableDescriptors {
         Ok(Call::GetTableDescriptors(GetTableDescriptors { pick, tables }).into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let pick = self.pick;
         let schemas: Vec<TableSchema> = if self.tables.is_empty() {
             pick.check_namespace(svc)?;
@@ -62,7 +62,7 @@ impl GetTableDescriptors {
                 })
                 .collect()
         };
-        Ok(HReply::message(&hbase::GetTableDescriptorsResponse {
+        Ok(Reply::message(&hbase::GetTableDescriptorsResponse {
             table_schema: schemas.iter().map(schema::table_to_pb).collect(),
         }))
     }
@@ -87,10 +87,10 @@ impl GetTableNames {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let pick = self.pick;
         pick.check_namespace(svc)?;
-        Ok(HReply::message(&hbase::GetTableNamesResponse {
+        Ok(Reply::message(&hbase::GetTableNamesResponse {
             table_names: listed_tables(svc, ctx, pick.sys)
                 .into_iter()
                 .filter(|(n, _)| pick.matches(n))
@@ -115,7 +115,7 @@ impl GetTableState {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply> {
         let table = self.table;
         let state = if table == META_TABLE {
             TableState::Enabled
@@ -124,7 +124,7 @@ impl GetTableState {
                 .ok_or_else(|| table_not_found(&table))?
                 .state
         };
-        Ok(HReply::message(&hbase::GetTableStateResponse {
+        Ok(Reply::message(&hbase::GetTableStateResponse {
             table_state: meta_view::table_state_pb(state),
         }))
     }
@@ -159,7 +159,7 @@ impl NamespaceTables {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let ns = self.namespace;
         if !svc.master()?.namespaces().contains_key(&ns) {
             return Err(namespace_not_found(&ns));
@@ -170,11 +170,11 @@ impl NamespaceTables {
             .filter(|(n, _)| catalog_names::split(n).0 == ns)
             .collect();
         if self.names_only {
-            Ok(HReply::message(&hbase::ListTableNamesByNamespaceResponse {
+            Ok(Reply::message(&hbase::ListTableNamesByNamespaceResponse {
                 table_name: tables.iter().map(|(n, _)| names::table_to_pb(n)).collect(),
             }))
         } else {
-            Ok(HReply::message(
+            Ok(Reply::message(
                 &hbase::ListTableDescriptorsByNamespaceResponse {
                     table_schema: tables.iter().map(|(_, s)| schema::table_to_pb(s)).collect(),
                 },

@@ -19,7 +19,7 @@ use super::{
 use crate::error::ServerError;
 use crate::hbase::exceptions::HBASE_IO;
 use crate::hbase::names::show;
-use crate::hbase::{message, schema, CallCtx, HReply, HbaseError, HbaseService, Request};
+use crate::hbase::{message, schema, CallCtx, HbaseError, HbaseService, Reply, Request};
 use crate::router::TableState;
 use crate::security::acl::{Action, Scope};
 use bytes::Bytes;
@@ -48,13 +48,13 @@ impl CreateTable {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
         svc.rs
             .authz
             .require_create(&ctx.caller, &self.schema.name)?;
         if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(HReply::message(&hbase::CreateTableResponse {
+            return Ok(Reply::message(&hbase::CreateTableResponse {
                 proc_id: Some(id),
             }));
         }
@@ -68,7 +68,7 @@ impl CreateTable {
         svc.master()?.create_table(self.schema, &self.split_keys)?;
         svc.master()?.grant_owner(&ctx.caller, &name)?;
         let proc_id = procs.run("procedure.CreateTableProcedure", ctx, self.nonce, || Ok(()));
-        Ok(HReply::message(&hbase::CreateTableResponse {
+        Ok(Reply::message(&hbase::CreateTableResponse {
             proc_id: Some(proc_id),
         }))
     }
@@ -91,17 +91,17 @@ impl DeleteTable {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
         table_admin(svc, ctx, &self.table, "delete a table")?;
         if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(HReply::message(&hbase::DeleteTableResponse {
+            return Ok(Reply::message(&hbase::DeleteTableResponse {
                 proc_id: Some(id),
             }));
         }
         svc.master()?.delete_table(&self.table)?;
         let proc_id = procs.run("procedure.DeleteTableProcedure", ctx, self.nonce, || Ok(()));
-        Ok(HReply::message(&hbase::DeleteTableResponse {
+        Ok(Reply::message(&hbase::DeleteTableResponse {
             proc_id: Some(proc_id),
         }))
     }
@@ -146,7 +146,7 @@ impl SwitchTable {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
         let table = self.table;
         if self.enable {
@@ -192,7 +192,7 @@ impl TruncateTable {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
         let table = self.table;
         table_admin(svc, ctx, &table, "truncate a table")?;
@@ -243,12 +243,12 @@ impl ModifyTable {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
         let table = self.table;
         table_admin(svc, ctx, &table, "modify a table")?;
         if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(HReply::message(&hbase::ModifyTableResponse {
+            return Ok(Reply::message(&hbase::ModifyTableResponse {
                 proc_id: Some(id),
             }));
         }
@@ -260,7 +260,7 @@ impl ModifyTable {
             }
             modify(svc, &table, wanted)
         });
-        Ok(HReply::message(&hbase::ModifyTableResponse {
+        Ok(Reply::message(&hbase::ModifyTableResponse {
             proc_id: Some(proc_id),
         }))
     }
@@ -309,13 +309,13 @@ impl PutColumn {
         })
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
         let table = self.table;
         table_admin(svc, ctx, &table, "modify a table")?;
         if let Some(id) = procs.replayed(self.nonce) {
             // AddColumnResponse and ModifyColumnResponse are the same message.
-            return Ok(HReply::message(&hbase::AddColumnResponse {
+            return Ok(Reply::message(&hbase::AddColumnResponse {
                 proc_id: Some(id),
             }));
         }
@@ -340,7 +340,7 @@ impl PutColumn {
         let reply = hbase::AddColumnResponse {
             proc_id: Some(proc_id),
         };
-        Ok(HReply::message(&reply))
+        Ok(Reply::message(&reply))
     }
 }
 
@@ -363,12 +363,12 @@ impl DeleteColumn {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
         let table = self.table;
         table_admin(svc, ctx, &table, "modify a table")?;
         if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(HReply::message(&hbase::DeleteColumnResponse {
+            return Ok(Reply::message(&hbase::DeleteColumnResponse {
                 proc_id: Some(id),
             }));
         }
@@ -388,7 +388,7 @@ impl DeleteColumn {
         let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, self.nonce, || {
             Ok(svc.master()?.alter_table(&table, Vec::new(), &[family])?)
         });
-        Ok(HReply::message(&hbase::DeleteColumnResponse {
+        Ok(Reply::message(&hbase::DeleteColumnResponse {
             proc_id: Some(proc_id),
         }))
     }
@@ -414,12 +414,12 @@ impl FlushTable {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
         let table = self.table;
         table_admin(svc, ctx, &table, "flush a table")?;
         if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(HReply::message(&hbase::FlushTableResponse {
+            return Ok(Reply::message(&hbase::FlushTableResponse {
                 proc_id: Some(id),
             }));
         }
@@ -430,7 +430,7 @@ impl FlushTable {
         let proc_id = procs.run("procedure.FlushTableProcedure", ctx, self.nonce, || {
             Ok(svc.master()?.flush_table(&table)?)
         });
-        Ok(HReply::message(&hbase::FlushTableResponse {
+        Ok(Reply::message(&hbase::FlushTableResponse {
             proc_id: Some(proc_id),
         }))
     }
@@ -460,7 +460,7 @@ impl SplitRegion {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
         svc.rs.authz.require(
             &ctx.caller,
@@ -469,7 +469,7 @@ impl SplitRegion {
             "split a region",
         )?;
         if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(HReply::message(&hbase::SplitTableRegionResponse {
+            return Ok(Reply::message(&hbase::SplitTableRegionResponse {
                 proc_id: Some(id),
             }));
         }
@@ -481,7 +481,7 @@ impl SplitRegion {
             self.nonce,
             || Ok(()),
         );
-        Ok(HReply::message(&hbase::SplitTableRegionResponse {
+        Ok(Reply::message(&hbase::SplitTableRegionResponse {
             proc_id: Some(proc_id),
         }))
     }
@@ -504,9 +504,9 @@ impl GetSchemaAlterStatus {
         .into())
     }
 
-    pub(crate) fn execute(self, svc: &HbaseService) -> Result<HReply> {
+    pub(crate) fn execute(self, svc: &HbaseService) -> Result<Reply> {
         let regions = svc.rs.list_regions(&self.table)?.len();
-        Ok(HReply::message(&hbase::GetSchemaAlterStatusResponse {
+        Ok(Reply::message(&hbase::GetSchemaAlterStatusResponse {
             yet_to_update_regions: Some(0),
             total_regions: Some(u32::try_from(regions).unwrap_or(u32::MAX)),
         }))

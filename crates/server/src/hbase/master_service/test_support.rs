@@ -1,7 +1,7 @@
 //! An HBase front end over a real region server in a temporary directory, and helpers that
 //! drive it with encoded requests as the Java client sends them.
 
-use crate::hbase::{CallCtx, HReply, HbaseError, HbaseService};
+use crate::hbase::{CallCtx, HbaseError, HbaseService, Reply};
 use crate::region_server::RegionServer;
 use crate::ServerConfig;
 use bytes::Bytes;
@@ -48,7 +48,7 @@ impl Fixture {
         service: &str,
         method: &str,
         req: &impl Message,
-    ) -> Result<HReply, HbaseError> {
+    ) -> Result<Reply, HbaseError> {
         self.svc.call(
             &CTX,
             service,

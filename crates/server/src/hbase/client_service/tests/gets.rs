@@ -54,7 +54,7 @@ fn closest_row_before_is_refused_with_hbase_2s_unknown_protocol_exception() {
 
 impl Fixture {
     /// A Get call as the reactor takes it: addressed by region name, encoded.
-    fn get_on_reactor(&self, ctx: &CallCtx, g: &hbase::Get) -> Option<Result<HReply>> {
+    fn get_on_reactor(&self, ctx: &CallCtx, g: &hbase::Get) -> Option<Result<Reply>> {
         let RegionTarget::User { table, region_id } = &self.target else {
             panic!("user region");
         };
@@ -73,7 +73,7 @@ impl Fixture {
 /// cells, from the message or the cell block; or the exception's class.
 fn answer(
     ctx: &CallCtx,
-    reply: Result<HReply>,
+    reply: Result<Reply>,
 ) -> std::result::Result<(Option<bool>, Vec<Cell>), String> {
     let reply = reply.map_err(|e| e.class.to_string())?;
     let r = hbase::GetResponse::decode(reply.param)
