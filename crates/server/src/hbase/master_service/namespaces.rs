@@ -122,33 +122,24 @@ impl PutNamespace {
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
-        if let Some(id) = procs.replayed(self.nonce) {
-            // Both responses are the same message.
-            return Ok(Reply::message(&hbase::CreateNamespaceResponse {
-                proc_id: Some(id),
-            }));
-        }
-        let name = self.name?;
-        if self.create {
-            svc.master()?.create_namespace(&name, self.configuration)?;
+        // CreateNamespaceResponse and ModifyNamespaceResponse are the same message.
+        let reply = |id| hbase::CreateNamespaceResponse { proc_id: Some(id) };
+        let create = self.create;
+        let class = if create {
+            "procedure.CreateNamespaceProcedure"
         } else {
-            svc.master()?.modify_namespace(&name, self.configuration)?;
-        }
-        let proc_id = Some(procs.run(
-            if self.create {
-                "procedure.CreateNamespaceProcedure"
+            "procedure.ModifyNamespaceProcedure"
+        };
+        let put = || {
+            let name = self.name?;
+            if create {
+                svc.master()?.create_namespace(&name, self.configuration)?;
             } else {
-                "procedure.ModifyNamespaceProcedure"
-            },
-            ctx,
-            self.nonce,
-            || Ok(()),
-        ));
-        Ok(if self.create {
-            Reply::message(&hbase::CreateNamespaceResponse { proc_id })
-        } else {
-            Reply::message(&hbase::ModifyNamespaceResponse { proc_id })
-        })
+                svc.master()?.modify_namespace(&name, self.configuration)?;
+            }
+            Ok(())
+        };
+        procs.submit_checked(class, ctx, self.nonce, reply, put, Ok)
     }
 }
 
@@ -171,21 +162,18 @@ impl DeleteNamespace {
 
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
-        if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(Reply::message(&hbase::DeleteNamespaceResponse {
-                proc_id: Some(id),
-            }));
-        }
+        let reply = |id| hbase::DeleteNamespaceResponse { proc_id: Some(id) };
         // HBase checks before its procedure runs (its prepare latch): a namespace that
         // still holds tables, or a reserved one, is refused by the call itself.
-        svc.master()?.delete_namespace(&self.namespace)?;
-        let proc_id = Some(procs.run(
+        let delete = || Ok(svc.master()?.delete_namespace(&self.namespace)?);
+        procs.submit_checked(
             "procedure.DeleteNamespaceProcedure",
             ctx,
             self.nonce,
-            || Ok(()),
-        ));
-        Ok(Reply::message(&hbase::DeleteNamespaceResponse { proc_id }))
+            reply,
+            delete,
+            Ok,
+        )
     }
 }
 

@@ -101,6 +101,28 @@ impl Procedures {
         Reply::message(&reply(id))
     }
 
+    /// [`Procedures::submit`] for a call that HBase checks (or does) before its procedure
+    /// runs: on a retry the first run's id; else `check` first, whose error fails the call
+    /// itself, then `op` with what it gave, run and recorded as `class` (an error there is
+    /// the procedure's, as `GetProcedureResult` tells). A call whose whole work is its check
+    /// (a create, a delete, a split) passes `op` that does nothing.
+    pub(super) fn submit_checked<M: prost::Message, T>(
+        &self,
+        class: &'static str,
+        ctx: &CallCtx,
+        nonce: Option<(u64, u64)>,
+        reply: impl FnOnce(u64) -> M,
+        check: impl FnOnce() -> Result<T>,
+        op: impl FnOnce(T) -> Result<()>,
+    ) -> Result<Reply> {
+        if let Some(id) = self.replayed(nonce) {
+            return Ok(Reply::message(&reply(id)));
+        }
+        let checked = check()?;
+        let id = self.run(class, ctx, nonce, || op(checked));
+        Ok(Reply::message(&reply(id)))
+    }
+
     /// The procedure a request with this nonce already started, if it is still kept.
     pub(super) fn replayed(&self, nonce: Option<(u64, u64)>) -> Option<u64> {
         let key = nonce?;

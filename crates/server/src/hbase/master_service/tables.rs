@@ -53,24 +53,27 @@ impl CreateTable {
         svc.rs
             .authz
             .require_create(&ctx.caller, &self.schema.name)?;
-        if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(Reply::message(&hbase::CreateTableResponse {
-                proc_id: Some(id),
-            }));
-        }
-        let name = self.schema.name.clone();
-        // HBase creates a table only in a namespace that exists (NamespaceNotFoundException).
-        // The native protocol, which has no namespace calls, still creates one with its table.
-        let namespace = crate::catalog::names::split(&name).0;
-        if !svc.master()?.namespaces().contains_key(namespace) {
-            return Err(ServerError::NamespaceNotFound(namespace.to_string()).into());
-        }
-        svc.master()?.create_table(self.schema, &self.split_keys)?;
-        svc.master()?.grant_owner(&ctx.caller, &name)?;
-        let proc_id = procs.run("procedure.CreateTableProcedure", ctx, self.nonce, || Ok(()));
-        Ok(Reply::message(&hbase::CreateTableResponse {
-            proc_id: Some(proc_id),
-        }))
+        let reply = |id| hbase::CreateTableResponse { proc_id: Some(id) };
+        let create = || -> Result<()> {
+            let name = self.schema.name.clone();
+            // HBase creates a table only in a namespace that exists
+            // (NamespaceNotFoundException). The native protocol, which has no namespace
+            // calls, still creates one with its table.
+            let namespace = crate::catalog::names::split(&name).0;
+            if !svc.master()?.namespaces().contains_key(namespace) {
+                return Err(ServerError::NamespaceNotFound(namespace.to_string()).into());
+            }
+            svc.master()?.create_table(self.schema, &self.split_keys)?;
+            Ok(svc.master()?.grant_owner(&ctx.caller, &name)?)
+        };
+        procs.submit_checked(
+            "procedure.CreateTableProcedure",
+            ctx,
+            self.nonce,
+            reply,
+            create,
+            Ok,
+        )
     }
 }
 
@@ -94,16 +97,16 @@ impl DeleteTable {
     pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
         let procs = &svc.procedures;
         table_admin(svc, ctx, &self.table, "delete a table")?;
-        if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(Reply::message(&hbase::DeleteTableResponse {
-                proc_id: Some(id),
-            }));
-        }
-        svc.master()?.delete_table(&self.table)?;
-        let proc_id = procs.run("procedure.DeleteTableProcedure", ctx, self.nonce, || Ok(()));
-        Ok(Reply::message(&hbase::DeleteTableResponse {
-            proc_id: Some(proc_id),
-        }))
+        let reply = |id| hbase::DeleteTableResponse { proc_id: Some(id) };
+        let delete = || Ok(svc.master()?.delete_table(&self.table)?);
+        procs.submit_checked(
+            "procedure.DeleteTableProcedure",
+            ctx,
+            self.nonce,
+            reply,
+            delete,
+            Ok,
+        )
     }
 }
 
@@ -247,22 +250,21 @@ impl ModifyTable {
         let procs = &svc.procedures;
         let table = self.table;
         table_admin(svc, ctx, &table, "modify a table")?;
-        if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(Reply::message(&hbase::ModifyTableResponse {
-                proc_id: Some(id),
-            }));
-        }
-        let wanted = self.wanted?;
+        let reply = |id| hbase::ModifyTableResponse { proc_id: Some(id) };
         let reopen = self.reopen_regions;
-        let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, self.nonce, || {
-            if !reopen {
-                check_without_reopen(svc, &table, &wanted)?;
-            }
-            modify(svc, &table, wanted)
-        });
-        Ok(Reply::message(&hbase::ModifyTableResponse {
-            proc_id: Some(proc_id),
-        }))
+        procs.submit_checked(
+            "procedure.ModifyTableProcedure",
+            ctx,
+            self.nonce,
+            reply,
+            || self.wanted,
+            |wanted| {
+                if !reopen {
+                    check_without_reopen(svc, &table, &wanted)?;
+                }
+                modify(svc, &table, wanted)
+            },
+        )
     }
 }
 
@@ -313,34 +315,35 @@ impl PutColumn {
         let procs = &svc.procedures;
         let table = self.table;
         table_admin(svc, ctx, &table, "modify a table")?;
-        if let Some(id) = procs.replayed(self.nonce) {
-            // AddColumnResponse and ModifyColumnResponse are the same message.
-            return Ok(Reply::message(&hbase::AddColumnResponse {
-                proc_id: Some(id),
-            }));
-        }
-        let family = self.family?;
-        let current = current_schema(svc, &table)?;
-        let exists = current.family(family.name.as_bytes()).is_some();
-        if self.add && exists {
-            return Err(invalid_family(format!(
-                "column family '{}' in table '{table}' already exists so cannot be added",
-                family.name
-            )));
-        }
-        if !self.add && !exists {
-            return Err(invalid_family(format!(
-                "column family '{}' does not exist in table '{table}'",
-                family.name
-            )));
-        }
-        let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, self.nonce, || {
-            Ok(svc.master()?.alter_table(&table, vec![family], &[])?)
-        });
-        let reply = hbase::AddColumnResponse {
-            proc_id: Some(proc_id),
+        // AddColumnResponse and ModifyColumnResponse are the same message.
+        let reply = |id| hbase::AddColumnResponse { proc_id: Some(id) };
+        let add = self.add;
+        let check = || {
+            let family = self.family?;
+            let current = current_schema(svc, &table)?;
+            let exists = current.family(family.name.as_bytes()).is_some();
+            if add && exists {
+                return Err(invalid_family(format!(
+                    "column family '{}' in table '{table}' already exists so cannot be added",
+                    family.name
+                )));
+            }
+            if !add && !exists {
+                return Err(invalid_family(format!(
+                    "column family '{}' does not exist in table '{table}'",
+                    family.name
+                )));
+            }
+            Ok(family)
         };
-        Ok(Reply::message(&reply))
+        procs.submit_checked(
+            "procedure.ModifyTableProcedure",
+            ctx,
+            self.nonce,
+            reply,
+            check,
+            |family| Ok(svc.master()?.alter_table(&table, vec![family], &[])?),
+        )
     }
 }
 
@@ -367,30 +370,31 @@ impl DeleteColumn {
         let procs = &svc.procedures;
         let table = self.table;
         table_admin(svc, ctx, &table, "modify a table")?;
-        if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(Reply::message(&hbase::DeleteColumnResponse {
-                proc_id: Some(id),
-            }));
-        }
-        let family = String::from_utf8_lossy(&self.family).into_owned();
-        let current = current_schema(svc, &table)?;
-        if current.family(&self.family).is_none() {
-            return Err(invalid_family(format!(
-                "family '{}' does not exist in table '{table}', so it cannot be deleted",
-                show(&self.family)
-            )));
-        }
-        if current.families.len() == 1 {
-            return Err(invalid_family(format!(
-                "family '{family}' is the only column family of table '{table}', so it cannot be deleted"
-            )));
-        }
-        let proc_id = procs.run("procedure.ModifyTableProcedure", ctx, self.nonce, || {
-            Ok(svc.master()?.alter_table(&table, Vec::new(), &[family])?)
-        });
-        Ok(Reply::message(&hbase::DeleteColumnResponse {
-            proc_id: Some(proc_id),
-        }))
+        let reply = |id| hbase::DeleteColumnResponse { proc_id: Some(id) };
+        let check = || {
+            let family = String::from_utf8_lossy(&self.family).into_owned();
+            let current = current_schema(svc, &table)?;
+            if current.family(&self.family).is_none() {
+                return Err(invalid_family(format!(
+                    "family '{}' does not exist in table '{table}', so it cannot be deleted",
+                    show(&self.family)
+                )));
+            }
+            if current.families.len() == 1 {
+                return Err(invalid_family(format!(
+                    "family '{family}' is the only column family of table '{table}', so it cannot be deleted"
+                )));
+            }
+            Ok(family)
+        };
+        procs.submit_checked(
+            "procedure.ModifyTableProcedure",
+            ctx,
+            self.nonce,
+            reply,
+            check,
+            |family| Ok(svc.master()?.alter_table(&table, Vec::new(), &[family])?),
+        )
     }
 }
 
@@ -418,21 +422,19 @@ impl FlushTable {
         let procs = &svc.procedures;
         let table = self.table;
         table_admin(svc, ctx, &table, "flush a table")?;
-        if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(Reply::message(&hbase::FlushTableResponse {
-                proc_id: Some(id),
-            }));
-        }
+        let reply = |id| hbase::FlushTableResponse { proc_id: Some(id) };
         // As HBase's FlushTableProcedure, families the table lacks fail the call itself.
         // Cellar then flushes whole regions: a family list flushes them all, a superset
         // with the same data visible.
-        check_families(&current_schema(svc, &table)?, &self.families, &table)?;
-        let proc_id = procs.run("procedure.FlushTableProcedure", ctx, self.nonce, || {
-            Ok(svc.master()?.flush_table(&table)?)
-        });
-        Ok(Reply::message(&hbase::FlushTableResponse {
-            proc_id: Some(proc_id),
-        }))
+        let check = || check_families(&current_schema(svc, &table)?, &self.families, &table);
+        procs.submit_checked(
+            "procedure.FlushTableProcedure",
+            ctx,
+            self.nonce,
+            reply,
+            check,
+            |()| Ok(svc.master()?.flush_table(&table)?),
+        )
     }
 }
 
@@ -468,22 +470,20 @@ impl SplitRegion {
             &Scope::table(&self.table),
             "split a region",
         )?;
-        if let Some(id) = procs.replayed(self.nonce) {
-            return Ok(Reply::message(&hbase::SplitTableRegionResponse {
-                proc_id: Some(id),
-            }));
-        }
-        svc.master()?
-            .split_region_by_id(&self.table, self.region_id, self.split_row)?;
-        let proc_id = procs.run(
+        let reply = |id| hbase::SplitTableRegionResponse { proc_id: Some(id) };
+        let split = || {
+            Ok(svc
+                .master()?
+                .split_region_by_id(&self.table, self.region_id, self.split_row)?)
+        };
+        procs.submit_checked(
             "assignment.SplitTableRegionProcedure",
             ctx,
             self.nonce,
-            || Ok(()),
-        );
-        Ok(Reply::message(&hbase::SplitTableRegionResponse {
-            proc_id: Some(proc_id),
-        }))
+            reply,
+            split,
+            Ok,
+        )
     }
 }
 
