@@ -8,8 +8,11 @@
 //! network reactor.
 
 pub mod local;
+pub mod tenure;
 pub mod zk;
 pub mod znodes;
+
+pub use tenure::Tenure;
 
 use std::fmt;
 use std::sync::Arc;

@@ -20,12 +20,10 @@ mod split_procedure;
 mod split_remote;
 
 pub use split_procedure::SplitStep;
-pub mod tenure;
 
 pub use balance::plan as balance_plan;
-pub use tenure::Tenure;
 
-use crate::coord::{CoordRef, ServerName, ServerRecord};
+use crate::coord::{CoordRef, ServerName, ServerRecord, Tenure};
 use crate::error::ServerError;
 use crate::meta::META_TABLE;
 use crate::region_server::{ClusterMaster, RegionServer, RegionWork, Role, Workers};

@@ -149,7 +149,7 @@ pub struct Meta {
     clock: Arc<dyn Clock>,
     last_ts: AtomicU64,
     /// A cluster master's tenure: meta is written only while it is the active master.
-    tenure: Option<Arc<crate::master::Tenure>>,
+    tenure: Option<Arc<crate::coord::Tenure>>,
 }
 
 fn encode_info(table: &str, info: &RegionInfo) -> Bytes {
@@ -201,7 +201,7 @@ impl Meta {
     }
 
     /// Meta of a cluster's master: every write first checks that it is still the active one.
-    pub fn with_tenure(mut self, tenure: Option<Arc<crate::master::Tenure>>) -> Meta {
+    pub fn with_tenure(mut self, tenure: Option<Arc<crate::coord::Tenure>>) -> Meta {
         self.tenure = tenure;
         self
     }

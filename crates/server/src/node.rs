@@ -391,7 +391,7 @@ impl Node {
     }
 
     /// A cluster master steps down as HBase's aborts: when its session expires, or
-    /// `/hbase/master` names another master or none (`master::Tenure`), it refuses every call
+    /// `/hbase/master` names another master or none (`coord::Tenure`), it refuses every call
     /// (a retriable error naming why), its assignment and balancer stop, and the process
     /// exits ([`Node::fenced`]); a backup takes over. The tenure's confirmation is renewed at
     /// half its life.
@@ -1009,7 +1009,7 @@ fn prepare_master(
         .min(Duration::from_millis(
             config.cluster.zookeeper_session_timeout_ms,
         ));
-    let tenure = Arc::new(crate::master::Tenure::new(
+    let tenure = Arc::new(crate::coord::Tenure::new(
         c.clone(),
         me.name.clone(),
         session_timeout,

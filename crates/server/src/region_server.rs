@@ -377,7 +377,7 @@ impl RegionServer {
         self.fenced.load(Ordering::SeqCst)
     }
 
-    /// A cluster master serves only while it is the active one (`master::Tenure`); others
+    /// A cluster master serves only while it is the active one (`coord::Tenure`); others
     /// pass.
     pub(crate) fn check_master(&self) -> Result<(), ServerError> {
         match &self.role {

@@ -1,6 +1,9 @@
-//! The native RPC front end: a TCP listener, one reader and one writer task per connection,
-//! frames in and out (`cellar_proto::frame`), calls handed to a [`Handler`] on a pool of
-//! handler threads. Protocol: `docs/native-protocol.md`.
+//! The front-end machinery both protocols share, and the native protocol on it: a listener
+//! ([`FrontEnd`]), one connection loop with a reader and a writer task per connection
+//! ([`connection`], over a [`stream`] of TCP or TLS), the node's runtime and handler pool
+//! ([`RpcCore`]), and where answers go ([`transport`]). The native protocol (frames of
+//! `cellar_proto::frame`, `docs/native-protocol.md`) is [`native`] with [`route`] and calls
+//! handed to a [`Handler`]; HBase's is `crate::hbase::protocol` over the same loop.
 //!
 //! Shape (HBase's listener / readers / handlers / responder, without its per-stage thread
 //! hops): the node's tokio runtime of `rpc.io_threads` workers ([`RpcCore`], shared with the

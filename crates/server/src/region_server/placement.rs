@@ -6,8 +6,8 @@
 use super::nonces::Nonces;
 use super::{RegionServer, Role};
 use crate::coord::ServerRecord;
+use crate::coord::Tenure;
 use crate::error::ServerError;
-use crate::master::tenure::Tenure;
 use crate::meta::RegionRecord;
 use crate::router::{HostedRegion, RegionState};
 use cellar_model::TableSchema;
