@@ -6,7 +6,11 @@ The graph is file -> file: an arrow for every path a file names through `use cra
 defines the module the path ends in (following `use` re-exports, so `crate::Error` that the
 root re-exports from `error.rs` is an arrow to `error.rs`). A module and its own descendants
 may use each other (a parent's private helpers are its children's to use); any other loop is a
-cycle. Code under `#[cfg(test)]` is left out: tests may reach anywhere.
+cycle. Loops between modules are cycles too: every arrow also counts as an arrow between the
+two sibling modules it runs between (the children of the deepest module holding both ends),
+so `meta.rs` using `master/tenure.rs` while `master.rs` uses `meta.rs` is a loop of `meta`
+and `master` although no two files form one. Code under `#[cfg(test)]` is left out: tests
+may reach anywhere.
 
 Every crate root of every package under the given directories is read: `src/lib.rs`,
 `src/main.rs`, `src/bin/*`, the `[lib]`/`[[bin]]` paths of Cargo.toml, and `tests/*.rs`.
@@ -283,12 +287,35 @@ class Crate:
             break
         return self.modules[cur].file if cur in self.modules else None
 
-    def arrows(self) -> dict[str, dict[str, set[str]]]:
-        """file -> file -> the names through which the first reaches the second."""
+    def module_arrows(self) -> dict[str, dict[str, set[str]]]:
+        """Module -> module between siblings: each file arrow lifted to the two children of
+        the deepest module that holds both of its ends (named by module path)."""
+        owner = self.owners()
+        out: dict[str, dict[str, set[str]]] = {}
+        for src, dsts in self.arrows().items():
+            for dst in dsts:
+                a, b = owner[src], owner[dst]
+                common = 0
+                while common < min(len(a), len(b)) and a[common] == b[common]:
+                    common += 1
+                top_a, top_b = a[: common + 1], b[: common + 1]
+                if top_a == top_b or len(top_a) <= common or len(top_b) <= common:
+                    continue
+                name_a = "crate::" + "::".join(top_a) if top_a else "crate"
+                name_b = "crate::" + "::".join(top_b) if top_b else "crate"
+                out.setdefault(name_a, {}).setdefault(name_b, set()).add(f"{src} -> {dst}")
+        return out
+
+    def owners(self) -> dict[str, tuple[str, ...]]:
         owner: dict[str, tuple[str, ...]] = {}
         for m in self.modules.values():
             if m.file not in owner or len(m.path) < len(owner[m.file]):
                 owner[m.file] = m.path
+        return owner
+
+    def arrows(self) -> dict[str, dict[str, set[str]]]:
+        """file -> file -> the names through which the first reaches the second."""
+        owner = self.owners()
         out: dict[str, dict[str, set[str]]] = {}
         for m in self.modules.values():
             src = m.file
@@ -413,7 +440,8 @@ def main(argv: list[str]) -> int:
     found = 0
     roots = [r for p in packages(dirs) for r in crate_roots(p)]
     for root in roots:
-        graph = Crate(root).arrows()
+        crate = Crate(root)
+        graph = crate.arrows()
         if args.graph:
             for src in sorted(graph):
                 for dst in sorted(graph[src]):
@@ -426,6 +454,16 @@ def main(argv: list[str]) -> int:
                 for dst in sorted(graph.get(src, {})):
                     if dst in members:
                         print(f"  {src} -> {dst}: {', '.join(sorted(graph[src][dst]))}")
+        modules = crate.module_arrows()
+        for comp in cycles(modules):
+            found += 1
+            members = set(comp)
+            print(f"cycle {found} ({root}): {len(comp)} modules: {', '.join(comp)}")
+            for src in comp:
+                for dst in sorted(modules.get(src, {})):
+                    if dst in members:
+                        for via in sorted(modules[src][dst]):
+                            print(f"  {src} -> {dst}: {via}")
     if found:
         print(f"check-module-cycles: {found} cycle(s) in {len(roots)} crate roots")
         return 1

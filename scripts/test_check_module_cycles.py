@@ -50,6 +50,20 @@ class ModuleCycles(unittest.TestCase):
         self.assertIn("src/a.rs -> src/b.rs: Thing", out)
         self.assertIn("src/b.rs -> src/a.rs: Other", out)
 
+    def test_a_loop_between_modules_through_a_child_file_is_a_cycle(self):
+        # No two files form a loop (b.rs never reaches a.rs, a.rs reaches only b/inner.rs),
+        # but the modules a and b use each other.
+        root = self.crate({
+            "src/lib.rs": "mod a;\nmod b;\n",
+            "src/a.rs": "use crate::b::inner::Deep;\npub struct Other;\n",
+            "src/b.rs": "pub mod inner;\nfn f() -> crate::a::Other { todo!() }\n",
+            "src/b/inner.rs": "pub struct Deep;\n",
+        })
+        code, out = self.run_check(root)
+        self.assertEqual(code, 1, out)
+        self.assertIn("2 modules: crate::a, crate::b", out)
+        self.assertIn("crate::a -> crate::b: src/a.rs -> src/b/inner.rs", out)
+
     def test_one_way_imports_are_no_cycle(self):
         root = self.crate({
             "src/lib.rs": "mod a;\nmod b;\n",

@@ -6,13 +6,13 @@
 //! leaves meta saying either the old or the new state (`region_server::restart` cleans up the
 //! rest).
 
-pub mod names;
 mod namespaces;
 mod permissions;
 
 use crate::error::ServerError;
 use crate::master::Master;
 use crate::meta::{TableRecord, META_TABLE};
+use crate::names;
 use crate::region_server::RegionWork;
 use crate::router::{HostedRegion, RegionState, TableRoute, TableState};
 use crate::status::{ServerLoad, ServerStatus};

@@ -20,6 +20,7 @@ pub mod logs;
 pub mod master;
 pub mod meta;
 pub mod metrics;
+pub mod names;
 pub mod native_service;
 pub mod node;
 pub mod prepared;

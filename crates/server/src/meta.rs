@@ -27,10 +27,10 @@
 //! increasing timestamps (never below the largest found in meta), so a column deleted and
 //! written again within one millisecond is not hidden by its own delete marker.
 
-use crate::catalog::names::{region_name, region_row};
 use crate::error::ServerError;
+use crate::names::{region_name, region_row};
 use crate::router::{HostedRegion, RegionState, TableState};
-use crate::security::acl::{self, Actions, Permission, Scope};
+use crate::security::acl::{self, Actions, Permission, Scope, ACL_ROW_PREFIX};
 use bytes::Bytes;
 use cellar_model::{Cell, Durability, Error, FamilySchema, RowMutation, Scan, TableSchema};
 use cellar_proto::{convert, pb};
@@ -39,7 +39,7 @@ use prost::Message;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-pub use crate::catalog::names::META_TABLE;
+pub use crate::names::META_TABLE;
 /// The meta region's id; data regions get ids from the clock, far above it.
 pub const META_REGION_ID: u64 = 1;
 
@@ -125,9 +125,6 @@ pub struct NamespaceRecord {
 fn namespace_row(name: &str) -> Bytes {
     Bytes::from(format!("{name}:"))
 }
-
-/// The prefix of the rows holding granted permissions.
-pub const ACL_ROW_PREFIX: &[u8] = b"@acl/";
 
 /// The row of `scope`'s object's grants.
 fn acl_row(scope: &Scope) -> Bytes {

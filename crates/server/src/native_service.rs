@@ -863,7 +863,7 @@ pub fn scope_from_pb(s: Option<&pb::PermissionScope>) -> Result<Scope, ServerErr
                 ));
             }
             Ok(Scope::Table {
-                table: crate::catalog::names::canonical(&s.table)?,
+                table: crate::names::canonical(&s.table)?,
                 family: s.family.clone(),
                 qualifier: s.qualifier.clone(),
             })

@@ -22,9 +22,9 @@ pub use data::{Check, DeferredPut, MutateOutcome};
 pub use placement::{ClusterMaster, RegionWork};
 pub use reactor::ReactorRead;
 
-use crate::catalog::names;
 use crate::config::ServerConfig;
 use crate::meta::{meta_schema, Meta, META_REGION_ID, META_TABLE};
+use crate::names;
 use crate::router::{HostedRegion, RegionState, Router, TableRoute, TableState};
 use crate::scanners::ScannerRegistry;
 use cellar_model::TableSchema;

@@ -4,10 +4,10 @@
 //! the two built-in ones cannot be removed. Creating a table never needs its namespace
 //! created first.
 
-use super::names::{self, DEFAULT_NAMESPACE, SYSTEM_NAMESPACE};
 use crate::error::ServerError;
 use crate::master::Master;
 use crate::meta::NamespaceRecord;
+use crate::names::{self, DEFAULT_NAMESPACE, SYSTEM_NAMESPACE};
 use std::collections::BTreeMap;
 
 /// A namespace's configuration: (key, value), sorted by key.

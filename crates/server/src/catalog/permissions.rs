@@ -95,7 +95,7 @@ impl Master {
         let Some(user) = caller.user.as_deref().filter(|_| self.rs.authz.enabled()) else {
             return Ok(());
         };
-        let table = crate::catalog::names::canonical(table)?;
+        let table = crate::names::canonical(table)?;
         let perm = Permission {
             user: user.to_string(),
             scope: Scope::table(&table),

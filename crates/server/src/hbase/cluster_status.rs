@@ -188,7 +188,7 @@ fn to_hbase(l: &crate::status::RegionLoad) -> hbase::RegionLoad {
 fn region_counts(svc: &HbaseService) -> Vec<hbase::TableRegionStatesCount> {
     let mut out = Vec::new();
     for (table, route) in svc.rs.router.tables() {
-        if crate::catalog::names::is_system(&table) {
+        if crate::names::is_system(&table) {
             continue;
         }
         let total = route.regions.len();

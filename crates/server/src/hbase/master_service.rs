@@ -16,7 +16,7 @@ pub(crate) use procedures::Procedures;
 
 use super::names;
 use super::{CallCtx, HbaseError, HbaseService, Reply, Request, Service};
-use crate::catalog::names as catalog_names;
+use crate::names as catalog_names;
 use crate::security::acl::{Action, Scope};
 use bytes::Bytes;
 use cellar_model::TableSchema;

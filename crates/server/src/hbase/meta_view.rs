@@ -10,8 +10,8 @@
 
 use super::names::{self, meta_compare};
 use super::{HbaseError, HbaseService};
-use crate::catalog::names as catalog_names;
 use crate::meta::META_TABLE;
+use crate::names as catalog_names;
 use crate::router::{HostedRegion, TableState};
 use bytes::Bytes;
 use cellar_model::filter::{Filter, FilterEval};

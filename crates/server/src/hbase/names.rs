@@ -8,7 +8,7 @@
 //! name is a Jenkins hash, `1588230740`.
 
 use super::{HbaseError, HbaseService};
-use crate::catalog::names as catalog_names;
+use crate::names as catalog_names;
 use bytes::{BufMut, Bytes, BytesMut};
 use cellar_proto::hbase;
 use std::cmp::Ordering;

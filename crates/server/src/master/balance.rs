@@ -251,11 +251,8 @@ impl Master {
         let found = self.rs.router.all_regions().into_iter().find(|r| {
             r.info.id.to_string() == region
                 || r.name() == region
-                || crate::catalog::names::encoded_region_name(
-                    &r.table,
-                    &r.info.start_key,
-                    r.info.id,
-                ) == region
+                || crate::names::encoded_region_name(&r.table, &r.info.start_key, r.info.id)
+                    == region
         });
         match found {
             Some(r) if r.table != META_TABLE => Ok(r),

@@ -2,10 +2,10 @@
 //! (`docs/design/0004-cluster.md` §6).
 
 use super::{wal_root, Assignment, SPLITTING};
-use crate::catalog::names;
 use crate::coord::ServerName;
 use crate::error::ServerError;
 use crate::meta::META_REGION_ID;
+use crate::names;
 use cellar_storage::wal::log_split;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

@@ -18,9 +18,9 @@
 //! still has references is never split, so a parent's files are only ever read by its own
 //! daughters, and the janitor can drop the parent once neither daughter has references.
 
-use crate::catalog::names;
 use crate::error::ServerError;
 use crate::master::Master;
+use crate::names;
 use crate::region_server::split_check::{split_point, table_split_size};
 use crate::region_server::SplitParent;
 use crate::router::{HostedRegion, RegionState, TableRoute, TableState};

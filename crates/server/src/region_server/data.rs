@@ -13,8 +13,8 @@
 
 use super::nonces::{Nonces, Start};
 use super::RegionServer;
-use crate::catalog::names;
 use crate::error::ServerError;
+use crate::names;
 use crate::router::HostedRegion;
 use crate::router::RowGuard;
 use bytes::{Bytes, BytesMut};

@@ -9,9 +9,9 @@
 
 use super::SplitParent;
 use super::{RegionServer, Role};
-use crate::catalog::names;
 use crate::error::ServerError;
 use crate::meta::{RegionRecord, TableRecord, META_REGION_ID};
+use crate::names;
 use crate::router::{HostedRegion, RegionState, TableRoute, TableState};
 use bytes::Bytes;
 use cellar_model::Error;

@@ -4,7 +4,7 @@
 //! split itself is the master's (`crate::master::split_procedure`).
 
 use super::RegionServer;
-use crate::catalog::names;
+use crate::names;
 use crate::router::{HostedRegion, TableRoute};
 use bytes::Bytes;
 

@@ -2,9 +2,9 @@
 //! the web UI's view with each open region's numbers) and its STATUS numbers.
 
 use super::{RegionServer, Role};
-use crate::catalog::names;
 use crate::error::ServerError;
 use crate::meta::META_TABLE;
+use crate::names;
 use crate::router::{RegionLocation, TableInfo, TableRoute, TableState};
 use crate::status::{region_load, Gauges, RegionView, ServerLoad, ServerStatus, TableView};
 use cellar_model::to_string_binary;

@@ -148,7 +148,7 @@ impl HostedRegion {
 
     /// HBase's region name: `table,start_key,region_id`.
     pub fn name(&self) -> String {
-        crate::catalog::names::region_name(&self.table, &self.info.start_key, self.info.id)
+        crate::names::region_name(&self.table, &self.info.start_key, self.info.id)
     }
 
     /// The region server a master assigned this region to.

@@ -12,6 +12,9 @@ use bytes::Bytes;
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// The prefix of meta's rows holding granted permissions (`@acl/<object>`).
+pub const ACL_ROW_PREFIX: &[u8] = b"@acl/";
+
 /// One action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Action {

@@ -2,11 +2,12 @@
 //! mutation before the region server reads or writes (`docs/security.md`). Reads are narrowed
 //! to the columns the caller may see; `hbase:meta` is read as HBase lets it be read.
 
+use super::acl::ACL_ROW_PREFIX;
 use super::acl::{Action, Scope};
 use super::authz::{restrict, Authz};
 use super::Caller;
 use crate::error::ServerError;
-use crate::meta::{ACL_ROW_PREFIX, META_TABLE};
+use crate::names::META_TABLE;
 use bytes::Bytes;
 use cellar_model::MutationKind;
 

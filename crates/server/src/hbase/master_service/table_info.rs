@@ -5,11 +5,11 @@
 use super::{
     namespace_not_found, table_not_found, table_of, user_tables, visible_table, Call, Result,
 };
-use crate::catalog::names as catalog_names;
 use crate::hbase::{
     message, meta_view, names, schema, CallCtx, HbaseError, HbaseService, Reply, Request,
 };
 use crate::meta::META_TABLE;
+use crate::names as catalog_names;
 use crate::router::TableState;
 use bytes::Bytes;
 use cellar_model::{BloomType, FamilySchema, TableSchema};

@@ -59,7 +59,7 @@ impl CreateTable {
             // HBase creates a table only in a namespace that exists
             // (NamespaceNotFoundException). The native protocol, which has no namespace
             // calls, still creates one with its table.
-            let namespace = crate::catalog::names::split(&name).0;
+            let namespace = crate::names::split(&name).0;
             if !svc.master()?.namespaces().contains_key(namespace) {
                 return Err(ServerError::NamespaceNotFound(namespace.to_string()).into());
             }
