@@ -328,3 +328,38 @@ fn a_clusters_master_page_lists_every_server_and_links_to_each() {
     page.assert_clean();
     assert_eq!(page.value("role"), "regionserver");
 }
+
+/// Issue 46 item 5: the master's overview lists a killed region server under "dead servers",
+/// with its native and HTTP addresses beside its HBase name.
+#[test]
+fn a_clusters_master_page_lists_a_killed_region_server_as_dead() {
+    let browser = Browser::find();
+    let mut cluster = LocalCluster::start(2);
+    let listed = wait_for(Duration::from_secs(60), || {
+        let s = json(&cluster.master, "/status");
+        (s["servers"].as_array()?.len() == 2).then_some(())
+    });
+    assert!(listed.is_some(), "the master lists both region servers");
+    let victim = &mut cluster.region_servers[1];
+    let native = victim.native.clone();
+    let rs_http = victim.http.clone().expect("region server http");
+    victim.kill9();
+    let name = wait_for(Duration::from_secs(120), || {
+        let s = json(&cluster.master, "/status");
+        Some(
+            s["dead_servers"].as_array()?.first()?["name"]
+                .as_str()?
+                .to_string(),
+        )
+    })
+    .expect("the master lists the killed server as dead");
+
+    let http = cluster.master.http.clone().expect("master http");
+    let overview = browser.load(&format!("http://{http}/?interval=250"), VIRTUAL_MS);
+    overview.assert_clean();
+    assert_eq!(overview.value("dead_servers"), "1");
+    assert_eq!(overview.values("dead.name"), [name]);
+    assert_eq!(overview.values("dead.native"), [native]);
+    assert_eq!(overview.values("dead.http"), [rs_http]);
+    assert_eq!(overview.value("servers"), "1", "one live region server");
+}

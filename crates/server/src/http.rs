@@ -547,6 +547,11 @@ fn status_json(served: &Served, g: &Gauges) -> String {
             "http": s.http_addr,
             "regions": s.regions,
         })).collect::<Vec<_>>(),
+        "dead_servers": g.dead_servers.iter().map(|s| serde_json::json!({
+            "name": s.name,
+            "native": s.native_addr,
+            "http": s.http_addr,
+        })).collect::<Vec<_>>(),
         "coordination": info.coordination.as_ref().map(|c| serde_json::json!({
             "service": c.describe(),
             "session": c.session().as_str(),

@@ -139,7 +139,25 @@ impl RegionServer {
         s.block_cache_misses = cache.misses;
         s.role = self.role.name().to_string();
         s.servers = self.own_loads();
+        s.dead_servers = self.dead_loads();
         s
+    }
+
+    /// A cluster master's dead region servers, as STATUS lists servers (no regions); none
+    /// elsewhere.
+    pub fn dead_loads(&self) -> Vec<ServerLoad> {
+        let Role::Master(m) = &self.role else {
+            return Vec::new();
+        };
+        m.dead_servers()
+            .into_iter()
+            .map(|d| ServerLoad {
+                name: d.name.to_string(),
+                native_addr: d.native_addr,
+                http_addr: d.http_addr,
+                regions: Vec::new(),
+            })
+            .collect()
     }
 
     /// This server and the regions open on it, as STATUS lists servers.
@@ -192,6 +210,7 @@ impl RegionServer {
         g.splits = self.splits_done.load(Ordering::Relaxed);
         g.role = self.role.name().to_string();
         g.servers = self.own_loads();
+        g.dead_servers = self.dead_loads();
         let wal = &self.services.wal;
         let stats = wal.stats();
         g.wal_failures = stats.failures;

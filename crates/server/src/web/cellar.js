@@ -159,13 +159,13 @@ const overview = {
       $("main").innerHTML = `<h1>${esc(status.role)} · Cellar ${esc(status.version)}</h1>
         <dl class="cards" id="cards"></dl>
         <h2>Request rates</h2>${chartHtml("rates", this.series.names)}
-        <h2>Servers</h2><div id="servers"></div>
+        <h2>Servers</h2><div id="servers"></div><div id="dead"></div>
         <h2>Tables</h2><div id="tables"></div>`;
       this.built = true;
     }
     $("cards").innerHTML = [
       card("Uptime", "uptime_ms", status.uptime_ms, duration(status.uptime_ms)),
-      card("Servers", "servers", status.servers.length),
+      card("Servers", "servers", status.servers.filter((s) => s.name !== "(not open)").length),
       card("Regions", "regions", sum((v) => Object.values(v.gauges.regions_per_table).reduce((a, b) => a + b, 0))),
       card("Calls", "calls", calls, count(calls)),
       card("Memstore", "memstore_bytes", sum((v) => v.gauges.memstore_bytes), bytes(sum((v) => v.gauges.memstore_bytes))),
@@ -196,6 +196,11 @@ const overview = {
     }).join("");
     $("servers").innerHTML = `<table><tr><th>Server</th><th>Native address</th><th class="num">Regions</th>
       <th class="num">Calls/s</th><th class="num">Memstore</th><th class="num">Store file size</th></tr>${rows}</table>`;
+    // A cluster's master: the region servers it saw that are gone, as HBase's status lists them.
+    const dead = status.dead_servers || [];
+    $("dead").innerHTML = status.role !== "master" ? "" : `<h3>${val("dead_servers", dead.length)} dead servers</h3>` +
+      (dead.length ? `<table><tr><th>Server</th><th>Native address</th><th>HTTP address</th></tr>${dead.map((s) =>
+        `<tr><td>${val("dead.name", s.name)}</td><td>${val("dead.native", s.native)}</td><td>${val("dead.http", s.http)}</td></tr>`).join("")}</table>` : "");
 
     const tables = regions.tables.map((t) => {
       const local = t.regions.filter((r) => r.open_here);
