@@ -50,6 +50,22 @@ fn the_master_reports_every_region_servers_load() {
         assert!(!row.cells.is_empty(), "{r} reads back");
     }
 
+    // Issue 46 item 5: the master counts the cluster's user tables and their regions (meta in
+    // neither; it counted the one table and only its own region, meta's), and names its root
+    // with the scheme.
+    let s = c.admin().status().expect("status");
+    assert_eq!((s.tables, s.regions), (1, 2), "{s:?}");
+    assert!(
+        s.data_dir.starts_with("file:///") && s.data_dir.ends_with("/root"),
+        "{s:?}"
+    );
+    let simple = master.shell("status");
+    assert!(
+        simple.contains("1 tables, 2 regions (hbase:meta in neither)")
+            && simple.contains(&format!("root {}", s.data_dir)),
+        "{simple}"
+    );
+
     let mut m = Conn::open(&master.hbase, "MasterService");
     let (param, _) = m
         .call(

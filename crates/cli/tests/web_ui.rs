@@ -278,6 +278,11 @@ fn a_clusters_master_page_lists_every_server_and_links_to_each() {
     let overview = browser.load(&format!("http://{http}/?interval=250"), VIRTUAL_MS);
     overview.assert_clean();
     assert_eq!(overview.value("servers"), "2");
+    let root = overview.value("root");
+    assert!(
+        root.starts_with("file:///") && root.ends_with("/root"),
+        "the root with its scheme: {root}"
+    );
     for rs in region_servers {
         let rs_http = rs.http.clone().expect("region server http");
         assert!(

@@ -78,14 +78,14 @@ fn status_lines(s: &Status) -> Vec<String> {
             secs % 60
         ),
         format!(
-            "{} tables, {} regions, {} requests",
+            "{} tables, {} regions (hbase:meta in neither), {} requests",
             s.tables, s.regions, s.requests
         ),
         format!(
             "memstore {} bytes, store files {} bytes, block cache {} hits / {} misses",
             s.memstore_bytes, s.store_file_bytes, s.block_cache_hits, s.block_cache_misses
         ),
-        format!("data directory {}", s.data_dir),
+        format!("root {}", s.data_dir),
     ];
     if s.role == "master" {
         // A cluster's master: HBase's summary counts the dead beside the live.

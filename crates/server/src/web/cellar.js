@@ -176,6 +176,7 @@ const overview = {
       card("Compaction queue", "compaction_queue", sum((v) => v.gauges.compaction_queue)),
       card("Connections", "open_connections", sum((v) => v.rpc.open_connections + (v.hbase ? v.hbase.open_connections : 0))),
       card("WAL", "wal_state", status.wal.state),
+      card("Root", "root", status.root),
     ].join("");
     drawChart("rates", this.series);
 
