@@ -368,3 +368,50 @@ fn a_clusters_master_page_lists_a_killed_region_server_as_dead() {
     assert_eq!(overview.values("dead.http"), [rs_http]);
     assert_eq!(overview.value("servers"), "1", "one live region server");
 }
+
+/// Issue 46 item 6: a table whose data is all in the memstore shows its memstore size beside
+/// its store file size (0 B), and the table page says its read and write counts are since
+/// each region opened (an alter reopens the regions and the counts start again).
+#[test]
+fn the_overview_shows_a_tables_memstore_and_the_counts_say_since_when() {
+    let browser = Browser::find();
+    let server = Server::start();
+    let http = server.http.clone().expect("http address");
+    server.shell("create 'fresh', 'f'\nput 'fresh', 'r1', 'f:a', 'not flushed'");
+
+    let overview = browser.load(&format!("http://{http}/?interval=250"), VIRTUAL_MS);
+    overview.assert_clean();
+    let names: Vec<Value> = json(&server, "/api/regions")["tables"]
+        .as_array()
+        .expect("tables")
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    let i = names
+        .iter()
+        .position(|n| n == "fresh")
+        .expect("the table is listed");
+    let at = |key: &str| {
+        let all = overview.values(key);
+        assert_eq!(all.len(), names.len(), "{key}: {all:?}, tables {names:?}");
+        all[i].parse::<u64>().expect("a number of bytes")
+    };
+    assert_eq!(at("table.store_file_bytes"), 0, "nothing flushed yet");
+    let memstore = at("table.memstore_bytes");
+    let api = json(&server, "/api/regions?table=fresh");
+    assert_eq!(
+        Some(memstore),
+        api["tables"][0]["regions"][0]["memstore_bytes"].as_u64(),
+        "the memstore as /api/regions has it"
+    );
+    assert!(memstore > 0, "the put is in the memstore");
+
+    let table = browser.load(
+        &format!("http://{http}/table/fresh?interval=250"),
+        VIRTUAL_MS,
+    );
+    table.assert_clean();
+    for heading in ["Reads since opened", "Writes since opened"] {
+        assert!(table.dom.contains(heading), "{heading}:\n{}", table.dom);
+    }
+}
