@@ -50,6 +50,22 @@ fn the_master_reports_every_region_servers_load() {
         assert!(!row.cells.is_empty(), "{r} reads back");
     }
 
+    // Issue 46 item 5: the master counts the cluster's user tables and their regions (meta in
+    // neither; it counted the one table and only its own region, meta's), and names its root
+    // with the scheme.
+    let s = c.admin().status().expect("status");
+    assert_eq!((s.tables, s.regions), (1, 2), "{s:?}");
+    assert!(
+        s.data_dir.starts_with("file:///") && s.data_dir.ends_with("/root"),
+        "{s:?}"
+    );
+    let simple = master.shell("status");
+    assert!(
+        simple.contains("1 tables, 2 regions (hbase:meta in neither)")
+            && simple.contains(&format!("root {}", s.data_dir)),
+        "{simple}"
+    );
+
     let mut m = Conn::open(&master.hbase, "MasterService");
     let (param, _) = m
         .call(
@@ -84,4 +100,62 @@ fn the_master_reports_every_region_servers_load() {
     assert_eq!(regions, 2, "both regions of the table, on their servers");
     assert!(writes >= 5, "the five puts are counted: {writes}");
     assert!(reads >= 5, "the five gets are counted: {reads}");
+}
+
+/// Issue 46 item 5: a region server killed is listed as dead, as HBase's `status` lists it
+/// ("1 dead servers" and its name), with the addresses that say which process it was, in
+/// `status 'detailed'` and in the master's `/status` (the web UI's source).
+#[test]
+fn a_killed_region_server_is_listed_as_dead_with_its_addresses() {
+    let mut cluster = LocalCluster::start(2);
+    let c = connect_blocking(&cluster.master.native);
+    let two = wait_for(Duration::from_secs(60), || {
+        (c.admin().status().ok()?.servers.len() >= 2).then_some(())
+    });
+    assert!(two.is_some(), "both region servers register");
+    let detailed = cluster.master.shell("status 'detailed'");
+    assert!(
+        detailed.contains("0 dead servers"),
+        "no server has died yet:\n{detailed}"
+    );
+
+    let victim = &mut cluster.region_servers[0];
+    let native = victim.native.clone();
+    let http = victim
+        .http
+        .clone()
+        .expect("the region server's http address");
+    victim.kill9();
+    let dead = wait_for(Duration::from_secs(120), || {
+        let s = c.admin().status().ok()?;
+        (s.dead_servers.len() == 1).then_some(s)
+    })
+    .expect("the master lists the killed server as dead");
+    let d = &dead.dead_servers[0];
+    assert_eq!(d.native_addr, native, "{dead:?}");
+    assert_eq!(d.http_addr, http, "{dead:?}");
+    assert!(
+        !dead.servers.iter().any(|l| l.native_addr == native),
+        "the dead server is not among the live: {dead:?}"
+    );
+
+    let detailed = cluster.master.shell("status 'detailed'");
+    let line = format!("    {}, native {native}, http {http}", d.name);
+    assert!(
+        detailed.contains(&format!("1 dead servers\n{line}")),
+        "status 'detailed' lists the dead server:\n{detailed}"
+    );
+    let simple = cluster.master.shell("status");
+    assert!(
+        simple.contains("1 live servers, 1 dead servers"),
+        "{simple}"
+    );
+
+    let json: serde_json::Value =
+        serde_json::from_str(&cluster.master.http_get("/status")).expect("/status is JSON");
+    assert_eq!(
+        json["dead_servers"],
+        serde_json::json!([{ "name": d.name, "native": native, "http": http }]),
+        "{json}"
+    );
 }

@@ -278,6 +278,11 @@ fn a_clusters_master_page_lists_every_server_and_links_to_each() {
     let overview = browser.load(&format!("http://{http}/?interval=250"), VIRTUAL_MS);
     overview.assert_clean();
     assert_eq!(overview.value("servers"), "2");
+    let root = overview.value("root");
+    assert!(
+        root.starts_with("file:///") && root.ends_with("/root"),
+        "the root with its scheme: {root}"
+    );
     for rs in region_servers {
         let rs_http = rs.http.clone().expect("region server http");
         assert!(
@@ -327,4 +332,86 @@ fn a_clusters_master_page_lists_every_server_and_links_to_each() {
     let page = browser.load(&format!("http://{rs_http}/server?interval=250"), 1500);
     page.assert_clean();
     assert_eq!(page.value("role"), "regionserver");
+}
+
+/// Issue 46 item 5: the master's overview lists a killed region server under "dead servers",
+/// with its native and HTTP addresses beside its HBase name.
+#[test]
+fn a_clusters_master_page_lists_a_killed_region_server_as_dead() {
+    let browser = Browser::find();
+    let mut cluster = LocalCluster::start(2);
+    let listed = wait_for(Duration::from_secs(60), || {
+        let s = json(&cluster.master, "/status");
+        (s["servers"].as_array()?.len() == 2).then_some(())
+    });
+    assert!(listed.is_some(), "the master lists both region servers");
+    let victim = &mut cluster.region_servers[1];
+    let native = victim.native.clone();
+    let rs_http = victim.http.clone().expect("region server http");
+    victim.kill9();
+    let name = wait_for(Duration::from_secs(120), || {
+        let s = json(&cluster.master, "/status");
+        Some(
+            s["dead_servers"].as_array()?.first()?["name"]
+                .as_str()?
+                .to_string(),
+        )
+    })
+    .expect("the master lists the killed server as dead");
+
+    let http = cluster.master.http.clone().expect("master http");
+    let overview = browser.load(&format!("http://{http}/?interval=250"), VIRTUAL_MS);
+    overview.assert_clean();
+    assert_eq!(overview.value("dead_servers"), "1");
+    assert_eq!(overview.values("dead.name"), [name]);
+    assert_eq!(overview.values("dead.native"), [native]);
+    assert_eq!(overview.values("dead.http"), [rs_http]);
+    assert_eq!(overview.value("servers"), "1", "one live region server");
+}
+
+/// Issue 46 item 6: a table whose data is all in the memstore shows its memstore size beside
+/// its store file size (0 B), and the table page says its read and write counts are since
+/// each region opened (an alter reopens the regions and the counts start again).
+#[test]
+fn the_overview_shows_a_tables_memstore_and_the_counts_say_since_when() {
+    let browser = Browser::find();
+    let server = Server::start();
+    let http = server.http.clone().expect("http address");
+    server.shell("create 'fresh', 'f'\nput 'fresh', 'r1', 'f:a', 'not flushed'");
+
+    let overview = browser.load(&format!("http://{http}/?interval=250"), VIRTUAL_MS);
+    overview.assert_clean();
+    let names: Vec<Value> = json(&server, "/api/regions")["tables"]
+        .as_array()
+        .expect("tables")
+        .iter()
+        .map(|t| t["name"].clone())
+        .collect();
+    let i = names
+        .iter()
+        .position(|n| n == "fresh")
+        .expect("the table is listed");
+    let at = |key: &str| {
+        let all = overview.values(key);
+        assert_eq!(all.len(), names.len(), "{key}: {all:?}, tables {names:?}");
+        all[i].parse::<u64>().expect("a number of bytes")
+    };
+    assert_eq!(at("table.store_file_bytes"), 0, "nothing flushed yet");
+    let memstore = at("table.memstore_bytes");
+    let api = json(&server, "/api/regions?table=fresh");
+    assert_eq!(
+        Some(memstore),
+        api["tables"][0]["regions"][0]["memstore_bytes"].as_u64(),
+        "the memstore as /api/regions has it"
+    );
+    assert!(memstore > 0, "the put is in the memstore");
+
+    let table = browser.load(
+        &format!("http://{http}/table/fresh?interval=250"),
+        VIRTUAL_MS,
+    );
+    table.assert_clean();
+    for heading in ["Reads since opened", "Writes since opened"] {
+        assert!(table.dom.contains(heading), "{heading}:\n{}", table.dom);
+    }
 }

@@ -23,6 +23,9 @@ pub struct ServerStatus {
     pub role: String,
     /// The region servers and the regions on each.
     pub servers: Vec<ServerLoad>,
+    /// A cluster's master: the region servers it saw that are gone (HBase's dead servers;
+    /// one leaves the list when a server starts again on its host and port). No regions.
+    pub dead_servers: Vec<ServerLoad>,
     pub balancer_on: bool,
     /// This server's own open regions and their numbers.
     pub region_loads: Vec<RegionLoad>,

@@ -654,16 +654,8 @@ pub fn status_to_pb(s: ServerStatus) -> pb::StatusResponse {
         data_dir: s.data_dir,
         server: s.server,
         role: s.role,
-        servers: s
-            .servers
-            .into_iter()
-            .map(|l| pb::ServerLoad {
-                name: l.name,
-                native_addr: l.native_addr,
-                http_addr: l.http_addr,
-                regions: l.regions,
-            })
-            .collect(),
+        servers: s.servers.into_iter().map(server_load_to_pb).collect(),
+        dead_servers: s.dead_servers.into_iter().map(server_load_to_pb).collect(),
         balancer_on: s.balancer_on,
         region_loads: s
             .region_loads
@@ -685,6 +677,24 @@ pub fn status_to_pb(s: ServerStatus) -> pb::StatusResponse {
     }
 }
 
+fn server_load_to_pb(l: ServerLoad) -> pb::ServerLoad {
+    pb::ServerLoad {
+        name: l.name,
+        native_addr: l.native_addr,
+        http_addr: l.http_addr,
+        regions: l.regions,
+    }
+}
+
+fn server_load_from_pb(l: pb::ServerLoad) -> ServerLoad {
+    ServerLoad {
+        name: l.name,
+        native_addr: l.native_addr,
+        http_addr: l.http_addr,
+        regions: l.regions,
+    }
+}
+
 /// STATUS as the client reads it.
 pub fn status_from_pb(r: pb::StatusResponse) -> ServerStatus {
     ServerStatus {
@@ -700,15 +710,11 @@ pub fn status_from_pb(r: pb::StatusResponse) -> ServerStatus {
         data_dir: r.data_dir,
         server: r.server,
         role: r.role,
-        servers: r
-            .servers
+        servers: r.servers.into_iter().map(server_load_from_pb).collect(),
+        dead_servers: r
+            .dead_servers
             .into_iter()
-            .map(|l| ServerLoad {
-                name: l.name,
-                native_addr: l.native_addr,
-                http_addr: l.http_addr,
-                regions: l.regions,
-            })
+            .map(server_load_from_pb)
             .collect(),
         balancer_on: r.balancer_on,
         region_loads: r

@@ -388,11 +388,25 @@ impl Master {
     }
 
     /// STATUS on the master: its region server's numbers, with every live region server and
-    /// its regions (a cluster) and the balancer switch.
+    /// its regions and the user regions open in the whole cluster (a cluster), and the
+    /// balancer switch.
     pub fn status(&self) -> ServerStatus {
         let mut s = self.rs.status();
         if self.assignment().is_some() {
             s.servers = self.server_loads();
+            // The cluster's user regions open anywhere, not only those here (meta alone).
+            s.regions = 0;
+            for (name, t) in self.rs.router.tables() {
+                if names::is_system(&name) {
+                    continue;
+                }
+                let open = t
+                    .regions
+                    .values()
+                    .filter(|r| r.state() == RegionState::Open && r.server().is_some())
+                    .count();
+                s.regions += u32::try_from(open).unwrap_or(u32::MAX);
+            }
         }
         s.balancer_on = self.balancer_enabled();
         s

@@ -586,6 +586,21 @@ pub enum ConfigError {
 }
 
 impl ServerConfig {
+    /// The root as users name it, with its scheme: `root` when set (`hdfs://HOST:PORT/PATH`
+    /// or `file:///PATH`), else `file://` and the data directory's absolute path.
+    pub fn root_url(&self) -> String {
+        if !self.root.is_empty() {
+            let trimmed = self.root.trim_end_matches('/');
+            return if trimmed.contains("://") {
+                trimmed.to_string()
+            } else {
+                self.root.clone()
+            };
+        }
+        let dir = std::path::absolute(&self.data_dir).unwrap_or_else(|_| self.data_dir.clone());
+        format!("file://{}", dir.display())
+    }
+
     /// Reads a TOML file; keys not given keep their defaults.
     pub fn from_file(path: &Path) -> Result<ServerConfig, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -815,6 +830,22 @@ impl ServerConfig {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_root_is_shown_with_its_scheme() {
+        let with = |root: &str, dir: &str| ServerConfig {
+            root: root.to_string(),
+            data_dir: PathBuf::from(dir),
+            ..ServerConfig::default()
+        };
+        assert_eq!(
+            with("hdfs://nn:8020/cellar/", "/cellar").root_url(),
+            "hdfs://nn:8020/cellar"
+        );
+        assert_eq!(with("file:///srv/c", "/srv/c").root_url(), "file:///srv/c");
+        assert_eq!(with("file:///", "/").root_url(), "file:///");
+        assert_eq!(with("", "/var/cellar").root_url(), "file:///var/cellar");
+    }
+
     use super::*;
 
     #[test]

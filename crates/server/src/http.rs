@@ -30,6 +30,8 @@ pub struct StatusInfo {
     /// The native RPC address clients use.
     pub native_addr: String,
     pub data_dir: PathBuf,
+    /// The root with its scheme (`hdfs://…` or `file://…`).
+    pub root: String,
     pub started: Instant,
     /// The coordination in use: `/status` shows where it is and the session's state.
     pub coordination: Option<crate::coord::CoordRef>,
@@ -540,12 +542,18 @@ fn status_json(served: &Served, g: &Gauges) -> String {
             "http": served.http_addr.to_string(),
         },
         "data_dir": info.data_dir.display().to_string(),
+        "root": info.root,
         "role": g.role,
         "servers": g.servers.iter().map(|s| serde_json::json!({
             "name": s.name,
             "native": s.native_addr,
             "http": s.http_addr,
             "regions": s.regions,
+        })).collect::<Vec<_>>(),
+        "dead_servers": g.dead_servers.iter().map(|s| serde_json::json!({
+            "name": s.name,
+            "native": s.native_addr,
+            "http": s.http_addr,
         })).collect::<Vec<_>>(),
         "coordination": info.coordination.as_ref().map(|c| serde_json::json!({
             "service": c.describe(),

@@ -39,6 +39,26 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
+/// Adds `gone` to `dead` (once each), then drops every dead server that has come back: a live
+/// server on its host and port (HBase's), or on its native address, restarted there.
+fn note_dead(
+    dead: &mut Vec<ServerRecord>,
+    gone: impl IntoIterator<Item = ServerRecord>,
+    live: &[Arc<ServerRecord>],
+) {
+    for g in gone {
+        if !dead.iter().any(|d| d.name == g.name) {
+            dead.push(g);
+        }
+    }
+    dead.retain(|d| {
+        !live.iter().any(|s| {
+            (s.name.host == d.name.host && s.name.port == d.name.port)
+                || (!d.native_addr.is_empty() && s.native_addr == d.native_addr)
+        })
+    });
+}
+
 /// Suffix of a dead server's WAL directory while it is being split.
 pub const SPLITTING: &str = "-splitting";
 
@@ -142,6 +162,10 @@ pub struct Assignment {
     skip_wal_errors: bool,
     /// Live region servers as of the last look (the tick's decisions use this list).
     live: Mutex<Vec<Arc<ServerRecord>>>,
+    /// Region servers this master saw live, or whose log it split, that are gone, oldest
+    /// first (HBase's dead servers): one leaves the list when a server registers again on
+    /// its native address.
+    dead: Mutex<Vec<ServerRecord>>,
     runtime: Mutex<Option<tokio::runtime::Runtime>>,
     client: Mutex<Option<Client>>,
     /// Round-robin position among equally loaded servers.
@@ -204,6 +228,7 @@ impl Assignment {
             open_timeout,
             skip_wal_errors,
             live: Mutex::new(Vec::new()),
+            dead: Mutex::new(Vec::new()),
             runtime: Mutex::new(Some(runtime)),
             client: Mutex::new(None),
             turn: AtomicUsize::new(0),
@@ -239,10 +264,34 @@ impl Assignment {
     }
 
     /// Looks at ZooKeeper again: the live region servers, kept as the list decisions use.
+    /// Servers that were live at the last look and are not now join the dead servers.
     pub fn refresh_live(&self) -> Result<Vec<Arc<ServerRecord>>, ServerError> {
         let live = self.fetch_live()?;
-        *self.live.lock() = live.clone();
+        let before = std::mem::replace(&mut *self.live.lock(), live.clone());
+        let gone = before
+            .iter()
+            .filter(|b| !live.iter().any(|s| s.name == b.name))
+            .map(|b| ServerRecord::clone(b));
+        note_dead(&mut self.dead.lock(), gone, &live);
         Ok(live)
+    }
+
+    /// A server whose log is split as dead, though this master never saw it live (it died
+    /// before this master started): a dead server known by its name only.
+    fn note_dead_name(&self, name: ServerName) {
+        let live = self.live.lock().clone();
+        let record = ServerRecord {
+            name,
+            native_addr: String::new(),
+            http_addr: String::new(),
+        };
+        note_dead(&mut self.dead.lock(), [record], &live);
+    }
+
+    /// The region servers this master saw that are gone, oldest first, with the addresses
+    /// they had.
+    pub fn dead_servers(&self) -> Vec<ServerRecord> {
+        self.dead.lock().clone()
     }
 
     /// The live server with native address `native` and start code `startcode`, if any.
@@ -681,6 +730,10 @@ impl ClusterMaster for Assignment {
     fn tick_interval(&self) -> Duration {
         Assignment::tick_interval(self)
     }
+
+    fn dead_servers(&self) -> Vec<ServerRecord> {
+        Assignment::dead_servers(self)
+    }
 }
 
 fn waited<E: std::fmt::Display>(addr: &str, e: Waited<E>) -> ServerError {
@@ -787,5 +840,47 @@ impl Master {
             }
         }
         all
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(name: &str, native: &str) -> ServerRecord {
+        ServerRecord {
+            name: ServerName::parse(name).expect("a server name"),
+            native_addr: native.to_string(),
+            http_addr: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_server_gone_is_dead_until_one_starts_again_where_it_was() {
+        let a = record("h,16020,1", "h:9000");
+        let b = record("h,16021,2", "h:9001");
+        let mut dead = Vec::new();
+        note_dead(&mut dead, [a.clone()], &[Arc::new(b.clone())]);
+        // Noted twice (two looks, or a look and its log's split): listed once.
+        note_dead(&mut dead, [a.clone()], &[Arc::new(b.clone())]);
+        assert_eq!(dead, vec![a.clone()]);
+
+        // A server on another host and port does not bring it back.
+        note_dead(&mut dead, [], &[Arc::new(record("g,16020,3", "g:9000"))]);
+        assert_eq!(dead, vec![a.clone()]);
+
+        // It restarts on its host and port (a new start code): no longer dead.
+        note_dead(&mut dead, [], &[Arc::new(record("h,16020,5", "h:9100"))]);
+        assert!(dead.is_empty(), "{dead:?}");
+
+        // Known by its name only (its log was split): back when its host and port are.
+        let c = ServerRecord {
+            native_addr: String::new(),
+            ..record("k,16020,1", "")
+        };
+        note_dead(&mut dead, [c.clone()], &[]);
+        assert_eq!(dead, vec![c]);
+        note_dead(&mut dead, [], &[Arc::new(record("k,16020,9", "k:1"))]);
+        assert!(dead.is_empty(), "{dead:?}");
     }
 }

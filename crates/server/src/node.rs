@@ -295,6 +295,7 @@ impl Node {
                 version: env!("CARGO_PKG_VERSION").to_string(),
                 native_addr: advertised,
                 data_dir: data_dir.clone(),
+                root: config.root_url(),
                 started,
                 coordination: Some(coordination.clone()),
                 server_name: me.name.to_string(),

@@ -49,6 +49,8 @@ pub struct Gauges {
     pub role: String,
     /// The region servers and their regions (`status 'detailed'`).
     pub servers: Vec<ServerLoad>,
+    /// A cluster master's dead region servers (no regions).
+    pub dead_servers: Vec<ServerLoad>,
 }
 
 impl Gauges {

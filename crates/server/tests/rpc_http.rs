@@ -47,6 +47,7 @@ fn servers() -> (FrontEnd, HttpServer, Arc<TestHandler>) {
                 version: "9.9.9-test".into(),
                 native_addr: rpc.local_addr().to_string(),
                 data_dir: "/tmp/cellar-test-data".into(),
+                root: "file:///tmp/cellar-test-data".into(),
                 started: Instant::now(),
                 coordination: None,
                 server_name: "test-host,1,1".into(),

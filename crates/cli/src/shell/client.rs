@@ -61,9 +61,14 @@ fn region_line(r: &RegionLocation) -> String {
     )
 }
 
+/// Live region servers in a master's list (regions open nowhere are listed apart).
+fn live_servers(s: &Status) -> usize {
+    s.servers.iter().filter(|l| l.name != "(not open)").count()
+}
+
 fn status_lines(s: &Status) -> Vec<String> {
     let secs = s.uptime.as_secs();
-    vec![
+    let mut lines = vec![
         format!(
             "server {} (Cellar {}), up {}h {}m {}s",
             s.server,
@@ -73,20 +78,52 @@ fn status_lines(s: &Status) -> Vec<String> {
             secs % 60
         ),
         format!(
-            "{} tables, {} regions, {} requests",
+            "{} tables, {} regions (hbase:meta in neither), {} requests",
             s.tables, s.regions, s.requests
         ),
         format!(
             "memstore {} bytes, store files {} bytes, block cache {} hits / {} misses",
             s.memstore_bytes, s.store_file_bytes, s.block_cache_hits, s.block_cache_misses
         ),
-        format!("data directory {}", s.data_dir),
-    ]
+        format!("root {}", s.data_dir),
+    ];
+    if s.role == "master" {
+        // A cluster's master: HBase's summary counts the dead beside the live.
+        lines.push(format!(
+            "{} live servers, {} dead servers",
+            live_servers(s),
+            s.dead_servers.len()
+        ));
+    }
+    lines
 }
 
-/// `status 'detailed'`: each region server, its addresses and its regions.
+/// A region server as `status 'detailed'` names it: HBase's name (`host,port,startcode`),
+/// else its native address.
+fn server_name(l: &cellar_client::ServerLoad) -> &str {
+    if l.name.is_empty() {
+        &l.native_addr
+    } else {
+        &l.name
+    }
+}
+
+/// Cellar's addresses of a named server, which tell `scripts/cluster.sh`'s servers apart.
+fn server_addrs(l: &cellar_client::ServerLoad) -> String {
+    let mut out = String::new();
+    if !l.native_addr.is_empty() && !l.name.is_empty() {
+        out.push_str(&format!(", native {}", l.native_addr));
+    }
+    if !l.http_addr.is_empty() {
+        out.push_str(&format!(", http {}", l.http_addr));
+    }
+    out
+}
+
+/// `status 'detailed'`: each region server, its addresses and its regions; a cluster's
+/// master then lists the dead servers as HBase's `status` does.
 fn detailed_lines(s: &Status) -> Vec<String> {
-    let servers = s.servers.iter().filter(|l| l.name != "(not open)").count();
+    let servers = live_servers(s);
     let mut lines = vec![format!(
         "{} ({}), {servers} region server(s), balancer {}",
         s.server,
@@ -94,20 +131,21 @@ fn detailed_lines(s: &Status) -> Vec<String> {
         if s.balancer_on { "on" } else { "off" }
     )];
     for l in &s.servers {
-        let name = if l.name.is_empty() {
-            &l.native_addr
-        } else {
-            &l.name
-        };
-        let mut head = format!("    {name}: {} region(s)", l.regions.len());
-        if !l.native_addr.is_empty() && !l.name.is_empty() {
-            head.push_str(&format!(", native {}", l.native_addr));
-        }
-        if !l.http_addr.is_empty() {
-            head.push_str(&format!(", http {}", l.http_addr));
-        }
-        lines.push(head);
+        lines.push(format!(
+            "    {}: {} region(s){}",
+            server_name(l),
+            l.regions.len(),
+            server_addrs(l)
+        ));
         lines.extend(l.regions.iter().map(|r| format!("        {r}")));
+    }
+    if s.role == "master" {
+        lines.push(format!("{} dead servers", s.dead_servers.len()));
+        lines.extend(
+            s.dead_servers
+                .iter()
+                .map(|l| format!("    {}{}", server_name(l), server_addrs(l))),
+        );
     }
     lines
 }
@@ -261,5 +299,47 @@ impl Cluster for RemoteCluster {
     }
     fn unassign(&mut self, region: &str) -> Result<(), String> {
         self.admin()?.unassign_region(region).map_err(msg)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use cellar_client::ServerLoad;
+
+    fn load(name: &str, native: &str, http: &str, regions: &[&str]) -> ServerLoad {
+        ServerLoad {
+            name: name.into(),
+            native_addr: native.into(),
+            http_addr: http.into(),
+            regions: regions.iter().map(|r| r.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_masters_status_lists_its_dead_servers_as_hbase_does() {
+        let s = Status {
+            role: "master".into(),
+            server: "m:1".into(),
+            servers: vec![load("h,16020,2", "h:9001", "h:8001", &["t,,1.1."])],
+            dead_servers: vec![load("h,16021,1", "h:9000", "h:8000", &[])],
+            ..Status::default()
+        };
+        let simple = status_lines(&s);
+        assert!(
+            simple.contains(&"1 live servers, 1 dead servers".to_string()),
+            "{simple:?}"
+        );
+        let detailed = detailed_lines(&s);
+        assert_eq!(
+            detailed[1..],
+            [
+                "    h,16020,2: 1 region(s), native h:9001, http h:8001",
+                "        t,,1.1.",
+                "1 dead servers",
+                "    h,16021,1, native h:9000, http h:8000",
+            ],
+            "{detailed:?}"
+        );
     }
 }

@@ -34,6 +34,7 @@ impl Assignment {
                 continue;
             }
             self.split_one(&root, &d)?;
+            self.note_dead_name(name);
             split_count += 1;
         }
         Ok(split_count)

@@ -34,6 +34,10 @@ pub trait ClusterMaster: Send + Sync + std::any::Any {
     fn tenure(&self) -> &Arc<Tenure>;
     /// How often the assignment loop runs.
     fn tick_interval(&self) -> Duration;
+    /// The region servers the master saw that are gone (HBase's dead servers), oldest first.
+    fn dead_servers(&self) -> Vec<ServerRecord> {
+        Vec::new()
+    }
 }
 
 /// Work on an open region.

@@ -3,7 +3,6 @@
 
 use super::{RegionServer, Role};
 use crate::error::ServerError;
-use crate::meta::META_TABLE;
 use crate::names;
 use crate::router::{RegionLocation, TableInfo, TableRoute, TableState};
 use crate::status::{region_load, Gauges, RegionView, ServerLoad, ServerStatus, TableView};
@@ -109,24 +108,30 @@ impl RegionServer {
         Ok(self.router.locate(&table, row)?.location(&self.advertised))
     }
 
-    /// This server's numbers for STATUS; its `servers` list is itself with its open regions
-    /// (a master replaces it with the cluster's, see `Master::status`).
+    /// This server's numbers for STATUS: its user tables, their regions open here, its root
+    /// (with its scheme); its `servers` list is itself with its open regions (a master
+    /// replaces the regions and the list with the cluster's, see `Master::status`).
     pub fn status(&self) -> ServerStatus {
         let mut s = ServerStatus {
             version: env!("CARGO_PKG_VERSION").to_string(),
             uptime: self.started.elapsed(),
             requests: self.requests.load(Ordering::Relaxed),
-            data_dir: self.data_dir().display().to_string(),
+            data_dir: self.config().root_url(),
             server: self.advertised.clone(),
             ..Default::default()
         };
+        // Tables and regions are the users': hbase:meta (and any other system table) is in
+        // neither count, as `list` does not show it.
         for (name, t) in self.router.tables() {
-            if name != META_TABLE {
+            let user = !names::is_system(&name);
+            if user {
                 s.tables += 1;
             }
             for r in t.regions.values() {
                 if let Some(load) = region_load(r) {
-                    s.regions += 1;
+                    if user {
+                        s.regions += 1;
+                    }
                     s.memstore_bytes += load.memstore_bytes;
                     s.store_file_bytes += load.store_file_bytes;
                     s.region_loads.push(load);
@@ -139,7 +144,25 @@ impl RegionServer {
         s.block_cache_misses = cache.misses;
         s.role = self.role.name().to_string();
         s.servers = self.own_loads();
+        s.dead_servers = self.dead_loads();
         s
+    }
+
+    /// A cluster master's dead region servers, as STATUS lists servers (no regions); none
+    /// elsewhere.
+    pub fn dead_loads(&self) -> Vec<ServerLoad> {
+        let Role::Master(m) = &self.role else {
+            return Vec::new();
+        };
+        m.dead_servers()
+            .into_iter()
+            .map(|d| ServerLoad {
+                name: d.name.to_string(),
+                native_addr: d.native_addr,
+                http_addr: d.http_addr,
+                regions: Vec::new(),
+            })
+            .collect()
     }
 
     /// This server and the regions open on it, as STATUS lists servers.
@@ -192,6 +215,7 @@ impl RegionServer {
         g.splits = self.splits_done.load(Ordering::Relaxed);
         g.role = self.role.name().to_string();
         g.servers = self.own_loads();
+        g.dead_servers = self.dead_loads();
         let wal = &self.services.wal;
         let stats = wal.stats();
         g.wal_failures = stats.failures;

@@ -159,13 +159,13 @@ const overview = {
       $("main").innerHTML = `<h1>${esc(status.role)} · Cellar ${esc(status.version)}</h1>
         <dl class="cards" id="cards"></dl>
         <h2>Request rates</h2>${chartHtml("rates", this.series.names)}
-        <h2>Servers</h2><div id="servers"></div>
+        <h2>Servers</h2><div id="servers"></div><div id="dead"></div>
         <h2>Tables</h2><div id="tables"></div>`;
       this.built = true;
     }
     $("cards").innerHTML = [
       card("Uptime", "uptime_ms", status.uptime_ms, duration(status.uptime_ms)),
-      card("Servers", "servers", status.servers.length),
+      card("Servers", "servers", status.servers.filter((s) => s.name !== "(not open)").length),
       card("Regions", "regions", sum((v) => Object.values(v.gauges.regions_per_table).reduce((a, b) => a + b, 0))),
       card("Calls", "calls", calls, count(calls)),
       card("Memstore", "memstore_bytes", sum((v) => v.gauges.memstore_bytes), bytes(sum((v) => v.gauges.memstore_bytes))),
@@ -176,6 +176,7 @@ const overview = {
       card("Compaction queue", "compaction_queue", sum((v) => v.gauges.compaction_queue)),
       card("Connections", "open_connections", sum((v) => v.rpc.open_connections + (v.hbase ? v.hbase.open_connections : 0))),
       card("WAL", "wal_state", status.wal.state),
+      card("Root", "root", status.root),
     ].join("");
     drawChart("rates", this.series);
 
@@ -196,21 +197,36 @@ const overview = {
     }).join("");
     $("servers").innerHTML = `<table><tr><th>Server</th><th>Native address</th><th class="num">Regions</th>
       <th class="num">Calls/s</th><th class="num">Memstore</th><th class="num">Store file size</th></tr>${rows}</table>`;
+    // A cluster's master: the region servers it saw that are gone, as HBase's status lists them.
+    const dead = status.dead_servers || [];
+    $("dead").innerHTML = status.role !== "master" ? "" : `<h3>${val("dead_servers", dead.length)} dead servers</h3>` +
+      (dead.length ? `<table><tr><th>Server</th><th>Native address</th><th>HTTP address</th></tr>${dead.map((s) =>
+        `<tr><td>${val("dead.name", s.name)}</td><td>${val("dead.native", s.native)}</td><td>${val("dead.http", s.http)}</td></tr>`).join("")}</table>` : "");
 
     const tables = regions.tables.map((t) => {
       const local = t.regions.filter((r) => r.open_here);
       const size = local.reduce((a, r) => a + r.store_file_bytes, 0);
+      const mem = local.reduce((a, r) => a + r.memstore_bytes, 0);
+      // Sizes only when every region is open here; a cluster's table page asks their servers.
+      const here = local.length === t.regions.length;
+      const elsewhere = '<span class="muted">see the table</span>';
       return `<tr data-table="${esc(t.name)}"><td><a href="/table/${encodeURIComponent(t.name)}">${esc(t.name)}</a></td>
         <td>${t.enabled ? "enabled" : "disabled"}</td>
         <td class="num">${val("table.regions", t.regions.length)}</td>
         <td>${esc(t.families.join(", "))}</td>
-        <td class="num">${local.length === t.regions.length ? bytes(size) : '<span class="muted">see the table</span>'}</td></tr>`;
+        <td class="num">${here ? val("table.store_file_bytes", size, bytes(size)) : elsewhere}</td>
+        <td class="num">${here ? val("table.memstore_bytes", mem, bytes(mem)) : elsewhere}</td></tr>`;
     }).join("");
     $("tables").innerHTML = `<table><tr><th>Table</th><th>State</th><th class="num">Regions</th><th>Families</th>
-      <th class="num">Store file size</th></tr>${tables}</table>`;
+      <th class="num">Store file size</th><th class="num">Memstore</th></tr>${tables}</table>`;
     $("who").textContent = `${status.role} ${status.server || status.listen.native}`;
   },
 };
+
+// What a region's read and write counts are: its server's since it last opened there, as
+// HBase's are. An alter, a move, a split or a restart reopens it and its counts start again.
+const SINCE_OPENED = "counted by the region's server since the region last opened there; "
+  + "an alter, a move or a restart reopens it and the count starts again at 0";
 
 // A table: its regions, where each is, its size and request rates.
 const tablePage = {
@@ -269,8 +285,9 @@ const tablePage = {
         ${n("region.reads_per_s", rr, rate(rr))}${n("region.writes_per_s", wr, rate(wr))}</tr>`;
     }).join("");
     $("regions").innerHTML = `<table><tr><th>Region</th><th>Start key</th><th>End key</th><th>Server</th><th>State</th>
-      <th class="num">Size</th><th class="num">Store files</th><th class="num">Memstore</th><th class="num">Reads</th>
-      <th class="num">Writes</th><th class="num">Reads/s</th><th class="num">Writes/s</th></tr>${rows}</table>`;
+      <th class="num">Size</th><th class="num">Store files</th><th class="num">Memstore</th>
+      <th class="num" title="${SINCE_OPENED}">Reads since opened</th><th class="num" title="${SINCE_OPENED}">Writes since opened</th>
+      <th class="num">Reads/s</th><th class="num">Writes/s</th></tr>${rows}</table>`;
     $("unreachable").textContent = failed.length ? "Not reachable: " + failed.join("; ") : "";
     $("who").textContent = mine.server;
   },
