@@ -158,4 +158,30 @@ fn a_killed_region_server_is_listed_as_dead_with_its_addresses() {
         serde_json::json!([{ "name": d.name, "native": native, "http": http }]),
         "{json}"
     );
+
+    // HBase clients (Admin.getClusterMetrics().getDeadServerNames(), the HBase shell's
+    // `status`) see it too.
+    let mut m = Conn::open(&cluster.master.hbase, "MasterService");
+    let (param, _) = m
+        .call(
+            "GetClusterStatus",
+            &hbase::GetClusterStatusRequest { options: vec![] },
+        )
+        .expect("GetClusterStatus answers");
+    let status = hbase::GetClusterStatusResponse::decode(param)
+        .expect("decodes")
+        .cluster_status;
+    let names: Vec<String> = status
+        .dead_servers
+        .iter()
+        .map(|s| {
+            format!(
+                "{},{},{}",
+                s.host_name,
+                s.port.unwrap_or(0),
+                s.start_code.unwrap_or(0)
+            )
+        })
+        .collect();
+    assert_eq!(names, vec![d.name.clone()], "{status:?}");
 }

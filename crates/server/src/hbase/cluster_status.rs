@@ -1,7 +1,8 @@
 //! What the master reports about the cluster (`GetClusterStatus`: `Admin.getClusterMetrics`,
 //! `getRegionServers`) and a region server about its regions (`GetRegionLoad`:
 //! `Admin.getRegionMetrics`). A standalone Cellar is one process: the active master and the
-//! only live region server, with no backup masters, dead servers or balancer.
+//! only live region server, with no backup masters, dead servers or balancer. A cluster's
+//! master lists its dead region servers as HBase's does.
 
 use super::names;
 use super::registry;
@@ -87,6 +88,22 @@ pub(crate) fn cluster_status(svc: &HbaseService, parts: &[i32]) -> hbase::Cluste
                 server: me.clone(),
                 server_load: server_load(svc),
             }]
+        };
+    }
+    if wants(Part::DeadServers) {
+        // Region servers the master saw that are gone (until one starts again where it was),
+        // as HBase's `status` lists them.
+        status.dead_servers = match svc.master.as_ref().and_then(|m| m.assignment()) {
+            Some(a) => a
+                .dead_servers()
+                .iter()
+                .map(|s| hbase::ServerName {
+                    host_name: s.name.host.clone(),
+                    port: Some(u32::from(s.name.port)),
+                    start_code: Some(s.name.start_code),
+                })
+                .collect(),
+            None => Vec::new(),
         };
     }
     if wants(Part::Master) {
