@@ -261,27 +261,19 @@ pub fn start_in(
     core: Arc<RpcCore>,
     tls: Option<Arc<crate::security::TlsServer>>,
 ) -> std::io::Result<FrontEnd> {
-    let tls_on = tls.is_some();
-    let front = Front::new(config, &core, tls);
-    let metrics = front.metrics.clone();
     let shared = Arc::new(Shared {
         handler,
-        front,
+        front: Front::new(config, &core, tls),
         ucx: OnceLock::new(),
     });
-    let serving = shared.clone();
-    let front = FrontEnd::start(
+    let stopping = shared.clone();
+    connection::listen::<native::Native>(
         listener,
         core,
-        "native",
-        metrics,
-        move |stream, id, peer, stop| {
-            connection::serve::<native::Native>(stream, id, peer, serving.clone(), stop)
-        },
-        Some(Box::new(move || shared.stop_ucx())),
-    )?;
-    tracing::info!(addr = %front.local_addr(), handlers = config.handler_count, io_threads = config.io_threads, tls = tls_on, "native RPC listening");
-    Ok(front)
+        shared,
+        0,
+        Some(Box::new(move || stopping.stop_ucx())),
+    )
 }
 
 /// Runs `f` on a thread of its own and waits for it: blocking on a runtime is not allowed

@@ -404,14 +404,7 @@ fn fatal(conn: &mut Connection<Hbase>, class: &str, message: String) -> End {
 /// One preamble: true when it is `HBas` + SIMPLE (a connection header follows), false after
 /// a security probe was answered.
 async fn preamble(conn: &mut Connection<Hbase>) -> Result<bool, End> {
-    conn.need(6).await?;
-    let mut p = [0u8; 6];
-    #[allow(
-        clippy::indexing_slicing,
-        reason = "need(6) returned: the buffer holds 6 bytes"
-    )]
-    p.copy_from_slice(&conn.io.buf[..6]);
-    conn.io.consume(6);
+    let p: [u8; 6] = conn.take_array().await?;
     if conn.io.origin.plaintext_on_tls_port {
         return Err(fatal(
             conn,

@@ -26,28 +26,14 @@ pub fn start_in(
     core: Arc<RpcCore>,
     tls: Option<Arc<crate::security::TlsServer>>,
 ) -> std::io::Result<FrontEnd> {
-    let tls_on = tls.is_some();
-    let front = Front::new(config, &core, tls);
-    let metrics = front.metrics.clone();
     let shared = Arc::new(Shared {
         service,
-        front,
+        front: Front::new(config, &core, tls),
         inline: config.inline_gets || config.inline_puts,
     });
     // Connection ids of this front end live in their own range, so scanners of the two
     // front ends never share an owner.
-    let front = FrontEnd::start(
-        listener,
-        core,
-        "HBase",
-        metrics,
-        move |stream, id, peer, stop| {
-            connection::serve::<protocol::Hbase>(stream, (1 << 62) | id, peer, shared.clone(), stop)
-        },
-        None,
-    )?;
-    tracing::info!(addr = %front.local_addr(), tls = tls_on, "HBase RPC listening");
-    Ok(front)
+    connection::listen::<protocol::Hbase>(listener, core, shared, 1 << 62, None)
 }
 
 impl Job for HCall {

@@ -116,9 +116,34 @@ pub(crate) struct Connection<P: Protocol> {
     deferred: Vec<(P::Deferred, OwnedSemaphorePermit)>,
 }
 
+/// Serves protocol `P` on `listener` with the node's runtime and handler pool (`core`): a
+/// front end whose connections share `shared`, numbered from `id_base` (each front end's ids
+/// in a range of their own, so that scanners of two front ends never share an owner).
+/// `after_drain` is what the front end lets go of once its connections are drained.
+pub(crate) fn listen<P: Protocol>(
+    listener: std::net::TcpListener,
+    core: Arc<super::RpcCore>,
+    shared: Arc<P::Shared>,
+    id_base: u64,
+    after_drain: Option<Box<dyn FnOnce() + Send>>,
+) -> std::io::Result<super::FrontEnd> {
+    let front: &Front = (*shared).as_ref();
+    let (metrics, tls) = (front.metrics.clone(), front.tls.is_some());
+    let serving = super::FrontEnd::start(
+        listener,
+        core,
+        P::NAME,
+        metrics,
+        move |stream, id, peer, stop| serve::<P>(stream, id_base | id, peer, shared.clone(), stop),
+        after_drain,
+    )?;
+    tracing::info!(addr = %serving.local_addr(), tls, "{} RPC listening", P::NAME);
+    Ok(serving)
+}
+
 /// Serves one accepted connection of a front end to its end: its transport's start (TLS),
 /// its protocol ([`Protocol::open`]), its calls, then its close.
-pub(crate) async fn serve<P: Protocol>(
+async fn serve<P: Protocol>(
     stream: TcpStream,
     conn_id: u64,
     peer: SocketAddr,
@@ -228,6 +253,17 @@ impl<P: Protocol> Connection<P> {
             self.fill().await?;
         }
         Ok(())
+    }
+
+    /// Reads the next `N` bytes of the stream (a preamble) and consumes them.
+    pub async fn take_array<const N: usize>(&mut self) -> Result<[u8; N], End> {
+        self.need(N).await?;
+        let mut out = [0u8; N];
+        if let Some(head) = self.io.buf.get(..N) {
+            out.copy_from_slice(head);
+        }
+        self.io.consume(N);
+        Ok(out)
     }
 
     /// Waits while the connection is past its own in-flight bound (`Inbound::wait_for_room`),

@@ -68,14 +68,7 @@ impl Protocol for Native {
     }
 
     async fn handshake(conn: &mut Connection<Self>) -> Result<(), End> {
-        conn.need(PREAMBLE.len()).await?;
-        let mut p = [0u8; 8];
-        #[allow(
-            clippy::indexing_slicing,
-            reason = "need(8) returned: the buffer holds 8 bytes"
-        )]
-        p.copy_from_slice(&conn.io.buf[..8]);
-        conn.io.consume(8);
+        let p: [u8; PREAMBLE.len()] = conn.take_array().await?;
         if conn.io.origin.plaintext_on_tls_port {
             let msg = "this port serves only TLS: connect with TLS (the client's --tls-ca) or to a plaintext port".to_string();
             return Err(malformed_preamble(conn, msg));
