@@ -103,6 +103,44 @@ pub struct RowMutation {
 }
 
 impl RowMutation {
+    /// What every region refuses in a mutation, whatever it holds: an empty or too long row
+    /// key, no cells, a family delete with a qualifier, a timestamp past
+    /// [`crate::LATEST_TIMESTAMP`]. `family` checks each entry's family against the region's.
+    pub fn validate(
+        &self,
+        mut family: impl FnMut(&[u8]) -> crate::Result<()>,
+    ) -> crate::Result<()> {
+        use crate::key::MAX_ROW_LEN;
+        use crate::{Error, LATEST_TIMESTAMP};
+        if self.row.is_empty() {
+            return Err(Error::InvalidArgument("row key is empty".into()));
+        }
+        if self.row.len() > MAX_ROW_LEN {
+            return Err(Error::InvalidArgument(format!(
+                "row key is {} bytes; the limit is {MAX_ROW_LEN}",
+                self.row.len()
+            )));
+        }
+        if self.entries.is_empty() {
+            return Err(Error::InvalidArgument("mutation has no cells".into()));
+        }
+        for e in &self.entries {
+            family(&e.family)?;
+            if e.cell_type.is_family_delete() && !e.qualifier.is_empty() {
+                return Err(Error::InvalidArgument(
+                    "a family delete has no qualifier".into(),
+                ));
+            }
+            if e.timestamp > LATEST_TIMESTAMP {
+                return Err(Error::InvalidArgument(format!(
+                    "timestamp {} is beyond the largest allowed ({LATEST_TIMESTAMP})",
+                    e.timestamp
+                )));
+            }
+        }
+        Ok(())
+    }
+
     pub fn new(row: impl Into<Bytes>) -> RowMutation {
         RowMutation {
             row: row.into(),

@@ -13,7 +13,6 @@
 use super::{cell_ref, replay_cells, RegionApi, RowScanner};
 use crate::cell::{Cell, CellSink, CellType};
 use crate::error::{Error, Result};
-use crate::key::MAX_ROW_LEN;
 use crate::mutation::RowMutation;
 use crate::query::{Column, Get, Scan, TimeRange};
 use crate::schema::{FamilySchema, TableSchema};
@@ -212,33 +211,7 @@ impl MemRegion {
     }
 
     fn validate(&self, m: &RowMutation) -> Result<()> {
-        if m.row.is_empty() {
-            return Err(Error::InvalidArgument("row key is empty".into()));
-        }
-        if m.row.len() > MAX_ROW_LEN {
-            return Err(Error::InvalidArgument(format!(
-                "row key is {} bytes; the limit is {MAX_ROW_LEN}",
-                m.row.len()
-            )));
-        }
-        if m.entries.is_empty() {
-            return Err(Error::InvalidArgument("mutation has no cells".into()));
-        }
-        for e in &m.entries {
-            self.family(&e.family)?;
-            if e.cell_type.is_family_delete() && !e.qualifier.is_empty() {
-                return Err(Error::InvalidArgument(
-                    "a family delete has no qualifier".into(),
-                ));
-            }
-            if e.timestamp > LATEST_TIMESTAMP {
-                return Err(Error::InvalidArgument(format!(
-                    "timestamp {} is beyond the largest allowed ({LATEST_TIMESTAMP})",
-                    e.timestamp
-                )));
-            }
-        }
-        Ok(())
+        m.validate(|family| self.family(family).map(|_| ()))
     }
 }
 
