@@ -250,5 +250,25 @@ fn users_read_meta_s_regions_and_only_a_global_admin_its_grants() {
             && d["reason"].as_str().is_some_and(|r| r.contains("grants"))),
         "the refused Get of a grant row is audited: {audit:?}"
     );
+
+    // Flushing meta is an admin's act (HBase's preFlush: ADMIN or CREATE), as for any table.
+    let flush = hbase::FlushRegionRequest {
+        region: support::hbase::region(b"hbase:meta,,1"),
+        ..Default::default()
+    };
+    let mut bob = Conn::open_as(&server.hbase, "AdminService", "bob");
+    let refused = bob
+        .call("FlushRegion", &flush)
+        .expect_err("bob may not flush hbase:meta");
+    assert!(
+        refused
+            .exception_class_name
+            .as_deref()
+            .is_some_and(|c| c.ends_with("AccessDeniedException")),
+        "{refused:?}"
+    );
+    let mut ops = Conn::open_as(&server.hbase, "AdminService", "ops");
+    ops.call("FlushRegion", &flush)
+        .expect("a global ADMIN flushes hbase:meta");
     drop(server);
 }

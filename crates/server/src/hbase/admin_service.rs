@@ -180,6 +180,8 @@ impl FlushRegion {
         let (flushed, last_flush_time) = match resolve(svc, self.region)? {
             // Meta is computed, never written: nothing to flush, ever since the server began.
             Resolved::Meta => {
+                // As HBase's preFlush: ADMIN or CREATE on the table, meta too.
+                super::master_service::table_admin(svc, ctx, META_TABLE, "flush a region")?;
                 let last = svc.start_code;
                 (due(last).then_some(false), last)
             }
