@@ -75,6 +75,21 @@ pub struct CellRef<'a> {
     pub value: &'a [u8],
 }
 
+impl CellRef<'_> {
+    /// The cell, copied out of the buffers it points into.
+    pub fn to_cell(&self) -> Cell {
+        Cell {
+            row: Bytes::copy_from_slice(self.row),
+            family: self.family.clone(),
+            qualifier: Bytes::copy_from_slice(self.qualifier),
+            timestamp: self.timestamp,
+            cell_type: self.cell_type,
+            seq_id: self.seq_id,
+            value: Bytes::copy_from_slice(self.value),
+        }
+    }
+}
+
 /// Where a read puts the cells it selects, in read order: row, then family, then qualifier,
 /// then newest version first. Most readers collect [`Cell`]s; the network reactor's Get
 /// writes each cell straight into its answer's cell block, so a value is copied once, from

@@ -104,15 +104,7 @@ impl<'a> CollectCells<'a> {
 
 impl CellSink for CollectCells<'_> {
     fn cell(&mut self, c: CellRef<'_>) {
-        self.out.push(Cell {
-            row: Bytes::copy_from_slice(c.row),
-            family: c.family.clone(),
-            qualifier: Bytes::copy_from_slice(c.qualifier),
-            timestamp: c.timestamp,
-            cell_type: c.cell_type,
-            seq_id: c.seq_id,
-            value: Bytes::copy_from_slice(c.value),
-        });
+        self.out.push(c.to_cell());
     }
 }
 

@@ -547,15 +547,7 @@ mod tests {
 
     impl CellSink for Collect {
         fn cell(&mut self, c: CellRef<'_>) {
-            self.0.push(Cell {
-                row: Bytes::copy_from_slice(c.row),
-                family: c.family.clone(),
-                qualifier: Bytes::copy_from_slice(c.qualifier),
-                timestamp: c.timestamp,
-                cell_type: c.cell_type,
-                seq_id: c.seq_id,
-                value: Bytes::copy_from_slice(c.value),
-            });
+            self.0.push(c.to_cell());
         }
         fn end_family(&mut self) {
             self.1 += 1;

@@ -299,15 +299,7 @@ impl CellSink for Recorder {
             Some(f) => assert_eq!(f, c.family, "a family's cells came apart"),
             None => self.open_family = Some(c.family.clone()),
         }
-        self.cells.push(Cell {
-            row: Bytes::copy_from_slice(c.row),
-            family: Bytes::copy_from_slice(c.family),
-            qualifier: Bytes::copy_from_slice(c.qualifier),
-            timestamp: c.timestamp,
-            cell_type: c.cell_type,
-            seq_id: c.seq_id,
-            value: Bytes::copy_from_slice(c.value),
-        });
+        self.cells.push(c.to_cell());
     }
 
     fn end_family(&mut self) {
