@@ -120,6 +120,11 @@ pub struct Scan {
     /// to `max_versions` puts per column (HBase's `Scan.setRaw`: what a major compaction has
     /// not yet removed).
     pub raw: bool,
+    /// 0: the writes committed when the scanner opens. Otherwise the highest sequence id
+    /// to see: the read point an earlier open of this scan in the same region reported,
+    /// sent back when the scan is reopened so the rest of it reads the same writes (HBase's
+    /// `mvcc_read_point`). Never above what is committed.
+    pub read_point: u64,
 }
 
 impl Scan {
@@ -138,6 +143,7 @@ impl Scan {
             batch: 0,
             compress: false,
             raw: false,
+            read_point: 0,
         }
     }
 

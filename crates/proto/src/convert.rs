@@ -121,6 +121,9 @@ pub fn scan_from_pb(s: pb::Scan) -> Result<Scan> {
         batch: s.batch,
         compress: false,
         raw: s.raw,
+        // The native protocol carries no read point: its scans read what is committed when
+        // each region's scanner opens.
+        read_point: 0,
     })
 }
 

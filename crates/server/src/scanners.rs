@@ -27,6 +27,7 @@ use cellar_model::filter::FilterEval;
 use cellar_model::{Cell, Scan};
 use cellar_proto::cellblock;
 use cellar_storage::region::RegionScanner;
+use cellar_storage::storefile::block_bytes_scanned;
 use parking_lot::Mutex;
 use std::collections::hash_map::RandomState;
 use std::collections::{HashMap, VecDeque};
@@ -41,6 +42,10 @@ pub struct ScanResult {
     pub cells: Vec<Cell>,
     /// More cells of the same row follow in the next result.
     pub partial: bool,
+    /// Bytes of store file blocks read to produce this result (HBase's per-result
+    /// `block_bytes_scanned`): the row's reading, given to its first part; rows the filter
+    /// dropped on the way count toward the next row given.
+    pub block_bytes: u64,
 }
 
 /// The answer to SCAN_OPEN / SCAN_NEXT.
@@ -54,6 +59,9 @@ pub struct ScanBatch {
     pub format: ResultFormat,
     /// What this call read (HBase's server-side scan metrics).
     pub counts: ScanCounts,
+    /// On a region's open: the highest sequence id the scan sees, for a client to send back
+    /// when it reopens the scan in this region (HBase's `mvcc_read_point`).
+    pub read_point: Option<u64>,
 }
 
 /// The rows one scan call read: HBase's server-side scan metrics `ROWS_SCANNED` (every row
@@ -92,8 +100,11 @@ struct OpenScanner {
     rows_left: u64,
     /// The rest of a row split by `batch`.
     pending: VecDeque<Cell>,
-    /// The next row, read ahead.
-    peeked: Option<Vec<Cell>>,
+    /// The next row, read ahead, and the block bytes reading it took.
+    peeked: Option<(Vec<Cell>, u64)>,
+    /// Block bytes read and not yet given to a result (the open's first seek): the next row
+    /// read gets them.
+    unattributed: u64,
     exhausted: bool,
     /// Rows read from the region that the client gets (the others were filtered).
     passed: u64,
@@ -230,11 +241,13 @@ impl Slot {
 }
 
 impl OpenScanner {
-    /// The next row the client gets (filtered, within the limit), or `None` at the end.
-    fn next_row(&mut self) -> Result<Option<Vec<Cell>>, ServerError> {
+    /// The next row the client gets (filtered, within the limit) and the block bytes
+    /// reading it took, or `None` at the end.
+    fn next_row(&mut self) -> Result<Option<(Vec<Cell>, u64)>, ServerError> {
         if let Some(row) = self.peeked.take() {
             return Ok(Some(row));
         }
+        let scan_started = block_bytes_scanned();
         while !self.exhausted && self.rows_left > 0 {
             if self
                 .filter
@@ -254,7 +267,11 @@ impl OpenScanner {
             };
             self.rows_left -= 1;
             self.passed += 1;
-            return Ok(Some(row));
+            let scanned = block_bytes_scanned().wrapping_sub(scan_started);
+            return Ok(Some((
+                row,
+                scanned + std::mem::take(&mut self.unattributed),
+            )));
         }
         self.exhausted = true;
         Ok(None)
@@ -270,10 +287,14 @@ impl OpenScanner {
         let (read_before, passed_before) = (self.rows.rows_read(), self.passed);
         let mut out = Vec::new();
         let mut bytes = 0u64;
+        let mut block_bytes = 0u64;
         while out.len() < max_results && bytes < max_bytes {
             if self.pending.is_empty() {
                 match self.next_row()? {
-                    Some(row) => self.pending.extend(row),
+                    Some((row, scanned)) => {
+                        self.pending.extend(row);
+                        block_bytes = scanned;
+                    }
                     None => break,
                 }
             }
@@ -290,6 +311,7 @@ impl OpenScanner {
             out.push(ScanResult {
                 cells,
                 partial: !self.pending.is_empty(),
+                block_bytes: std::mem::take(&mut block_bytes),
             });
         }
         let more = !self.pending.is_empty() || {
@@ -321,6 +343,7 @@ fn take_rows(rows: &mut VecDeque<Vec<Cell>>, n: u32) -> Vec<ScanResult> {
         .map(|cells| ScanResult {
             cells,
             partial: false,
+            block_bytes: 0,
         })
         .collect()
 }
@@ -352,6 +375,7 @@ impl ScannerRegistry {
         if scan.filter.is_some() {
             storage_scan.max_versions = u32::MAX;
         }
+        let opening = block_bytes_scanned();
         let (iter, epoch) = hosted.with(|r| Ok((r.scan(&storage_scan)?, hosted.epoch())))?;
         let mut scanner = OpenScanner {
             hosted,
@@ -369,9 +393,11 @@ impl ScannerRegistry {
             },
             pending: VecDeque::new(),
             peeked: None,
+            unattributed: block_bytes_scanned().wrapping_sub(opening),
             exhausted: false,
             passed: 0,
         };
+        let read_point = scanner.rows.read_point();
         let (results, more, counts) = scanner.fill(rows as usize, max_bytes)?;
         let scanner_id = self.new_id();
         if more {
@@ -383,6 +409,7 @@ impl ScannerRegistry {
             more_in_region: more,
             format,
             counts,
+            read_point: Some(read_point),
         })
     }
 
@@ -407,6 +434,7 @@ impl ScannerRegistry {
                 more_in_region: true,
                 format: slot.format.clone(),
                 counts: ScanCounts::default(),
+                read_point: None,
             });
         }
         let scanner = match &mut *source {
@@ -424,6 +452,7 @@ impl ScannerRegistry {
                     results,
                     more_in_region: more,
                     format: slot.format.clone(),
+                    read_point: None,
                 });
             }
         };
@@ -449,6 +478,7 @@ impl ScannerRegistry {
                     more_in_region: more,
                     format: slot.format.clone(),
                     counts,
+                    read_point: None,
                 })
             }
             Err(e) => {
@@ -481,6 +511,7 @@ impl ScannerRegistry {
             results,
             more_in_region: more,
             format,
+            read_point: None,
         }
     }
 

@@ -24,7 +24,7 @@ pub(crate) use bloom::RowProbe;
 pub use footer::FORMAT_VERSION;
 pub use iter::StoreFileIter;
 pub(crate) use reader::cache_only;
-pub use reader::{bytes_read, StoreFile};
+pub use reader::{block_bytes_scanned, bytes_read, StoreFile};
 pub use writer::StoreFileWriter;
 
 use cellar_model::{BloomType, Compression, FamilySchema};

@@ -210,6 +210,9 @@ pub(crate) fn scan_from_hbase(s: &hbase::Scan, limit: u32) -> Result<Scan> {
                     .as_deref()
                     .is_some_and(|v| v.first() == Some(&0xff) || v == b"true")
         }),
+        // HBase's synchronous client sends back the read point the region's first open
+        // answered when it reopens the scan there (after a move or a lost scanner).
+        read_point: s.mvcc_read_point.unwrap_or(0),
     })
 }
 

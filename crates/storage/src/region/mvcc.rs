@@ -44,6 +44,21 @@ impl ReadPoint {
         ReadPoint { high, skip: None }
     }
 
+    /// The highest id this reader may see (HBase's `mvcc_read_point`).
+    pub fn high(&self) -> u64 {
+        self.high
+    }
+
+    /// This read point, seeing no id above `high`: a scan reopened at the point its first
+    /// open reported. Never above the read point itself, so writes still in flight stay
+    /// invisible whatever a client sends.
+    pub fn at_most(self, high: u64) -> ReadPoint {
+        ReadPoint {
+            high: self.high.min(high),
+            skip: self.skip,
+        }
+    }
+
     /// Whether a cell written with sequence id `seq` exists for this reader.
     #[inline]
     pub fn sees(&self, seq: u64) -> bool {

@@ -53,6 +53,8 @@ pub struct RegionScanner {
     parts: Vec<(usize, usize, usize)>,
     now: u64,
     done: bool,
+    /// The highest sequence id the scan sees ([`RegionScanner::read_point`]).
+    read_point: u64,
 }
 
 /// Counts the cells a row gives on their way to the caller's sink (a row whose cells are all
@@ -88,7 +90,11 @@ impl RegionScanner {
         for c in &scan.columns {
             region.store_index(&c.family)?;
         }
-        let read_point = region.mvcc.read_point();
+        let read_point = match scan.read_point {
+            0 => region.mvcc.read_point(),
+            at => region.mvcc.read_point().at_most(at),
+        };
+        let read_point_high = read_point.high();
         let info = &region.info;
         // Clamp the scan to the region's rows.
         let stop_inclusive = scan.reversed && scan.stop_row[..] < info.start_key[..];
@@ -174,6 +180,7 @@ impl RegionScanner {
             parts: Vec::new(),
             now,
             done: false,
+            read_point: read_point_high,
         };
         if scan.reversed {
             scanner.next_reversed = scanner.first_reversed_row(&hi)?;
@@ -314,6 +321,14 @@ impl RegionScanner {
             }
         }
         Ok(false)
+    }
+
+    /// The highest sequence id this scan sees: the region's committed writes when it opened,
+    /// or the scan's own `read_point` when it asked for an earlier one. A client reopening
+    /// the scan in this region (on this or another server) sends it back to read the same
+    /// writes (HBase's `mvcc_read_point`).
+    pub fn read_point(&self) -> u64 {
+        self.read_point
     }
 
     /// The rows this scanner has read so far, rows that gave no cell (every cell deleted,

@@ -40,6 +40,19 @@ pub struct StoreFile {
 thread_local! {
     /// Set while this thread runs a read that must not touch the disk.
     static CACHE_ONLY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Bytes of data blocks this thread has read, from the cache or the file.
+    static BLOCK_BYTES_SCANNED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// Bytes of data blocks this thread has read so far, block-cache hits included (HBase's
+/// "block bytes scanned"): the difference across one read is what that read scanned. A
+/// read runs on the thread that asked for it, so nothing else adds to the count meanwhile.
+pub fn block_bytes_scanned() -> u64 {
+    BLOCK_BYTES_SCANNED.with(std::cell::Cell::get)
+}
+
+fn scanned(bytes: usize) {
+    BLOCK_BYTES_SCANNED.with(|c| c.set(c.get().wrapping_add(bytes as u64)));
 }
 
 /// Runs `f` with data-block reads limited to the block cache: a miss fails with
@@ -389,6 +402,7 @@ impl StoreFile {
         let compressed = self.cache.as_ref().is_some_and(|c| c.keeps_compressed());
         if let Some(b) = self.cache.as_ref().and_then(|c| c.get(&key)) {
             if !compressed {
+                scanned(b.len());
                 return Block::from_cached(b).map_err(at);
             }
             // `codec code | payload as stored`, checksummed when it was read.
@@ -403,6 +417,7 @@ impl StoreFile {
                     )
                 })?;
             let plain = inflate(codec, b.slice(1..), &self.path, handle.offset)?;
+            scanned(plain.len());
             return Block::from_cached(plain).map_err(at);
         }
         if CACHE_ONLY.with(std::cell::Cell::get) {
@@ -410,6 +425,7 @@ impl StoreFile {
         }
         let (codec, payload) = read_stored(self.file.as_ref(), &self.path, handle)?;
         let bytes = inflate(codec, payload.clone(), &self.path, handle.offset)?;
+        scanned(bytes.len());
         // Checked before it is cached: cache hits trust the restart array.
         let block = Block::new(bytes.clone()).map_err(at)?;
         if let (Some(cache), true) = (&self.cache, fill_cache) {

@@ -1,5 +1,8 @@
 //! GET: one row of a user region or of `hbase:meta`; also the reactor's fast path for the
-//! common Get ([`get_inline`]).
+//! common Get ([`get_inline`]). A Get with `query_metrics_enabled` gets the bytes of store
+//! file blocks its read went through (cached or not; 0 for rows only in memory and for
+//! `hbase:meta`, computed from the catalog) in `Result.metrics`, as HBase 2.6.4 answers;
+//! an existence-only Get gets none, as from HBase.
 
 use super::{region, Call, Result};
 use crate::hbase::meta_view;
@@ -10,6 +13,7 @@ use bytes::{Bytes, BytesMut};
 use cellar_model::filter::FilterEval;
 use cellar_model::{Cell, Get};
 use cellar_proto::hbase;
+use cellar_storage::storefile::block_bytes_scanned;
 
 /// A Get as its decode half hands it on: the region and the row's selection.
 #[derive(Debug, Clone)]
@@ -18,6 +22,8 @@ pub(crate) struct GetCall {
     pub(crate) get: Get,
     /// Only whether the row exists is asked for.
     pub(crate) exists_only: bool,
+    /// `query_metrics_enabled`: the answer says how many block bytes the read scanned.
+    pub(crate) metrics: bool,
 }
 
 impl GetCall {
@@ -28,6 +34,7 @@ impl GetCall {
             region,
             get,
             exists_only,
+            metrics: g.query_metrics_enabled == Some(true),
         })
     }
 }
@@ -48,10 +55,11 @@ pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: GetCall) -> Resul
         region,
         mut get,
         exists_only,
+        metrics,
     } = call;
     check_get(svc, ctx, &region, &mut get, "get")?;
-    let cells = read_row(svc, &region, &get)?;
-    Ok(get_reply(ctx, &cells, exists_only))
+    let (cells, scanned) = read_row_metered(svc, &region, &get, metrics)?;
+    Ok(get_reply(ctx, &cells, exists_only, scanned))
 }
 
 /// A Get answered from memstores and the block cache
@@ -66,11 +74,13 @@ pub(crate) fn get_inline(
         region: RegionTarget::User { table, region_id },
         get,
         exists_only,
+        metrics,
     } = get_call(param.clone()).ok()?
     else {
         return None;
     };
     let into_block = ctx.cell_blocks && !exists_only;
+    let scan_started = block_bytes_scanned();
     let read = match svc
         .rs
         .read_on_reactor(&ctx.caller, &table, region_id, get, into_block)?
@@ -78,18 +88,20 @@ pub(crate) fn get_inline(
         Ok(read) => read,
         Err(e) => return Some(Err(e.into())),
     };
+    let scanned = metrics.then(|| block_bytes_scanned().wrapping_sub(scan_started));
     Some(Ok(match read {
         // The common Get: cells went from the memstore or block straight into the answer.
         ReactorRead::Block { cell_count, block } => Reply::with_cells(
             &hbase::GetResponse {
                 result: Some(hbase::Result {
                     associated_cell_count: Some(cell_count as i32),
+                    metrics: scanned.map(query_metrics),
                     ..Default::default()
                 }),
             },
             block,
         ),
-        ReactorRead::Cells(cells) => get_reply(ctx, &cells, exists_only),
+        ReactorRead::Cells(cells) => get_reply(ctx, &cells, exists_only, scanned),
     }))
 }
 
@@ -132,23 +144,50 @@ pub(super) fn read_row(svc: &HbaseService, target: &RegionTarget, get: &Get) -> 
     }
 }
 
-/// A Get's result: the cells, or only whether there are any.
+/// A Get's result: the cells, or only whether there are any; with `scanned`, the block
+/// bytes the read went through (not for an existence-only Get, as HBase answers it).
 pub(super) fn get_result(
     ctx: &CallCtx,
     cells: &[Cell],
     exists_only: bool,
+    scanned: Option<u64>,
     out: &mut BytesMut,
 ) -> hbase::Result {
     if exists_only {
         convert::exists_result(!cells.is_empty())
     } else {
-        convert::result_to_hbase(cells, false, ctx.cell_blocks, out)
+        hbase::Result {
+            metrics: scanned.map(query_metrics),
+            ..convert::result_to_hbase(cells, false, ctx.cell_blocks, out)
+        }
     }
 }
 
-fn get_reply(ctx: &CallCtx, cells: &[Cell], exists_only: bool) -> Reply {
+/// HBase's per-result query metrics: the store file block bytes a read went through.
+pub(super) fn query_metrics(block_bytes_scanned: u64) -> hbase::QueryMetrics {
+    hbase::QueryMetrics {
+        block_bytes_scanned: Some(block_bytes_scanned),
+    }
+}
+
+/// [`read_row`], and with `metrics` the block bytes it scanned.
+pub(super) fn read_row_metered(
+    svc: &HbaseService,
+    target: &RegionTarget,
+    get: &Get,
+    metrics: bool,
+) -> Result<(Vec<Cell>, Option<u64>)> {
+    let scan_started = block_bytes_scanned();
+    let cells = read_row(svc, target, get)?;
+    Ok((
+        cells,
+        metrics.then(|| block_bytes_scanned().wrapping_sub(scan_started)),
+    ))
+}
+
+fn get_reply(ctx: &CallCtx, cells: &[Cell], exists_only: bool, scanned: Option<u64>) -> Reply {
     let mut out = BytesMut::new();
-    let result = get_result(ctx, cells, exists_only, &mut out);
+    let result = get_result(ctx, cells, exists_only, scanned, &mut out);
     Reply::with_cells(
         &hbase::GetResponse {
             result: Some(result),

@@ -2,7 +2,7 @@
 //! own (a failing action gets its exception, the others run); atomic or conditional ones
 //! (RowMutations, checkAndMutate) run as one row mutation.
 
-use super::get::{check_get, get_result, read_row};
+use super::get::{check_get, get_result, read_row_metered};
 use super::mutate::{check_mutation, mutation_result, PendingMutation};
 use super::{region, user_region, Call, Result};
 use crate::hbase::convert::{self, HCondition, HMutation};
@@ -44,6 +44,8 @@ pub(crate) enum ActionCall {
     Get {
         get: Get,
         exists_only: bool,
+        /// `query_metrics_enabled`: the result carries the block bytes the read scanned.
+        metrics: bool,
     },
 }
 
@@ -136,7 +138,11 @@ fn action(
     }
     if let Some(g) = &a.get {
         let (get, exists_only) = convert::get_from_hbase(g)?;
-        return Ok(ActionCall::Get { get, exists_only });
+        return Ok(ActionCall::Get {
+            get,
+            exists_only,
+            metrics: g.query_metrics_enabled == Some(true),
+        });
     }
     if a.service_call.is_some() {
         return Err(HbaseError::unsupported("a coprocessor service call"));
@@ -300,10 +306,11 @@ fn run_action(
         ActionCall::Get {
             mut get,
             exists_only,
+            metrics,
         } => {
             check_get(svc, ctx, target, &mut get, "get")?;
-            let row = read_row(svc, target, &get)?;
-            Ok(get_result(ctx, &row, exists_only, out))
+            let (row, scanned) = read_row_metered(svc, target, &get, metrics)?;
+            Ok(get_result(ctx, &row, exists_only, scanned, out))
         }
     }
 }

@@ -6,6 +6,12 @@
 //! call 0): a number out of order gets HBase's `OutOfOrderScannerNextException` and the
 //! scanner stays as it was. With `track_scan_metrics` an answer carries the rows the call
 //! read and filtered (HBase's server-side `ROWS_SCANNED` and `ROWS_FILTERED`).
+//!
+//! A region's open answers the scan's read point (`mvcc_read_point`), which HBase's
+//! synchronous client sends back in the Scan when it reopens the scan in that region, so the
+//! rows after a move read the same writes as those before. With the Scan's
+//! `query_metrics_enabled` each result of the open's answer carries the block bytes its row
+//! took to read; later calls carry no Scan and so, as from HBase 2.6.4, no metrics.
 
 use super::{region, Call, Result};
 use crate::hbase::meta_view::{self, MetaScan};
@@ -27,6 +33,11 @@ pub(crate) enum ScanCall {
         next_call_seq: Option<u64>,
         /// `track_scan_metrics`: the answer carries what the call read.
         metrics: bool,
+        /// The Scan's `query_metrics_enabled`: each result carries its block bytes.
+        query_metrics: bool,
+        /// `close_scanner` with the open: the first rows answered, the scanner closed (the
+        /// answer's flags as computed, as HBase leaves them).
+        close: bool,
     },
     /// The next `rows` rows of an open scanner (0 when only renewing its lease).
     Next {
@@ -108,6 +119,8 @@ impl ScanCall {
             rows: req.number_of_rows.unwrap_or(0),
             next_call_seq: req.next_call_seq,
             metrics,
+            query_metrics: s.query_metrics_enabled == Some(true),
+            close: req.close_scanner == Some(true),
         })
     }
 }
@@ -175,13 +188,15 @@ pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: ScanCall) -> Resu
         } => {
             svc.rs.check_scanner_owner(ctx.conn_id, id)?;
             let batch = svc.rs.scan_next_in_order(id, rows, next_call_seq)?;
-            Ok(scan_response(ctx, batch, metrics, ttl(svc)))
+            Ok(scan_response(ctx, batch, metrics, false, ttl(svc)))
         }
         ScanCall::Open {
             target,
             rows,
             next_call_seq,
             metrics,
+            query_metrics,
+            close,
         } => {
             let batch = match *target {
                 OpenTarget::Meta(scan) => {
@@ -212,10 +227,12 @@ pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: ScanCall) -> Resu
                     )?
                 }
             };
-            if let (Some(seq), true) = (next_call_seq, batch.more_in_region) {
+            if close && batch.more_in_region {
+                svc.rs.scan_close(batch.scanner_id);
+            } else if let (Some(seq), true) = (next_call_seq, batch.more_in_region) {
                 svc.rs.scan_take_call_seq(batch.scanner_id, seq)?;
             }
-            Ok(scan_response(ctx, batch, metrics, ttl(svc)))
+            Ok(scan_response(ctx, batch, metrics, query_metrics, ttl(svc)))
         }
     }
 }
@@ -224,9 +241,15 @@ fn ttl(svc: &HbaseService) -> u32 {
     svc.rs.config().scanner.lease_ms.min(u64::from(u32::MAX)) as u32
 }
 
-/// A batch's results and flags as the connection takes them, and with `metrics` the rows
-/// the call read.
-fn scan_response(ctx: &CallCtx, batch: ScanBatch, metrics: bool, ttl: u32) -> Reply {
+/// A batch's results and flags as the connection takes them, with `metrics` the rows the
+/// call read, and with `query_metrics` each result's block bytes.
+fn scan_response(
+    ctx: &CallCtx,
+    batch: ScanBatch,
+    metrics: bool,
+    query_metrics: bool,
+    ttl: u32,
+) -> Reply {
     let mut out = BytesMut::new();
     let mut resp = hbase::ScanResponse {
         scanner_id: Some(batch.scanner_id),
@@ -234,8 +257,16 @@ fn scan_response(ctx: &CallCtx, batch: ScanBatch, metrics: bool, ttl: u32) -> Re
         more_results_in_region: Some(batch.more_in_region),
         ttl: Some(ttl),
         scan_metrics: metrics.then(|| scan_metrics(batch.counts)),
+        mvcc_read_point: batch.read_point,
         ..Default::default()
     };
+    if query_metrics {
+        resp.query_metrics = batch
+            .results
+            .iter()
+            .map(|r| super::get::query_metrics(r.block_bytes))
+            .collect();
+    }
     for r in &batch.results {
         let cells: &[Cell] = &r.cells;
         if ctx.cell_blocks {

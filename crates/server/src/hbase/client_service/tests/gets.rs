@@ -224,3 +224,88 @@ fn gets_on_the_reactor_answer_what_the_handler_pool_does() {
     let unknown = fx.get_on_reactor(&BLOCKS, &gets[9].1).expect("answered");
     assert_eq!(answer(&BLOCKS, unknown), Err(NO_SUCH_FAMILY.to_string()));
 }
+
+impl Fixture {
+    /// Flushes the fixture's region: its rows move from the memstore to a store file.
+    pub(super) fn flush(&self) {
+        let RegionTarget::User { table, region_id } = &self.target else {
+            panic!("user region");
+        };
+        let hosted = self
+            .svc
+            .rs
+            .router
+            .region_for_call(table, *region_id)
+            .expect("region");
+        hosted.with(|r| Ok(r.flush()?)).expect("flushed");
+    }
+}
+
+/// The block bytes a Get's answer reports (`Result.metrics`), if it reports any.
+fn get_metrics(reply: Result<Reply>) -> Option<u64> {
+    let reply = reply.expect("get");
+    let resp = hbase::GetResponse::decode(reply.param).expect("decodes");
+    resp.result
+        .expect("result")
+        .metrics
+        .map(|m| m.block_bytes_scanned.expect("block bytes"))
+}
+
+#[test]
+fn a_get_with_query_metrics_reports_the_block_bytes_it_read() {
+    let fx = fixture();
+    fx.put("r1", "a", "value", 1);
+    let asked = hbase::Get {
+        row: b("r1"),
+        query_metrics_enabled: Some(true),
+        ..Default::default()
+    };
+    // Only in the memstore: no block read, and the answer says so.
+    assert_eq!(get_metrics(get(&fx.svc, &PB, &fx.target, &asked)), Some(0));
+    fx.flush();
+    for ctx in [&PB, &BLOCKS] {
+        let read = get_metrics(get(&fx.svc, ctx, &fx.target, &asked)).expect("metrics");
+        assert!(read > 0, "a read from a store file scans its block");
+        // The block is now cached: the reactor answers, with the same count (HBase counts
+        // cached blocks as scanned too).
+        let inline = fx.get_on_reactor(ctx, &asked).expect("on the reactor");
+        assert_eq!(get_metrics(inline), Some(read));
+    }
+    // Not asked: none; an existence-only Get: none, as from HBase.
+    let plain = hbase::Get {
+        query_metrics_enabled: None,
+        ..asked.clone()
+    };
+    assert_eq!(get_metrics(get(&fx.svc, &PB, &fx.target, &plain)), None);
+    let exists = hbase::Get {
+        existence_only: Some(true),
+        ..asked.clone()
+    };
+    assert_eq!(get_metrics(get(&fx.svc, &PB, &fx.target, &exists)), None);
+    // A Get inside a Multi reports in its result too.
+    let req = hbase::MultiRequest {
+        region_action: vec![region_action(
+            "r",
+            vec![
+                action(0, None, Some(asked.clone())),
+                action(1, None, Some(plain)),
+            ],
+        )],
+        ..Default::default()
+    };
+    let (resp, _) = multi(&fx.svc, &PB, &req, Bytes::new(), fx.resolve());
+    let metrics: Vec<Option<u64>> = resp.region_action_result[0]
+        .result_or_exception
+        .iter()
+        .map(|r| {
+            r.result
+                .as_ref()
+                .expect("result")
+                .metrics
+                .as_ref()
+                .and_then(|m| m.block_bytes_scanned)
+        })
+        .collect();
+    assert!(metrics[0].is_some_and(|n| n > 0), "{metrics:?}");
+    assert_eq!(metrics[1], None);
+}

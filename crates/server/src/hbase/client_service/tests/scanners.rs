@@ -396,3 +396,131 @@ fn scan_metrics_count_rows_scanned_and_filtered_per_call() {
         .expect("open");
     assert_eq!(resp.scan_metrics, None);
 }
+
+/// Each result's row and value.
+fn row_values(results: &[(Vec<Cell>, bool)]) -> Vec<(String, String)> {
+    results
+        .iter()
+        .flat_map(|(cells, _)| cells)
+        .map(|c| {
+            (
+                String::from_utf8_lossy(&c.row).into_owned(),
+                String::from_utf8_lossy(&c.value).into_owned(),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_scan_reopened_with_its_read_point_reads_the_writes_its_first_open_saw() {
+    let fx = fixture();
+    fx.put("r1", "a", "old", 1);
+    fx.put("r2", "a", "old", 1);
+    let (resp, res) = fx
+        .scan_call(&PB, open(hbase::Scan::default(), 1, 0))
+        .expect("open");
+    assert_eq!(rows(&res), vec!["r1"]);
+    let point = resp
+        .mvcc_read_point
+        .expect("a region's open answers its read point");
+    assert!(point > 0);
+    let id = resp.scanner_id.expect("id");
+    let (resp, _) = fx.scan_call(&PB, next(id, 1)).expect("next");
+    assert_eq!(
+        resp.mvcc_read_point, None,
+        "only the open answers it, as HBase"
+    );
+    // An open that also closes answers its rows and leaves no scanner behind, as in HBase.
+    let closing = hbase::ScanRequest {
+        close_scanner: Some(true),
+        ..open(hbase::Scan::default(), 1, 0)
+    };
+    let (resp, res) = fx.scan_call(&PB, closing).expect("open and close");
+    assert_eq!(rows(&res), vec!["r1"]);
+    assert!(resp.mvcc_read_point.is_some());
+    let closed = resp.scanner_id.expect("id");
+    assert_eq!(
+        fx.scan_call(&PB, next(closed, 1))
+            .expect_err("closed")
+            .class,
+        UNKNOWN_SCANNER
+    );
+    // Written after the open: a newer version of r2 and a new row.
+    fx.put("r2", "a", "new", 2);
+    fx.put("r3", "a", "new", 2);
+    // The client reopens after r1 (say the region moved), sending the point back.
+    let after_r1 = hbase::Scan {
+        start_row: Some(b("r1")),
+        include_start_row: Some(false),
+        ..Default::default()
+    };
+    let reopened = hbase::Scan {
+        mvcc_read_point: Some(point),
+        ..after_r1.clone()
+    };
+    let (resp, res) = fx
+        .scan_call(&PB, open(reopened.clone(), 10, 0))
+        .expect("reopen");
+    assert_eq!(row_values(&res), [("r2".into(), "old".into())]);
+    assert_eq!(
+        resp.mvcc_read_point,
+        Some(point),
+        "the reopened scan keeps it"
+    );
+    // The same after a flush: store files keep each cell's sequence id.
+    fx.flush();
+    let (_, res) = fx
+        .scan_call(&BLOCKS, open(reopened, 10, 0))
+        .expect("reopen");
+    assert_eq!(row_values(&res), [("r2".into(), "old".into())]);
+    // A new scan reads what is committed now; a point above that shows nothing more.
+    let (resp, res) = fx
+        .scan_call(&PB, open(after_r1.clone(), 10, 0))
+        .expect("new scan");
+    let now = [("r2".into(), "new".into()), ("r3".into(), "new".into())];
+    assert_eq!(row_values(&res), now);
+    assert!(resp.mvcc_read_point.is_some_and(|p| p > point));
+    let beyond = hbase::Scan {
+        mvcc_read_point: Some(u64::MAX),
+        ..after_r1
+    };
+    let (resp, res) = fx.scan_call(&PB, open(beyond, 10, 0)).expect("beyond");
+    assert_eq!(row_values(&res), now);
+    assert!(resp.mvcc_read_point.is_some_and(|p| p < u64::MAX));
+}
+
+#[test]
+fn a_scan_with_query_metrics_reports_each_results_block_bytes_in_its_open() {
+    let fx = fixture();
+    for r in ["r1", "r2", "r3"] {
+        fx.put(r, "a", r, 1);
+    }
+    let asked = hbase::Scan {
+        query_metrics_enabled: Some(true),
+        ..Default::default()
+    };
+    // From the memstore: one entry per result, each 0.
+    let (resp, res) = fx.scan_call(&PB, open(asked.clone(), 2, 0)).expect("open");
+    assert_eq!(res.len(), 2);
+    let zero = |n: u64| hbase::QueryMetrics {
+        block_bytes_scanned: Some(n),
+    };
+    assert_eq!(resp.query_metrics, [zero(0), zero(0)]);
+    fx.flush();
+    for ctx in [&PB, &BLOCKS] {
+        let (resp, res) = fx.scan_call(ctx, open(asked.clone(), 2, 0)).expect("open");
+        assert_eq!(res.len(), 2);
+        assert_eq!(resp.query_metrics.len(), 2, "one per result, in order");
+        let first = resp.query_metrics[0].block_bytes_scanned.expect("bytes");
+        assert!(first > 0, "the first row read the file's block");
+        // The next call carries no Scan: no metrics, as from HBase 2.6.4.
+        let id = resp.scanner_id.expect("id");
+        let (resp, res) = fx.scan_call(ctx, next(id, 2)).expect("next");
+        assert_eq!(rows(&res), vec!["r3"]);
+        assert!(resp.query_metrics.is_empty());
+    }
+    let (resp, _) = fx
+        .scan_call(&PB, open(hbase::Scan::default(), 2, 0))
+        .expect("open");
+    assert!(resp.query_metrics.is_empty(), "not asked, none");
+}
