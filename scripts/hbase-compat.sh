@@ -7,8 +7,9 @@
 # but `hbase.zookeeper.quorum` and `zookeeper.znode.parent` — then the `kill -9` test
 # (scripts/hbase-kill.sh: the Java client writes while Cellar is killed and restarted; counted as
 # one test), then the Java client over TLS and with access control (scripts/hbase-security.sh:
-# each case one test), then the
-# real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
+# each case one test), then replication from an unmodified Apache HBase 2.6.4 into Cellar
+# (scripts/hbase-replication.sh: HBase's add_peer with Cellar's ZooKeeper, every replicated cell
+# compared; one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
 #   hbase-compat: N tests passed, M failed; ycsb: ok|failed|skipped
 # and exits non-zero on any failure. See docs/hbase-compat-tests.md.
 #
@@ -220,6 +221,20 @@ if (( ! against_hbase )); then
     failed=$((failed + tls_failed))
   else
     echo "hbase-security: no result" >&2
+    failed=$((failed + 1))
+  fi
+fi
+
+# --- Replication from an unmodified Apache HBase into Cellar (Cellar only: it starts its own
+# servers, HBase on ports +300) ---
+if (( ! against_hbase )); then
+  echo "running replication from Apache HBase into Cellar (scripts/hbase-replication.sh)..." >&2
+  timeout 1200 "$repo/scripts/hbase-replication.sh" --cellar "$cellar_bin" --work "$work/replication" \
+    2>&1 | tee "$work/replication.log" >&2
+  # One test: passed only when the script says so.
+  if grep -q '^hbase-replication: passed' "$work/replication.log"; then
+    passed=$((passed + 1))
+  else
     failed=$((failed + 1))
   fi
 fi

@@ -2,8 +2,9 @@
 //! `proto/cellar.proto` is Cellar's native protocol; `proto/hbase/*.proto` is Cellar's own
 //! subset of the HBase 2.x wire format (package `hbase.pb`).
 
-const HBASE_PROTOS: [&str; 14] = [
+const HBASE_PROTOS: [&str; 15] = [
     "hbase/HBase.proto",
+    "hbase/WAL.proto",
     "hbase/ClusterStatus.proto",
     "hbase/Cell.proto",
     "hbase/Comparator.proto",

@@ -9,7 +9,9 @@
 #   old WAL segments (oldWALs/) are kept, and how often the master's cleaners run, for runs
 #   whose data would otherwise fill the disk (docs/hbase-side-by-side.md),
 #   HBASE_PORT_OFFSET (default 0): added to every port (ZooKeeper 2181, master 16000 and
-#   16010, region server 16020 and 16030), so a second standalone can run beside another.
+#   16010, region server 16020 and 16030), so a second standalone can run beside another,
+#   HBASE_SITE_PROPERTIES: more hbase-site.xml settings, "name=value" separated by spaces
+#   (e.g. "replication.source.sleepforretries=100").
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -29,6 +31,11 @@ if [[ -n "$cleaner_ms" ]]; then
     cleaner_props+="  <property><name>$key</name><value>$cleaner_ms</value></property>"$'\n'
   done
 fi
+for kv in ${HBASE_SITE_PROPERTIES:-}; do
+  [[ "$kv" =~ ^[A-Za-z0-9_.-]+=[^\<\>\&]*$ ]] \
+    || { echo "start.sh: HBASE_SITE_PROPERTIES: '$kv' is not name=value (no < > &)" >&2; exit 2; }
+  cleaner_props+="  <property><name>${kv%%=*}</name><value>${kv#*=}</value></property>"$'\n'
+done
 timeout="${HBASE_START_TIMEOUT:-120}"
 offset="${HBASE_PORT_OFFSET:-0}"
 [[ "$offset" =~ ^[0-9]+$ ]] && (( offset < 40000 )) \

@@ -828,3 +828,131 @@ fn a_retried_scanner_next_gets_out_of_order_scanner_next_exception_not_the_next_
     assert_eq!(rows, vec![Bytes::from("r5"), Bytes::from("r6")]);
     assert_eq!(resp.more_results_in_region, Some(false));
 }
+
+/// A cell as HBase's `KeyValueCodecWithTags` writes it when the cell carries `tags`.
+fn tagged_cell(row: &[u8], qualifier: &[u8], ts: u64, value: &[u8], tags: &[u8]) -> Vec<u8> {
+    let mut key = Vec::new();
+    key.extend_from_slice(&(row.len() as u16).to_be_bytes());
+    key.extend_from_slice(row);
+    key.push(1);
+    key.extend_from_slice(b"f");
+    key.extend_from_slice(qualifier);
+    key.extend_from_slice(&ts.to_be_bytes());
+    key.push(4); // Put
+    let mut out = Vec::new();
+    let total = 8 + key.len() + value.len() + 2 + tags.len();
+    out.extend_from_slice(&(total as u32).to_be_bytes());
+    out.extend_from_slice(&(key.len() as u32).to_be_bytes());
+    out.extend_from_slice(&(value.len() as u32).to_be_bytes());
+    out.extend_from_slice(&key);
+    out.extend_from_slice(value);
+    out.extend_from_slice(&(tags.len() as u16).to_be_bytes());
+    out.extend_from_slice(tags);
+    out
+}
+
+/// How an HBase replication source talks to its peer: AdminService over a connection whose
+/// codec is `KeyValueCodecWithTags`, `ReplicateWALEntry` with the WAL entries' cells in the
+/// cell block, tags on some. The edits land (tags dropped) and read back through
+/// ClientService; a cell block whose tags length lies is refused for that call only.
+#[test]
+fn a_replication_source_on_the_tags_codec_ships_edits_that_clients_then_read() {
+    let server = Server::start();
+    let mut master = open(&server.hbase, "MasterService");
+    create_table(&mut master, "repl", &[]);
+
+    let mut source = connect(&server.hbase);
+    let mut out = BytesMut::new();
+    out.extend_from_slice(&hbase_wire::HBAS_MAGIC);
+    out.extend_from_slice(&[hbase_wire::RPC_VERSION, hbase_wire::AUTH_SIMPLE]);
+    let header = hbase::ConnectionHeader {
+        user_info: Some(hbase::UserInformation {
+            effective_user: "hbase".into(),
+            real_user: None,
+        }),
+        service_name: Some("AdminService".into()),
+        cell_block_codec_class: Some("org.apache.hadoop.hbase.codec.KeyValueCodecWithTags".into()),
+        ..Default::default()
+    };
+    hbase_wire::encode_connection_header(&mut out, &header);
+    source.write_all(&out).expect("send preamble and header");
+
+    // A TTL tag (type 8) on the first cell, none on the second.
+    let mut block = tagged_cell(
+        b"r1",
+        b"c",
+        5,
+        b"shipped",
+        &[0, 9, 8, 0, 0, 0, 0, 0, 0, 0, 60],
+    );
+    let mut plain = BytesMut::new();
+    cellar_proto::cellblock::put(
+        &mut plain,
+        &cellar_model::Cell {
+            row: Bytes::from_static(b"r2"),
+            family: Bytes::from_static(b"f"),
+            qualifier: Bytes::from_static(b"c"),
+            timestamp: 6,
+            cell_type: cellar_model::CellType::Put,
+            seq_id: 0,
+            value: Bytes::from_static(b"plain"),
+        },
+    );
+    block.extend_from_slice(&plain);
+    let request = hbase::ReplicateWalEntryRequest {
+        entry: vec![hbase::WalEntry {
+            key: hbase::WalKey {
+                encoded_region_name: Bytes::from_static(b"d41d8cd98f00b204e9800998ecf8427e"),
+                table_name: Bytes::from_static(b"repl"),
+                log_sequence_number: 7,
+                write_time: 1_700_000_000_000,
+                ..Default::default()
+            },
+            key_value_bytes: Vec::new(),
+            associated_cell_count: Some(2),
+        }],
+        replication_cluster_id: Some(String::new()),
+        ..Default::default()
+    };
+    let mut out = BytesMut::new();
+    hbase_wire::encode_request(&mut out, 1, "ReplicateWALEntry", &request, &block);
+    source.write_all(&out).expect("send");
+    let (header, _, _) = read_frame(&mut source).expect("answered");
+    assert_eq!(header.call_id, Some(1));
+    assert!(header.exception.is_none(), "{:?}", header.exception);
+
+    // A tags length longer than the cell: that call is refused, the connection goes on.
+    let mut lying = tagged_cell(b"r3", b"c", 5, b"x", &[1, 2, 3]);
+    let at = lying.len() - 5;
+    lying[at + 1] = 200;
+    let mut out = BytesMut::new();
+    hbase_wire::encode_request(&mut out, 2, "ReplicateWALEntry", &request, &lying);
+    source.write_all(&out).expect("send");
+    let (header, _, _) = read_frame(&mut source).expect("answered");
+    let e = header.exception.expect("refused");
+    assert!(e.do_not_retry(), "{e:?}");
+    assert!(e.stack_trace().contains("tags"), "{e:?}");
+    let mut out = BytesMut::new();
+    hbase_wire::encode_request(&mut out, 3, "ReplicateWALEntry", &request, &block);
+    source.write_all(&out).expect("send");
+    let (header, _, _) = read_frame(&mut source).expect("answered again");
+    assert!(header.exception.is_none(), "{:?}", header.exception);
+
+    let mut client = support::hbase::Conn::open(&server.hbase, "ClientService");
+    let region_name = client.locate("repl", "r1");
+    assert_eq!(
+        client.get(&region_name, b"r1").as_deref(),
+        Some(&b"shipped"[..])
+    );
+    assert_eq!(
+        client.get(&region_name, b"r2").as_deref(),
+        Some(&b"plain"[..])
+    );
+    let metrics = server.http_get("/metrics");
+    assert!(
+        metrics.contains("cellar_replication_sink_batches_total 2\n")
+            && metrics.contains("cellar_replication_sink_failed_batches_total 0\n")
+            && metrics.contains("cellar_replication_sink_cells_total 4\n"),
+        "{metrics}"
+    );
+}

@@ -23,6 +23,63 @@ pub struct CellBlockError {
     pub reason: String,
 }
 
+/// A block in the layout of HBase's `KeyValueCodecWithTags` (what HBase's replication
+/// sources send) in the layout above: each cell with tags ends, after its value, in a u16
+/// tags length and the tags, counted in its total. Cellar keeps no tags, so they are dropped;
+/// a block without any comes back as it is, uncopied. A cell whose lengths disagree is an
+/// error naming its offset.
+pub fn without_tags(block: Bytes) -> Result<Bytes, CellBlockError> {
+    // Each cell's bytes after its total, without the tags.
+    let mut cells = Vec::new();
+    let mut tagged = false;
+    let mut at = 0usize;
+    while at < block.len() {
+        let err = |reason: &str| CellBlockError {
+            offset: at,
+            reason: reason.to_string(),
+        };
+        let Some(mut h) = block.get(at..at + 12) else {
+            return Err(err("truncated cell header"));
+        };
+        let total = h.get_u32() as usize;
+        let plain = 8usize
+            .checked_add(h.get_u32() as usize)
+            .and_then(|n| n.checked_add(h.get_u32() as usize))
+            .ok_or_else(|| err("cell lengths overflow"))?;
+        let end = at
+            .checked_add(4)
+            .and_then(|n| n.checked_add(total))
+            .filter(|&end| end <= block.len())
+            .ok_or_else(|| err("cell overruns the block"))?;
+        let tail = total
+            .checked_sub(plain)
+            .ok_or_else(|| err("inconsistent cell lengths"))?;
+        if tail > 0 {
+            let tags_len = block
+                .get(at + 4 + plain..at + 6 + plain)
+                .filter(|_| tail >= 2)
+                .map(|mut b| b.get_u16() as usize)
+                .ok_or_else(|| err("tags length cut short"))?;
+            if tail != 2 + tags_len {
+                return Err(err("tags length disagrees with the cell's"));
+            }
+            tagged = true;
+        }
+        cells.push(block.slice(at + 4..at + 4 + plain));
+        at = end;
+    }
+    if !tagged {
+        return Ok(block);
+    }
+    let mut out = BytesMut::with_capacity(block.len());
+    for cell in cells {
+        // At most the cell's u32 total.
+        out.put_u32(cell.len() as u32);
+        out.extend_from_slice(&cell);
+    }
+    Ok(out.freeze())
+}
+
 /// The encoded size of one cell.
 pub fn encoded_len(row: &[u8], family: &[u8], qualifier: &[u8], value: &[u8]) -> usize {
     12 + KEY_INFRA + row.len() + family.len() + qualifier.len() + value.len()
@@ -210,6 +267,54 @@ mod tests {
             seq_id: 0,
             value: Bytes::copy_from_slice(v.as_bytes()),
         }
+    }
+
+    /// `c` as HBase's `KeyValueCodecWithTags` writes a cell carrying `tags`.
+    fn with_tags(c: &Cell, tags: &[u8]) -> Vec<u8> {
+        let mut plain = BytesMut::new();
+        put(&mut plain, c);
+        let mut out = Vec::new();
+        let total = plain.len() - 4 + 2 + tags.len();
+        out.extend_from_slice(&(total as u32).to_be_bytes());
+        out.extend_from_slice(&plain[4..]);
+        out.extend_from_slice(&(tags.len() as u16).to_be_bytes());
+        out.extend_from_slice(tags);
+        out
+    }
+
+    #[test]
+    fn tags_are_dropped_from_a_tagged_block_and_a_block_without_is_left_as_is() {
+        let a = cell("r1", "a", 5, CellType::Put, "v1");
+        let b = cell("r2", "b", 4, CellType::DeleteColumn, "");
+        let mut plain = BytesMut::new();
+        put(&mut plain, &a);
+        put(&mut plain, &b);
+        let plain = plain.freeze();
+        let same = without_tags(plain.clone()).expect("no tags");
+        assert_eq!(same.as_ptr(), plain.as_ptr(), "not copied");
+        // The first cell tagged (a TTL tag's bytes), the second not.
+        let mut tagged = with_tags(&a, &[0, 3, 8, 0, 0]);
+        let mut b_only = BytesMut::new();
+        put(&mut b_only, &b);
+        tagged.extend_from_slice(&b_only);
+        let stripped = without_tags(Bytes::from(tagged.clone())).expect("tags dropped");
+        assert_eq!(stripped, plain);
+        let mut reader = CellReader::new(stripped);
+        assert_eq!(reader.take(2).expect("cells"), vec![a.clone(), b]);
+        // A tags length that disagrees with the cell's total, and one cut short, are errors.
+        let mut bad = with_tags(&a, &[1, 2, 3]);
+        let at = bad.len() - 5;
+        bad[at] = 0;
+        bad[at + 1] = 9;
+        let e = without_tags(Bytes::from(bad)).expect_err("disagrees");
+        assert_eq!(e.offset, 0);
+        let mut short = BytesMut::new();
+        put(&mut short, &a);
+        let mut short = short.to_vec();
+        short[3] += 1;
+        short.push(0);
+        assert!(without_tags(Bytes::from(short)).is_err());
+        assert!(without_tags(Bytes::from(tagged[..10].to_vec())).is_err());
     }
 
     #[test]

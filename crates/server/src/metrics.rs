@@ -804,6 +804,43 @@ fn render_gauges(out: &mut String, g: &Gauges) {
         "Region splits since start.",
         g.splits,
     );
+    let sink = &g.replication_sink;
+    for (name, help, value) in [
+        (
+            "cellar_replication_sink_batches_total",
+            "ReplicateWALEntry calls applied whole (HBase's sink.appliedBatches).",
+            sink.batches,
+        ),
+        (
+            "cellar_replication_sink_failed_batches_total",
+            "ReplicateWALEntry calls that failed; their source sends them again (sink.failedBatches).",
+            sink.failed_batches,
+        ),
+        (
+            "cellar_replication_sink_entries_total",
+            "WAL entries replicated in and applied (sink.appliedOps).",
+            sink.entries,
+        ),
+        (
+            "cellar_replication_sink_cells_total",
+            "Cells replicated in and applied.",
+            sink.cells,
+        ),
+        (
+            "cellar_replication_sink_bytes_total",
+            "Encoded bytes of the cells replicated in and applied.",
+            sink.bytes,
+        ),
+    ] {
+        single(out, name, "counter", help, value);
+    }
+    single(
+        out,
+        "cellar_replication_sink_lag_ms",
+        "gauge",
+        "How far behind its source (its write time) the last replicated batch was when applied (sink.ageOfLastAppliedOp).",
+        sink.lag_ms,
+    );
     single(
         out,
         "cellar_region_read_requests_total",

@@ -14,6 +14,7 @@ use crate::config::Root;
 use crate::coord::local::LocalCoordination;
 use crate::coord::zk::{ZkCoordination, ZkOptions};
 use crate::coord::{CoordRef, Election, ServerName, ServerRecord};
+use crate::error::ServerError;
 use crate::hbase::HbaseService;
 use crate::http::{HttpServer, Sources, StatusInfo};
 use crate::master::Assignment;
@@ -345,6 +346,10 @@ impl Node {
                 server.watch_session();
                 server.sync_permissions(peer_tls.clone());
                 server.region_server.set_split_requester(split_requester(
+                    server.coordination.clone(),
+                    peer_tls.clone(),
+                ));
+                server.region_server.set_row_forwarder(row_forwarder(
                     server.coordination.clone(),
                     peer_tls.clone(),
                 ));
@@ -952,6 +957,72 @@ fn split_requester(
             .split(table, Some(&row))
             .map_err(|e| format!("master {}: {e}", master.native_addr))
     })
+}
+
+/// How a region server writes rows of regions served elsewhere (edits replicated in): a client
+/// of the cluster that locates regions through the active master, calling as this server —
+/// the replication sink checked its own caller (global WRITE) before, as HBase's sink writes
+/// through its server's own connection.
+fn row_forwarder(
+    c: CoordRef,
+    tls: Option<cellar_client::TlsClientConfig>,
+) -> crate::region_server::RowForwarder {
+    let client: Arc<parking_lot::Mutex<Option<(String, cellar_client::blocking::Client)>>> =
+        Arc::new(parking_lot::Mutex::new(None));
+    Arc::new(move |table: &str, rows: Vec<cellar_model::RowMutation>| {
+        let unavailable = |why: String| {
+            ServerError::Internal(format!("sending replicated rows of '{table}' on: {why}"))
+        };
+        let master = c
+            .active_master()
+            .map_err(|e| unavailable(e.to_string()))?
+            .ok_or_else(|| unavailable("no active master".into()))?;
+        let mut cached = client.lock();
+        if cached
+            .as_ref()
+            .is_none_or(|(addr, _)| *addr != master.native_addr)
+        {
+            let config = cellar_client::ClientConfig {
+                tls: tls.clone(),
+                user: crate::security::authz::process_user(),
+                ..cellar_client::ClientConfig::default()
+            };
+            let connected =
+                cellar_client::blocking::Client::connect_with(&master.native_addr, config)
+                    .map_err(|e| unavailable(format!("master {}: {e}", master.native_addr)))?;
+            *cached = Some((master.native_addr.clone(), connected));
+        }
+        let (_, cl) = cached
+            .as_ref()
+            .ok_or_else(|| unavailable("no master connection".into()))?;
+        cl.table(table)
+            .put_all(rows)
+            .map_err(|e| forwarded_error(table, e))
+    })
+}
+
+/// A forwarded write's failure as the replication source should see it: HBase's exceptions
+/// for a table or family missing here, else a retriable I/O error.
+fn forwarded_error(table: &str, e: cellar_client::Error) -> ServerError {
+    use cellar_client::{Error, ErrorCode};
+    let last = match &e {
+        Error::RetriesExhausted { last, .. } => last.as_ref(),
+        other => other,
+    };
+    match last {
+        Error::Rpc {
+            code: ErrorCode::TableNotFound,
+            ..
+        } => ServerError::TableNotFound(table.to_string()),
+        Error::Rpc {
+            code: ErrorCode::NoSuchFamily,
+            message,
+        } => ServerError::NoSuchFamily {
+            table: table.to_string(),
+            family: message.clone(),
+        },
+        _ => ServerError::Internal(format!("sending replicated rows of '{table}' on: {e}")),
+    }
 }
 
 /// Closes the coordination session when dropped, unless disarmed.

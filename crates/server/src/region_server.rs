@@ -11,6 +11,7 @@ mod data;
 mod nonces;
 mod placement;
 mod reactor;
+mod replicated;
 mod restart;
 mod scan;
 pub(crate) mod split_check;
@@ -21,6 +22,7 @@ use crate::error::ServerError;
 pub use data::{Check, DeferredPut, MutateOutcome};
 pub use placement::{ClusterMaster, RegionWork};
 pub use reactor::ReactorRead;
+pub use replicated::{ReplicatedTable, SinkStats};
 
 use crate::config::ServerConfig;
 use crate::meta::{meta_schema, Meta, META_REGION_ID, META_TABLE};
@@ -72,6 +74,11 @@ pub struct SplitParent {
 
 /// Asks the master to split a region of a table at a row.
 pub type SplitRequester = Arc<dyn Fn(&str, bytes::Bytes) -> Result<(), String> + Send + Sync>;
+
+/// Writes row mutations of a table whose regions are served elsewhere in the cluster (a
+/// client of the cluster), for edits replicated in (`replicated.rs`).
+pub type RowForwarder =
+    Arc<dyn Fn(&str, Vec<cellar_model::RowMutation>) -> Result<(), ServerError> + Send + Sync>;
 
 /// How a server opens: its role, its start code and where its WAL lives.
 pub struct Opening {
@@ -128,11 +135,15 @@ pub struct RegionServer {
     pub(crate) standalone_balancer: AtomicBool,
     /// Increments and appends applied, by nonce: their retries are not applied again.
     pub(crate) nonces: nonces::Nonces,
+    /// What edits replicated in from another cluster have applied (`replicated.rs`).
+    pub(crate) replication_sink: SinkStats,
     stopping: AtomicBool,
     /// Fenced: this server must not serve again (see [`RegionServer::fence`]).
     fenced: AtomicBool,
     /// A cluster region server's way to ask the master for a split: `(table, split row)`.
     pub(crate) split_requester: Mutex<Option<SplitRequester>>,
+    /// A cluster region server's way to write replicated rows of regions served elsewhere.
+    pub(crate) row_forwarder: Mutex<Option<RowForwarder>>,
     shut_down: Mutex<bool>,
     workers: Workers<RegionServer>,
     /// Held while the server runs: a second server on the same directory is refused. Let go
@@ -265,9 +276,11 @@ impl RegionServer {
             splits_done: AtomicU64::new(0),
             standalone_balancer: AtomicBool::new(true),
             nonces,
+            replication_sink: SinkStats::default(),
             stopping: AtomicBool::new(false),
             fenced: AtomicBool::new(false),
             split_requester: Mutex::new(None),
+            row_forwarder: Mutex::new(None),
             shut_down: Mutex::new(false),
             workers: Workers::new(),
             services,
@@ -415,6 +428,11 @@ impl RegionServer {
     /// by the master.
     pub(crate) fn meta(&self) -> Result<&Meta, ServerError> {
         self.meta.as_ref().ok_or_else(ServerError::not_the_master)
+    }
+
+    /// Sets how a cluster region server writes rows of regions served elsewhere.
+    pub fn set_row_forwarder(&self, forward: RowForwarder) {
+        *self.row_forwarder.lock() = Some(forward);
     }
 
     /// Sets how a cluster region server asks its master for splits.

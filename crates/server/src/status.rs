@@ -28,6 +28,8 @@ pub struct Gauges {
     pub prepared_scan_executions: u64,
     /// Splits done since start.
     pub splits: u64,
+    /// Edits replicated in from another cluster since start (`ReplicateWALEntry`).
+    pub replication_sink: ReplicationSinkGauges,
     /// Gets and scanned rows served, and mutations admitted, by the regions open here (each
     /// counted since it opened here).
     pub read_requests: u64,
@@ -51,6 +53,18 @@ pub struct Gauges {
     pub servers: Vec<ServerLoad>,
     /// A cluster master's dead region servers (no regions).
     pub dead_servers: Vec<ServerLoad>,
+}
+
+/// What the replication sink has applied (HBase's `sink.*` metrics, by Cellar's names).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ReplicationSinkGauges {
+    pub batches: u64,
+    pub failed_batches: u64,
+    pub entries: u64,
+    pub cells: u64,
+    pub bytes: u64,
+    /// How far behind its source the last batch was when applied, ms (0 before any).
+    pub lag_ms: u64,
 }
 
 impl Gauges {

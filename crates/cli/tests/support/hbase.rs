@@ -70,8 +70,19 @@ pub fn call(
     method: &str,
     param: &impl Message,
 ) -> Result<(Bytes, Bytes), hbase::ExceptionResponse> {
+    call_with_cells(s, call_id, method, param, &[])
+}
+
+/// [`call`] with a cell block after the request message.
+pub fn call_with_cells(
+    s: &mut TcpStream,
+    call_id: u32,
+    method: &str,
+    param: &impl Message,
+    cells: &[u8],
+) -> Result<(Bytes, Bytes), hbase::ExceptionResponse> {
     let mut out = BytesMut::new();
-    hbase_wire::encode_request(&mut out, call_id, method, param, &[]);
+    hbase_wire::encode_request(&mut out, call_id, method, param, cells);
     s.write_all(&out).expect("send request");
     let (header, param, cells) = read_frame(s).expect("an answer before the connection closed");
     assert_eq!(header.call_id, Some(call_id), "answer for the call sent");

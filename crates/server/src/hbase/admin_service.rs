@@ -1,5 +1,8 @@
 //! AdminService: the region-server admin calls a client makes on its way (region info,
-//! online regions, flush, compact, server info). Regions are named as in data calls.
+//! online regions, flush, compact, server info), and the one a replication source makes
+//! (`ReplicateWALEntry`, `replication_sink.rs`). Regions are named as in data calls.
+
+mod replication_sink;
 
 use super::names::{self, RegionRef, RegionTarget};
 use super::registry;
@@ -19,6 +22,7 @@ pub(crate) enum Call {
     CompactRegion(CompactRegion),
     GetRegionLoad(GetRegionLoad),
     GetServerInfo(GetServerInfo),
+    ReplicateWalEntry(replication_sink::ReplicateWalEntry),
 }
 
 /// AdminService's calls and their decode halves.
@@ -32,6 +36,10 @@ pub(crate) const SERVICE: Service = Service {
         ("CompactRegion", CompactRegion::decode),
         ("GetRegionLoad", GetRegionLoad::decode),
         ("GetServerInfo", GetServerInfo::decode),
+        (
+            "ReplicateWALEntry",
+            replication_sink::ReplicateWalEntry::decode,
+        ),
     ],
 };
 
@@ -50,6 +58,7 @@ pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: Call) -> Result<R
         Call::CompactRegion(call) => call.execute(svc, ctx),
         Call::GetRegionLoad(call) => call.execute(svc),
         Call::GetServerInfo(call) => call.execute(svc),
+        Call::ReplicateWalEntry(call) => call.execute(svc, ctx),
     }
 }
 

@@ -26,6 +26,7 @@ use crate::rpc::stream::{End, Inbound};
 use crate::rpc::transport::Outgoing;
 use crate::rpc::Front;
 use bytes::{Bytes, BytesMut};
+use cellar_proto::cellblock;
 use cellar_proto::hbase;
 use cellar_proto::hbase_wire::{self, Preamble};
 use prost::Message;
@@ -41,6 +42,10 @@ const NO_CALL: u32 = u32::MAX;
 
 /// Cell block codecs whose layout Cellar reads and writes (KeyValue, no tags).
 const KEYVALUE_CODEC: &str = "org.apache.hadoop.hbase.codec.KeyValueCodec";
+/// The same with tags after a cell's value where it has any (what HBase's replication
+/// sources send, `hbase.replication.rpc.codec`). Cells without tags are the same bytes in
+/// both, so answers need no change; tags in requests are dropped (Cellar keeps none).
+const KEYVALUE_CODEC_WITH_TAGS: &str = "org.apache.hadoop.hbase.codec.KeyValueCodecWithTags";
 
 impl AsRef<Front> for Shared {
     fn as_ref(&self) -> &Front {
@@ -144,6 +149,9 @@ fn exception_frame(call_id: u32, class: &str, message: &str) -> Bytes {
 /// An HBase connection's protocol state.
 pub(crate) struct Hbase {
     ctx: CallCtx,
+    /// The connection's codec is [`KEYVALUE_CODEC_WITH_TAGS`]: request cell blocks may
+    /// carry tags, dropped before a call reads them.
+    tagged_cells: bool,
     /// The service the connection header named: every call on the connection is for it.
     service_name: Arc<str>,
     shared: Arc<Shared>,
@@ -205,6 +213,7 @@ impl Protocol for Hbase {
                 cell_blocks: false,
                 caller: io.origin.caller(peer, "hbase"),
             },
+            tagged_cells: false,
             service_name: Arc::from(""),
             shared: shared.clone(),
         }
@@ -273,6 +282,15 @@ impl Protocol for Hbase {
         let call_id = req.header.call_id.unwrap_or(0);
         let method = req.header.method_name.take().unwrap_or_default();
         let slot = conn.slot().await?;
+        if conn.proto.tagged_cells && !req.cellblock.is_empty() {
+            match cellblock::without_tags(std::mem::take(&mut req.cellblock)) {
+                Ok(block) => req.cellblock = block,
+                Err(e) => {
+                    let refused = HbaseError::do_not_retry(format!("{method}: {e}"));
+                    return conn.answer(frame(response_frame(call_id, Err(refused))), slot, charge);
+                }
+            }
+        }
         let shared = conn.proto.shared.clone();
         if conn.io.budget.server_full() {
             // The front end holds as much for its clients as it may: refuse (the Java client
@@ -492,6 +510,10 @@ async fn connection_header(conn: &mut Connection<Hbase>) -> Result<(), End> {
     match header.cell_block_codec_class.as_deref() {
         None | Some("") => {}
         Some(KEYVALUE_CODEC) => hb.ctx.cell_blocks = true,
+        Some(KEYVALUE_CODEC_WITH_TAGS) => {
+            hb.ctx.cell_blocks = true;
+            hb.tagged_cells = true;
+        }
         Some(other) => {
             return Err(fatal(
                 conn,

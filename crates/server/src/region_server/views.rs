@@ -213,6 +213,15 @@ impl RegionServer {
             g.prepared_scan_executions,
         ) = self.prepared.counts();
         g.splits = self.splits_done.load(Ordering::Relaxed);
+        let sink = &self.replication_sink;
+        g.replication_sink = crate::status::ReplicationSinkGauges {
+            batches: sink.batches.load(Ordering::Relaxed),
+            failed_batches: sink.failed_batches.load(Ordering::Relaxed),
+            entries: sink.entries.load(Ordering::Relaxed),
+            cells: sink.cells.load(Ordering::Relaxed),
+            bytes: sink.bytes.load(Ordering::Relaxed),
+            lag_ms: sink.lag_ms(),
+        };
         g.role = self.role.name().to_string();
         g.servers = self.own_loads();
         g.dead_servers = self.dead_loads();

@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Cellar as a replication peer of an unmodified Apache HBase 2.6.4: starts a ZooKeeper
+# (scripts/zookeeper.sh), `cellar standalone --zk` on it (which publishes HBase's znodes
+# there), and an HBase standalone with its own ZooKeeper (ports moved by --port-offset), then
+# runs the JUnit test ReplicationSinkTest (java/hbase-compat-tests): the table created on
+# both, `add_peer` on HBase with Cellar's ZooKeeper as the cluster key, a workload written to
+# HBase, every version of every replicated cell compared. Ends with one line
+#   hbase-replication: passed|failed (N cells compared)
+# and exits non-zero on failure. Every process is stopped by its PID on exit.
+#
+# Usage: scripts/hbase-replication.sh [--cellar BIN] [--port-offset N] [--work DIR]
+#   --port-offset  HBase's ports are 2181/16000-16030 plus N (default 300)
+set -uo pipefail
+
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+target="${CARGO_TARGET_DIR:-$repo/target}"
+cellar_bin="$target/release/cellar"
+offset=300
+work=""
+die() { echo "hbase-replication: $*" >&2; echo "hbase-replication: failed (0 cells compared)"; exit 1; }
+need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --cellar) need_value "$@"; cellar_bin="$2"; shift 2 ;;
+    --port-offset) need_value "$@"; offset="$2"; shift 2 ;;
+    --work) need_value "$@"; work="$2"; shift 2 ;;
+    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) die "unknown option '$1' (see --help)" ;;
+  esac
+done
+[[ "$offset" =~ ^[0-9]+$ ]] || die "--port-offset: '$offset' is not a number"
+[[ -x "$cellar_bin" ]] || die "no Cellar binary at $cellar_bin (cargo build --release -p cellar-cli, or --cellar BIN)"
+work="${work:-$(mktemp -d -t cellar-replication.XXXXXX)}"
+mkdir -p "$work"
+echo "work dir: $work" >&2
+suite="$repo/java/hbase-compat-tests"
+
+cellar_pid=""
+cleanup() {
+  "$repo/scripts/hbase/stop.sh" "$work/hbase" >&2 || true
+  if [[ -n "$cellar_pid" ]] && kill -0 "$cellar_pid" 2>/dev/null; then
+    kill -TERM "$cellar_pid" 2>/dev/null || true
+    for _ in $(seq 1 40); do kill -0 "$cellar_pid" 2>/dev/null || break; sleep 0.25; done
+    kill -KILL "$cellar_pid" 2>/dev/null || true
+  fi
+  "$repo/scripts/zookeeper.sh" stop "$work/zookeeper" >&2 || true
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+zk_line="$("$repo/scripts/zookeeper.sh" start "$work/zookeeper")" \
+  || die "starting ZooKeeper failed (scripts/zookeeper.sh, log: $work/zookeeper/zookeeper.out)"
+zk="${zk_line#zookeeper=}"
+mkdir -p "$work/cellar-data"
+"$cellar_bin" standalone --data-dir "$work/cellar-data" --listen 127.0.0.1:0 \
+  --http-listen 127.0.0.1:0 --hbase-listen 127.0.0.1:0 --thrift-listen off --zk "$zk" \
+  >"$work/cellar.out" 2>"$work/cellar.log" &
+cellar_pid=$!
+cellar_addr=""
+for _ in $(seq 1 120); do
+  cellar_addr="$(sed -n 's/^listening hbase=//p' "$work/cellar.out" | head -n1)"
+  [[ -n "$cellar_addr" ]] && break
+  kill -0 "$cellar_pid" 2>/dev/null || die "cellar standalone exited at startup (log: $work/cellar.log)"
+  sleep 0.5
+done
+[[ -n "$cellar_addr" ]] || die "cellar printed no 'listening hbase=' line within 60 s"
+echo "cellar pid $cellar_pid at $cellar_addr, its ZooKeeper $zk" >&2
+
+# The source ships soon after each write: short waits between its reads of the WAL.
+echo "starting Apache HBase 2.6.4 as the replication source (ports +$offset)..." >&2
+hb_line="$(HBASE_HEAP="${HBASE_HEAP:-1g}" HBASE_PORT_OFFSET="$offset" \
+  HBASE_SITE_PROPERTIES="replication.source.sleepforretries=200 replication.source.maxretriesmultiplier=10" \
+  "$repo/scripts/hbase/start.sh" "$work/hbase")" \
+  || die "starting Apache HBase failed (scripts/hbase/start.sh, logs in $work/hbase/logs)"
+source_addr="${hb_line#listening hbase=}"
+
+props=("-Dcellar.hbase.bootstrap=$cellar_addr" "-Dcellar.replication.source=$source_addr"
+       "-Dcellar.replication.peer=$zk:/hbase")
+timeout 900 mvn -B -f "$suite/pom.xml" test -Dtest=ReplicationSinkTest "${props[@]}" \
+  >"$work/junit.log" 2>&1
+status=$?
+ok=$(grep -cE 'Tests run: 1, Failures: 0, Errors: 0, Skipped: 0' "$work/junit.log")
+cells="$(grep -hoE 'replication: [0-9]+ cells on HBase' "$work/junit.log" \
+  "$suite"/target/surefire-reports/*ReplicationSinkTest*-output.txt 2>/dev/null | head -n1 | grep -oE '[0-9]+' || true)"
+if (( status == 0 && ok > 0 )); then
+  echo "hbase-replication: passed (${cells:-0} cells compared)"
+  exit 0
+fi
+tail -n 40 "$work/junit.log" >&2
+echo "hbase-replication: failed (${cells:-0} cells compared; log: $work/junit.log, HBase: $work/hbase/logs, Cellar: $work/cellar.log)"
+exit 1
