@@ -8,6 +8,10 @@ use std::path::{Path, PathBuf};
 
 const SIZE: (u32, u32) = (960, 560);
 const FONT: &str = "sans-serif";
+/// Axis and legend text. Even: plotters' glyph placement (its ab_glyph text) puts each glyph
+/// at half the font size plus its top, truncated, so at odd sizes small glyphs ('.', ':',
+/// ',') came out a pixel or two above the baseline ("127·0·0·1").
+const LABEL_SIZE: u32 = 14;
 
 /// Something drawable on any plotters backend.
 trait Chart {
@@ -162,7 +166,7 @@ impl Chart for Throughput<'_> {
             })
             .y_desc("ops/s")
             .y_label_formatter(&|v: &f64| short(*v))
-            .label_style((FONT, 13))
+            .label_style((FONT, LABEL_SIZE))
             .draw()
             .map_err(err)?;
         for (i, (name, points)) in series.iter().enumerate() {
@@ -181,7 +185,7 @@ impl Chart for Throughput<'_> {
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::LowerRight)
-            .label_font((FONT, 13))
+            .label_font((FONT, LABEL_SIZE))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()
@@ -240,7 +244,7 @@ impl Chart for Bars<'_> {
             .x_label_formatter(&label)
             .y_label_formatter(&|v: &f64| short(*v))
             .y_desc(self.y_desc)
-            .label_style((FONT, 13))
+            .label_style((FONT, LABEL_SIZE))
             .draw()
             .map_err(err)?;
         let width = 0.8
@@ -269,7 +273,7 @@ impl Chart for Bars<'_> {
         chart
             .configure_series_labels()
             .position(SeriesLabelPosition::UpperRight)
-            .label_font((FONT, 13))
+            .label_font((FONT, LABEL_SIZE))
             .background_style(WHITE.mix(0.85))
             .border_style(BLACK)
             .draw()
@@ -359,5 +363,51 @@ impl Chart for BigtableChart<'_> {
             stacked: false,
         }
         .draw(root)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The lowest inked row of each glyph of `text` drawn at `size` into a bitmap, glyphs
+    /// told apart by the blank columns between them.
+    fn glyph_bottoms(text: &str, size: u32) -> Vec<u32> {
+        register_font().expect("font");
+        let (w, h) = (160u32, 48u32);
+        let mut buf = vec![255u8; (w * h * 3) as usize];
+        {
+            let root = BitMapBackend::with_buffer(&mut buf, (w, h)).into_drawing_area();
+            root.draw_text(text, &(FONT, size).into_font().color(&BLACK), (4, 8))
+                .expect("text drawn");
+            root.present().expect("presented");
+        }
+        let inked = |x: u32, y: u32| buf[((y * w + x) * 3) as usize] < 160;
+        let mut bottoms = Vec::new();
+        let mut current: Option<u32> = None;
+        for x in 0..w {
+            let lowest = (0..h).rev().find(|&y| inked(x, y));
+            match (lowest, current) {
+                (Some(y), Some(b)) => current = Some(b.max(y)),
+                (Some(y), None) => current = Some(y),
+                (None, Some(b)) => {
+                    bottoms.push(b);
+                    current = None;
+                }
+                (None, None) => {}
+            }
+        }
+        bottoms.extend(current);
+        bottoms
+    }
+
+    #[test]
+    fn dots_and_colons_sit_on_the_baseline_in_axis_and_legend_text() {
+        let bottoms = glyph_bottoms("1.1:1", LABEL_SIZE);
+        assert_eq!(bottoms.len(), 5, "glyphs found: {bottoms:?}");
+        assert!(
+            bottoms.iter().all(|&b| b == bottoms[0]),
+            "every glyph ends on the same row: {bottoms:?}"
+        );
     }
 }
