@@ -17,7 +17,6 @@ import org.apache.hadoop.hbase.client.Table;
 import org.apache.hadoop.hbase.exceptions.UnknownProtocolException;
 import org.apache.hadoop.hbase.shaded.protobuf.ProtobufUtil;
 import org.apache.hadoop.hbase.shaded.protobuf.generated.ClientProtos;
-import org.apache.hadoop.hbase.shaded.protobuf.generated.HBaseProtos;
 import org.apache.hadoop.hbase.util.Bytes;
 import org.apache.hbase.thirdparty.com.google.protobuf.ByteString;
 import org.apache.hbase.thirdparty.com.google.protobuf.ServiceException;
@@ -39,13 +38,6 @@ class ClosestRowBeforeTest extends CompatTest {
         .setRow(ByteString.copyFrom(row))
         .addColumn(ClientProtos.Column.newBuilder().setFamily(ByteString.copyFrom(b("info"))))
         .setClosestRowBefore(true)
-        .build();
-  }
-
-  private static HBaseProtos.RegionSpecifier region(byte[] name) {
-    return HBaseProtos.RegionSpecifier.newBuilder()
-        .setType(HBaseProtos.RegionSpecifier.RegionSpecifierType.REGION_NAME)
-        .setValue(ByteString.copyFrom(name))
         .build();
   }
 

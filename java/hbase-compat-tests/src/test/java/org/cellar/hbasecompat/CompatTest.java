@@ -11,7 +11,9 @@ import org.apache.hadoop.hbase.client.Result;
 import org.apache.hadoop.hbase.client.ResultScanner;
 import org.apache.hadoop.hbase.client.Scan;
 import org.apache.hadoop.hbase.client.Table;
+import org.apache.hadoop.hbase.shaded.protobuf.generated.HBaseProtos;
 import org.apache.hadoop.hbase.util.Bytes;
+import org.apache.hbase.thirdparty.com.google.protobuf.ByteString;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 
@@ -36,6 +38,14 @@ abstract class CompatTest {
       connection.close();
       connection = null;
     }
+  }
+
+  /** A region named as HBase's own RPC stubs name it (RegionSpecifier REGION_NAME). */
+  static HBaseProtos.RegionSpecifier region(byte[] name) {
+    return HBaseProtos.RegionSpecifier.newBuilder()
+        .setType(HBaseProtos.RegionSpecifier.RegionSpecifierType.REGION_NAME)
+        .setValue(ByteString.copyFrom(name))
+        .build();
   }
 
   static byte[] b(String s) {

@@ -39,13 +39,6 @@ import org.junit.jupiter.api.Test;
  */
 class ReadPointAndQueryMetricsTest extends CompatTest {
 
-  private static HBaseProtos.RegionSpecifier region(byte[] name) {
-    return HBaseProtos.RegionSpecifier.newBuilder()
-        .setType(HBaseProtos.RegionSpecifier.RegionSpecifierType.REGION_NAME)
-        .setValue(ByteString.copyFrom(name))
-        .build();
-  }
-
   /** Each result as "row=value" (one column per row here). */
   private static List<String> values(Result[] results) {
     List<String> out = new ArrayList<>();

@@ -10,8 +10,6 @@ import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.RegionInfoBuilder;
 import org.apache.hadoop.hbase.client.RegionLocator;
 import org.apache.hadoop.hbase.shaded.protobuf.generated.AdminProtos;
-import org.apache.hadoop.hbase.shaded.protobuf.generated.HBaseProtos;
-import org.apache.hbase.thirdparty.com.google.protobuf.ByteString;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -20,13 +18,6 @@ import org.junit.jupiter.api.Test;
  * FlushRegion's if_older_than_ts and last_flush_time.
  */
 class RegionAdminRpcTest extends CompatTest {
-
-  private static HBaseProtos.RegionSpecifier region(byte[] name) {
-    return HBaseProtos.RegionSpecifier.newBuilder()
-        .setType(HBaseProtos.RegionSpecifier.RegionSpecifierType.REGION_NAME)
-        .setValue(ByteString.copyFrom(name))
-        .build();
-  }
 
   private static HRegionLocation only(TempTable t) throws Exception {
     try (RegionLocator locator = connection.getRegionLocator(t.name())) {
