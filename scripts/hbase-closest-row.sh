@@ -36,14 +36,11 @@ mkdir -p "$work"
 echo "work dir: $work" >&2
 suite="$repo/java/hbase-compat-tests"
 
-cellar_pid=""
+# shellcheck source=lib/standalone.sh
+. "$repo/scripts/lib/standalone.sh"
 cleanup() {
   "$repo/scripts/hbase/stop.sh" "$work/hbase" >&2 || true
-  if [[ -n "$cellar_pid" ]] && kill -0 "$cellar_pid" 2>/dev/null; then
-    kill -TERM "$cellar_pid" 2>/dev/null || true
-    for _ in $(seq 1 40); do kill -0 "$cellar_pid" 2>/dev/null || break; sleep 0.25; done
-    kill -KILL "$cellar_pid" 2>/dev/null || true
-  fi
+  stop_standalone
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -69,19 +66,8 @@ hbase_addr="${hb_line#listening hbase=}"
 hbase_class="$(run_suite hbase "$hbase_addr" false)" || { echo "the test failed against HBase (log: $work/hbase.log)" >&2; failed=1; }
 "$repo/scripts/hbase/stop.sh" "$work/hbase" >&2 || true
 
-mkdir -p "$work/cellar-data"
-"$cellar_bin" standalone --data-dir "$work/cellar-data" --listen 127.0.0.1:0 \
-  --http-listen 127.0.0.1:0 --hbase-listen 127.0.0.1:0 --thrift-listen off \
-  >"$work/cellar.out" 2>"$work/cellar.log" &
-cellar_pid=$!
-cellar_addr=""
-for _ in $(seq 1 120); do
-  cellar_addr="$(sed -n 's/^listening hbase=//p' "$work/cellar.out" | head -n1)"
-  [[ -n "$cellar_addr" ]] && break
-  kill -0 "$cellar_pid" 2>/dev/null || die "cellar standalone exited at startup (log: $work/cellar.log)"
-  sleep 0.5
-done
-[[ -n "$cellar_addr" ]] || die "cellar printed no 'listening hbase=' line within 60 s"
+start_standalone "$cellar_bin" "$work" \
+  || die "cellar standalone did not start (log: $work/cellar.log)"
 cellar_class="$(run_suite cellar "$cellar_addr" true)" || { echo "the test failed against Cellar (log: $work/cellar.log)" >&2; failed=1; }
 
 verdict=same

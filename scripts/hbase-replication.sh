@@ -35,14 +35,11 @@ mkdir -p "$work"
 echo "work dir: $work" >&2
 suite="$repo/java/hbase-compat-tests"
 
-cellar_pid=""
+# shellcheck source=lib/standalone.sh
+. "$repo/scripts/lib/standalone.sh"
 cleanup() {
   "$repo/scripts/hbase/stop.sh" "$work/hbase" >&2 || true
-  if [[ -n "$cellar_pid" ]] && kill -0 "$cellar_pid" 2>/dev/null; then
-    kill -TERM "$cellar_pid" 2>/dev/null || true
-    for _ in $(seq 1 40); do kill -0 "$cellar_pid" 2>/dev/null || break; sleep 0.25; done
-    kill -KILL "$cellar_pid" 2>/dev/null || true
-  fi
+  stop_standalone
   "$repo/scripts/zookeeper.sh" stop "$work/zookeeper" >&2 || true
 }
 trap cleanup EXIT
@@ -51,19 +48,8 @@ trap 'exit 130' INT TERM
 zk_line="$("$repo/scripts/zookeeper.sh" start "$work/zookeeper")" \
   || die "starting ZooKeeper failed (scripts/zookeeper.sh, log: $work/zookeeper/zookeeper.out)"
 zk="${zk_line#zookeeper=}"
-mkdir -p "$work/cellar-data"
-"$cellar_bin" standalone --data-dir "$work/cellar-data" --listen 127.0.0.1:0 \
-  --http-listen 127.0.0.1:0 --hbase-listen 127.0.0.1:0 --thrift-listen off --zk "$zk" \
-  >"$work/cellar.out" 2>"$work/cellar.log" &
-cellar_pid=$!
-cellar_addr=""
-for _ in $(seq 1 120); do
-  cellar_addr="$(sed -n 's/^listening hbase=//p' "$work/cellar.out" | head -n1)"
-  [[ -n "$cellar_addr" ]] && break
-  kill -0 "$cellar_pid" 2>/dev/null || die "cellar standalone exited at startup (log: $work/cellar.log)"
-  sleep 0.5
-done
-[[ -n "$cellar_addr" ]] || die "cellar printed no 'listening hbase=' line within 60 s"
+start_standalone "$cellar_bin" "$work" --zk "$zk" \
+  || die "cellar standalone did not start (log: $work/cellar.log)"
 echo "cellar pid $cellar_pid at $cellar_addr, its ZooKeeper $zk" >&2
 
 # The source ships soon after each write: short waits between its reads of the WAL.
