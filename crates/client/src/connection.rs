@@ -9,7 +9,7 @@
 
 use crate::config::ClientConfig;
 use crate::error::{Error, Result};
-use crate::transport::{LinkSlot, Peer, Route, Transport};
+use crate::transport::{ucx_context, Peer, Route, Transport};
 use bytes::{Buf, Bytes, BytesMut};
 use cellar_proto::frame::{self, PREAMBLE};
 use cellar_proto::pb::{self, Method, RequestHeader};
@@ -122,7 +122,7 @@ pub(crate) struct Connection {
 impl Connection {
     /// Connects, exchanges preambles, starts the reader and writer tasks and, for `ucx` or
     /// `auto`, moves the calls to UCX.
-    pub async fn open(addr: &str, config: &ClientConfig, links: &LinkSlot) -> Result<Connection> {
+    pub async fn open(addr: &str, config: &ClientConfig) -> Result<Connection> {
         let timeout = config.rpc_timeout;
         let max_frame_bytes = config.max_frame_bytes;
         let transport = config.transport;
@@ -175,7 +175,7 @@ impl Connection {
                     "{addr}: UCX carries no encryption, so TLS connections keep their calls on TCP (use transport tcp or auto with TLS)"
                 )))
             }
-            _ => conn.hello(addr, transport, links).await?,
+            _ => conn.hello(addr, transport).await?,
         }
         tracing::debug!(addr, ucx = conn.ucx.is_some(), "connected");
         Ok(conn)
@@ -183,9 +183,9 @@ impl Connection {
 
     /// Asks the server to carry this connection's calls over UCX. Under `auto`, a machine or a
     /// server without UCX leaves the connection on TCP; under `ucx` it is an error saying why.
-    async fn hello(&mut self, addr: &str, transport: Transport, links: &LinkSlot) -> Result<()> {
+    async fn hello(&mut self, addr: &str, transport: Transport) -> Result<()> {
         let auto = transport == Transport::Auto;
-        let ctx = match links.context() {
+        let ctx = match ucx_context() {
             Ok(ctx) => ctx,
             Err(e) if auto => {
                 tracing::debug!(addr, error = %e, "staying on TCP");
@@ -515,8 +515,6 @@ type Slot = tokio::sync::Mutex<Option<Arc<Connection>>>;
 #[derive(Default)]
 pub(crate) struct Pool {
     slots: Mutex<HashMap<String, Arc<Slot>>>,
-    /// The client's UCX worker, shared by its UCX connections.
-    links: LinkSlot,
 }
 
 impl Pool {
@@ -534,7 +532,7 @@ impl Pool {
                 return Ok(c.clone());
             }
         }
-        let c = Connection::open(addr, config, &self.links).await?;
+        let c = Connection::open(addr, config).await?;
         let c = Arc::new(c);
         *conn = Some(c.clone());
         Ok(c)

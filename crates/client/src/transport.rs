@@ -74,23 +74,22 @@ pub(crate) trait Peer: Send + Sync {
 /// The id both sides give each other on a connection's own link (one peer per link).
 const PEER: PeerId = 1;
 
-/// The client's UCX context, created on first use (or why it cannot be). Each connection
-/// that moves to UCX gets a worker and progress thread of its own in it: a server killed in
-/// the middle of a shared-memory write can then stall only that connection's worker
+/// The process's UCX context for client connections, created on first use (or why it cannot
+/// be), and kept for the life of the process, as the server keeps its own: every client of
+/// the process shares it, so connecting and dropping clients never creates and cleans up
+/// UCP contexts beside other threads' live workers. Each connection that moves to UCX gets
+/// a worker and progress thread of its own in it: a server killed in the middle of a
+/// shared-memory write can then stall only that connection's worker
 /// (`cellar_ucx::link::Link::start_in`).
-#[derive(Default)]
-pub(crate) struct LinkSlot(OnceLock<std::result::Result<Context, String>>);
-
-impl LinkSlot {
-    pub fn context(&self) -> Result<Context> {
-        self.0
-            .get_or_init(|| {
-                let ucx = Ucx::load().map_err(|e| e.to_string())?;
-                Context::new(&ucx).map_err(|e| format!("cannot start UCX: {e}"))
-            })
-            .clone()
-            .map_err(Error::Transport)
-    }
+pub(crate) fn ucx_context() -> Result<Context> {
+    static CONTEXT: OnceLock<std::result::Result<Context, String>> = OnceLock::new();
+    CONTEXT
+        .get_or_init(|| {
+            let ucx = Ucx::load().map_err(|e| e.to_string())?;
+            Context::new(&ucx).map_err(|e| format!("cannot start UCX: {e}"))
+        })
+        .clone()
+        .map_err(Error::Transport)
 }
 
 /// A connection's way out over UCX: its own worker and progress thread, stopped when dropped.

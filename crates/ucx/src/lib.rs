@@ -2,7 +2,11 @@
 //!
 //! UCX is loaded when asked for ([`Ucx::load`]: `dlopen` of `libucp.so.0`), not linked: a
 //! build needs no UCX, a machine without it runs everything else as before, and asking for
-//! it there is an error naming the library and the package. The declarations are Cellar's
+//! it there is an error naming the library and the package. Once loaded it stays loaded for
+//! the life of the process (`RTLD_NODELETE`): UCX's libraries keep each other's state across
+//! contexts (`libucs` outlives `libucp`, whose constructor and destructor edit `libucs`'s
+//! global lists without a lock), and a client that unloaded and reloaded it between
+//! connections raced other threads still inside UCX. The declarations are Cellar's
 //! own (`ffi.rs`), from UCX 1.13's headers; the existing UCX crates do not work.
 //!
 //! What is here: a context with tag matching and wake-ups, workers (address, progress, event
@@ -26,7 +30,7 @@ use std::ffi::{c_void, CStr};
 use std::marker::PhantomData;
 use std::os::raw::c_int;
 use std::ptr::null_mut;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// The library names tried, in order.
@@ -41,7 +45,7 @@ pub const DISCARD_BYTES: usize = 64;
 /// How long dropping an endpoint may progress its worker to flush it.
 const CLOSE_LIMIT: Duration = Duration::from_secs(2);
 
-#[derive(Debug, thiserror::Error)]
+#[derive(Debug, Clone, thiserror::Error)]
 pub enum UcxError {
     #[error("UCX is not available: {0}; install UCX (Debian: apt-get install libucx0)")]
     NotInstalled(String),
@@ -95,18 +99,27 @@ impl std::fmt::Debug for Ucx {
     }
 }
 
+/// The process's UCX, loaded on first use ([`Ucx::load`]), or why it could not be.
+static LOADED: OnceLock<Result<Arc<Ucx>>> = OnceLock::new();
+
 impl Ucx {
-    /// Loads the system's UCX.
+    /// The system's UCX: loaded on the first call, the same library (or the same error) on
+    /// every later one.
     pub fn load() -> Result<Arc<Ucx>> {
-        Ucx::load_from(&LIBRARIES)
+        LOADED.get_or_init(|| Ucx::load_from(&LIBRARIES)).clone()
     }
 
-    /// Loads UCX from the first of `names` that opens.
+    /// Loads UCX from the first of `names` that opens. The library is never unloaded, even
+    /// when every `Ucx` of it is gone (the module's docs say why).
     pub fn load_from(names: &[&str]) -> Result<Arc<Ucx>> {
         let mut why = Vec::new();
         for name in names {
+            let flags = libloading::os::unix::RTLD_LAZY
+                | libloading::os::unix::RTLD_LOCAL
+                | libc::RTLD_NODELETE;
             // SAFETY: loading UCX runs its constructors, which only set up its own state.
-            match unsafe { libloading::Library::new(*name) } {
+            let opened = unsafe { libloading::os::unix::Library::open(Some(*name), flags) };
+            match opened.map(libloading::Library::from) {
                 Ok(lib) => return Ucx::bind(lib, name).map(Arc::new),
                 Err(e) => why.push(format!("{name}: {e}")),
             }
