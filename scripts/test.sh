@@ -147,6 +147,29 @@ if [ "${CELLAR_HBASE_COMPAT:-1}" = 1 ]; then
         fi
         [ "$jstatus" -eq 0 ] || status=1
 
+        # HFiles written just now by HBase's own store file writer (every encoding and
+        # compression, and a 6 MiB cell), read by crates/hfile and compared with what HBase's
+        # reader reads from them; the committed set (crates/hfile/tests/fixtures) ran above.
+        log "HFiles from HBase 2.6.4's writer (scripts/hfile-fixtures.sh, crates/hfile)"
+        fixdir=$(mktemp -d)
+        xout=$(mktemp)
+        if scripts/hfile-fixtures.sh "$fixdir/set" && scripts/hfile-fixtures.sh "$fixdir/large" --large; then
+            CELLAR_HFILE_FIXTURES="$fixdir/set:$fixdir/large" \
+                cargo test -p cellar-hfile --test hbase_files 2>&1 | tee "$xout"
+            xstatus=${PIPESTATUS[0]}
+            xpass=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed' "$xout" | awk '{s+=$4} END {print s+0}')
+            xfail=$(grep -Eo 'test result: [a-zA-Z]+\. [0-9]+ passed; [0-9]+ failed' "$xout" | awk '{s+=$6} END {print s+0}')
+            passed=$((passed + xpass))
+            failed=$((failed + xfail))
+            if [ "$xstatus" -ne 0 ] && [ "$xfail" -eq 0 ]; then failed=$((failed + 1)); fi
+            [ "$xstatus" -eq 0 ] || status=1
+        else
+            echo "scripts/hfile-fixtures.sh failed"
+            failed=$((failed + 1))
+            status=1
+        fi
+        rm -rf "$fixdir" "$xout"
+
         log "HBase compatibility suite (scripts/hbase-compat.sh)"
         hout=$(mktemp)
         if cargo build --release -p cellar-cli; then

@@ -4,6 +4,7 @@
 mod backup;
 mod bench;
 mod cert;
+mod hfile;
 mod shell;
 mod standalone;
 mod thrift;
@@ -60,6 +61,9 @@ enum Command {
         /// The region directory (the one holding `.regioninfo`).
         dir: PathBuf,
     },
+    /// Read HBase store files (HFile v3): check every block, count the cells, and print the
+    /// trailer and file info (--meta) or the cells (--cells), as `hbase hfile -m -p` does.
+    Hfile(hfile::Args),
 }
 
 fn main() -> ExitCode {
@@ -84,6 +88,7 @@ fn main() -> ExitCode {
         Command::Cert(args) => cert::run(args),
         Command::Bench(args) => bench::run(args),
         Command::Verify { dir } => verify::run(&dir).map_err(|e| e.to_string()),
+        Command::Hfile(args) => hfile::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -45,6 +45,7 @@ pub const ALL: &[(&str, Target)] = &[
     ("cert_identity", cert_identity),
     ("permission_record", permission_record),
     ("thrift_message", thrift_message),
+    ("hfile", hfile),
 ];
 
 /// A decoded message, encoded again, decodes to a message that encodes to the same bytes.
@@ -909,4 +910,41 @@ pub fn thrift_message(data: &[u8]) {
         &mut twice, protocol, &back.name, back.kind, back.seq, &back.body,
     );
     assert_eq!(twice, again, "the message does not round-trip");
+}
+
+/// An HBase store file (`crates/hfile`, `docs/hfile-format.md`). The first byte picks what the
+/// rest is: 0, a whole HFile (opened from memory, every cell read); 1 and 2, one data block's
+/// payload, plain or encoded, with bits 2-4 giving the cell format (tags, compressed tags,
+/// sequence ids); 3, a block for codec `rest[0]` (trailer ordinal) decompressing to the u16
+/// `rest[1..3]` bytes.
+pub fn hfile(data: &[u8]) {
+    use cellar_hfile::{fuzzing, Format, HFile};
+    let Some((&mode, rest)) = data.split_first() else {
+        return;
+    };
+    let format = Format {
+        includes_tags: mode & 4 != 0,
+        compress_tags: mode & 8 != 0,
+        includes_mvcc: mode & 16 != 0,
+    };
+    match mode & 3 {
+        0 => {
+            if let Ok(file) = HFile::from_bytes("fuzz.hfile", rest.to_vec()) {
+                let _ = file.cells().take(MAX_ENTRIES).count();
+            }
+        }
+        1 | 2 => {
+            if let Ok(cells) = fuzzing::decode_data_block(rest, format, mode & 3 == 2) {
+                assert!(cells.len() <= rest.len(), "more cells than bytes");
+            }
+        }
+        _ => {
+            if let [codec, a, b, input @ ..] = rest {
+                let size = usize::from(u16::from_be_bytes([*a, *b]));
+                if let Ok(out) = fuzzing::decompress(u64::from(*codec), input, size) {
+                    assert_eq!(out.len(), size, "decompressed to another size than asked");
+                }
+            }
+        }
+    }
 }
