@@ -20,6 +20,7 @@ mod config;
 // targets their codecs.
 pub(crate) mod descriptor;
 mod get;
+mod ingest;
 mod inspect;
 mod levels;
 mod matcher;
@@ -34,6 +35,8 @@ pub(crate) mod store_files;
 mod test_files;
 mod throttle;
 pub mod wal_payload;
+
+pub use ingest::IngestFile;
 
 pub use compaction::Compacted;
 pub use config::{Clock, CompactionStyle, ManualClock, StorageConfig, SystemClock};

@@ -246,6 +246,18 @@ impl Store {
         Ok(true)
     }
 
+    /// Publishes installed files (a bulk load's: `ingest.rs`) beside the ones there are.
+    pub fn add_files(&self, added: Vec<Arc<StoreFileHandle>>) {
+        let mut view = self.view.write();
+        let mut files: Vec<_> = view.files.iter().cloned().chain(added).collect();
+        files.sort_by_key(|f| std::cmp::Reverse(f.number));
+        *view = Arc::new(StoreView::new(
+            Arc::clone(&view.active),
+            view.snapshot.clone(),
+            files,
+        ));
+    }
+
     /// Writes a new store file through `fill`, syncs it and renames it into place.
     pub fn write_file(
         &self,
