@@ -9,7 +9,8 @@
 # one test), then the Java client over TLS and with access control (scripts/hbase-security.sh:
 # each case one test), then replication from an unmodified Apache HBase 2.6.4 into Cellar
 # (scripts/hbase-replication.sh: HBase's add_peer with Cellar's ZooKeeper, every replicated cell
-# compared; one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
+# compared; one test), then a snapshot import (scripts/hbase-snapshot-import.sh: an HBase 2.6.4
+# snapshot brought in with `cellar import-hbase`, every cell compared; one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
 #   hbase-compat: N tests passed, M failed; ycsb: ok|failed|skipped
 # and exits non-zero on any failure. See docs/hbase-compat-tests.md.
 #
@@ -233,6 +234,14 @@ if (( ! against_hbase )); then
     2>&1 | tee "$work/replication.log" >&2
   # One test: passed only when the script says so.
   if grep -q '^hbase-replication: passed' "$work/replication.log"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+  fi
+  echo "running a snapshot import from Apache HBase into Cellar (scripts/hbase-snapshot-import.sh)..." >&2
+  timeout 1200 "$repo/scripts/hbase-snapshot-import.sh" --cellar "$cellar_bin" --work "$work/snapshot-import" \
+    2>&1 | tee "$work/snapshot-import.log" >&2
+  if grep -q '^hbase-snapshot-import: passed' "$work/snapshot-import.log"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))

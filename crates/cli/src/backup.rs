@@ -62,7 +62,11 @@ pub struct ImportArgs {
     tls: ClientTlsArgs,
 }
 
-fn connect(addr: &str, tls: &ClientTlsArgs, user: Option<String>) -> Result<Client, String> {
+pub(crate) fn connect(
+    addr: &str,
+    tls: &ClientTlsArgs,
+    user: Option<String>,
+) -> Result<Client, String> {
     let config = cellar_client::ClientConfig {
         tls: tls.config()?,
         user: user

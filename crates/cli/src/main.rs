@@ -5,6 +5,7 @@ mod backup;
 mod bench;
 mod cert;
 mod hfile;
+mod import_hbase;
 mod shell;
 mod standalone;
 mod thrift;
@@ -64,6 +65,11 @@ enum Command {
     /// Read HBase store files (HFile v3): check every block, count the cells, and print the
     /// trailer and file info (--meta) or the cells (--cells), as `hbase hfile -m -p` does.
     Hfile(hfile::Args),
+    /// Bring an HBase table in from one of its snapshots: creates the table with the
+    /// snapshot's families and region boundaries and bulk loads HBase's store files into it,
+    /// never through the write path (the server must be started with --bulk-load-dir on the
+    /// HBase root; docs/migration.md).
+    ImportHbase(import_hbase::Args),
 }
 
 fn main() -> ExitCode {
@@ -89,6 +95,7 @@ fn main() -> ExitCode {
         Command::Bench(args) => bench::run(args),
         Command::Verify { dir } => verify::run(&dir).map_err(|e| e.to_string()),
         Command::Hfile(args) => hfile::run(args),
+        Command::ImportHbase(args) => import_hbase::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -34,6 +34,11 @@ pub struct Args {
     /// a free one [default: off; HBase's Thrift server uses 9090].
     #[arg(long, value_name = "HOST:PORT")]
     thrift_listen: Option<String>,
+    /// A directory this server may read HBase store files from for a bulk load (`cellar
+    /// import-hbase`, HBase's completebulkload); repeat for several. Added to
+    /// bulk_load.dirs [default: none, bulk load off].
+    #[arg(long, value_name = "DIR")]
+    bulk_load_dir: Vec<PathBuf>,
     /// ZooKeeper ensemble: where the cluster's servers find each other (required for master
     /// and regionserver). A standalone server publishes itself there, HBase's way, so HBase
     /// clients configured with only `hbase.zookeeper.quorum` find it [default for standalone:
@@ -99,6 +104,7 @@ impl Args {
         if let Some(hbase) = self.hbase_listen {
             config.hbase_listen = if hbase == "off" { String::new() } else { hbase };
         }
+        config.bulk_load.dirs.extend(self.bulk_load_dir);
         if let Some(thrift) = self.thrift_listen {
             config.thrift.listen = if thrift == "off" {
                 String::new()

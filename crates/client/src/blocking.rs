@@ -266,6 +266,16 @@ impl Admin {
         block_on(self.inner.flush(table))?
     }
 
+    /// A blocking [`crate::Admin::bulk_load`].
+    pub fn bulk_load(
+        &self,
+        table: &str,
+        row: &[u8],
+        files: Vec<crate::BulkLoadFile>,
+    ) -> Result<crate::BulkLoaded> {
+        block_on(self.inner.bulk_load(table, row, files))?
+    }
+
     pub fn compact(&self, table: &str, major: bool) -> Result<()> {
         block_on(self.inner.compact(table, major))?
     }

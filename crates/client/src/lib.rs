@@ -42,7 +42,7 @@ mod timing;
 mod tls;
 mod transport;
 
-pub use admin::{Admin, TableInfo};
+pub use admin::{Admin, BulkLoadFile, BulkLoaded, TableInfo};
 pub use batch::{BatchOp, BatchOutcome};
 /// What a server reports about itself: the model's type, as the server fills it in.
 pub use cellar_model::{RegionLoad, ServerLoad, ServerStatus as Status};

@@ -21,6 +21,7 @@ mod encoding;
 mod file_info;
 mod input;
 mod reader;
+pub mod snapshot;
 mod trailer;
 
 pub use block::BlockType;

@@ -38,6 +38,17 @@ pub struct ServerConfig {
     pub tls: TlsConfig,
     pub security: SecurityConfig,
     pub thrift: ThriftConfig,
+    pub bulk_load: BulkLoadConfig,
+}
+
+/// Bulk load (`docs/migration.md`): the directories a region server reads HBase store files
+/// from when a caller asks it to bring them into a region. Nothing else on the server's disk
+/// is ever read for a caller: a path that is not under one of them (symbolic links resolved)
+/// is refused. Empty: bulk load is off.
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct BulkLoadConfig {
+    pub dirs: Vec<PathBuf>,
 }
 
 /// The Thrift gateway (HBase's Thrift1 interface, `docs/thrift.md`).
@@ -527,6 +538,7 @@ impl Default for ServerConfig {
             tls: TlsConfig::default(),
             security: SecurityConfig::default(),
             thrift: ThriftConfig::default(),
+            bulk_load: BulkLoadConfig::default(),
         }
     }
 }

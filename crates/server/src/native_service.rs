@@ -364,6 +364,20 @@ impl NativeService {
                     .compact_table(&req.table, req.major)?;
                 empty()
             }
+            Method::BulkLoadRegion => {
+                let req: pb::BulkLoadRegionRequest = decode(param, "BulkLoadRegionRequest")?;
+                let r = region_ref(req.region, "BulkLoadRegionRequest")?;
+                self.rs.authz.require_table_admin(
+                    &ctx.caller,
+                    &r.table,
+                    "bulk load into a table",
+                )?;
+                Ok(Reply::message(&self.rs.bulk_load_call(
+                    &r.table,
+                    r.region_id,
+                    req.files,
+                )?))
+            }
             Method::OpenRegion
             | Method::CloseRegion
             | Method::FlushRegion

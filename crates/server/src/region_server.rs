@@ -6,6 +6,7 @@
 //! `<data_dir>/wal` (one WAL for all regions), `<data_dir>/meta` (the `hbase:meta` region),
 //! `<data_dir>/data/<namespace>/<qualifier>/<region_id>` (the tables' regions).
 
+mod bulk_load;
 mod control;
 mod data;
 mod nonces;

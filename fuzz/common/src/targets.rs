@@ -333,6 +333,9 @@ pub fn native_request(data: &[u8]) {
         M::SplitRegion => {
             decode::<pb::SplitRegionRequest>(&param, "SplitRegionRequest");
         }
+        M::BulkLoadRegion => {
+            decode::<pb::BulkLoadRegionRequest>(&param, "BulkLoadRegionRequest");
+        }
     }
 }
 
