@@ -10,7 +10,8 @@
 # each case one test), then replication from an unmodified Apache HBase 2.6.4 into Cellar
 # (scripts/hbase-replication.sh: HBase's add_peer with Cellar's ZooKeeper, every replicated cell
 # compared; one test), then a snapshot import (scripts/hbase-snapshot-import.sh: an HBase 2.6.4
-# snapshot brought in with `cellar import-hbase`, every cell compared; one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
+# snapshot brought in with `cellar import-hbase`, every cell compared; one test), then HBase's bulk
+# load tool loading HBase-written HFiles into Cellar (scripts/hbase-bulk-load.sh; one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
 #   hbase-compat: N tests passed, M failed; ycsb: ok|failed|skipped
 # and exits non-zero on any failure. See docs/hbase-compat-tests.md.
 #
@@ -242,6 +243,14 @@ if (( ! against_hbase )); then
   timeout 1200 "$repo/scripts/hbase-snapshot-import.sh" --cellar "$cellar_bin" --work "$work/snapshot-import" \
     2>&1 | tee "$work/snapshot-import.log" >&2
   if grep -q '^hbase-snapshot-import: passed' "$work/snapshot-import.log"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+  fi
+  echo "running HBase's bulk load tool against Cellar (scripts/hbase-bulk-load.sh)..." >&2
+  timeout 900 "$repo/scripts/hbase-bulk-load.sh" --cellar "$cellar_bin" --work "$work/bulk-load" \
+    2>&1 | tee "$work/bulk-load.log" >&2
+  if grep -q '^hbase-bulk-load: passed' "$work/bulk-load.log"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))

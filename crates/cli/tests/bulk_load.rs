@@ -220,3 +220,109 @@ fn bulk_load_is_off_without_directories_and_needs_create_on_the_table() {
         .expect("bob with CREATE");
     assert_eq!(done.cells, 1610);
 }
+
+/// The same boundary on the HBase port: PrepareBulkLoad, BulkLoadHFile and CleanupBulkLoad
+/// (what HBase's `completebulkload` calls) need CREATE on the table, and read only under
+/// `bulk_load.dirs`, whoever asks.
+#[test]
+fn hbase_bulk_load_calls_need_create_and_an_allowed_path() {
+    use cellar_proto::hbase;
+    use support::hbase::{call, locate, open_as, region};
+    let tmp = tempfile::tempdir().expect("tmp");
+    let dir = tmp.path().join("in");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let hfile = dir.join("f.hfile");
+    std::fs::copy(fixture("fast_diff-gz.hfile"), &hfile).expect("copy");
+    let outside = tmp.path().join("outside.hfile");
+    std::fs::copy(fixture("fast_diff-gz.hfile"), &outside).expect("copy");
+    let config = format!(
+        "[security]\nauthorization = true\nsuperusers = [\"admin\"]\n[bulk_load]\ndirs = [{:?}]\n",
+        dir.to_string_lossy()
+    );
+    let server = start(tmp.path(), &config);
+    let admin = as_user(&server.native, Some("admin"));
+    admin
+        .admin()
+        .create_table(TableSchema::new("t", vec![FamilySchema::new("cf")]), vec![])
+        .expect("create");
+    let scope = PermissionScope {
+        table: "t".into(),
+        ..PermissionScope::default()
+    };
+    admin
+        .admin()
+        .grant("bob", scope.clone(), "RW")
+        .expect("grant");
+
+    let mut meta = open_as(&server.hbase, "ClientService", "admin");
+    let region_name = locate(&mut meta, 1, "t", "")
+        .first()
+        .expect("t's region")
+        .0
+        .clone();
+    let prepare = hbase::PrepareBulkLoadRequest {
+        table_name: hbase::TableName {
+            namespace: bytes::Bytes::from_static(b"default"),
+            qualifier: bytes::Bytes::from_static(b"t"),
+        },
+        region: None,
+    };
+    let load = |path: &Path| hbase::BulkLoadHFileRequest {
+        region: region(&region_name),
+        family_path: vec![hbase::bulk_load_h_file_request::FamilyPath {
+            family: bytes::Bytes::from_static(b"cf"),
+            path: format!("file:{}", path.display()),
+        }],
+        assign_seq_num: Some(true),
+        ..Default::default()
+    };
+    let cleanup = hbase::CleanupBulkLoadRequest {
+        bulk_token: "token".into(),
+        region: Some(region(&region_name)),
+    };
+    let denied = |e: hbase::ExceptionResponse, what: &str| {
+        let class = e.exception_class_name.unwrap_or_default();
+        assert!(class.ends_with("AccessDeniedException"), "{what}: {class}");
+    };
+
+    // Bob, with READ and WRITE but not CREATE: every call refused.
+    let mut bob = open_as(&server.hbase, "ClientService", "bob");
+    denied(
+        call(&mut bob, 1, "PrepareBulkLoad", &prepare).expect_err("prepare"),
+        "prepare",
+    );
+    denied(
+        call(&mut bob, 2, "BulkLoadHFile", &load(&hfile)).expect_err("load"),
+        "load",
+    );
+    denied(
+        call(&mut bob, 3, "CleanupBulkLoad", &cleanup).expect_err("cleanup"),
+        "cleanup",
+    );
+    let nothing = admin
+        .table("t")
+        .get(Get::new(b"user00007919".to_vec()))
+        .expect("get");
+    assert!(nothing.is_empty(), "nothing loaded");
+
+    // With CREATE: a file outside the directories is still refused; one inside loads.
+    admin
+        .admin()
+        .grant("bob", scope, "RWC")
+        .expect("grant create");
+    let mut bob = open_as(&server.hbase, "ClientService", "bob");
+    let (param, _) = call(&mut bob, 1, "PrepareBulkLoad", &prepare).expect("prepare");
+    let token = <hbase::PrepareBulkLoadResponse as prost::Message>::decode(param).expect("decode");
+    assert!(!token.bulk_token.is_empty());
+    let e = call(&mut bob, 2, "BulkLoadHFile", &load(&outside)).expect_err("outside");
+    denied(e, "outside the directories");
+    let (param, _) = call(&mut bob, 3, "BulkLoadHFile", &load(&hfile)).expect("load");
+    let loaded = <hbase::BulkLoadHFileResponse as prost::Message>::decode(param).expect("decode");
+    assert!(loaded.loaded);
+    call(&mut bob, 4, "CleanupBulkLoad", &cleanup).expect("cleanup");
+    let row = admin
+        .table("t")
+        .get(Get::new(b"user00007919".to_vec()))
+        .expect("get");
+    assert!(!row.is_empty(), "the loaded file reads back");
+}

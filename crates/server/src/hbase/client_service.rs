@@ -1,5 +1,6 @@
-//! ClientService: Get, Mutate, Multi and Scan on user regions and on `hbase:meta`, one file
-//! per call family ([`get`], [`mutate`], [`multi`], [`scan`]). Each has a decode half (the
+//! ClientService: Get, Mutate, Multi and Scan on user regions and on `hbase:meta`, and bulk
+//! load into user regions, one file per call family ([`get`], [`mutate`], [`multi`],
+//! [`scan`], [`bulk_load`]). Each has a decode half (the
 //! request's bytes, param and cell block, to a typed request, checked as far as can be
 //! without the server) and an execute half (that request run against the region server).
 //!
@@ -8,6 +9,7 @@
 //! (the same [`RegionServer`](crate::region_server::RegionServer) methods the native protocol
 //! calls). Results travel in the response cell block when the connection negotiated a codec.
 
+pub(super) mod bulk_load;
 pub(super) mod get;
 pub(super) mod multi;
 pub(super) mod mutate;
@@ -29,6 +31,7 @@ pub(crate) enum Call {
     Mutate(mutate::MutateCall),
     Multi(multi::MultiCall),
     Scan(scan::ScanCall),
+    BulkLoad(bulk_load::BulkLoadCall),
 }
 
 /// ClientService's calls and their decode halves.
@@ -40,6 +43,9 @@ pub(crate) const SERVICE: Service = Service {
         ("Mutate", mutate::decode),
         ("Multi", multi::decode),
         ("Scan", scan::decode),
+        ("PrepareBulkLoad", bulk_load::decode_prepare),
+        ("BulkLoadHFile", bulk_load::decode_load),
+        ("CleanupBulkLoad", bulk_load::decode_cleanup),
     ],
 };
 
@@ -56,6 +62,7 @@ pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: Call) -> Result<R
         Call::Mutate(call) => mutate::execute(svc, ctx, call),
         Call::Multi(call) => multi::execute(svc, ctx, call),
         Call::Scan(call) => scan::execute(svc, ctx, call),
+        Call::BulkLoad(call) => bulk_load::execute(svc, ctx, call),
     }
 }
 

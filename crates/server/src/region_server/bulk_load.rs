@@ -101,7 +101,11 @@ fn allowed_dirs(configured: &[PathBuf]) -> Result<Vec<PathBuf>, ServerError> {
 
 /// `given` (a path or a file:// URL) resolved, if it is under one of `dirs`.
 fn allowed_path(given: &str, dirs: &[PathBuf]) -> Result<PathBuf, ServerError> {
-    let raw = given.strip_prefix("file://").unwrap_or(given);
+    // A path, or a file URL as Hadoop writes one (`file:/p` or `file:///p`).
+    let raw = given
+        .strip_prefix("file://")
+        .or_else(|| given.strip_prefix("file:"))
+        .unwrap_or(given);
     if !Path::new(raw).is_absolute() {
         return Err(ServerError::invalid(format!(
             "bulk load file '{given}': not an absolute path"
