@@ -477,6 +477,15 @@ impl QueryCache {
         }
     }
 
+    /// Cells of `region` changed without a write of a row (a bulk load): drops its entries,
+    /// and refuses the fills of Gets that looked up before.
+    pub(crate) fn region_changed(&self, region: u64) {
+        self.forget_region(region);
+        for shard in self.shards.iter() {
+            shard.lock().generation += 1;
+        }
+    }
+
     /// Drops every entry of `region` (closed: its id is never used again).
     pub(crate) fn forget_region(&self, region: u64) {
         for shard in self.shards.iter() {

@@ -82,6 +82,10 @@ impl RegionInner {
                 store.add_files(handles);
             }
         }
+        if self.query_cached.contains(&true) {
+            // Rows changed without writes of them: no cached answer of the region holds.
+            self.services.query_cache.region_changed(self.uid);
+        }
         drop(_w);
         self.notify_pressure();
         self.request_compaction_if_needed();
@@ -166,6 +170,25 @@ mod tests {
             Some("logged-after"),
             "replayed from the WAL"
         );
+    }
+
+    #[test]
+    fn a_cached_answer_does_not_outlive_a_load() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let mut a = FamilySchema::new("a");
+        a.query_cache = true;
+        let r = Region::open(dir.path(), TableSchema::new("t", vec![a])).expect("open");
+        r.mutate(&RowMutation::new(b"r".to_vec()).put(b"a", b"q", 1, b"before".to_vec()))
+            .expect("put");
+        assert_eq!(value(&r, "r", "a").as_deref(), Some("before"));
+        assert_eq!(
+            value(&r, "r", "a").as_deref(),
+            Some("before"),
+            "from the cache"
+        );
+        r.ingest(vec![file("a", &[("r", 2, "loaded")])])
+            .expect("ingest");
+        assert_eq!(value(&r, "r", "a").as_deref(), Some("loaded"));
     }
 
     #[test]
