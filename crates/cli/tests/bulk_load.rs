@@ -61,7 +61,7 @@ fn hbase_files_load_into_a_region_and_everything_else_is_refused() {
     let link = allowed.join("link.hfile");
     std::os::unix::fs::symlink(&outside, &link).expect("symlink");
     let config = format!("[bulk_load]\ndirs = [{:?}]\n", allowed.to_string_lossy());
-    let server = start(tmp.path(), &config);
+    let mut server = start(tmp.path(), &config);
     let client = as_user(&server.native, None);
     let admin = client.admin();
     let mut cf = FamilySchema::new("cf");
@@ -133,6 +133,27 @@ fn hbase_files_load_into_a_region_and_everything_else_is_refused() {
             ("q1".into(), 1_700_000_001_007, "value-1-1-1".into()),
             ("q1".into(), 1_700_000_001_000, "value-1-1-0".into()),
         ]
+    );
+
+    // Acknowledged is durable: killed with SIGKILL right after, the restarted server has it.
+    server.kill9();
+    drop(client);
+    let server = Server::start_in(
+        &tmp.path().join("data"),
+        Some(&tmp.path().join("cellar.toml")),
+    );
+    let client = as_user(&server.native, None);
+    let admin = client.admin();
+    let mut get = Get::new(b"user00007919".to_vec());
+    get.max_versions = 5;
+    assert_eq!(
+        client
+            .table("t")
+            .get(get)
+            .expect("get after kill -9")
+            .cells
+            .len(),
+        4
     );
 
     // A file with rows on both sides of a region boundary: refused, as HBase's region
