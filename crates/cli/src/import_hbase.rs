@@ -36,6 +36,14 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), String> {
+    if args.hbase_root.contains("://") && !args.hbase_root.starts_with("file://") {
+        return Err(format!(
+            "--hbase-root {}: only a local directory (or file:// URL) is read for now; \
+             mount the HBase root on this machine, or copy the snapshot's files here \
+             (HBase's ExportSnapshot to a file:// root)",
+            args.hbase_root
+        ));
+    }
     let root = PathBuf::from(
         args.hbase_root
             .strip_prefix("file://")

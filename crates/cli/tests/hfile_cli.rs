@@ -58,3 +58,24 @@ fn hfile_prints_meta_and_cells_and_names_a_damaged_file() {
         "{err}"
     );
 }
+
+#[test]
+fn import_hbase_names_what_it_cannot_read_before_connecting() {
+    let (ok, _, err) = cellar(&[
+        "import-hbase",
+        "--snapshot",
+        "s1",
+        "--hbase-root",
+        "hdfs://namenode:8020/hbase",
+    ]);
+    assert!(!ok);
+    assert!(err.contains("only a local directory"), "{err}");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path().to_str().expect("utf-8 path");
+    let (ok, _, err) = cellar(&["import-hbase", "--snapshot", "s1", "--hbase-root", root]);
+    assert!(!ok);
+    assert!(err.contains("no snapshot 's1' under"), "{err}");
+    let (ok, _, err) = cellar(&["import-hbase", "--snapshot", "../x", "--hbase-root", root]);
+    assert!(!ok);
+    assert!(err.contains("'../x' is not a snapshot name"), "{err}");
+}
