@@ -46,6 +46,35 @@ fn start(dir: &Path, config: &str) -> Server {
     Server::start_in(&dir.join("data"), Some(&path))
 }
 
+/// A server with authorization on (superuser `admin`) reading bulk loads from `TMP/in`, a
+/// copy of a fixture there, table `t` (family `cf`) created by admin, and bob holding READ
+/// and WRITE on it: the server, admin's client, the file, and the table's scope.
+fn secured(tmp: &Path) -> (Server, Client, PathBuf, PermissionScope) {
+    let dir = tmp.join("in");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let hfile = dir.join("f.hfile");
+    std::fs::copy(fixture("fast_diff-gz.hfile"), &hfile).expect("copy");
+    let config = format!(
+        "[security]\nauthorization = true\nsuperusers = [\"admin\"]\n[bulk_load]\ndirs = [{:?}]\n",
+        dir.to_string_lossy()
+    );
+    let server = start(tmp, &config);
+    let admin = as_user(&server.native, Some("admin"));
+    admin
+        .admin()
+        .create_table(TableSchema::new("t", vec![FamilySchema::new("cf")]), vec![])
+        .expect("create");
+    let scope = PermissionScope {
+        table: "t".into(),
+        ..PermissionScope::default()
+    };
+    admin
+        .admin()
+        .grant("bob", scope.clone(), "RW")
+        .expect("grant");
+    (server, admin, hfile, scope)
+}
+
 /// The first row of the fixtures (a binary one) and its newest value of cf:q0.
 const FIRST_ROW: &[u8] = b"\x00\x04\x01";
 
@@ -197,34 +226,13 @@ fn bulk_load_is_off_without_directories_and_needs_create_on_the_table() {
     drop(off);
 
     let tmp = tempfile::tempdir().expect("tmp");
-    let dir = tmp.path().join("in");
-    std::fs::create_dir_all(&dir).expect("dir");
-    let hfile = dir.join("f.hfile");
-    std::fs::copy(fixture("fast_diff-gz.hfile"), &hfile).expect("copy");
-    let config = format!(
-        "[security]\nauthorization = true\nsuperusers = [\"admin\"]\n[bulk_load]\ndirs = [{:?}]\n",
-        dir.to_string_lossy()
-    );
-    let server = start(tmp.path(), &config);
-    let admin = as_user(&server.native, Some("admin"));
-    admin
-        .admin()
-        .create_table(TableSchema::new("t", vec![FamilySchema::new("cf")]), vec![])
-        .expect("create");
+    let (server, admin, hfile, scope) = secured(tmp.path());
     // Nobody named: unauthenticated. Bob with WRITE only: denied.
     let e = as_user(&server.native, None)
         .admin()
         .bulk_load("t", b"", vec![file("cf", &hfile)])
         .expect_err("nobody");
     assert_eq!(e.code(), Some(ErrorCode::Unauthenticated), "{e}");
-    let scope = PermissionScope {
-        table: "t".into(),
-        ..PermissionScope::default()
-    };
-    admin
-        .admin()
-        .grant("bob", scope.clone(), "RW")
-        .expect("grant");
     let bob = as_user(&server.native, Some("bob"));
     let e = bob
         .admin()
@@ -250,30 +258,9 @@ fn hbase_bulk_load_calls_need_create_and_an_allowed_path() {
     use cellar_proto::hbase;
     use support::hbase::{call, locate, open_as, region};
     let tmp = tempfile::tempdir().expect("tmp");
-    let dir = tmp.path().join("in");
-    std::fs::create_dir_all(&dir).expect("dir");
-    let hfile = dir.join("f.hfile");
-    std::fs::copy(fixture("fast_diff-gz.hfile"), &hfile).expect("copy");
+    let (server, admin, hfile, scope) = secured(tmp.path());
     let outside = tmp.path().join("outside.hfile");
     std::fs::copy(fixture("fast_diff-gz.hfile"), &outside).expect("copy");
-    let config = format!(
-        "[security]\nauthorization = true\nsuperusers = [\"admin\"]\n[bulk_load]\ndirs = [{:?}]\n",
-        dir.to_string_lossy()
-    );
-    let server = start(tmp.path(), &config);
-    let admin = as_user(&server.native, Some("admin"));
-    admin
-        .admin()
-        .create_table(TableSchema::new("t", vec![FamilySchema::new("cf")]), vec![])
-        .expect("create");
-    let scope = PermissionScope {
-        table: "t".into(),
-        ..PermissionScope::default()
-    };
-    admin
-        .admin()
-        .grant("bob", scope.clone(), "RW")
-        .expect("grant");
 
     let mut meta = open_as(&server.hbase, "ClientService", "admin");
     let region_name = locate(&mut meta, 1, "t", "")
