@@ -7,22 +7,27 @@
 #   hbase-bulk-load: passed|failed (N cells compared)
 # and exits non-zero on failure. The server is stopped by its PID on exit.
 #
-# Usage: scripts/hbase-bulk-load.sh [--cellar BIN] [--work DIR]
+# Usage: scripts/hbase-bulk-load.sh [--cellar BIN] [--work DIR] [--against-hbase]
+#   --against-hbase  the same program against an Apache HBase 2.6.4 standalone instead (ports
+#                    +500): what it checks holds on HBase itself
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cellar_bin="${CARGO_TARGET_DIR:-$repo/target}/release/cellar"
 work=""
+against_hbase=0
 die() { echo "hbase-bulk-load: $*" >&2; echo "hbase-bulk-load: failed (0 cells compared)"; exit 1; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --cellar) [[ $# -ge 2 ]] || die "--cellar needs a value"; cellar_bin="$2"; shift 2 ;;
     --work) [[ $# -ge 2 ]] || die "--work needs a value"; work="$2"; shift 2 ;;
-    -h|--help) sed -n '2,10p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --against-hbase) against_hbase=1; shift ;;
+    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
-[[ -x "$cellar_bin" ]] || die "no Cellar binary at $cellar_bin (cargo build --release -p cellar-cli, or --cellar BIN)"
+(( against_hbase )) || [[ -x "$cellar_bin" ]] \
+  || die "no Cellar binary at $cellar_bin (cargo build --release -p cellar-cli, or --cellar BIN)"
 work="${work:-$(mktemp -d -t cellar-bulk-load.XXXXXX)}"
 mkdir -p "$work/input"
 work="$(cd "$work" && pwd)"
@@ -30,11 +35,23 @@ lib="$("$repo/scripts/hbase/fetch.sh")" || die "fetching HBase's jars failed"
 
 # shellcheck source=lib/standalone.sh
 . "$repo/scripts/lib/standalone.sh"
-trap stop_standalone EXIT
+cleanup() {
+  stop_standalone
+  (( against_hbase )) && "$repo/scripts/hbase/stop.sh" "$work/hbase" >&2
+  true
+}
+trap cleanup EXIT
 trap 'exit 130' INT TERM
-start_standalone "$cellar_bin" "$work" --bulk-load-dir "$work/input" \
-  || die "cellar standalone did not start (log: $work/cellar.log)"
-echo "cellar pid $cellar_pid at $cellar_addr" >&2
+if (( against_hbase )); then
+  hb_line="$(HBASE_HEAP="${HBASE_HEAP:-1g}" HBASE_PORT_OFFSET=500 "$repo/scripts/hbase/start.sh" "$work/hbase")" \
+    || die "starting Apache HBase failed (logs in $work/hbase/logs)"
+  cellar_addr="${hb_line#listening hbase=}"
+  echo "Apache HBase at $cellar_addr" >&2
+else
+  start_standalone "$cellar_bin" "$work" --bulk-load-dir "$work/input" \
+    || die "cellar standalone did not start (log: $work/cellar.log)"
+  echo "cellar pid $cellar_pid at $cellar_addr" >&2
+fi
 
 out="$(timeout 600 java -cp "$lib/*" "$repo/java/hfile-fixtures/BulkLoadToCellar.java" "$cellar_addr" "$work" 2>"$work/java.log")"
 status=$?
