@@ -11,6 +11,7 @@ mod standalone;
 mod thrift;
 mod tls_args;
 mod verify;
+mod verify_against;
 
 use cellar_server::node::NodeRole;
 use clap::{Parser, Subcommand};
@@ -70,6 +71,10 @@ enum Command {
     /// never through the write path (the server must be started with --bulk-load-dir on the
     /// HBase root; docs/migration.md).
     ImportHbase(import_hbase::Args),
+    /// Compare a table on an HBase cluster with the same table on Cellar (or any two
+    /// clusters speaking HBase's protocol), range by range with digests, naming the rows
+    /// that differ; exits non-zero when any does (docs/migration.md).
+    VerifyAgainst(verify_against::Args),
 }
 
 fn main() -> ExitCode {
@@ -96,6 +101,7 @@ fn main() -> ExitCode {
         Command::Verify { dir } => verify::run(&dir).map_err(|e| e.to_string()),
         Command::Hfile(args) => hfile::run(args),
         Command::ImportHbase(args) => import_hbase::run(args),
+        Command::VerifyAgainst(args) => verify_against::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
