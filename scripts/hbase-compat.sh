@@ -11,7 +11,8 @@
 # (scripts/hbase-replication.sh: HBase's add_peer with Cellar's ZooKeeper, every replicated cell
 # compared; one test), then a snapshot import (scripts/hbase-snapshot-import.sh: an HBase 2.6.4
 # snapshot brought in with `cellar import-hbase`, every cell compared; one test), then HBase's bulk
-# load tool loading HBase-written HFiles into Cellar (scripts/hbase-bulk-load.sh; one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
+# load tool loading HBase-written HFiles into Cellar, and a MapReduce job's HFileOutputFormat2
+# output (scripts/hbase-bulk-load.sh; one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
 #   hbase-compat: N tests passed, M failed; ycsb: ok|failed|skipped
 # and exits non-zero on any failure. See docs/hbase-compat-tests.md.
 #

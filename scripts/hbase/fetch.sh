@@ -2,13 +2,21 @@
 # Resolves the Apache HBase 2.6.4 standalone server jars from Maven Central into
 # $CELLAR_CACHE/hbase-2.6.4/lib (default ~/.cache/cellar). Idempotent: a completed fetch
 # leaves a marker and later calls return at once. Prints the lib directory.
+#
+# Usage: scripts/hbase/fetch.sh [server|mapreduce]
+#   server     (the default) the server's jars (server-pom.xml), in .../hbase-2.6.4/lib
+#   mapreduce  a MapReduce client's: the same HBase and Hadoop, hbase-mapreduce and Hadoop's
+#              local job runner (mapreduce-pom.xml), in .../hbase-2.6.4/mapreduce-lib
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 cache="${CELLAR_CACHE:-$HOME/.cache/cellar}"
 home="$cache/hbase-2.6.4"
-lib="$home/lib"
-marker="$home/.fetched"
+case "${1:-server}" in
+  server) pom="$here/server-pom.xml"; lib="$home/lib"; marker="$home/.fetched" ;;
+  mapreduce) pom="$here/mapreduce-pom.xml"; lib="$home/mapreduce-lib"; marker="$home/.fetched-mapreduce" ;;
+  *) echo "fetch.sh: unknown set '$1' (server or mapreduce)" >&2; exit 2 ;;
+esac
 
 if [[ -f "$marker" && -d "$lib" ]]; then
   echo "$lib"
@@ -19,24 +27,26 @@ command -v mvn >/dev/null || { echo "fetch.sh: mvn (Maven 3) is required to reso
 
 mkdir -p "$lib"
 # Maven writes progress to stdout; keep our stdout for the lib path only.
-if ! mvn -B -q -f "$here/server-pom.xml" dependency:copy-dependencies \
+if ! mvn -B -q -f "$pom" dependency:copy-dependencies \
       -DincludeScope=runtime -DoutputDirectory="$lib" -DoverWriteIfNewer=true 1>&2; then
-  echo "fetch.sh: resolving hbase-server 2.6.4-hadoop3 from Maven Central failed (see Maven output above)" >&2
+  echo "fetch.sh: resolving the jars of $(basename "$pom") from Maven Central failed (see Maven output above)" >&2
   exit 1
 fi
 
 # One logging backend only: refuse to finish if a second one slipped in transitively.
 for dup in reload4j slf4j-reload4j slf4j-log4j12 log4j-1.2.17; do
   if compgen -G "$lib/${dup}*.jar" >/dev/null; then
-    echo "fetch.sh: duplicate logging backend $dup in $lib; extend the exclusions in server-pom.xml" >&2
+    echo "fetch.sh: duplicate logging backend $dup in $lib; extend the exclusions in $(basename "$pom")" >&2
     exit 1
   fi
 done
 
 # The Maven jars lack the tarball's web-UI folders and the server refuses to start without
 # them; empty ones on the classpath are enough for the info servers and /jmx.
-mkdir -p "$home/webapps/hbase-webapps/master" "$home/webapps/hbase-webapps/regionserver" \
-         "$home/webapps/hbase-webapps/static"
+if [[ "$lib" == "$home/lib" ]]; then
+  mkdir -p "$home/webapps/hbase-webapps/master" "$home/webapps/hbase-webapps/regionserver" \
+           "$home/webapps/hbase-webapps/static"
+fi
 
 touch "$marker"
 echo "$lib"
