@@ -159,7 +159,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let start = Bytes::from(args.start_row.clone().unwrap_or_default());
     let stop = Bytes::from(args.stop_row.clone().unwrap_or_default());
     let (mut ranges, mut rows, mut cells) = (0u64, 0u64, 0u64);
-    let mut differing: Vec<RangeReport> = Vec::new();
+    let mut differing: Vec<(u64, RangeReport)> = Vec::new();
     let mut last_progress = Instant::now();
     pass(
         &setup,
@@ -175,7 +175,7 @@ pub fn run(args: Args) -> Result<(), String> {
                 print_range(ranges, &r);
             }
             if !r.equal() {
-                differing.push(r);
+                differing.push((ranges, r));
             } else if last_progress.elapsed() > Duration::from_secs(5) {
                 last_progress = Instant::now();
                 eprintln!("  {ranges} ranges, {rows} rows compared...");
@@ -186,7 +186,7 @@ pub fn run(args: Args) -> Result<(), String> {
     // Ranges that differed are read again, whole, until equal or out of rechecks.
     let pause = Duration::from_secs_f64(args.recheck_pause);
     let mut still = Vec::new();
-    for mut report in differing {
+    for (n, mut report) in differing {
         for attempt in 1..=args.recheck {
             eprintln!(
                 "  range ['{}', {}) differs ({} rows); reading it again in {:.1} s ({attempt}/{})",
@@ -215,13 +215,13 @@ pub fn run(args: Args) -> Result<(), String> {
             }
         }
         if !report.equal() {
-            still.push(report);
+            still.push((n, report));
         }
     }
 
     let secs = started.elapsed().as_secs_f64();
-    for (i, r) in still.iter().enumerate() {
-        print_range(i as u64 + 1, r);
+    for (n, r) in &still {
+        print_range(*n, r);
     }
     if still.is_empty() {
         println!(
@@ -229,10 +229,10 @@ pub fn run(args: Args) -> Result<(), String> {
         );
         return Ok(());
     }
-    let differing_rows: u64 = still.iter().map(|r| r.differing_rows).sum();
+    let differing_rows: u64 = still.iter().map(|(_, r)| r.differing_rows).sum();
     let first = still
         .iter()
-        .find_map(|r| r.first.first())
+        .find_map(|(_, r)| r.first.first())
         .map(|(k, _)| format!("; first differing row '{}'", printable(k)))
         .unwrap_or_default();
     println!(

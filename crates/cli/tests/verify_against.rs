@@ -151,7 +151,7 @@ fn a_difference_that_heals_while_the_tool_waits_is_not_reported() {
     let mut seen = String::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut buf = [0u8; 512];
-    while !seen.contains("reading it again") && Instant::now() < deadline {
+    while !seen.contains("(1/3)\n") && Instant::now() < deadline {
         match stderr.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => seen.push_str(&String::from_utf8_lossy(&buf[..n])),

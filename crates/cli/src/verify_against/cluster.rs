@@ -172,8 +172,25 @@ impl Cluster {
     }
 
     /// The table's online regions in key order, each with its server, from `hbase:meta`.
+    /// A region being moved or split has no server for a moment: read again, a few times.
     pub fn regions(&mut self, table: &str) -> Result<Vec<RegionLoc>, String> {
-        let meta = self.meta_server()?;
+        let mut attempt = 0;
+        loop {
+            match self.regions_once(table) {
+                Err((e, true)) if attempt < ATTEMPTS => {
+                    attempt += 1;
+                    tracing::debug!(error = %e, "looking up the regions again");
+                    std::thread::sleep(Duration::from_millis(100 << attempt.min(5)));
+                }
+                other => return other.map_err(|(e, _)| e),
+            }
+        }
+    }
+
+    /// One read of the table's regions from `hbase:meta`; on failure, whether reading again
+    /// may help.
+    fn regions_once(&mut self, table: &str) -> Result<Vec<RegionLoc>, (String, bool)> {
+        let meta = self.meta_server().map_err(|e| (e, false))?;
         let spec = ScanSpec {
             versions: Some(1),
             families: vec![Bytes::from_static(b"info")],
@@ -205,14 +222,22 @@ impl Cluster {
                 Ok(())
             },
         );
-        scanned.map_err(|(e, _)| format!("{}: reading hbase:meta on {meta}: {e}", self.label))?;
-        if let Some(e) = problem {
-            return Err(format!("{}: hbase:meta: {e}", self.label));
+        scanned.map_err(|(e, retry)| {
+            (
+                format!("{}: reading hbase:meta on {meta}: {e}", self.label),
+                retry,
+            )
+        })?;
+        if let Some((e, retry)) = problem {
+            return Err((format!("{}: hbase:meta: {e}", self.label), retry));
         }
         if regions.is_empty() {
-            return Err(format!(
-                "{}: table '{table}' has no regions in hbase:meta (it does not exist?)",
-                self.label
+            return Err((
+                format!(
+                    "{}: table '{table}' has no regions in hbase:meta (it does not exist?)",
+                    self.label
+                ),
+                false,
             ));
         }
         Ok(regions)
@@ -453,7 +478,8 @@ fn cell_of(c: &hbase::Cell) -> Result<Cell, String> {
 }
 
 /// The region a `hbase:meta` row describes, `None` for a split parent or an offline region.
-fn region_of(row: &Row) -> Result<Option<RegionLoc>, String> {
+/// On failure, whether reading again may help (a region not assigned yet).
+fn region_of(row: &Row) -> Result<Option<RegionLoc>, (String, bool)> {
     let find = |q: &[u8]| {
         row.cells
             .iter()
@@ -462,12 +488,18 @@ fn region_of(row: &Row) -> Result<Option<RegionLoc>, String> {
     let Some(info) = find(b"regioninfo") else {
         return Ok(None);
     };
-    let pb = info
-        .value
-        .strip_prefix(b"PBUF")
-        .ok_or_else(|| format!("row {}: info:regioninfo is not PBUF", printable(&row.key)))?;
-    let region = hbase::RegionInfo::decode(pb)
-        .map_err(|e| format!("row {}: info:regioninfo: {e}", printable(&row.key)))?;
+    let pb = info.value.strip_prefix(b"PBUF").ok_or_else(|| {
+        (
+            format!("row {}: info:regioninfo is not PBUF", printable(&row.key)),
+            false,
+        )
+    })?;
+    let region = hbase::RegionInfo::decode(pb).map_err(|e| {
+        (
+            format!("row {}: info:regioninfo: {e}", printable(&row.key)),
+            false,
+        )
+    })?;
     if region.offline.unwrap_or(false)
         || region.split.unwrap_or(false)
         || region.replica_id.unwrap_or(0) != 0
@@ -477,9 +509,12 @@ fn region_of(row: &Row) -> Result<Option<RegionLoc>, String> {
     let server = find(b"server")
         .map(|c| String::from_utf8_lossy(&c.value).into_owned())
         .ok_or_else(|| {
-            format!(
-                "region {} is not assigned to a server yet",
-                printable(&row.key)
+            (
+                format!(
+                    "region {} is not assigned to a server yet",
+                    printable(&row.key)
+                ),
+                true,
             )
         })?;
     Ok(Some(RegionLoc {
