@@ -158,6 +158,19 @@ fn mib(bytes: u64) -> u32 {
     u32::try_from(bytes / MIB).unwrap_or(u32::MAX)
 }
 
+/// A region's size in whole MiB as HBase's region servers report it (`roundSize`): 0 only when
+/// empty, 1 for anything under a MiB, else rounded down. `RegionSizeCalculator` (what
+/// `TableInputFormat` gives each split as its length) adds the store file and memstore sizes
+/// in MiB, and tools drop splits of length 0 as empty (Spark's `ignoreEmptySplits`), so a
+/// small region must not read as 0.
+fn region_mib(bytes: u64) -> u32 {
+    match bytes {
+        0 => 0,
+        b if b < MIB => 1,
+        b => mib(b),
+    }
+}
+
 /// The load of each open region, of `table` only if named, in table and row order.
 pub(crate) fn region_loads(svc: &HbaseService, table: Option<&str>) -> Vec<hbase::RegionLoad> {
     let mut regions: Vec<_> = svc
@@ -190,13 +203,14 @@ fn to_hbase(l: &crate::status::RegionLoad) -> hbase::RegionLoad {
         stores: Some(l.stores),
         storefiles: Some(l.store_files),
         // Blocks are stored uncompressed.
-        store_uncompressed_size_mb: Some(mib(l.store_file_bytes)),
-        storefile_size_mb: Some(mib(l.store_file_bytes)),
-        mem_store_size_mb: Some(mib(l.memstore_bytes)),
+        store_uncompressed_size_mb: Some(region_mib(l.store_file_bytes)),
+        storefile_size_mb: Some(region_mib(l.store_file_bytes)),
+        mem_store_size_mb: Some(region_mib(l.memstore_bytes)),
         read_requests_count: Some(l.read_requests),
         write_requests_count: Some(l.write_requests),
         filtered_read_requests_count: Some(0),
-        region_size_mb: Some(mib(l.store_file_bytes + l.memstore_bytes)),
+        // HBase's region size is that of its store files (HStore.getHFilesSize), not memstore.
+        region_size_mb: Some(region_mib(l.store_file_bytes)),
     }
 }
 
@@ -227,4 +241,52 @@ fn region_counts(svc: &HbaseService) -> Vec<hbase::TableRegionStatesCount> {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(store_file_bytes: u64, memstore_bytes: u64) -> crate::status::RegionLoad {
+        crate::status::RegionLoad {
+            table: "t".into(),
+            start_key: Bytes::from_static(b"k"),
+            region_id: 1,
+            stores: 2,
+            store_files: 1,
+            store_file_bytes,
+            memstore_bytes,
+            read_requests: 0,
+            write_requests: 0,
+        }
+    }
+
+    #[test]
+    fn region_sizes_round_as_hbase_so_a_small_region_is_not_empty() {
+        assert_eq!(region_mib(0), 0);
+        assert_eq!(region_mib(1), 1);
+        assert_eq!(region_mib(MIB - 1), 1);
+        assert_eq!(region_mib(MIB), 1);
+        assert_eq!(region_mib(3 * MIB - 1), 2);
+        assert_eq!(region_mib(u64::MAX), u32::MAX);
+
+        // 200 KiB of store files and 5 KiB in the memstore: HBase 2.6 reports 1 and 1, so
+        // RegionSizeCalculator (store files + memstore) gives the split 2 MiB, not 0.
+        let l = to_hbase(&load(200 * 1024, 5 * 1024));
+        assert_eq!(l.storefile_size_mb, Some(1));
+        assert_eq!(l.store_uncompressed_size_mb, Some(1));
+        assert_eq!(l.mem_store_size_mb, Some(1));
+        assert_eq!(l.region_size_mb, Some(1));
+
+        let empty = to_hbase(&load(0, 0));
+        assert_eq!(empty.storefile_size_mb, Some(0));
+        assert_eq!(empty.mem_store_size_mb, Some(0));
+        assert_eq!(empty.region_size_mb, Some(0));
+
+        // The region size is its store files', as HBase's: the memstore is not in it.
+        let big = to_hbase(&load(5 * MIB + 7, 3 * MIB));
+        assert_eq!(big.storefile_size_mb, Some(5));
+        assert_eq!(big.mem_store_size_mb, Some(3));
+        assert_eq!(big.region_size_mb, Some(5));
+    }
 }
