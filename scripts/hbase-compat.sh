@@ -12,7 +12,9 @@
 # compared; one test), then a snapshot import (scripts/hbase-snapshot-import.sh: an HBase 2.6.4
 # snapshot brought in with `cellar import-hbase`, every cell compared; one test), then HBase's bulk
 # load tool loading HBase-written HFiles into Cellar, and a MapReduce job's HFileOutputFormat2
-# output (scripts/hbase-bulk-load.sh; one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
+# output (scripts/hbase-bulk-load.sh; one test), HBase's HashTable/SyncTable jobs between HBase and
+# Cellar (scripts/hbase-sync-table.sh; one test), the whole move-in runbook with HBase taking writes
+# (scripts/hbase-move-in.sh; one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
 #   hbase-compat: N tests passed, M failed; ycsb: ok|failed|skipped
 # and exits non-zero on any failure. See docs/hbase-compat-tests.md.
 #
@@ -228,34 +230,26 @@ if (( ! against_hbase )); then
   fi
 fi
 
-# --- Replication from an unmodified Apache HBase into Cellar (Cellar only: it starts its own
-# servers, HBase on ports +300) ---
+# --- Moving in from an unmodified Apache HBase (Cellar only: each script starts its own
+# servers, HBase on ports +300 to +800) ---
+# move_in_test SCRIPT TIMEOUT WHAT: one test, passed only when SCRIPT's last line says so.
+move_in_test() {
+  local script="$1" limit="$2" what="$3" name="${1%.sh}"
+  echo "running $what (scripts/$script)..." >&2
+  timeout "$limit" "$repo/scripts/$script" --cellar "$cellar_bin" --work "$work/$name" \
+    2>&1 | tee "$work/$name.log" >&2
+  if grep -q "^$name: passed" "$work/$name.log"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+  fi
+}
 if (( ! against_hbase )); then
-  echo "running replication from Apache HBase into Cellar (scripts/hbase-replication.sh)..." >&2
-  timeout 1200 "$repo/scripts/hbase-replication.sh" --cellar "$cellar_bin" --work "$work/replication" \
-    2>&1 | tee "$work/replication.log" >&2
-  # One test: passed only when the script says so.
-  if grep -q '^hbase-replication: passed' "$work/replication.log"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-  fi
-  echo "running a snapshot import from Apache HBase into Cellar (scripts/hbase-snapshot-import.sh)..." >&2
-  timeout 1200 "$repo/scripts/hbase-snapshot-import.sh" --cellar "$cellar_bin" --work "$work/snapshot-import" \
-    2>&1 | tee "$work/snapshot-import.log" >&2
-  if grep -q '^hbase-snapshot-import: passed' "$work/snapshot-import.log"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-  fi
-  echo "running HBase's bulk load tool against Cellar (scripts/hbase-bulk-load.sh)..." >&2
-  timeout 900 "$repo/scripts/hbase-bulk-load.sh" --cellar "$cellar_bin" --work "$work/bulk-load" \
-    2>&1 | tee "$work/bulk-load.log" >&2
-  if grep -q '^hbase-bulk-load: passed' "$work/bulk-load.log"; then
-    passed=$((passed + 1))
-  else
-    failed=$((failed + 1))
-  fi
+  move_in_test hbase-replication.sh 1200 "replication from Apache HBase into Cellar"
+  move_in_test hbase-snapshot-import.sh 1200 "a snapshot import from Apache HBase into Cellar"
+  move_in_test hbase-bulk-load.sh 900 "HBase's bulk load tool against Cellar"
+  move_in_test hbase-sync-table.sh 900 "HBase's HashTable/SyncTable against Cellar"
+  move_in_test hbase-move-in.sh 1200 "the move-in runbook with HBase taking writes"
 fi
 
 # --- YCSB: the real core with Cellar's binding -----------------------------------------------
