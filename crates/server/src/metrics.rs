@@ -831,6 +831,16 @@ fn render_gauges(out: &mut String, g: &Gauges) {
             "Encoded bytes of the cells replicated in and applied.",
             sink.bytes,
         ),
+        (
+            "cellar_replication_sink_hfiles_total",
+            "Bulk-loaded files replicated in and applied (sink.appliedHFiles).",
+            sink.hfiles,
+        ),
+        (
+            "cellar_replication_sink_hfile_cells_total",
+            "Cells of replicated bulk-loaded files applied.",
+            sink.hfile_cells,
+        ),
     ] {
         single(out, name, "counter", help, value);
     }

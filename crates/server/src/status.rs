@@ -63,6 +63,9 @@ pub struct ReplicationSinkGauges {
     pub entries: u64,
     pub cells: u64,
     pub bytes: u64,
+    /// Bulk-loaded files replicated in, and their cells.
+    pub hfiles: u64,
+    pub hfile_cells: u64,
     /// How far behind its source the last batch was when applied, ms (0 before any).
     pub lag_ms: u64,
 }

@@ -2,6 +2,7 @@
 //! online regions, flush, compact, server info), and the one a replication source makes
 //! (`ReplicateWALEntry`, `replication_sink.rs`). Regions are named as in data calls.
 
+mod replicated_bulk_load;
 mod replication_sink;
 
 use super::names::{self, RegionRef, RegionTarget};

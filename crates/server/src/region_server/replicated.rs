@@ -42,6 +42,9 @@ pub struct SinkStats {
     /// Cells applied, and their encoded bytes.
     pub cells: AtomicU64,
     pub bytes: AtomicU64,
+    /// Bulk-loaded files replicated in (`sink.appliedHFiles`), and the cells read from them.
+    pub hfiles: AtomicU64,
+    pub hfile_cells: AtomicU64,
     /// The write time (ms since the epoch, the source's clock) of the last entry applied, and
     /// when it was applied (this server's clock): their difference is the lag
     /// (`sink.ageOfLastAppliedOp`).
@@ -63,6 +66,12 @@ impl SinkStats {
                 .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
             self.last_applied_ms.store(now, Relaxed);
         }
+    }
+
+    /// Counts the bulk-loaded files (and their cells) of a batch applied whole.
+    pub fn bulk_loaded(&self, files: u64, cells: u64) {
+        self.hfiles.fetch_add(files, Relaxed);
+        self.hfile_cells.fetch_add(cells, Relaxed);
     }
 
     /// How far behind the source the last batch was when it was applied, in ms (0 before

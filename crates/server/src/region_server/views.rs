@@ -220,6 +220,8 @@ impl RegionServer {
             entries: sink.entries.load(Ordering::Relaxed),
             cells: sink.cells.load(Ordering::Relaxed),
             bytes: sink.bytes.load(Ordering::Relaxed),
+            hfiles: sink.hfiles.load(Ordering::Relaxed),
+            hfile_cells: sink.hfile_cells.load(Ordering::Relaxed),
             lag_ms: sink.lag_ms(),
         };
         g.role = self.role.name().to_string();

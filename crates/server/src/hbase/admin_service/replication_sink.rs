@@ -10,14 +10,18 @@
 //!
 //! Each entry's cells are applied as the source wrote them (`RegionServer::apply_replicated`):
 //! with their own timestamps and types, a row's consecutive cells as one row mutation. Cells
-//! of HBase's `METAFAMILY` (bulk-load and replication markers, never user data) are skipped,
-//! and so are entries of HBase's system tables (`hbase:acl`, which a source ships; Cellar
-//! keeps grants in its catalog). A table or family Cellar lacks fails the call with HBase's
-//! own exception, and the source retries it until it exists here, as with an HBase sink.
+//! of HBase's `METAFAMILY` are markers, never user data, and are skipped, but for the
+//! bulk-load marker (`HBASE::BULK_LOAD`) of a source replicating bulk loads: its files are
+//! read from this server's disk and their cells applied in the marker's place in the batch
+//! (`replicated_bulk_load.rs`). Entries of HBase's system tables (`hbase:acl`, which a source
+//! ships; Cellar keeps grants in its catalog) are skipped. A table or family Cellar lacks
+//! fails the call with HBase's own exception, and the source retries it until it exists here,
+//! as with an HBase sink.
 //!
 //! Who may call: HBase's rule, global WRITE (a source calls as the user its region servers run
 //! as); every refusal is audited.
 
+use super::replicated_bulk_load::{self, ReplicatedBulkLoad, SourceDirs, BULK_LOAD_QUALIFIER};
 use crate::hbase::{message, CallCtx, HbaseError, HbaseService, Reply, Request};
 use crate::names;
 use crate::region_server::ReplicatedTable;
@@ -31,10 +35,21 @@ use cellar_proto::hbase;
 /// markers); a source ships some of them, and none is data.
 const HBASE_METAFAMILY: &[u8] = b"METAFAMILY";
 
-/// A ReplicateWALEntry call, decoded: per table, its row mutations in the source's order.
+/// One step of a replicated batch, applied in the source's order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Step {
+    /// A table's row mutations.
+    Rows(ReplicatedTable),
+    /// A bulk load's files, read and applied where the marker was.
+    BulkLoad(ReplicatedBulkLoad),
+}
+
+/// A ReplicateWALEntry call, decoded: its steps in the source's order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ReplicateWalEntry {
-    pub(crate) tables: Vec<ReplicatedTable>,
+    pub(crate) steps: Vec<Step>,
+    /// Where the source's bulk-loaded files are.
+    pub(crate) source: SourceDirs,
     /// WAL entries in the call (HBase's `sink.appliedOps` counts these).
     pub(crate) entries: u64,
     /// Cells to apply and their encoded bytes.
@@ -57,12 +72,14 @@ impl ReplicateWalEntry {
     ) -> Result<ReplicateWalEntry, HbaseError> {
         let mut cells = CellReader::new(cellblock);
         let mut out = ReplicateWalEntry {
-            tables: Vec::new(),
+            steps: Vec::new(),
+            source: SourceDirs::of(req),
             entries: req.entry.len() as u64,
             cells: 0,
             bytes: 0,
             last_write_ms: None,
         };
+        let mut files = 0usize;
         for (i, entry) in req.entry.iter().enumerate() {
             let bad = |what: String| HbaseError::do_not_retry(format!("WAL entry {i}: {what}"));
             let count = entry.associated_cell_count.unwrap_or(0);
@@ -85,20 +102,38 @@ impl ReplicateWalEntry {
                 tracing::debug!(table, "replicated edit of a system table skipped");
                 continue;
             }
-            let rows = rows_of(entry_cells);
-            if rows.is_empty() {
-                continue;
-            }
-            for m in &rows {
-                for e in &m.entries {
-                    out.cells += 1;
-                    out.bytes +=
-                        cellblock::encoded_len(&m.row, &e.family, &e.qualifier, &e.value) as u64;
+            for step in steps_of(&table, entry_cells).map_err(bad)? {
+                match step {
+                    Step::Rows(t) => {
+                        for m in &t.rows {
+                            for e in &m.entries {
+                                out.cells += 1;
+                                out.bytes += cellblock::encoded_len(
+                                    &m.row,
+                                    &e.family,
+                                    &e.qualifier,
+                                    &e.value,
+                                ) as u64;
+                            }
+                        }
+                        match out.steps.last_mut() {
+                            Some(Step::Rows(last)) if last.table == t.table => {
+                                last.rows.extend(t.rows)
+                            }
+                            _ => out.steps.push(Step::Rows(t)),
+                        }
+                    }
+                    Step::BulkLoad(load) => {
+                        files += load.file_count();
+                        if files > replicated_bulk_load::MAX_FILES_PER_CALL {
+                            return Err(bad(format!(
+                                "the call's bulk-load markers name more than {} files",
+                                replicated_bulk_load::MAX_FILES_PER_CALL
+                            )));
+                        }
+                        out.steps.push(Step::BulkLoad(load));
+                    }
                 }
-            }
-            match out.tables.last_mut() {
-                Some(t) if t.table == table => t.rows.extend(rows),
-                _ => out.tables.push(ReplicatedTable { table, rows }),
             }
         }
         if !cells.is_empty() {
@@ -107,6 +142,17 @@ impl ReplicateWalEntry {
             ));
         }
         Ok(out)
+    }
+
+    /// The bulk loads of the call.
+    fn bulk_loads(&self) -> Vec<&ReplicatedBulkLoad> {
+        self.steps
+            .iter()
+            .filter_map(|s| match s {
+                Step::BulkLoad(load) => Some(load),
+                Step::Rows(_) => None,
+            })
+            .collect()
     }
 
     /// Applies the edits once the caller may write everywhere (HBase's global WRITE).
@@ -118,9 +164,10 @@ impl ReplicateWalEntry {
             "ReplicateWALEntry",
         )?;
         let stats = &svc.rs.replication_sink;
-        match svc.rs.apply_replicated(&self.tables) {
-            Ok(()) => {
+        match self.apply(svc) {
+            Ok((files, file_cells)) => {
                 stats.applied(self.entries, self.cells, self.bytes, self.last_write_ms);
+                stats.bulk_loaded(files, file_cells);
                 Ok(Reply::message(&hbase::ReplicateWalEntryResponse {}))
             }
             Err(e) => {
@@ -128,19 +175,52 @@ impl ReplicateWalEntry {
                     .failed_batches
                     .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 tracing::warn!(error = %e, "a replicated batch failed; its source sends it again");
-                Err(e.into())
+                Err(e)
             }
         }
     }
+
+    /// Every step in order; the bulk-loaded files read and counted: `(files, cells)`. Every
+    /// file is found (and allowed) before anything is applied.
+    fn apply(&self, svc: &HbaseService) -> Result<(u64, u64), HbaseError> {
+        let loads = self.bulk_loads();
+        let mut found =
+            replicated_bulk_load::resolve(&loads, &self.source, &svc.rs.config.bulk_load.dirs)?
+                .into_iter();
+        let (mut files, mut cells) = (0u64, 0u64);
+        for step in &self.steps {
+            match step {
+                Step::Rows(t) => svc.rs.apply_replicated(std::slice::from_ref(t))?,
+                Step::BulkLoad(load) => {
+                    let these = found.next().unwrap_or_default();
+                    cells += replicated_bulk_load::apply(&svc.rs, &load.table, &these)?;
+                    files += these.len() as u64;
+                }
+            }
+        }
+        Ok((files, cells))
+    }
 }
 
-/// An entry's cells as row mutations: each run of cells of one row, in order, is one
-/// (HBase's WAL entry holds one region's edits of a batch, a row's cells together), without
-/// HBase's marker cells.
-fn rows_of(cells: Vec<Cell>) -> Vec<RowMutation> {
+/// An entry's cells as steps: each run of cells of one row, in order, is one row mutation
+/// (HBase's WAL entry holds one region's edits of a batch, a row's cells together), a
+/// bulk-load marker a bulk load in its place, HBase's other markers skipped.
+fn steps_of(table: &str, cells: Vec<Cell>) -> Result<Vec<Step>, String> {
+    let mut steps = Vec::new();
     let mut rows: Vec<RowMutation> = Vec::new();
     for c in cells {
         if c.family.as_ref() == HBASE_METAFAMILY {
+            if c.qualifier.as_ref() == BULK_LOAD_QUALIFIER {
+                if let Some(load) = ReplicatedBulkLoad::decode(table, &c.value)? {
+                    if !rows.is_empty() {
+                        steps.push(Step::Rows(ReplicatedTable {
+                            table: table.to_string(),
+                            rows: std::mem::take(&mut rows),
+                        }));
+                    }
+                    steps.push(Step::BulkLoad(load));
+                }
+            }
             continue;
         }
         let entry = Entry {
@@ -160,13 +240,21 @@ fn rows_of(cells: Vec<Cell>) -> Vec<RowMutation> {
             }),
         }
     }
-    rows
+    if !rows.is_empty() {
+        steps.push(Step::Rows(ReplicatedTable {
+            table: table.to_string(),
+            rows,
+        }));
+    }
+    Ok(steps)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hbase::exceptions::{ACCESS_DENIED, DO_NOT_RETRY, NO_SUCH_FAMILY, TABLE_NOT_FOUND};
+    use crate::hbase::exceptions::{
+        ACCESS_DENIED, DO_NOT_RETRY, IO, NO_SUCH_FAMILY, TABLE_NOT_FOUND,
+    };
     use crate::master::Master;
     use crate::region_server::RegionServer;
     use crate::security::acl::{Actions, Permission};
@@ -188,11 +276,17 @@ mod tests {
     }
 
     fn fixture(authorization: bool) -> Fixture {
+        fixture_reading(authorization, &[])
+    }
+
+    /// A fixture whose `bulk_load.dirs` are `dirs` (under its temporary directory).
+    fn fixture_reading(authorization: bool, dirs: &[&str]) -> Fixture {
         let tmp = tempfile::tempdir().expect("tempdir");
         let mut config = ServerConfig {
-            data_dir: tmp.path().to_path_buf(),
+            data_dir: tmp.path().join("data"),
             ..ServerConfig::default()
         };
+        config.bulk_load.dirs = dirs.iter().map(|d| tmp.path().join(d)).collect();
         config.split.auto = false;
         config.security.authorization = authorization;
         config.security.audit_log = Some(tmp.path().join("audit.log"));
@@ -284,17 +378,14 @@ mod tests {
 
     /// A row's cells as `family:qualifier@ts=value`, every version.
     fn read(f: &Fixture, row: &str) -> Vec<String> {
-        let region = f
-            .svc
-            .rs
-            .router
-            .locate("t", row.as_bytes())
-            .expect("located")
-            .info
-            .id;
+        read_in(f, "t", row.as_bytes())
+    }
+
+    fn read_in(f: &Fixture, table: &str, row: &[u8]) -> Vec<String> {
+        let region = f.svc.rs.router.locate(table, row).expect("located").info.id;
         f.svc
             .rs
-            .get("t", region, &Get::new(row.as_bytes().to_vec()).versions(10))
+            .get(table, region, &Get::new(row.to_vec()).versions(10))
             .expect("get")
             .iter()
             .map(|c| {
@@ -343,7 +434,7 @@ mod tests {
                 vec![cell(
                     "a1",
                     "METAFAMILY",
-                    "HBASE::BULK_LOAD",
+                    "HBASE::REPLICATION_MARKER",
                     1,
                     Put,
                     "marker",
@@ -429,5 +520,358 @@ mod tests {
         assert!(read(&f, "r").is_empty());
         replicate(&f, &user("replicator"), &req, &block).expect("global write");
         assert_eq!(read(&f, "r"), ["cf:q@1=v"]);
+    }
+
+    // Replicated bulk loads: the source's files under `hbase-root` (its `hbase.rootdir`), the
+    // fixtures written by HBase 2.6.4's own writer (family `cf`, 300 binary rows, versions and
+    // every delete kind).
+
+    const REGION: &str = "0123456789abcdef0123456789abcdef";
+
+    fn hfile_fixture(name: &str) -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../hfile/tests/fixtures")
+            .join(name)
+    }
+
+    /// The distinct rows of the fixtures (`cells.txt`, hex).
+    fn fixture_rows() -> Vec<Vec<u8>> {
+        let text = std::fs::read_to_string(hfile_fixture("cells.txt")).expect("cells.txt");
+        let mut rows: Vec<Vec<u8>> = text
+            .lines()
+            .filter_map(|l| l.split_whitespace().next())
+            .map(|hex| {
+                (0..hex.len())
+                    .step_by(2)
+                    .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).expect("hex"))
+                    .collect()
+            })
+            .collect();
+        rows.dedup();
+        rows
+    }
+
+    /// Copies fixture `name` to `ROOT/data/default/t/REGION/cf/file` under the fixture's
+    /// temporary directory (or under `archive/data` when `archived`).
+    fn place(f: &Fixture, name: &str, file: &str, archived: bool) -> std::path::PathBuf {
+        let base = if archived { "archive/data" } else { "data" };
+        let dir = f
+            ._tmp
+            .path()
+            .join("hbase-root")
+            .join(base)
+            .join("default/t")
+            .join(REGION)
+            .join("cf");
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join(file);
+        std::fs::copy(hfile_fixture(name), &path).expect("copy");
+        path
+    }
+
+    /// A bulk-load marker cell naming `files` of family `cf` in REGION.
+    fn marker(files: &[&str], replicate: Option<bool>) -> Cell {
+        let d = hbase::BulkLoadDescriptor {
+            table_name: hbase::TableName {
+                namespace: Bytes::from_static(b"default"),
+                qualifier: Bytes::from_static(b"t"),
+            },
+            encoded_region_name: Bytes::from_static(REGION.as_bytes()),
+            stores: vec![hbase::StoreDescriptor {
+                family_name: Bytes::from_static(b"cf"),
+                store_home_dir: "cf".into(),
+                store_file: files.iter().map(|f| f.to_string()).collect(),
+                store_file_size_bytes: None,
+            }],
+            bulkload_seq_num: 7,
+            cluster_ids: vec!["source-cluster".into()],
+            replicate,
+        };
+        Cell {
+            row: Bytes::from_static(b"\x00\x04\x01"),
+            family: Bytes::from_static(b"METAFAMILY"),
+            qualifier: Bytes::from_static(b"HBASE::BULK_LOAD"),
+            timestamp: 1,
+            cell_type: CellType::Put,
+            seq_id: 0,
+            value: Bytes::from(prost::Message::encode_to_vec(&d)),
+        }
+    }
+
+    /// A call of `entries`, its source's root `hbase-root` under the fixture's directory.
+    fn bulk_request(
+        f: &Fixture,
+        entries: &[(&str, Vec<Cell>)],
+    ) -> (hbase::ReplicateWalEntryRequest, Bytes) {
+        let (mut req, block) = request(entries);
+        let root = f._tmp.path().join("hbase-root");
+        req.replication_cluster_id = Some("source-cluster".into());
+        req.source_base_namespace_dir_path = Some(format!("file:{}", root.join("data").display()));
+        req.source_h_file_archive_dir_path =
+            Some(format!("file:{}", root.join("archive/data").display()));
+        (req, block)
+    }
+
+    #[test]
+    fn a_replicated_bulk_load_brings_the_files_cells_in_the_batchs_order_and_a_resent_batch_changes_nothing(
+    ) {
+        let f = fixture_reading(false, &["hbase-root"]);
+        place(&f, "fast_diff-gz.hfile", "one_SeqId_7_", false);
+        // The same file loaded natively into a table of the same schema: what reads must show.
+        let mut cf = FamilySchema::new("cf");
+        cf.max_versions = 5;
+        let master = f.svc.master.as_ref().expect("master");
+        master
+            .create_table(
+                TableSchema::new("u", vec![cf, FamilySchema::new("cg")]),
+                &[],
+            )
+            .expect("table u");
+        let u = f.svc.rs.router.locate("u", b"").expect("u").info.id;
+        f.svc
+            .rs
+            .bulk_load_call(
+                "u",
+                u,
+                vec![cellar_proto::pb::BulkLoadFile {
+                    family: "cf".into(),
+                    path: hfile_fixture("fast_diff-gz.hfile").display().to_string(),
+                    ..Default::default()
+                }],
+            )
+            .expect_err("the fixtures are outside this server's bulk_load.dirs");
+        let copy = f._tmp.path().join("hbase-root/native.hfile");
+        std::fs::copy(hfile_fixture("fast_diff-gz.hfile"), &copy).expect("copy");
+        f.svc
+            .rs
+            .bulk_load_call(
+                "u",
+                u,
+                vec![cellar_proto::pb::BulkLoadFile {
+                    family: "cf".into(),
+                    path: copy.display().to_string(),
+                    ..Default::default()
+                }],
+            )
+            .expect("native bulk load");
+
+        // Around the marker: a put the file's cell at the same coordinates replaces (it comes
+        // later), and one that replaces the file's (it comes later still).
+        let first = "\u{0}\u{4}\u{1}";
+        let (req, block) = bulk_request(
+            &f,
+            &[
+                (
+                    "t",
+                    vec![
+                        cell(
+                            first,
+                            "cf",
+                            "q0",
+                            1_700_000_260_014,
+                            CellType::Put,
+                            "before",
+                        ),
+                        cell("zz", "cg", "x", 5, CellType::Put, "before-other-row"),
+                    ],
+                ),
+                ("t", vec![marker(&["one_SeqId_7_"], None)]),
+                (
+                    "t",
+                    vec![cell(
+                        first,
+                        "cf",
+                        "q0",
+                        1_700_000_260_007,
+                        CellType::Put,
+                        "after",
+                    )],
+                ),
+            ],
+        );
+        let replicator = user("replicator");
+        replicate(&f, &replicator, &req, &block).expect("applied");
+        let rows = fixture_rows();
+        assert_eq!(rows.len(), 300);
+        let check = |f: &Fixture| {
+            for row in &rows {
+                let mut want = read_in(f, "u", row);
+                if row.as_slice() == first.as_bytes() {
+                    for c in &mut want {
+                        if c.starts_with("cf:q0@1700000260007=") {
+                            *c = "cf:q0@1700000260007=after".into();
+                        }
+                    }
+                }
+                assert_eq!(read_in(f, "t", row), want, "row {row:02x?}");
+            }
+            assert_eq!(read(f, "zz"), ["cg:x@5=before-other-row"]);
+        };
+        check(&f);
+        assert!(
+            read_in(&f, "t", first.as_bytes()).contains(&"cf:q0@1700000260014=same".to_string()),
+            "the file's cell replaced the put before the marker"
+        );
+        let g = f.svc.rs.gauges().replication_sink;
+        assert_eq!((g.batches, g.hfiles), (1, 1));
+        assert!(g.hfile_cells > 1000, "{}", g.hfile_cells);
+        assert_eq!(g.cells, 3, "the marker is not a cell applied");
+        // Resent (its answer lost): every read the same.
+        replicate(&f, &replicator, &req, &block).expect("applied again");
+        check(&f);
+        let again = f.svc.rs.gauges().replication_sink;
+        assert_eq!((again.batches, again.hfiles), (2, 2));
+        assert_eq!(again.hfile_cells, 2 * g.hfile_cells);
+        // A marker the source says not to replicate names nothing to read.
+        let (req, block) = bulk_request(&f, &[("t", vec![marker(&["absent"], Some(false))])]);
+        replicate(&f, &replicator, &req, &block).expect("skipped");
+    }
+
+    #[test]
+    fn a_missing_file_fails_the_call_naming_it_and_one_moved_to_the_archive_is_read_there() {
+        let f = fixture_reading(false, &["hbase-root"]);
+        std::fs::create_dir_all(f._tmp.path().join("hbase-root")).expect("root");
+        let replicator = user("replicator");
+        let (req, block) = bulk_request(
+            &f,
+            &[
+                ("t", vec![cell("a", "cf", "q", 1, CellType::Put, "v")]),
+                ("t", vec![marker(&["gone_SeqId_7_"], None)]),
+            ],
+        );
+        let e = replicate(&f, &replicator, &req, &block).expect_err("missing");
+        assert_eq!(e.class, IO, "retried by the source: {}", e.message);
+        assert!(
+            e.message
+                .contains(&format!("default/t/{REGION}/cf/gone_SeqId_7_")),
+            "{}",
+            e.message
+        );
+        assert!(e.message.contains("archive/data"), "{}", e.message);
+        assert!(
+            read(&f, "a").is_empty(),
+            "nothing applied before every file is found"
+        );
+        assert_eq!(f.svc.rs.gauges().replication_sink.failed_batches, 1);
+        // Compacted away on the source since: read from its archive.
+        place(&f, "none-none.hfile", "gone_SeqId_7_", true);
+        replicate(&f, &replicator, &req, &block).expect("read from the archive");
+        assert_eq!(read(&f, "a"), ["cf:q@1=v"]);
+        assert!(!read_in(&f, "t", b"\x00\x04\x01").is_empty());
+    }
+
+    #[test]
+    fn replicated_bulk_loads_read_nothing_outside_the_bulk_load_dirs() {
+        let replicator = user("replicator");
+        // Bulk load off: refused, saying so, nothing applied.
+        let f = fixture(false);
+        place(&f, "none-none.hfile", "f1", false);
+        let (req, block) = bulk_request(
+            &f,
+            &[
+                ("t", vec![cell("a", "cf", "q", 1, CellType::Put, "v")]),
+                ("t", vec![marker(&["f1"], None)]),
+            ],
+        );
+        let e = replicate(&f, &replicator, &req, &block).expect_err("bulk load off");
+        assert_eq!(e.class, IO);
+        assert!(e.message.contains("bulk load is off"), "{}", e.message);
+        assert!(e.message.contains("bulk_load.dirs"), "{}", e.message);
+        assert!(read(&f, "a").is_empty());
+        drop(f);
+
+        let f = fixture_reading(false, &["hbase-root/data/default/t"]);
+        let inside = place(&f, "none-none.hfile", "f1", false);
+        let tmp = f._tmp.path().to_path_buf();
+        let outside = tmp.join("elsewhere");
+        std::fs::create_dir_all(outside.join("default/t").join(REGION).join("cf")).expect("dir");
+        std::fs::copy(
+            &inside,
+            outside.join("default/t").join(REGION).join("cf/f1"),
+        )
+        .expect("copy");
+        std::os::unix::fs::symlink(
+            outside.join("default/t").join(REGION).join("cf/f1"),
+            inside.with_file_name("link"),
+        )
+        .expect("symlink");
+        let refused = |req: &hbase::ReplicateWalEntryRequest, block: &Bytes, what: &str| {
+            let e = replicate(&f, &replicator, req, block).expect_err(what);
+            assert_eq!(e.class, ACCESS_DENIED, "{what}: {}", e.message);
+            assert!(
+                e.message.contains("not under this server's bulk_load.dirs"),
+                "{what}: {}",
+                e.message
+            );
+        };
+        // The source's directory elsewhere.
+        let (mut req, block) = bulk_request(&f, &[("t", vec![marker(&["f1"], None)])]);
+        req.source_base_namespace_dir_path = Some(outside.display().to_string());
+        refused(&req, &block, "a base directory outside");
+        // Out through `..` in a file's name, to a file that exists and to one that does not.
+        for file in [
+            "../../../../../../elsewhere/default/t/0123456789abcdef0123456789abcdef/cf/f1",
+            "../../../../../../../../../../etc/passwd",
+            "../../../../../../nothing-here",
+        ] {
+            let (req, block) = bulk_request(&f, &[("t", vec![marker(&[file], None)])]);
+            refused(&req, &block, file);
+        }
+        // A link inside pointing outside.
+        let (req, block) = bulk_request(&f, &[("t", vec![marker(&["link"], None)])]);
+        refused(&req, &block, "a link to outside");
+        // Not on a local file system.
+        let (mut req, block) = bulk_request(&f, &[("t", vec![marker(&["f1"], None)])]);
+        req.source_base_namespace_dir_path = Some("hdfs://namenode:8020/hbase/data".into());
+        let e = replicate(&f, &replicator, &req, &block).expect_err("hdfs");
+        assert!(
+            e.message.contains("not on a local file system"),
+            "{}",
+            e.message
+        );
+        assert!(read_in(&f, "t", b"\x00\x04\x01").is_empty(), "nothing read");
+        // The file itself, inside: read.
+        let (req, block) = bulk_request(&f, &[("t", vec![marker(&["f1"], None)])]);
+        replicate(&f, &replicator, &req, &block).expect("inside");
+        assert!(!read_in(&f, "t", b"\x00\x04\x01").is_empty());
+    }
+
+    #[test]
+    fn bulk_load_markers_beyond_the_limits_or_malformed_are_refused_before_anything_is_read() {
+        let f = fixture_reading(false, &["hbase-root"]);
+        let names: Vec<String> = (0..=replicated_bulk_load::MAX_FILES_PER_CALL)
+            .map(|i| format!("f{i}"))
+            .collect();
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        let (req, block) = bulk_request(&f, &[("t", vec![marker(&names, None)])]);
+        let e = ReplicateWalEntry::new(&req, block).expect_err("too many files");
+        assert_eq!(e.class, DO_NOT_RETRY);
+        assert!(e.message.contains("more than 1024 files"), "{}", e.message);
+        let mut bad = marker(&["f"], None);
+        bad.value = Bytes::from_static(b"\xff\xff\xff");
+        let (req, block) = bulk_request(&f, &[("t", vec![bad])]);
+        let e = ReplicateWalEntry::new(&req, block).expect_err("malformed");
+        assert!(e.message.contains("BulkLoadDescriptor"), "{}", e.message);
+        let mut big = marker(&["f"], None);
+        let mut d: hbase::BulkLoadDescriptor =
+            prost::Message::decode(big.value.clone()).expect("decodes");
+        d.stores[0].store_file_size_bytes = Some(replicated_bulk_load::MAX_FILE_BYTES + 1);
+        big.value = Bytes::from(prost::Message::encode_to_vec(&d));
+        let (req, block) = bulk_request(&f, &[("t", vec![big])]);
+        let e = ReplicateWalEntry::new(&req, block).expect_err("too big");
+        assert!(
+            e.message.contains("bytes are not replicated here"),
+            "{}",
+            e.message
+        );
+        // Without the source's directory: refused.
+        let (mut req, block) = bulk_request(&f, &[("t", vec![marker(&["f"], None)])]);
+        req.source_base_namespace_dir_path = None;
+        let e = replicate(&f, &user("replicator"), &req, &block).expect_err("no base");
+        assert!(
+            e.message.contains("sourceBaseNamespaceDirPath"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -1,0 +1,545 @@
+//! Bulk loads replicated by HBase (`hbase.replication.bulkload.enabled` on the source): a
+//! bulk load into a replicated table writes a marker cell, `METAFAMILY:HBASE::BULK_LOAD`,
+//! whose value is a `BulkLoadDescriptor` (WAL.proto: the region's encoded name, and per family
+//! the names of the files it brought in). The source ships that cell like any edit, with the
+//! call's `sourceBaseNamespaceDirPath` (its `<root>/data`) and `sourceHFileArchiveDirPath`
+//! (its `<root>/archive/data`). HBase's sink copies each file from
+//! `BASE/<namespace>/<table>/<encoded region>/<family>/<file>` (from the same place under the
+//! archive directory when it is gone: compacted away since) and bulk loads the copies.
+//!
+//! Cellar reads the files where they are, on its own disk, with its HFile reader
+//! (`cellar_hfile`), and only under the server's `bulk_load.dirs`: a replication source names
+//! any path it likes, so every path is checked, first as written (`..` resolved) and then with
+//! its symbolic links resolved, before a byte of it is read. With no `bulk_load.dirs`, or a
+//! path outside them, the call fails and its source sends it again, as it does when an HBase
+//! sink's copy fails. Counts and sizes beyond [`MAX_FILES_PER_CALL`], [`MAX_FILE_BYTES`] and
+//! [`MAX_CALL_BYTES`] are refused before anything is read.
+//!
+//! **How the cells come in: as replicated row mutations, in the batch's order** — not through
+//! the region ingest path (`region_server/bulk_load.rs`). The source's region is not Cellar's
+//! (other boundaries, other splits since), and a replicated call must apply idempotently when
+//! its source resends it: written as row mutations, every cell keeps its own timestamp and type
+//! (puts and each delete kind), rows are routed to Cellar's regions one by one, and applying a
+//! file twice changes no read, exactly as for the WAL edits around it. The marker's place in
+//! the batch is kept: edits before it are applied before its cells, edits after it after (HBase's
+//! own sink applies a batch's bulk loads after all its edits). What this costs is the write
+//! path's work (the WAL, memstores, flushes) for every cell, where an ingest would write store
+//! files directly; the files are streamed a block at a time, [`CHUNK_ROWS`] rows or
+//! [`CHUNK_BYTES`] bytes per write, so memory stays bounded whatever their size.
+
+use crate::hbase::exceptions::{ACCESS_DENIED, IO};
+use crate::hbase::HbaseError;
+use crate::names;
+use crate::region_server::{RegionServer, ReplicatedTable};
+use bytes::Bytes;
+use cellar_hfile::HFile;
+use cellar_model::{CellType, Durability, Entry, RowMutation};
+use cellar_proto::hbase;
+use prost::Message;
+use std::path::{Component, Path, PathBuf};
+
+/// The qualifier of HBase's bulk-load marker cell (family `METAFAMILY`).
+pub(crate) const BULK_LOAD_QUALIFIER: &[u8] = b"HBASE::BULK_LOAD";
+
+/// Most files one call may name (HBase loads at most 32 per region and family by default).
+pub(crate) const MAX_FILES_PER_CALL: usize = 1024;
+/// Largest file read (HBase splits regions at 10 GiB by default).
+pub(crate) const MAX_FILE_BYTES: u64 = 32 << 30;
+/// Most bytes of files one call may bring in.
+pub(crate) const MAX_CALL_BYTES: u64 = 64 << 30;
+/// Rows, and bytes of cells, written together.
+const CHUNK_ROWS: usize = 1024;
+const CHUNK_BYTES: usize = 8 << 20;
+/// Cells of one row put in one row mutation (a longer row goes in several: a replicated
+/// cell is idempotent on its own).
+const ROW_CELLS: usize = 4096;
+
+/// One replicated bulk load: the files a bulk load brought into one region of the source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ReplicatedBulkLoad {
+    /// Cellar's name for the table (the WAL entry's, canonical).
+    pub(crate) table: String,
+    /// The source region's encoded name: the directory its files are in.
+    pub(crate) region: String,
+    pub(crate) stores: Vec<Store>,
+}
+
+/// One family's files.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Store {
+    pub(crate) family: String,
+    pub(crate) files: Vec<String>,
+}
+
+impl ReplicatedBulkLoad {
+    /// The load a marker's value describes, for `table` (the WAL entry's); `None` when the
+    /// descriptor says it is not to be replicated (as HBase's sink skips it).
+    pub(crate) fn decode(table: &str, value: &[u8]) -> Result<Option<Self>, String> {
+        let d = hbase::BulkLoadDescriptor::decode(value).map_err(|e| {
+            format!("a bulk-load marker whose BulkLoadDescriptor is malformed: {e}")
+        })?;
+        if !d.replicate() {
+            return Ok(None);
+        }
+        let region = String::from_utf8(d.encoded_region_name.to_vec())
+            .map_err(|_| "a bulk-load marker whose encoded region name is not UTF-8".to_string())?;
+        let mut stores = Vec::with_capacity(d.stores.len());
+        for s in d.stores {
+            let family = String::from_utf8(s.family_name.to_vec())
+                .map_err(|_| "a bulk-load marker naming a family that is not UTF-8".to_string())?;
+            if let Some(size) = s.store_file_size_bytes.filter(|&n| n > MAX_FILE_BYTES) {
+                return Err(format!(
+                    "a bulk-loaded file of {size} bytes in family '{family}': files above \
+                     {MAX_FILE_BYTES} bytes are not replicated here"
+                ));
+            }
+            stores.push(Store {
+                family,
+                files: s.store_file,
+            });
+        }
+        Ok(Some(ReplicatedBulkLoad {
+            table: table.to_string(),
+            region,
+            stores,
+        }))
+    }
+
+    pub(crate) fn file_count(&self) -> usize {
+        self.stores.iter().map(|s| s.files.len()).sum()
+    }
+
+    /// Each file's path relative to the source's namespace directory (HBase's sink's rule:
+    /// namespace, table, encoded region, family, file), with its family.
+    fn relative_paths(&self) -> Vec<(String, &str)> {
+        let (namespace, qualifier) = names::split(&self.table);
+        self.stores
+            .iter()
+            .flat_map(|s| {
+                s.files.iter().map(move |f| {
+                    (
+                        format!("{namespace}/{qualifier}/{}/{}/{f}", self.region, s.family),
+                        s.family.as_str(),
+                    )
+                })
+            })
+            .collect()
+    }
+}
+
+/// Where the source's files are: the call's `sourceBaseNamespaceDirPath` and
+/// `sourceHFileArchiveDirPath`.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub(crate) struct SourceDirs {
+    pub(crate) base: Option<String>,
+    pub(crate) archive: Option<String>,
+    /// `replicationClusterId`: which source (HBase's sink finds its file system's settings by
+    /// it); named in errors only, the files are read from this server's own disk.
+    pub(crate) cluster: Option<String>,
+}
+
+impl SourceDirs {
+    pub(crate) fn of(req: &hbase::ReplicateWalEntryRequest) -> SourceDirs {
+        SourceDirs {
+            base: req.source_base_namespace_dir_path.clone(),
+            archive: req.source_h_file_archive_dir_path.clone(),
+            cluster: req.replication_cluster_id.clone(),
+        }
+    }
+}
+
+/// A file found and allowed: where it is, its family and size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Found {
+    pub(crate) path: PathBuf,
+    pub(crate) family: String,
+    pub(crate) size: u64,
+}
+
+/// Finds every file of `loads` under `source`'s directories, each under one of `allowed` (the
+/// server's `bulk_load.dirs`), and checks the limits; nothing is read but directory entries
+/// and sizes. The files of each load, in order.
+pub(crate) fn resolve(
+    loads: &[&ReplicatedBulkLoad],
+    source: &SourceDirs,
+    allowed: &[PathBuf],
+) -> Result<Vec<Vec<Found>>, HbaseError> {
+    let Some(first) = loads.first() else {
+        return Ok(Vec::new());
+    };
+    if allowed.is_empty() {
+        return Err(HbaseError::new(
+            IO,
+            format!(
+                "a replicated bulk load into table '{}' is refused: bulk load is off on this \
+                 server. Set bulk_load.dirs in cellar.toml (or start it with --bulk-load-dir \
+                 DIR) to a directory holding the source cluster's root directory, which this \
+                 server reads the files from; the source sends the batch again until then",
+                first.table
+            ),
+            false,
+        ));
+    }
+    let allowed = Allowed::new(allowed);
+    let base = source
+        .base
+        .as_deref()
+        .ok_or_else(|| {
+            HbaseError::do_not_retry(
+                "a bulk-load marker in a call without sourceBaseNamespaceDirPath: where its \
+                 files are is not known",
+            )
+        })
+        .and_then(local_dir)?;
+    let archive = source.archive.as_deref().map(local_dir).transpose()?;
+    let mut total = 0u64;
+    let mut out = Vec::with_capacity(loads.len());
+    for load in loads {
+        let mut found = Vec::with_capacity(load.file_count());
+        for (relative, family) in load.relative_paths() {
+            let f = find(&relative, &base, archive.as_deref(), &allowed, source)?;
+            total = total.saturating_add(f.size);
+            if total > MAX_CALL_BYTES {
+                return Err(HbaseError::do_not_retry(format!(
+                    "the call's bulk-loaded files come to more than {MAX_CALL_BYTES} bytes: \
+                     not replicated here"
+                )));
+            }
+            found.push(Found {
+                path: f.path,
+                family: family.to_string(),
+                size: f.size,
+            });
+        }
+        out.push(found);
+    }
+    Ok(out)
+}
+
+/// The allowed directories: as configured (absolute ones, `..` resolved) and with their links
+/// resolved.
+struct Allowed {
+    lexical: Vec<PathBuf>,
+    real: Vec<PathBuf>,
+}
+
+impl Allowed {
+    fn new(dirs: &[PathBuf]) -> Allowed {
+        Allowed {
+            lexical: dirs
+                .iter()
+                .filter(|d| d.is_absolute())
+                .map(|d| lexical(d))
+                .collect(),
+            real: dirs
+                .iter()
+                .filter_map(|d| std::fs::canonicalize(d).ok())
+                .collect(),
+        }
+    }
+}
+
+/// A found file (its real path) and its size.
+struct Located {
+    path: PathBuf,
+    size: u64,
+}
+
+/// `relative` under the base directory, or under the archive when it is not there.
+fn find(
+    relative: &str,
+    base: &Path,
+    archive: Option<&Path>,
+    allowed: &Allowed,
+    source: &SourceDirs,
+) -> Result<Located, HbaseError> {
+    let mut tried = Vec::new();
+    for dir in std::iter::once(base).chain(archive) {
+        let candidate = lexical(&dir.join(relative));
+        // Checked as written before the file system is asked anything: whether a path outside
+        // the directories exists is not the caller's to learn.
+        if !allowed.lexical.iter().any(|d| candidate.starts_with(d))
+            && !allowed.real.iter().any(|d| candidate.starts_with(d))
+        {
+            return Err(refused(&candidate));
+        }
+        let real = match std::fs::canonicalize(&candidate) {
+            Ok(real) => real,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                tried.push(candidate.display().to_string());
+                continue;
+            }
+            Err(e) => {
+                return Err(HbaseError::new(
+                    IO,
+                    format!("replicated bulk-loaded file '{}': {e}", candidate.display()),
+                    false,
+                ))
+            }
+        };
+        // And again with its links resolved: a link inside may point anywhere.
+        if !allowed.real.iter().any(|d| real.starts_with(d)) {
+            return Err(refused(&candidate));
+        }
+        let meta = std::fs::metadata(&real).map_err(|e| {
+            HbaseError::new(
+                IO,
+                format!("replicated bulk-loaded file '{}': {e}", candidate.display()),
+                false,
+            )
+        })?;
+        if !meta.is_file() {
+            return Err(refused(&candidate));
+        }
+        if meta.len() > MAX_FILE_BYTES {
+            return Err(HbaseError::do_not_retry(format!(
+                "replicated bulk-loaded file '{}' has {} bytes: files above {MAX_FILE_BYTES} \
+                 bytes are not replicated here",
+                candidate.display(),
+                meta.len()
+            )));
+        }
+        return Ok(Located {
+            path: real,
+            size: meta.len(),
+        });
+    }
+    Err(HbaseError::new(
+        IO,
+        format!(
+            "replicated bulk-loaded file {relative} of source cluster {} is not found (looked \
+             for {}); the source sends the batch again",
+            source.cluster.as_deref().unwrap_or("(unnamed)"),
+            tried.join(" and ")
+        ),
+        false,
+    ))
+}
+
+fn refused(path: &Path) -> HbaseError {
+    HbaseError::new(
+        ACCESS_DENIED,
+        format!(
+            "replicated bulk-loaded file '{}' is not under this server's bulk_load.dirs: not read",
+            path.display()
+        ),
+        true,
+    )
+}
+
+/// A directory the source names, as a local path: a path, or a file URL as Hadoop writes one
+/// (`file:/p`, `file:///p`). Files on another file system (HDFS) are not read here.
+fn local_dir(given: &str) -> Result<PathBuf, HbaseError> {
+    let raw = given
+        .strip_prefix("file://")
+        .or_else(|| given.strip_prefix("file:"))
+        .unwrap_or(given);
+    if Path::new(raw).is_absolute() {
+        return Ok(PathBuf::from(raw));
+    }
+    Err(HbaseError::new(
+        IO,
+        format!(
+            "the source's files are at '{given}', not on a local file system: Cellar reads \
+             replicated bulk loads from its own disk (a source whose root directory is on \
+             HDFS needs it mounted here, under bulk_load.dirs)"
+        ),
+        false,
+    ))
+}
+
+/// `path` with `.` and `..` resolved as written (no link followed).
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Writes the cells of `files` into `table` as replicated row mutations, file after file, each
+/// in its order; returns the cells written.
+pub(crate) fn apply(rs: &RegionServer, table: &str, files: &[Found]) -> Result<u64, HbaseError> {
+    let mut cells = 0;
+    for f in files {
+        cells += apply_file(rs, table, f)?;
+    }
+    Ok(cells)
+}
+
+fn apply_file(rs: &RegionServer, table: &str, f: &Found) -> Result<u64, HbaseError> {
+    let name = f.path.display().to_string();
+    let unreadable = |e: cellar_hfile::Error| match e {
+        cellar_hfile::Error::Io { .. } => HbaseError::new(IO, e.to_string(), false),
+        _ => HbaseError::do_not_retry(format!("replicated bulk-loaded file: {e}")),
+    };
+    let bad = |what: String| HbaseError::do_not_retry(format!("{name}: {what}"));
+    let hfile = HFile::open(&f.path).map_err(unreadable)?;
+    let family = Bytes::copy_from_slice(f.family.as_bytes());
+    let mut rows: Vec<RowMutation> = Vec::new();
+    let mut chunk_bytes = 0usize;
+    let mut written = 0u64;
+    // The key of the previous cell: cells identical but for HBase's sequence id keep the
+    // first (the newest, as HBase orders them).
+    let mut last: Option<(Bytes, Bytes, u64, CellType)> = None;
+    for cell in hfile.cells() {
+        let cell = cell.map_err(unreadable)?;
+        if cell.family != family {
+            return Err(bad(format!(
+                "holds cells of family '{}', bulk loaded into family '{}'",
+                String::from_utf8_lossy(&cell.family),
+                f.family
+            )));
+        }
+        let kind = CellType::from_code(cell.kind)
+            .ok_or_else(|| bad(format!("a cell of type {}", cell.kind)))?;
+        let timestamp = u64::try_from(cell.timestamp)
+            .map_err(|_| bad(format!("a negative timestamp {}", cell.timestamp)))?;
+        let row = Bytes::from(cell.row);
+        let qualifier = Bytes::from(cell.qualifier);
+        let key = (row.clone(), qualifier.clone(), timestamp, kind);
+        if last.as_ref() == Some(&key) {
+            continue;
+        }
+        last = Some(key);
+        let size = row.len() + qualifier.len() + cell.value.len() + 32;
+        let entry = Entry {
+            family: family.clone(),
+            qualifier,
+            timestamp,
+            cell_type: kind,
+            value: Bytes::from(cell.value),
+        };
+        match rows.last_mut() {
+            Some(m) if m.row == row && m.entries.len() < ROW_CELLS => m.entries.push(entry),
+            _ => {
+                if rows.len() >= CHUNK_ROWS || chunk_bytes >= CHUNK_BYTES {
+                    write(rs, table, &mut rows)?;
+                    chunk_bytes = 0;
+                }
+                rows.push(RowMutation {
+                    row,
+                    entries: vec![entry],
+                    durability: Durability::UseDefault,
+                    nonce: None,
+                });
+            }
+        }
+        chunk_bytes += size;
+        written += 1;
+    }
+    write(rs, table, &mut rows)?;
+    tracing::info!(
+        table,
+        file = %name,
+        cells = written,
+        bytes = f.size,
+        "replicated bulk-loaded file applied"
+    );
+    Ok(written)
+}
+
+fn write(rs: &RegionServer, table: &str, rows: &mut Vec<RowMutation>) -> Result<(), HbaseError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let batch = [ReplicatedTable {
+        table: table.to_string(),
+        rows: std::mem::take(rows),
+    }];
+    rs.apply_replicated(&batch).map_err(HbaseError::from)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn descriptor(replicate: Option<bool>) -> Vec<u8> {
+        hbase::BulkLoadDescriptor {
+            table_name: hbase::TableName {
+                namespace: Bytes::from_static(b"ns"),
+                qualifier: Bytes::from_static(b"orders"),
+            },
+            encoded_region_name: Bytes::from_static(b"abc123"),
+            stores: vec![
+                hbase::StoreDescriptor {
+                    family_name: Bytes::from_static(b"f"),
+                    store_home_dir: "f".into(),
+                    store_file: vec!["x_SeqId_4_".into(), "y_SeqId_4_".into()],
+                    store_file_size_bytes: Some(10),
+                },
+                hbase::StoreDescriptor {
+                    family_name: Bytes::from_static(b"g"),
+                    store_home_dir: "g".into(),
+                    store_file: vec!["z".into()],
+                    store_file_size_bytes: None,
+                },
+            ],
+            bulkload_seq_num: 4,
+            cluster_ids: vec![],
+            replicate,
+        }
+        .encode_to_vec()
+    }
+
+    #[test]
+    fn a_descriptor_decodes_into_the_paths_hbases_sink_copies_from() {
+        let load = ReplicatedBulkLoad::decode("ns:orders", &descriptor(None))
+            .expect("decodes")
+            .expect("replicated by default");
+        assert_eq!(load.file_count(), 3);
+        let paths: Vec<_> = load.relative_paths();
+        assert_eq!(
+            paths,
+            [
+                ("ns/orders/abc123/f/x_SeqId_4_".to_string(), "f"),
+                ("ns/orders/abc123/f/y_SeqId_4_".to_string(), "f"),
+                ("ns/orders/abc123/g/z".to_string(), "g"),
+            ]
+        );
+        // The default namespace is named in the path, as HBase lays out its root directory.
+        let load = ReplicatedBulkLoad::decode("orders", &descriptor(Some(true)))
+            .expect("decodes")
+            .expect("replicated");
+        assert_eq!(
+            load.relative_paths()[0].0,
+            "default/orders/abc123/f/x_SeqId_4_"
+        );
+        assert_eq!(
+            ReplicatedBulkLoad::decode("orders", &descriptor(Some(false))),
+            Ok(None)
+        );
+        assert!(ReplicatedBulkLoad::decode("orders", b"\x0a\xff").is_err());
+    }
+
+    #[test]
+    fn source_directories_are_local_paths_and_dots_are_resolved_as_written() {
+        assert_eq!(
+            local_dir("file:/r/data").ok(),
+            Some(PathBuf::from("/r/data"))
+        );
+        assert_eq!(
+            local_dir("file:///r/data").ok(),
+            Some(PathBuf::from("/r/data"))
+        );
+        assert_eq!(local_dir("/r/data").ok(), Some(PathBuf::from("/r/data")));
+        for remote in [
+            "hdfs://nn:8020/hbase/data",
+            "s3a://b/hbase",
+            "relative/data",
+        ] {
+            assert!(local_dir(remote).is_err(), "{remote}");
+        }
+        assert_eq!(
+            lexical(Path::new("/r/data/ns/t/../../../../etc/./passwd")),
+            PathBuf::from("/etc/passwd")
+        );
+        assert_eq!(lexical(Path::new("/../..")), PathBuf::from("/"));
+    }
+}
