@@ -10,6 +10,8 @@ use cellar_client::BulkLoadFile;
 use cellar_hfile::snapshot::{Family, Snapshot};
 use cellar_model::{BloomType, Compression, FamilySchema, TableSchema};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 use std::time::Instant;
 
 #[derive(clap::Args, Debug)]
@@ -83,37 +85,69 @@ pub fn run(args: Args) -> Result<(), String> {
         .create_table(schema, splits)
         .map_err(|e| format!("cannot create table '{table}': {e}"))?;
     let started = Instant::now();
-    let (mut files, mut cells, mut bytes) = (0u64, 0u64, 0u64);
     let n = snapshot.regions.len();
-    for (i, region) in snapshot.regions.iter().enumerate() {
-        if region.files.is_empty() {
-            continue;
+    // Regions load side by side (each load is atomic on its own); the first failure stops
+    // the loads not yet started.
+    let next = AtomicUsize::new(0);
+    let totals = Mutex::new((0u64, 0u64, 0u64));
+    let failed: Mutex<Option<String>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..workers(n) {
+            scope.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(region) = snapshot.regions.get(i) else {
+                    return;
+                };
+                if lock(&failed).is_some() {
+                    return;
+                }
+                if region.files.is_empty() {
+                    continue;
+                }
+                let load: Vec<BulkLoadFile> = region
+                    .files
+                    .iter()
+                    .map(|f| BulkLoadFile {
+                        family: f.family.clone(),
+                        path: f.path.to_string_lossy().into_owned(),
+                        keep_from: f.keep_from.clone().into(),
+                        keep_to: f.keep_to.clone().into(),
+                    })
+                    .collect();
+                match admin.bulk_load(&table, &region.start_key, load) {
+                    Ok(done) => {
+                        let mut t = lock(&totals);
+                        t.0 += done.files;
+                        t.1 += done.cells;
+                        t.2 += done.bytes_read;
+                        eprintln!(
+                            "region {}/{n} {}: {} files, {} cells, {:.1} MiB",
+                            i + 1,
+                            region.encoded_name,
+                            done.files,
+                            done.cells,
+                            done.bytes_read as f64 / (1 << 20) as f64
+                        );
+                    }
+                    Err(e) => {
+                        let mut f = lock(&failed);
+                        if f.is_none() {
+                            *f = Some(format!(
+                                "region {} of {n} ({}): {e}",
+                                i + 1,
+                                region.encoded_name
+                            ));
+                        }
+                        return;
+                    }
+                }
+            });
         }
-        let load: Vec<BulkLoadFile> = region
-            .files
-            .iter()
-            .map(|f| BulkLoadFile {
-                family: f.family.clone(),
-                path: f.path.to_string_lossy().into_owned(),
-                keep_from: f.keep_from.clone().into(),
-                keep_to: f.keep_to.clone().into(),
-            })
-            .collect();
-        let done = admin
-            .bulk_load(&table, &region.start_key, load)
-            .map_err(|e| format!("region {} of {n} ({}): {e}", i + 1, region.encoded_name))?;
-        files += done.files;
-        cells += done.cells;
-        bytes += done.bytes_read;
-        eprintln!(
-            "region {}/{n} {}: {} files, {} cells, {:.1} MiB",
-            i + 1,
-            region.encoded_name,
-            done.files,
-            done.cells,
-            done.bytes_read as f64 / (1 << 20) as f64
-        );
+    });
+    if let Some(e) = lock(&failed).take() {
+        return Err(e);
     }
+    let (files, cells, bytes) = *lock(&totals);
     let secs = started.elapsed().as_secs_f64().max(1e-3);
     println!(
         "imported snapshot '{}' of {} into table '{table}': {n} regions, {files} files, {cells} cells, {:.1} MiB of HFiles in {secs:.1} s ({:.1} MiB/s)",
@@ -126,28 +160,61 @@ pub fn run(args: Args) -> Result<(), String> {
 }
 
 /// Reads every file the snapshot names, whole, checking every block: a damaged file refuses the
-/// import before anything is created.
+/// import before anything is created. Files are read side by side, one per core.
 fn verify(snapshot: &Snapshot) -> Result<(), String> {
-    let total: usize = snapshot.regions.iter().map(|r| r.files.len()).sum();
+    let files: Vec<&cellar_hfile::snapshot::StoreFile> =
+        snapshot.regions.iter().flat_map(|r| &r.files).collect();
+    let total = files.len();
     let started = Instant::now();
-    let mut done = 0;
-    for region in &snapshot.regions {
-        for f in &region.files {
-            let file = cellar_hfile::HFile::open(&f.path).map_err(|e| e.to_string())?;
-            for cell in file.cells() {
-                cell.map_err(|e| e.to_string())?;
-            }
-            done += 1;
-            if started.elapsed().as_secs() >= 2 {
-                eprint!("\rchecked {done}/{total} files");
-            }
+    let (next, done) = (AtomicUsize::new(0), AtomicUsize::new(0));
+    let failed: Mutex<Option<String>> = Mutex::new(None);
+    std::thread::scope(|scope| {
+        for _ in 0..workers(total) {
+            scope.spawn(|| loop {
+                let Some(f) = files.get(next.fetch_add(1, Ordering::Relaxed)) else {
+                    return;
+                };
+                if lock(&failed).is_some() {
+                    return;
+                }
+                let checked = cellar_hfile::HFile::open(&f.path)
+                    .map_err(|e| e.to_string())
+                    .and_then(|file| {
+                        file.cells()
+                            .try_for_each(|c| c.map(drop))
+                            .map_err(|e| e.to_string())
+                    });
+                if let Err(e) = checked {
+                    lock(&failed).get_or_insert(e);
+                    return;
+                }
+                let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+                if started.elapsed().as_secs() >= 2 {
+                    eprint!("\rchecked {n}/{total} files");
+                }
+            });
         }
+    });
+    if let Some(e) = lock(&failed).take() {
+        return Err(e);
     }
     eprintln!(
         "checked {total} HBase files of snapshot '{}': every block reads",
         snapshot.name
     );
     Ok(())
+}
+
+/// Threads for `tasks` independent tasks: one per core, at most 8, at most one per task.
+fn workers(tasks: usize) -> usize {
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    cores.clamp(1, 8).min(tasks).max(1)
+}
+
+/// A mutex's value; a thread that panicked holding it left nothing half-done that matters
+/// here (counters and the first error).
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// A Cellar family with the settings HBase gave it (HBase's defaults where it stored none).
