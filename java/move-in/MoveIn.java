@@ -32,6 +32,9 @@ import org.apache.hadoop.hbase.util.Bytes;
  *       increments, appends, and deletes of every kind; prints its counts.
  *   <li>{@code snapshot ADDR TABLE NAME}: HBase's {@code snapshot 'TABLE', 'NAME'}.
  *   <li>{@code enable-peer ADDR} / {@code remove-peer ADDR}: steps 5 and 8.
+ *   <li>{@code create-usertable ADDR [SCOPE]}: {@code usertable} alone (scope 1 when SCOPE is
+ *       {@code replicated}), for scripts/bench-replication.sh's source and sinks.
+ *   <li>{@code add-peer ADDR ID PEER_KEY}: a peer added enabled.
  * </ul>
  */
 public class MoveIn {
@@ -41,7 +44,7 @@ public class MoveIn {
 
   public static void main(String[] args) throws Exception {
     if (args.length < 2) {
-      System.err.println("usage: MoveIn setup|churn|snapshot|enable-peer|remove-peer HBASE_HOST:PORT ...");
+      System.err.println("usage: MoveIn setup|churn|snapshot|enable-peer|remove-peer|create-usertable|add-peer HBASE_HOST:PORT ...");
       System.exit(2);
     }
     Configuration conf = HBaseConfiguration.create();
@@ -64,6 +67,15 @@ public class MoveIn {
           admin.enableReplicationPeer(PEER);
           System.out.println("peer " + PEER + " enabled");
           break;
+        case "create-usertable":
+          admin.createTable(usertable(args.length > 2 && args[2].equals("replicated")),
+              new byte[][] {Bytes.toBytes("user2"), Bytes.toBytes("user5"), Bytes.toBytes("user8")});
+          System.out.println("table usertable created");
+          break;
+        case "add-peer":
+          admin.addReplicationPeer(args[2], ReplicationPeerConfig.newBuilder().setClusterKey(args[3]).build(), true);
+          System.out.println("peer " + args[2] + " added");
+          break;
         case "remove-peer":
           admin.removeReplicationPeer(PEER);
           System.out.println("peer " + PEER + " removed");
@@ -75,12 +87,16 @@ public class MoveIn {
     }
   }
 
+  static org.apache.hadoop.hbase.client.TableDescriptor usertable(boolean replicated) {
+    return TableDescriptorBuilder.newBuilder(TableName.valueOf("usertable"))
+        .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(Bytes.toBytes("family"))
+            .setScope(replicated ? HConstants.REPLICATION_SCOPE_GLOBAL : HConstants.REPLICATION_SCOPE_LOCAL)
+            .build())
+        .build();
+  }
+
   static void setup(Admin admin, String peerKey) throws Exception {
-    admin.createTable(
-        TableDescriptorBuilder.newBuilder(TableName.valueOf("usertable"))
-            .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(Bytes.toBytes("family"))
-                .setScope(HConstants.REPLICATION_SCOPE_GLOBAL).build())
-            .build(),
+    admin.createTable(usertable(true),
         new byte[][] {Bytes.toBytes("user2"), Bytes.toBytes("user5"), Bytes.toBytes("user8")});
     admin.createTable(
         TableDescriptorBuilder.newBuilder(TableName.valueOf("orders"))
