@@ -728,6 +728,30 @@ mod tests {
     }
 
     #[test]
+    fn a_bulk_load_marker_from_a_caller_without_global_write_is_refused_before_any_path_is_looked_at(
+    ) {
+        let f = fixture_reading(true, &["hbase-root"]);
+        std::fs::create_dir_all(f._tmp.path().join("hbase-root")).expect("root");
+        let (req, block) = bulk_request(&f, &[("t", vec![marker(&["gone_SeqId_7_"], None)])]);
+        let nobody = Caller {
+            protocol: "hbase",
+            peer: Some([10, 0, 0, 9].into()),
+            ..Caller::default()
+        };
+        // Unauthenticated, and with WRITE on the table only: refused as any replicated edit,
+        // the answer saying nothing of the file (whether it exists is not theirs to learn).
+        for caller in [nobody, user("alice")] {
+            let e = replicate(&f, &caller, &req, &block).expect_err("refused");
+            assert_eq!(e.class, ACCESS_DENIED, "{}", e.message);
+            assert!(!e.message.contains("gone_SeqId_7_"), "{}", e.message);
+        }
+        // The replicating user gets as far as the file, which is missing.
+        let e = replicate(&f, &user("replicator"), &req, &block).expect_err("missing");
+        assert_eq!(e.class, IO, "{}", e.message);
+        assert!(e.message.contains("gone_SeqId_7_"), "{}", e.message);
+    }
+
+    #[test]
     fn a_missing_file_fails_the_call_naming_it_and_one_moved_to_the_archive_is_read_there() {
         let f = fixture_reading(false, &["hbase-root"]);
         std::fs::create_dir_all(f._tmp.path().join("hbase-root")).expect("root");
