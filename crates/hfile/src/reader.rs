@@ -10,7 +10,8 @@ use std::fs::File;
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
-/// Where an HFile's bytes come from: positioned reads of a local file, or bytes in memory.
+/// Where an HFile's bytes come from: positioned reads of a local file, bytes in memory, or
+/// anything a caller adapts (Cellar's servers read HFiles on HDFS through their own client).
 pub trait Source: Send + Sync {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()>;
 }
@@ -69,7 +70,8 @@ impl HFile {
         HFile::from_source(name.into(), Box::new(bytes), size)
     }
 
-    fn from_source(path: PathBuf, file: Box<dyn Source>, size: u64) -> Result<HFile, Error> {
+    /// Reads an HFile of `size` bytes from `file` (`path` names it in errors).
+    pub fn from_source(path: PathBuf, file: Box<dyn Source>, size: u64) -> Result<HFile, Error> {
         let bad = |offset: u64, what: String| Error::corrupt(&path, offset, what);
         if size < 4 {
             return Err(bad(0, format!("{size} bytes is too short for an HFile")));

@@ -5,9 +5,48 @@
 //! after a split).
 
 use crate::input::{pb_fields, Bad, Field};
+use crate::reader::Source;
 use md5::{Digest, Md5};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+
+/// A file opened on a [`Files`]: its bytes and its length.
+pub type Opened = (Box<dyn Source>, u64);
+
+/// The file system a snapshot is read from: local disk ([`LocalFiles`]), or one a caller
+/// adapts (the `cellar` binary reads an HBase root on HDFS through Cellar's HDFS client).
+/// Paths are `/`-separated, absolute within that file system.
+pub trait Files: Send + Sync {
+    /// The file at `path` and its length; `None` when there is no file there (nothing, or a
+    /// directory).
+    fn open(&self, path: &Path) -> Result<Option<Opened>, String>;
+    /// Whether anything (a file or a directory) is at `path`.
+    fn exists(&self, path: &Path) -> Result<bool, String>;
+}
+
+/// The local file system.
+pub struct LocalFiles;
+
+impl Files for LocalFiles {
+    fn open(&self, path: &Path) -> Result<Option<Opened>, String> {
+        let file = match std::fs::File::open(path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(format!("{}: {e}", path.display())),
+        };
+        let meta = file
+            .metadata()
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        Ok(meta
+            .is_file()
+            .then(|| (Box::new(file) as Box<dyn Source>, meta.len())))
+    }
+
+    fn exists(&self, path: &Path) -> Result<bool, String> {
+        path.try_exists()
+            .map_err(|e| format!("{}: {e}", path.display()))
+    }
+}
 
 /// The largest manifest read (HBase's own default cap, `snapshot.manifest.size.limit`).
 const MAX_MANIFEST: u64 = 64 << 20;
@@ -68,20 +107,25 @@ impl Snapshot {
         table_name(&self.namespace, &self.qualifier)
     }
 
-    /// Reads snapshot `name` under HBase root directory `root` (its `hbase.rootdir`), and
-    /// finds every store file it names. An error names what is missing or damaged.
+    /// Reads snapshot `name` under HBase root directory `root` (its `hbase.rootdir`) on local
+    /// disk, and finds every store file it names. An error names what is missing or damaged.
     pub fn open(root: &Path, name: &str) -> Result<Snapshot, String> {
+        Snapshot::open_in(&LocalFiles, root, name)
+    }
+
+    /// [`Snapshot::open`] on the file system `fs`.
+    pub fn open_in(fs: &dyn Files, root: &Path, name: &str) -> Result<Snapshot, String> {
         if name.is_empty() || name.contains('/') || name.starts_with('.') {
             return Err(format!("'{name}' is not a snapshot name"));
         }
         let dir = root.join(".hbase-snapshot").join(name);
-        if !dir.is_dir() {
+        if !fs.exists(&dir)? {
             return Err(format!(
                 "no snapshot '{name}' under {} (its .hbase-snapshot/{name} is missing)",
                 root.display()
             ));
         }
-        let info = read_small(&dir.join(".snapshotinfo"))?;
+        let info = read_small(fs, &dir.join(".snapshotinfo"))?;
         let (mut snapshot_name, mut version, mut creation_time) = (String::new(), 0i64, 0i64);
         let at = |what: &str| format!("{}: {what}", dir.join(".snapshotinfo").display());
         pb_fields(&info, "snapshot description", |n, f| {
@@ -102,8 +146,7 @@ impl Snapshot {
         let manifest_path = dir.join("data.manifest");
         let mut regions_pb: Vec<Vec<u8>> = Vec::new();
         let mut schema: Option<Vec<u8>> = None;
-        if manifest_path.is_file() {
-            let manifest = read_small(&manifest_path)?;
+        if let Some(manifest) = read_if_present(fs, &manifest_path)? {
             pb_fields(&manifest, "snapshot manifest", |n, f| {
                 match (n, f) {
                     (1, Field::Bytes(b)) => schema = Some(b.to_vec()),
@@ -140,6 +183,7 @@ impl Snapshot {
             let mut files = Vec::new();
             for (family, name, reference, size) in parsed.files {
                 let (path, keep_from, keep_to) = locate(
+                    fs,
                     root,
                     &namespace,
                     &qualifier,
@@ -178,17 +222,27 @@ impl Snapshot {
     }
 }
 
-fn read_small(path: &Path) -> Result<Vec<u8>, String> {
-    let len = std::fs::metadata(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
-        .len();
+/// A whole small file (a manifest); an error when it is missing.
+fn read_small(fs: &dyn Files, path: &Path) -> Result<Vec<u8>, String> {
+    read_if_present(fs, path)?.ok_or_else(|| format!("{} is missing", path.display()))
+}
+
+/// A whole small file, or `None` when there is none; its length is checked before a byte of
+/// it is read.
+fn read_if_present(fs: &dyn Files, path: &Path) -> Result<Option<Vec<u8>>, String> {
+    let Some((file, len)) = fs.open(path)? else {
+        return Ok(None);
+    };
     if len > MAX_MANIFEST {
         return Err(format!(
             "{}: {len} bytes, more than the {MAX_MANIFEST} a manifest may have",
             path.display()
         ));
     }
-    std::fs::read(path).map_err(|e| format!("{}: {e}", path.display()))
+    let mut bytes = vec![0; len as usize];
+    file.read_exact_at(&mut bytes, 0)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    Ok(Some(bytes))
 }
 
 fn table_name(namespace: &str, qualifier: &str) -> String {
@@ -396,7 +450,9 @@ fn is_encoded_region(s: &str) -> bool {
 
 /// Finds a store file: the table, region and file a link or reference names, probed in the
 /// data directory, then the archive, then the temporary and MOB directories.
+#[allow(clippy::too_many_arguments)]
 fn locate(
+    fs: &dyn Files,
     root: &Path,
     namespace: &str,
     qualifier: &str,
@@ -457,13 +513,15 @@ fn locate(
         root.join(".tmp").join(&tail),
         root.join("mobdir").join(&tail),
     ];
-    match candidates.iter().find(|p| p.is_file()) {
-        Some(p) => Ok((p.clone(), keep_from, keep_to)),
-        None => Err(format!(
+    for p in candidates {
+        if fs.open(&p)?.is_some() {
+            return Ok((p, keep_from, keep_to));
+        }
+    }
+    Err(format!(
             "store file {name} of region {region}, family {family}: {} is in neither the data directory nor the archive",
             tail.display()
-        )),
-    }
+    ))
 }
 
 #[cfg(test)]
