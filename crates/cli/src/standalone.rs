@@ -35,9 +35,10 @@ pub struct Args {
     #[arg(long, value_name = "HOST:PORT")]
     thrift_listen: Option<String>,
     /// A directory this server may read HBase store files from for a bulk load (`cellar
-    /// import-hbase`, HBase's completebulkload); repeat for several. Added to
+    /// import-hbase`, HBase's completebulkload, bulk loads replicated by HBase): a local
+    /// one, or on HDFS as hdfs://HOST:PORT/DIR; repeat for several. Added to
     /// bulk_load.dirs [default: none, bulk load off].
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR|URL")]
     bulk_load_dir: Vec<PathBuf>,
     /// ZooKeeper ensemble: where the cluster's servers find each other (required for master
     /// and regionserver). A standalone server publishes itself there, HBase's way, so HBase

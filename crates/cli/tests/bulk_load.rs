@@ -334,3 +334,65 @@ fn hbase_bulk_load_calls_need_create_and_an_allowed_path() {
         .expect("get");
     assert!(!row.is_empty(), "the loaded file reads back");
 }
+
+/// HBase's files on HDFS (an HBase root there): read with Cellar's own HDFS client when an
+/// `hdfs://` directory of the same NameNode is in `bulk_load.dirs`; another directory, another
+/// NameNode, a `..` out, and a missing file are refused alike, before any byte is read.
+#[test]
+fn hbase_files_on_hdfs_load_only_from_an_allowed_hdfs_directory() {
+    use cellar_storage::fs::{FileSystem, HdfsFs};
+    let dfs = cellar_testing::MiniDfs::start(1).expect("start MiniDFS");
+    let hdfs = HdfsFs::connect(&dfs.url).expect("connect to HDFS");
+    let bytes = std::fs::read(fixture("fast_diff-gz.hfile")).expect("fixture");
+    for path in ["/hbase/data/f.hfile", "/other/f.hfile"] {
+        let mut w = hdfs.create(Path::new(path)).expect("create");
+        w.append(&bytes).expect("append");
+        w.sync().expect("sync");
+    }
+    let tmp = tempfile::tempdir().expect("tmp");
+    let config = format!("[bulk_load]\ndirs = [\"{}/hbase\"]\n", dfs.url);
+    let server = start(tmp.path(), &config);
+    let client = as_user(&server.native, None);
+    let admin = client.admin();
+    let mut cf = FamilySchema::new("cf");
+    cf.max_versions = 3;
+    admin
+        .create_table(TableSchema::new("t", vec![cf]), vec![])
+        .expect("create");
+    let at = |path: String| BulkLoadFile {
+        family: "cf".into(),
+        path,
+        ..BulkLoadFile::default()
+    };
+    let port = dfs.url.rsplit(':').next().expect("port");
+    for (path, what) in [
+        (format!("{}/other/f.hfile", dfs.url), "another directory"),
+        (
+            format!("{}/hbase/../other/f.hfile", dfs.url),
+            "out through ..",
+        ),
+        (
+            format!("hdfs://localhost:{port}/hbase/data/f.hfile"),
+            "another NameNode name",
+        ),
+        (
+            format!("{}/hbase/data/missing.hfile", dfs.url),
+            "a missing file",
+        ),
+        (format!("{}/hbase/data", dfs.url), "a directory"),
+    ] {
+        let e = admin.bulk_load("t", b"", vec![at(path)]).expect_err(what);
+        assert_eq!(e.code(), Some(ErrorCode::PermissionDenied), "{what}: {e}");
+    }
+    let done = admin
+        .bulk_load(
+            "t",
+            b"",
+            vec![at(format!("{}/hbase/data/f.hfile", dfs.url))],
+        )
+        .expect("bulk load from HDFS");
+    assert_eq!((done.files, done.cells), (1, 1610));
+    let mut get = Get::new(b"user00007919".to_vec());
+    get.max_versions = 5;
+    assert_eq!(client.table("t").get(get).expect("get").cells.len(), 4);
+}

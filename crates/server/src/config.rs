@@ -42,9 +42,10 @@ pub struct ServerConfig {
 }
 
 /// Bulk load (`docs/migration.md`): the directories a region server reads HBase store files
-/// from when a caller asks it to bring them into a region. Nothing else on the server's disk
-/// is ever read for a caller: a path that is not under one of them (symbolic links resolved)
-/// is refused. Empty: bulk load is off.
+/// from when a caller asks it to bring them into a region: local directories, or HDFS ones
+/// given as `hdfs://HOST:PORT/DIR` (an HBase root on HDFS). Nothing else is ever read for a
+/// caller: a path that is not under one of them (symbolic links resolved; an HDFS URL on
+/// another NameNode) is refused (`bulk_files.rs`). Empty: bulk load is off.
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
 #[serde(deny_unknown_fields, default)]
 pub struct BulkLoadConfig {

@@ -9,6 +9,7 @@
 //! splits regions that grew past their table's split size; [`scanners`] holds open scanners
 //! under leases. `docs/server-layout.md` has the map.
 
+pub mod bulk_files;
 pub mod catalog;
 pub mod config;
 pub mod coord;

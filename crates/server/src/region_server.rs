@@ -138,6 +138,8 @@ pub struct RegionServer {
     pub(crate) nonces: nonces::Nonces,
     /// What edits replicated in from another cluster have applied (`replicated.rs`).
     pub(crate) replication_sink: SinkStats,
+    /// Where bulk loads may read files from (`bulk_load.dirs`), and the HDFS clients for them.
+    pub(crate) bulk_files: crate::bulk_files::BulkFiles,
     stopping: AtomicBool,
     /// Fenced: this server must not serve again (see [`RegionServer::fence`]).
     fenced: AtomicBool,
@@ -278,6 +280,7 @@ impl RegionServer {
             standalone_balancer: AtomicBool::new(true),
             nonces,
             replication_sink: SinkStats::default(),
+            bulk_files: crate::bulk_files::BulkFiles::new(&config.bulk_load.dirs),
             stopping: AtomicBool::new(false),
             fenced: AtomicBool::new(false),
             split_requester: Mutex::new(None),

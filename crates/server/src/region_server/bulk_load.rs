@@ -7,6 +7,7 @@
 //! bulk loading), checked by the RPC layer before this runs.
 
 use super::{RegionServer, Role};
+use crate::bulk_files::{Found, Refusal};
 use crate::error::ServerError;
 use cellar_hfile::HFile;
 use cellar_model::key::{compare_keys, make_key};
@@ -14,7 +15,6 @@ use cellar_model::{CellType, Error as ModelError};
 use cellar_proto::pb;
 use cellar_storage::region::IngestFile;
 use std::cmp::Ordering;
-use std::path::{Path, PathBuf};
 
 /// The file-info key where HBase records a store file's highest sequence id.
 const MAX_SEQ_ID: &[u8] = b"MAX_SEQ_ID_KEY";
@@ -36,12 +36,20 @@ impl RegionServer {
         if files.is_empty() {
             return Err(ServerError::invalid("BULK_LOAD_REGION names no file"));
         }
-        let dirs = allowed_dirs(&self.config.bulk_load.dirs)?;
+        if self.bulk_files.is_off() {
+            return Err(ServerError::invalid(
+                "bulk load is off on this server: set bulk_load.dirs in cellar.toml \
+                 (or start it with --bulk-load-dir DIR) to the directories it may read files from",
+            ));
+        }
         let hosted = self.router.region_for_call(table, id)?;
         let mut opened = Vec::with_capacity(files.len());
         for f in files {
-            let path = allowed_path(&f.path, &dirs)?;
-            let hfile = HFile::open(&path).map_err(|e| ServerError::invalid(e.to_string()))?;
+            let found = self.allowed_file(&f.path)?;
+            let hfile = self
+                .bulk_files
+                .open_hfile(&found)
+                .map_err(|e| ServerError::invalid(e.to_string()))?;
             let seq = hfile.info.long(MAX_SEQ_ID).unwrap_or(0);
             opened.push((seq, f, hfile));
         }
@@ -85,43 +93,22 @@ impl RegionServer {
     }
 }
 
-/// The configured directories, resolved; an error when bulk load is off.
-fn allowed_dirs(configured: &[PathBuf]) -> Result<Vec<PathBuf>, ServerError> {
-    if configured.is_empty() {
-        return Err(ServerError::invalid(
-            "bulk load is off on this server: set bulk_load.dirs in cellar.toml \
-             (or start it with --bulk-load-dir DIR) to the directories it may read files from",
-        ));
-    }
-    Ok(configured
-        .iter()
-        .filter_map(|d| std::fs::canonicalize(d).ok())
-        .collect())
-}
-
-/// `given` (a path or a file:// URL) resolved, if it is under one of `dirs`.
-fn allowed_path(given: &str, dirs: &[PathBuf]) -> Result<PathBuf, ServerError> {
-    // A path, or a file URL as Hadoop writes one (`file:/p` or `file:///p`).
-    let raw = given
-        .strip_prefix("file://")
-        .or_else(|| given.strip_prefix("file:"))
-        .unwrap_or(given);
-    if !Path::new(raw).is_absolute() {
-        return Err(ServerError::invalid(format!(
-            "bulk load file '{given}': not an absolute path"
-        )));
-    }
-    let refused = || {
-        ServerError::PermissionDenied(format!(
-            "bulk load file '{given}' is not under this server's bulk_load.dirs"
-        ))
-    };
-    // Resolved before the check: a link inside an allowed directory may point anywhere.
-    let path = std::fs::canonicalize(raw).map_err(|_| refused())?;
-    if dirs.iter().any(|d| path.starts_with(d)) && path.is_file() {
-        Ok(path)
-    } else {
-        Err(refused())
+impl RegionServer {
+    /// `given` (a path, a file:// or an hdfs:// URL), if it is a file under `bulk_load.dirs`.
+    fn allowed_file(&self, given: &str) -> Result<Found, ServerError> {
+        let refused = || {
+            ServerError::PermissionDenied(format!(
+                "bulk load file '{given}' is not under this server's bulk_load.dirs"
+            ))
+        };
+        match self.bulk_files.find(given) {
+            Ok(Some(found)) => Ok(found),
+            // Missing and outside answer alike: what exists outside is not the caller's to learn.
+            Ok(None) | Err(Refusal::NotAllowed) => Err(refused()),
+            Err(Refusal::Io(e)) => Err(ServerError::invalid(format!(
+                "bulk load file '{given}': {e}"
+            ))),
+        }
     }
 }
 

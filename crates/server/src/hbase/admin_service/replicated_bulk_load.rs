@@ -7,13 +7,14 @@
 //! `BASE/<namespace>/<table>/<encoded region>/<family>/<file>` (from the same place under the
 //! archive directory when it is gone: compacted away since) and bulk loads the copies.
 //!
-//! Cellar reads the files where they are, on its own disk, with its HFile reader
-//! (`cellar_hfile`), and only under the server's `bulk_load.dirs`: a replication source names
-//! any path it likes, so every path is checked, first as written (`..` resolved) and then with
-//! its symbolic links resolved, before a byte of it is read. With no `bulk_load.dirs`, or a
-//! path outside them, the call fails and its source sends it again, as it does when an HBase
-//! sink's copy fails. Counts and sizes beyond [`MAX_FILES_PER_CALL`], [`MAX_FILE_BYTES`] and
-//! [`MAX_CALL_BYTES`] are refused before anything is read.
+//! Cellar reads the files where they are, on its own disk or on the source's HDFS, with its
+//! HFile reader (`cellar_hfile`), and only under the server's `bulk_load.dirs`: a replication
+//! source names any path it likes, so every path is checked (`bulk_files.rs`: local paths as
+//! written and with their links resolved, HDFS URLs against the allowed NameNodes and
+//! directories) before a byte of it is read. With no `bulk_load.dirs`, or a path outside them,
+//! the call fails and its source sends it again, as it does when an HBase sink's copy fails.
+//! Counts and sizes beyond [`MAX_FILES_PER_CALL`], [`MAX_FILE_BYTES`] and [`MAX_CALL_BYTES`]
+//! are refused before anything is read.
 //!
 //! **How the cells come in: as replicated row mutations, in the batch's order** — not through
 //! the region ingest path (`region_server/bulk_load.rs`). The source's region is not Cellar's
@@ -27,16 +28,15 @@
 //! files directly; the files are streamed a block at a time, [`CHUNK_ROWS`] rows or
 //! [`CHUNK_BYTES`] bytes per write, so memory stays bounded whatever their size.
 
+use crate::bulk_files::{self, BulkFiles, Location, Refusal};
 use crate::hbase::exceptions::{ACCESS_DENIED, IO};
 use crate::hbase::HbaseError;
 use crate::names;
 use crate::region_server::{RegionServer, ReplicatedTable};
 use bytes::Bytes;
-use cellar_hfile::HFile;
 use cellar_model::{CellType, Durability, Entry, RowMutation};
 use cellar_proto::hbase;
 use prost::Message;
-use std::path::{Component, Path, PathBuf};
 
 /// The qualifier of HBase's bulk-load marker cell (family `METAFAMILY`).
 pub(crate) const BULK_LOAD_QUALIFIER: &[u8] = b"HBASE::BULK_LOAD";
@@ -151,53 +151,48 @@ impl SourceDirs {
 /// A file found and allowed: where it is, its family and size.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Found {
-    pub(crate) path: PathBuf,
+    pub(crate) location: Location,
     pub(crate) family: String,
     pub(crate) size: u64,
 }
 
-/// Finds every file of `loads` under `source`'s directories, each under one of `allowed` (the
-/// server's `bulk_load.dirs`), and checks the limits; nothing is read but directory entries
-/// and sizes. The files of each load, in order.
+/// Finds every file of `loads` under `source`'s directories, each under one of the server's
+/// `bulk_load.dirs` (`files`, local or HDFS: `bulk_files.rs`), and checks the limits; nothing
+/// is read but directory entries and sizes. The files of each load, in order.
 pub(crate) fn resolve(
     loads: &[&ReplicatedBulkLoad],
     source: &SourceDirs,
-    allowed: &[PathBuf],
+    files: &BulkFiles,
 ) -> Result<Vec<Vec<Found>>, HbaseError> {
     let Some(first) = loads.first() else {
         return Ok(Vec::new());
     };
-    if allowed.is_empty() {
+    if files.is_off() {
         return Err(HbaseError::new(
             IO,
             format!(
                 "a replicated bulk load into table '{}' is refused: bulk load is off on this \
                  server. Set bulk_load.dirs in cellar.toml (or start it with --bulk-load-dir \
-                 DIR) to a directory holding the source cluster's root directory, which this \
-                 server reads the files from; the source sends the batch again until then",
+                 DIR) to a directory holding the source cluster's root directory (a local \
+                 one, or hdfs://NAMENODE/DIR), which this server reads the files from; the \
+                 source sends the batch again until then",
                 first.table
             ),
             false,
         ));
     }
-    let allowed = Allowed::new(allowed);
-    let base = source
-        .base
-        .as_deref()
-        .ok_or_else(|| {
-            HbaseError::do_not_retry(
-                "a bulk-load marker in a call without sourceBaseNamespaceDirPath: where its \
-                 files are is not known",
-            )
-        })
-        .and_then(local_dir)?;
-    let archive = source.archive.as_deref().map(local_dir).transpose()?;
+    let base = source.base.as_deref().ok_or_else(|| {
+        HbaseError::do_not_retry(
+            "a bulk-load marker in a call without sourceBaseNamespaceDirPath: where its \
+             files are is not known",
+        )
+    })?;
     let mut total = 0u64;
     let mut out = Vec::with_capacity(loads.len());
     for load in loads {
         let mut found = Vec::with_capacity(load.file_count());
         for (relative, family) in load.relative_paths() {
-            let f = find(&relative, &base, archive.as_deref(), &allowed, source)?;
+            let f = find(&relative, base, source.archive.as_deref(), files, source)?;
             total = total.saturating_add(f.size);
             if total > MAX_CALL_BYTES {
                 return Err(HbaseError::do_not_retry(format!(
@@ -206,7 +201,7 @@ pub(crate) fn resolve(
                 )));
             }
             found.push(Found {
-                path: f.path,
+                location: f.location,
                 family: family.to_string(),
                 size: f.size,
             });
@@ -216,93 +211,36 @@ pub(crate) fn resolve(
     Ok(out)
 }
 
-/// The allowed directories: as configured (absolute ones, `..` resolved) and with their links
-/// resolved.
-struct Allowed {
-    lexical: Vec<PathBuf>,
-    real: Vec<PathBuf>,
-}
-
-impl Allowed {
-    fn new(dirs: &[PathBuf]) -> Allowed {
-        Allowed {
-            lexical: dirs
-                .iter()
-                .filter(|d| d.is_absolute())
-                .map(|d| lexical(d))
-                .collect(),
-            real: dirs
-                .iter()
-                .filter_map(|d| std::fs::canonicalize(d).ok())
-                .collect(),
-        }
-    }
-}
-
-/// A found file (its real path) and its size.
-struct Located {
-    path: PathBuf,
-    size: u64,
-}
-
 /// `relative` under the base directory, or under the archive when it is not there.
 fn find(
     relative: &str,
-    base: &Path,
-    archive: Option<&Path>,
-    allowed: &Allowed,
+    base: &str,
+    archive: Option<&str>,
+    files: &BulkFiles,
     source: &SourceDirs,
-) -> Result<Located, HbaseError> {
+) -> Result<bulk_files::Found, HbaseError> {
     let mut tried = Vec::new();
     for dir in std::iter::once(base).chain(archive) {
-        let candidate = lexical(&dir.join(relative));
-        // Checked as written before the file system is asked anything: whether a path outside
-        // the directories exists is not the caller's to learn.
-        if !allowed.lexical.iter().any(|d| candidate.starts_with(d))
-            && !allowed.real.iter().any(|d| candidate.starts_with(d))
-        {
-            return Err(refused(&candidate));
-        }
-        let real = match std::fs::canonicalize(&candidate) {
-            Ok(real) => real,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                tried.push(candidate.display().to_string());
-                continue;
+        let candidate = format!("{}/{relative}", dir.trim_end_matches('/'));
+        match files.find(&candidate) {
+            Ok(Some(f)) if f.size > MAX_FILE_BYTES => {
+                return Err(HbaseError::do_not_retry(format!(
+                    "replicated bulk-loaded file '{}' has {} bytes: files above \
+                     {MAX_FILE_BYTES} bytes are not replicated here",
+                    f.location, f.size
+                )))
             }
-            Err(e) => {
+            Ok(Some(f)) => return Ok(f),
+            Ok(None) => tried.push(candidate),
+            Err(Refusal::NotAllowed) => return Err(refused(&candidate)),
+            Err(Refusal::Io(e)) => {
                 return Err(HbaseError::new(
                     IO,
-                    format!("replicated bulk-loaded file '{}': {e}", candidate.display()),
+                    format!("replicated bulk-loaded file '{candidate}': {e}"),
                     false,
                 ))
             }
-        };
-        // And again with its links resolved: a link inside may point anywhere.
-        if !allowed.real.iter().any(|d| real.starts_with(d)) {
-            return Err(refused(&candidate));
         }
-        let meta = std::fs::metadata(&real).map_err(|e| {
-            HbaseError::new(
-                IO,
-                format!("replicated bulk-loaded file '{}': {e}", candidate.display()),
-                false,
-            )
-        })?;
-        if !meta.is_file() {
-            return Err(refused(&candidate));
-        }
-        if meta.len() > MAX_FILE_BYTES {
-            return Err(HbaseError::do_not_retry(format!(
-                "replicated bulk-loaded file '{}' has {} bytes: files above {MAX_FILE_BYTES} \
-                 bytes are not replicated here",
-                candidate.display(),
-                meta.len()
-            )));
-        }
-        return Ok(Located {
-            path: real,
-            size: meta.len(),
-        });
     }
     Err(HbaseError::new(
         IO,
@@ -316,51 +254,26 @@ fn find(
     ))
 }
 
-fn refused(path: &Path) -> HbaseError {
+fn refused(path: &str) -> HbaseError {
+    // The path as the caller's directory and file names make it, `..` resolved: the message
+    // says where it pointed without the server having looked.
+    let shown = if path.contains("://") {
+        path.to_string()
+    } else {
+        bulk_files::lexical(std::path::Path::new(
+            path.strip_prefix("file:")
+                .map_or(path, |p| p.trim_start_matches("//")),
+        ))
+        .display()
+        .to_string()
+    };
     HbaseError::new(
         ACCESS_DENIED,
         format!(
-            "replicated bulk-loaded file '{}' is not under this server's bulk_load.dirs: not read",
-            path.display()
+            "replicated bulk-loaded file '{shown}' is not under this server's bulk_load.dirs: not read"
         ),
         true,
     )
-}
-
-/// A directory the source names, as a local path: a path, or a file URL as Hadoop writes one
-/// (`file:/p`, `file:///p`). Files on another file system (HDFS) are not read here.
-fn local_dir(given: &str) -> Result<PathBuf, HbaseError> {
-    let raw = given
-        .strip_prefix("file://")
-        .or_else(|| given.strip_prefix("file:"))
-        .unwrap_or(given);
-    if Path::new(raw).is_absolute() {
-        return Ok(PathBuf::from(raw));
-    }
-    Err(HbaseError::new(
-        IO,
-        format!(
-            "the source's files are at '{given}', not on a local file system: Cellar reads \
-             replicated bulk loads from its own disk (a source whose root directory is on \
-             HDFS needs it mounted here, under bulk_load.dirs)"
-        ),
-        false,
-    ))
-}
-
-/// `path` with `.` and `..` resolved as written (no link followed).
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for c in path.components() {
-        match c {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 /// Writes the cells of `files` into `table` as replicated row mutations, file after file, each
@@ -374,13 +287,19 @@ pub(crate) fn apply(rs: &RegionServer, table: &str, files: &[Found]) -> Result<u
 }
 
 fn apply_file(rs: &RegionServer, table: &str, f: &Found) -> Result<u64, HbaseError> {
-    let name = f.path.display().to_string();
+    let name = f.location.to_string();
     let unreadable = |e: cellar_hfile::Error| match e {
         cellar_hfile::Error::Io { .. } => HbaseError::new(IO, e.to_string(), false),
         _ => HbaseError::do_not_retry(format!("replicated bulk-loaded file: {e}")),
     };
     let bad = |what: String| HbaseError::do_not_retry(format!("{name}: {what}"));
-    let hfile = HFile::open(&f.path).map_err(unreadable)?;
+    let hfile = rs
+        .bulk_files
+        .open_hfile(&bulk_files::Found {
+            location: f.location.clone(),
+            size: f.size,
+        })
+        .map_err(unreadable)?;
     let family = Bytes::copy_from_slice(f.family.as_bytes());
     let mut rows: Vec<RowMutation> = Vec::new();
     let mut chunk_bytes = 0usize;
@@ -516,30 +435,5 @@ mod tests {
             Ok(None)
         );
         assert!(ReplicatedBulkLoad::decode("orders", b"\x0a\xff").is_err());
-    }
-
-    #[test]
-    fn source_directories_are_local_paths_and_dots_are_resolved_as_written() {
-        assert_eq!(
-            local_dir("file:/r/data").ok(),
-            Some(PathBuf::from("/r/data"))
-        );
-        assert_eq!(
-            local_dir("file:///r/data").ok(),
-            Some(PathBuf::from("/r/data"))
-        );
-        assert_eq!(local_dir("/r/data").ok(), Some(PathBuf::from("/r/data")));
-        for remote in [
-            "hdfs://nn:8020/hbase/data",
-            "s3a://b/hbase",
-            "relative/data",
-        ] {
-            assert!(local_dir(remote).is_err(), "{remote}");
-        }
-        assert_eq!(
-            lexical(Path::new("/r/data/ns/t/../../../../etc/./passwd")),
-            PathBuf::from("/etc/passwd")
-        );
-        assert_eq!(lexical(Path::new("/../..")), PathBuf::from("/"));
     }
 }
