@@ -9,8 +9,10 @@
 # one test), then the Java client over TLS and with access control (scripts/hbase-security.sh:
 # each case one test), then replication from an unmodified Apache HBase 2.6.4 into Cellar
 # (scripts/hbase-replication.sh: HBase's add_peer with Cellar's ZooKeeper, every replicated cell
-# compared; one test), then a snapshot import (scripts/hbase-snapshot-import.sh: an HBase 2.6.4
-# snapshot brought in with `cellar import-hbase`, every cell compared; one test), then HBase's bulk
+# compared; one test; again with HBase's root on a MiniDFS, its bulk loads read over HDFS: one
+# more), then a snapshot import (scripts/hbase-snapshot-import.sh: an HBase 2.6.4
+# snapshot brought in with `cellar import-hbase`, every cell compared; one test; again with HBase's
+# root on a MiniDFS, read over HDFS: one more), then HBase's bulk
 # load tool loading HBase-written HFiles into Cellar, and a MapReduce job's HFileOutputFormat2
 # output (scripts/hbase-bulk-load.sh; one test), HBase's HashTable/SyncTable jobs between HBase and
 # Cellar (scripts/hbase-sync-table.sh; one test), the whole move-in runbook with HBase taking writes
@@ -232,13 +234,15 @@ fi
 
 # --- Moving in from an unmodified Apache HBase (Cellar only: each script starts its own
 # servers, HBase on ports +300 to +800) ---
-# move_in_test SCRIPT TIMEOUT WHAT: one test, passed only when SCRIPT's last line says so.
+# move_in_test SCRIPT TIMEOUT WHAT [OPTION]: one test, passed only when SCRIPT's last line
+# says so; OPTION (e.g. --hdfs) is passed on and names its own work directory and log.
 move_in_test() {
-  local script="$1" limit="$2" what="$3" name="${1%.sh}"
-  echo "running $what (scripts/$script)..." >&2
-  timeout "$limit" "$repo/scripts/$script" --cellar "$cellar_bin" --work "$work/$name" \
-    2>&1 | tee "$work/$name.log" >&2
-  if grep -q "^$name: passed" "$work/$name.log"; then
+  local script="$1" limit="$2" what="$3" option="${4:-}" name="${1%.sh}"
+  local run="$name${option:+-${option#--}}"
+  echo "running $what (scripts/$script $option)..." >&2
+  timeout "$limit" "$repo/scripts/$script" --cellar "$cellar_bin" --work "$work/$run" \
+    ${option:+"$option"} 2>&1 | tee "$work/$run.log" >&2
+  if grep -Eq "^$name( \([^)]*\))?: passed" "$work/$run.log"; then
     passed=$((passed + 1))
   else
     failed=$((failed + 1))
@@ -246,7 +250,9 @@ move_in_test() {
 }
 if (( ! against_hbase )); then
   move_in_test hbase-replication.sh 1200 "replication from Apache HBase into Cellar"
+  move_in_test hbase-replication.sh 1200 "replication from an HBase whose root is on HDFS" --hdfs
   move_in_test hbase-snapshot-import.sh 1200 "a snapshot import from Apache HBase into Cellar"
+  move_in_test hbase-snapshot-import.sh 1200 "a snapshot import from an HBase root on HDFS" --hdfs
   move_in_test hbase-bulk-load.sh 900 "HBase's bulk load tool against Cellar"
   move_in_test hbase-sync-table.sh 900 "HBase's HashTable/SyncTable against Cellar"
   move_in_test hbase-move-in.sh 1200 "the move-in runbook with HBase taking writes"

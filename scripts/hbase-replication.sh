@@ -9,11 +9,13 @@
 # --bulk-load-dir on HBase's root directory, and java/hfile-fixtures/ReplicatedBulkLoadToCellar.java
 # bulk loads HFiles written by HBase's own writer into a replicated HBase table and compares
 # every cell read back from both (Cellar's replication_sink hfiles metric checked too).
+# With --hdfs, HBase's root is on a MiniDFS (scripts/minidfs.sh) and Cellar's bulk-load dir is
+# that HDFS directory: the bulk-loaded files are read over HDFS.
 # Ends with one line
-#   hbase-replication: passed|failed (N cells compared)
+#   hbase-replication[ (hdfs root)]: passed|failed (N cells compared)
 # and exits non-zero on failure. Every process is stopped by its PID on exit.
 #
-# Usage: scripts/hbase-replication.sh [--cellar BIN] [--port-offset N] [--work DIR]
+# Usage: scripts/hbase-replication.sh [--cellar BIN] [--port-offset N] [--work DIR] [--hdfs]
 #   --port-offset  HBase's ports are 2181/16000-16030 plus N (default 300)
 set -uo pipefail
 
@@ -22,14 +24,17 @@ target="${CARGO_TARGET_DIR:-$repo/target}"
 cellar_bin="$target/release/cellar"
 offset=300
 work=""
-die() { echo "hbase-replication: $*" >&2; echo "hbase-replication: failed (0 cells compared)"; exit 1; }
+hdfs=0
+label="hbase-replication"
+die() { echo "$label: $*" >&2; echo "$label: failed (0 cells compared)"; exit 1; }
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --cellar) need_value "$@"; cellar_bin="$2"; shift 2 ;;
     --port-offset) need_value "$@"; offset="$2"; shift 2 ;;
     --work) need_value "$@"; work="$2"; shift 2 ;;
-    -h|--help) sed -n '2,12p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --hdfs) hdfs=1; label="hbase-replication (hdfs root)"; shift ;;
+    -h|--help) sed -n '2,17p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
@@ -46,6 +51,7 @@ cleanup() {
   "$repo/scripts/hbase/stop.sh" "$work/hbase" >&2 || true
   stop_standalone
   "$repo/scripts/zookeeper.sh" stop "$work/zookeeper" >&2 || true
+  if (( hdfs )); then "$repo/scripts/minidfs.sh" stop "$work/dfs" >&2 || true; fi
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -57,6 +63,14 @@ zk="${zk_line#zookeeper=}"
 # Cellar may read replicated bulk-loaded files from.
 hbase_root="$work/hbase/root"
 mkdir -p "$hbase_root"
+site=""
+if (( hdfs )); then
+  echo "starting a MiniDFS for HBase's root..." >&2
+  dfs_line="$("$repo/scripts/minidfs.sh" start "$work/dfs" 1 | grep '^hdfs=')" \
+    || die "the MiniDFS did not start (scripts/minidfs.sh, log in $work/dfs)"
+  hbase_root="${dfs_line#hdfs=}/hbase"
+  site=" hbase.rootdir=$hbase_root"
+fi
 start_standalone "$cellar_bin" "$work" --zk "$zk" --bulk-load-dir "$hbase_root" \
   || die "cellar standalone did not start (log: $work/cellar.log)"
 echo "cellar pid $cellar_pid at $cellar_addr, its ZooKeeper $zk" >&2
@@ -64,7 +78,7 @@ echo "cellar pid $cellar_pid at $cellar_addr, its ZooKeeper $zk" >&2
 # The source ships soon after each write: short waits between its reads of the WAL.
 echo "starting Apache HBase 2.6.4 as the replication source (ports +$offset)..." >&2
 hb_line="$(HBASE_HEAP="${HBASE_HEAP:-1g}" HBASE_PORT_OFFSET="$offset" \
-  HBASE_SITE_PROPERTIES="replication.source.sleepforretries=200 replication.source.maxretriesmultiplier=10 hbase.replication.bulkload.enabled=true hbase.replication.cluster.id=hbase-source" \
+  HBASE_SITE_PROPERTIES="replication.source.sleepforretries=200 replication.source.maxretriesmultiplier=10 hbase.replication.bulkload.enabled=true hbase.replication.cluster.id=hbase-source$site" \
   "$repo/scripts/hbase/start.sh" "$work/hbase")" \
   || die "starting Apache HBase failed (scripts/hbase/start.sh, logs in $work/hbase/logs)"
 source_addr="${hb_line#listening hbase=}"
@@ -80,7 +94,7 @@ cells="$(grep -hoE 'replication: [0-9]+ cells on HBase' "$work/junit.log" \
 failed=0
 if (( status != 0 || ok == 0 )); then
   tail -n 40 "$work/junit.log" >&2
-  echo "hbase-replication: ReplicationSinkTest failed (log: $work/junit.log)" >&2
+  echo "$label: ReplicationSinkTest failed (log: $work/junit.log)" >&2
   failed=1
 fi
 
@@ -94,7 +108,7 @@ bulk_status=$?
 bulk_cells="$(echo "$bulk_out" | sed -n 's/^replicated-bulk-load: \([0-9]*\) cells compared$/\1/p' | head -n1)"
 if (( bulk_status != 0 )) || [[ -z "$bulk_cells" ]]; then
   grep -v -E "^(SLF4J|WARNING)" "$work/bulk-load.log" | tail -n 40 >&2
-  echo "hbase-replication: the replicated bulk load failed (exit $bulk_status; log: $work/bulk-load.log)" >&2
+  echo "$label: the replicated bulk load failed (exit $bulk_status; log: $work/bulk-load.log)" >&2
   failed=1
 else
   # Cellar counted the files it read (cellar_replication_sink_hfiles_total).
@@ -103,14 +117,14 @@ else
     | sed -n 's/^cellar_replication_sink_hfiles_total \([0-9]*\).*/\1/p' | head -n1)"
   echo "cellar_replication_sink_hfiles_total ${hfiles:-none}" >&2
   if [[ -z "$hfiles" ]] || (( hfiles < 1 )); then
-    echo "hbase-replication: Cellar's metrics count no replicated bulk-loaded file" >&2
+    echo "$label: Cellar's metrics count no replicated bulk-loaded file" >&2
     failed=1
   fi
 fi
 total=$(( ${cells:-0} + ${bulk_cells:-0} ))
 if (( failed == 0 )); then
-  echo "hbase-replication: passed ($total cells compared)"
+  echo "$label: passed ($total cells compared)"
   exit 0
 fi
-echo "hbase-replication: failed ($total cells compared; logs: $work/junit.log, $work/bulk-load.log, HBase: $work/hbase/logs, Cellar: $work/cellar.log)"
+echo "$label: failed ($total cells compared; logs: $work/junit.log, $work/bulk-load.log, HBase: $work/hbase/logs, Cellar: $work/cellar.log)"
 exit 1

@@ -2,14 +2,16 @@
 //! its snapshots, reading HBase's own files (`cellar_hfile::snapshot`): the table is created
 //! with the snapshot's families and region boundaries, and each region's store files are
 //! bulk loaded into the Cellar region with the same boundaries (`Admin::bulk_load`), never
-//! through the write path. The server reads the files, so the HBase root must be on its
-//! machine and under its `bulk_load.dirs` (`docs/migration.md`).
+//! through the write path. The root is a local directory or on HDFS (`hdfs://NAMENODE/DIR`,
+//! read with Cellar's own HDFS client). This command reads the manifests and checks every
+//! file; the servers then read the files themselves, so the root must be under their
+//! `bulk_load.dirs` (a local root: on their machines too) (`docs/migration.md`).
 
 use crate::tls_args::ClientTlsArgs;
 use cellar_client::BulkLoadFile;
-use cellar_hfile::snapshot::{Family, Snapshot};
+use cellar_hfile::snapshot::{Family, Files, LocalFiles, Snapshot};
 use cellar_model::{BloomType, Compression, FamilySchema, TableSchema};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
@@ -19,8 +21,8 @@ pub struct Args {
     /// The snapshot to import (HBase's `snapshot 'TABLE', 'NAME'`).
     #[arg(long)]
     snapshot: String,
-    /// HBase's root directory (its `hbase.rootdir`: a local path or file:// URL) holding
-    /// `.hbase-snapshot/`, `data/` and `archive/`.
+    /// HBase's root directory (its `hbase.rootdir`: a local path, a file:// URL, or an HDFS
+    /// one, hdfs://HOST:PORT/DIR) holding `.hbase-snapshot/`, `data/` and `archive/`.
     #[arg(long, value_name = "DIR")]
     hbase_root: String,
     /// The server to import into: a standalone server's or a cluster's masters' native
@@ -38,21 +40,9 @@ pub struct Args {
 }
 
 pub fn run(args: Args) -> Result<(), String> {
-    if args.hbase_root.contains("://") && !args.hbase_root.starts_with("file://") {
-        return Err(format!(
-            "--hbase-root {}: only a local directory (or file:// URL) is read for now; \
-             mount the HBase root on this machine, or copy the snapshot's files here \
-             (HBase's ExportSnapshot to a file:// root)",
-            args.hbase_root
-        ));
-    }
-    let root = PathBuf::from(
-        args.hbase_root
-            .strip_prefix("file://")
-            .unwrap_or(&args.hbase_root),
-    );
-    let root = std::fs::canonicalize(&root).map_err(|e| format!("{}: {e}", root.display()))?;
-    let snapshot = Snapshot::open(&root, &args.snapshot)?;
+    let root = Root::parse(&args.hbase_root)?;
+    let files = root.files()?;
+    let snapshot = Snapshot::open_in(files.as_ref(), &root.path, &args.snapshot)?;
     let table = args.table.clone().unwrap_or_else(|| snapshot.table());
     let families = snapshot
         .families
@@ -65,7 +55,7 @@ pub fn run(args: Args) -> Result<(), String> {
         .filter(|r| !r.start_key.is_empty())
         .map(|r| bytes::Bytes::from(r.start_key.clone()))
         .collect();
-    verify(&snapshot)?;
+    verify(&snapshot, files.as_ref())?;
     let client = crate::backup::connect(&args.connect, &args.tls, args.user)?;
     let admin = client.admin();
     if admin.table_exists(&table).map_err(|e| e.to_string())? {
@@ -109,7 +99,7 @@ pub fn run(args: Args) -> Result<(), String> {
                     .iter()
                     .map(|f| BulkLoadFile {
                         family: f.family.clone(),
-                        path: f.path.to_string_lossy().into_owned(),
+                        path: root.url(&f.path),
                         keep_from: f.keep_from.clone().into(),
                         keep_to: f.keep_to.clone().into(),
                     })
@@ -161,7 +151,7 @@ pub fn run(args: Args) -> Result<(), String> {
 
 /// Reads every file the snapshot names, whole, checking every block: a damaged file refuses the
 /// import before anything is created. Files are read side by side, one per core.
-fn verify(snapshot: &Snapshot) -> Result<(), String> {
+fn verify(snapshot: &Snapshot, fs: &dyn Files) -> Result<(), String> {
     let files: Vec<&cellar_hfile::snapshot::StoreFile> =
         snapshot.regions.iter().flat_map(|r| &r.files).collect();
     let total = files.len();
@@ -177,13 +167,11 @@ fn verify(snapshot: &Snapshot) -> Result<(), String> {
                 if lock(&failed).is_some() {
                     return;
                 }
-                let checked = cellar_hfile::HFile::open(&f.path)
-                    .map_err(|e| e.to_string())
-                    .and_then(|file| {
-                        file.cells()
-                            .try_for_each(|c| c.map(drop))
-                            .map_err(|e| e.to_string())
-                    });
+                let checked = open_hfile(fs, &f.path).and_then(|file| {
+                    file.cells()
+                        .try_for_each(|c| c.map(drop))
+                        .map_err(|e| e.to_string())
+                });
                 if let Err(e) = checked {
                     lock(&failed).get_or_insert(e);
                     return;
@@ -203,6 +191,70 @@ fn verify(snapshot: &Snapshot) -> Result<(), String> {
         snapshot.name
     );
     Ok(())
+}
+
+/// Opens an HFile the snapshot names on `fs`.
+fn open_hfile(fs: &dyn Files, path: &Path) -> Result<cellar_hfile::HFile, String> {
+    let (source, size) = fs
+        .open(path)?
+        .ok_or_else(|| format!("{}: missing (it was there a moment ago)", path.display()))?;
+    cellar_hfile::HFile::from_source(path.to_path_buf(), source, size).map_err(|e| e.to_string())
+}
+
+/// Where the HBase root is: a local directory, or a directory on HDFS.
+struct Root {
+    /// `hdfs://HOST:PORT` for a root on HDFS.
+    namenode: Option<String>,
+    /// The directory (on local disk, links resolved; or on HDFS).
+    path: PathBuf,
+}
+
+impl Root {
+    fn parse(given: &str) -> Result<Root, String> {
+        if let Some(rest) = given.strip_prefix("hdfs://") {
+            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+            if authority.is_empty() {
+                return Err(format!(
+                    "--hbase-root {given}: name the NameNode, hdfs://HOST:PORT/DIR"
+                ));
+            }
+            return Ok(Root {
+                namenode: Some(format!("hdfs://{authority}")),
+                path: PathBuf::from(if path.is_empty() { "/" } else { path }),
+            });
+        }
+        if given.contains("://") && !given.starts_with("file://") {
+            return Err(format!(
+                "--hbase-root {given}: a local directory, a file:// URL or an hdfs:// URL is \
+                 read; copy the snapshot to one of them first (HBase's ExportSnapshot)"
+            ));
+        }
+        let local = Path::new(given.strip_prefix("file://").unwrap_or(given));
+        let path = std::fs::canonicalize(local).map_err(|e| format!("{}: {e}", local.display()))?;
+        Ok(Root {
+            namenode: None,
+            path,
+        })
+    }
+
+    fn files(&self) -> Result<Box<dyn Files>, String> {
+        match &self.namenode {
+            None => Ok(Box::new(LocalFiles)),
+            Some(url) => {
+                let fs = cellar_storage::fs::HdfsFs::shared(url)
+                    .map_err(|e| format!("--hbase-root: {e}"))?;
+                Ok(Box::new(cellar_server::bulk_files::FsFiles(fs)))
+            }
+        }
+    }
+
+    /// How a server is told where `path` is.
+    fn url(&self, path: &Path) -> String {
+        match &self.namenode {
+            None => path.to_string_lossy().into_owned(),
+            Some(url) => format!("{url}{}", path.display()),
+        }
+    }
 }
 
 /// Threads for `tasks` independent tasks: one per core, at most 8, at most one per task.

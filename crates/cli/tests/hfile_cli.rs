@@ -61,15 +61,14 @@ fn hfile_prints_meta_and_cells_and_names_a_damaged_file() {
 
 #[test]
 fn import_hbase_names_what_it_cannot_read_before_connecting() {
-    let (ok, _, err) = cellar(&[
-        "import-hbase",
-        "--snapshot",
-        "s1",
-        "--hbase-root",
-        "hdfs://namenode:8020/hbase",
-    ]);
-    assert!(!ok);
-    assert!(err.contains("only a local directory"), "{err}");
+    for (root, says) in [
+        ("s3a://bucket/hbase", "a local directory, a file:// URL or an hdfs:// URL"),
+        ("hdfs:///hbase", "name the NameNode, hdfs://HOST:PORT/DIR"),
+    ] {
+        let (ok, _, err) = cellar(&["import-hbase", "--snapshot", "s1", "--hbase-root", root]);
+        assert!(!ok);
+        assert!(err.contains(says), "{root}: {err}");
+    }
     let dir = tempfile::tempdir().expect("tempdir");
     let root = dir.path().to_str().expect("utf-8 path");
     let (ok, _, err) = cellar(&["import-hbase", "--snapshot", "s1", "--hbase-root", root]);

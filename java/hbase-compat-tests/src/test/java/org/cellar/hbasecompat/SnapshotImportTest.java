@@ -227,6 +227,9 @@ class SnapshotImportTest {
 
   @Test
   void aDamagedOrMissingFileIsRefusedBeforeAnythingIsCreated() throws Exception {
+    // The files are damaged in place with java.nio, so on a local root only (the same reader
+    // checks files on HDFS).
+    assumeTrue(!root.startsWith("hdfs://"), "the HBase root is on HDFS");
     TableName t = TableName.valueOf("snapbad");
     sourceAdmin.createTable(TableDescriptorBuilder.newBuilder(t)
         .setColumnFamily(ColumnFamilyDescriptorBuilder.of(F)).build());
