@@ -47,7 +47,7 @@ pub fn run(args: Args) -> Result<(), String> {
     let families = snapshot
         .families
         .iter()
-        .map(family_schema)
+        .map(|f| family_schema(&snapshot.table(), f))
         .collect::<Result<Vec<_>, String>>()?;
     let splits: Vec<bytes::Bytes> = snapshot
         .regions
@@ -55,7 +55,7 @@ pub fn run(args: Args) -> Result<(), String> {
         .filter(|r| !r.start_key.is_empty())
         .map(|r| bytes::Bytes::from(r.start_key.clone()))
         .collect();
-    verify(&snapshot, files.as_ref())?;
+    verify(&snapshot, files.as_ref(), &root)?;
     let client = crate::backup::connect(&args.connect, &args.tls, args.user)?;
     let admin = client.admin();
     if admin.table_exists(&table).map_err(|e| e.to_string())? {
@@ -151,7 +151,7 @@ pub fn run(args: Args) -> Result<(), String> {
 
 /// Reads every file the snapshot names, whole, checking every block: a damaged file refuses the
 /// import before anything is created. Files are read side by side, one per core.
-fn verify(snapshot: &Snapshot, fs: &dyn Files) -> Result<(), String> {
+fn verify(snapshot: &Snapshot, fs: &dyn Files, root: &Root) -> Result<(), String> {
     let files: Vec<&cellar_hfile::snapshot::StoreFile> =
         snapshot.regions.iter().flat_map(|r| &r.files).collect();
     let total = files.len();
@@ -167,10 +167,19 @@ fn verify(snapshot: &Snapshot, fs: &dyn Files) -> Result<(), String> {
                 if lock(&failed).is_some() {
                     return;
                 }
-                let checked = open_hfile(fs, &f.path).and_then(|file| {
-                    file.cells()
-                        .try_for_each(|c| c.map(drop))
-                        .map_err(|e| e.to_string())
+                let checked = open_hfile(fs, &f.path, root).and_then(|file| {
+                    file.cells().try_for_each(|c| {
+                        let c = c.map_err(|e| e.to_string())?;
+                        if c.is_mob_reference() {
+                            return Err(format!(
+                                "{}: a MOB reference cell (row '{}'): {}",
+                                root.url(&f.path),
+                                c.row.escape_ascii(),
+                                mob_advice(&snapshot.table(), &f.family)
+                            ));
+                        }
+                        Ok(())
+                    })
                 });
                 if let Err(e) = checked {
                     lock(&failed).get_or_insert(e);
@@ -194,11 +203,12 @@ fn verify(snapshot: &Snapshot, fs: &dyn Files) -> Result<(), String> {
 }
 
 /// Opens an HFile the snapshot names on `fs`.
-fn open_hfile(fs: &dyn Files, path: &Path) -> Result<cellar_hfile::HFile, String> {
+fn open_hfile(fs: &dyn Files, path: &Path, root: &Root) -> Result<cellar_hfile::HFile, String> {
+    let name = PathBuf::from(root.url(path));
     let (source, size) = fs
         .open(path)?
-        .ok_or_else(|| format!("{}: missing (it was there a moment ago)", path.display()))?;
-    cellar_hfile::HFile::from_source(path.to_path_buf(), source, size).map_err(|e| e.to_string())
+        .ok_or_else(|| format!("{}: missing (it was there a moment ago)", name.display()))?;
+    cellar_hfile::HFile::from_source(name, source, size).map_err(|e| e.to_string())
 }
 
 /// Where the HBase root is: a local directory, or a directory on HDFS.
@@ -269,8 +279,20 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// What to do about a MOB family: HBase's own way of moving its values back into the store
+/// files, after which the import reads them.
+fn mob_advice(table: &str, family: &str) -> String {
+    format!(
+        "family '{family}' keeps its large values in HBase's MOB files, which Cellar does not \
+         import. Move them into the store files on HBase first (HBase's steps for leaving MOB): \
+         alter '{table}', {{NAME => '{family}', MOB_THRESHOLD => '2147483647'}}; \
+         major_compact '{table}'; once it is done, alter '{table}', {{NAME => '{family}', \
+         IS_MOB => false}}; then take the snapshot again (docs/migration.md)"
+    )
+}
+
 /// A Cellar family with the settings HBase gave it (HBase's defaults where it stored none).
-fn family_schema(f: &Family) -> Result<FamilySchema, String> {
+fn family_schema(table: &str, f: &Family) -> Result<FamilySchema, String> {
     let mut s = FamilySchema::new(f.name.clone());
     let bad = |key: &str, v: &str| format!("family '{}': {key} => '{v}' is not understood", f.name);
     for (key, v) in &f.attributes {
@@ -282,6 +304,7 @@ fn family_schema(f: &Family) -> Result<FamilySchema, String> {
                 // HBase's FOREVER is Integer.MAX_VALUE seconds.
                 s.ttl_secs = (secs < i32::MAX as u64).then_some(secs);
             }
+            "IS_MOB" if v.eq_ignore_ascii_case("true") => return Err(mob_advice(table, &f.name)),
             "KEEP_DELETED_CELLS" => s.keep_deleted_cells = v.eq_ignore_ascii_case("TRUE"),
             "IN_MEMORY" => s.in_memory = v.eq_ignore_ascii_case("true"),
             "BLOCKSIZE" => s.block_size = v.parse().map_err(|_| bad(key, v))?,

@@ -62,7 +62,10 @@ fn hfile_prints_meta_and_cells_and_names_a_damaged_file() {
 #[test]
 fn import_hbase_names_what_it_cannot_read_before_connecting() {
     for (root, says) in [
-        ("s3a://bucket/hbase", "a local directory, a file:// URL or an hdfs:// URL"),
+        (
+            "s3a://bucket/hbase",
+            "a local directory, a file:// URL or an hdfs:// URL",
+        ),
         ("hdfs:///hbase", "name the NameNode, hdfs://HOST:PORT/DIR"),
     ] {
         let (ok, _, err) = cellar(&["import-hbase", "--snapshot", "s1", "--hbase-root", root]);

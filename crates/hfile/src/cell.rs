@@ -12,6 +12,13 @@ pub mod kind {
     pub const DELETE_FAMILY: u8 = 14;
 }
 
+/// Tag types (HBase's `TagType`) this reader looks for (`docs/hfile-format.md` §5).
+pub mod tag {
+    /// The cell is a MOB reference: its value is the real value's length (an int) and the name
+    /// of the MOB file under HBase's `mobdir` that holds it, not the cell's value.
+    pub const MOB_REFERENCE: u8 = 5;
+}
+
 /// One cell of an HFile.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cell {
@@ -40,6 +47,28 @@ pub struct Format {
 pub const TIMESTAMP_TYPE: usize = 9;
 
 impl Cell {
+    /// The value of the cell's first tag of type `kind` (tags are `[u16 length][u8 type]
+    /// [value]`, the length counting the type); none when it has none, or when its tags area
+    /// is cut short.
+    pub fn tag(&self, kind: u8) -> Option<&[u8]> {
+        let mut rest = self.tags.as_slice();
+        while let [hi, lo, tail @ ..] = rest {
+            let len = usize::from(u16::from_be_bytes([*hi, *lo]));
+            let (this, after) = (tail.get(..len)?, tail.get(len..)?);
+            let (&ty, value) = this.split_first()?;
+            if ty == kind {
+                return Some(value);
+            }
+            rest = after;
+        }
+        None
+    }
+
+    /// Whether the cell is a MOB reference ([`tag::MOB_REFERENCE`]): its value is elsewhere.
+    pub fn is_mob_reference(&self) -> bool {
+        self.tag(tag::MOB_REFERENCE).is_some()
+    }
+
     /// A cell from its flat KeyValue key and its value.
     pub fn from_key(key: &[u8], value: Vec<u8>) -> Result<Cell, Bad> {
         let mut input = Input::new(key);
@@ -93,4 +122,23 @@ pub fn decode_plain(bytes: &[u8], format: Format, out: &mut Vec<Cell>) -> Result
         out.push(cell);
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tags_are_found_by_type_and_a_cut_tags_area_holds_none() {
+        let mut cell =
+            Cell::from_key(&[0, 1, b'r', 1, b'f', 0, 0, 0, 0, 0, 0, 0, 1, 4], vec![]).expect("key");
+        assert_eq!(cell.tag(tag::MOB_REFERENCE), None);
+        // A TTL tag (8) of 8 bytes, then a MOB reference naming a table.
+        cell.tags = [&[0, 9, 8][..], &[0; 8], &[0, 3, 5, b'm', b't']].concat();
+        assert_eq!(cell.tag(8), Some(&[0u8; 8][..]));
+        assert_eq!(cell.tag(tag::MOB_REFERENCE), Some(&b"mt"[..]));
+        assert!(cell.is_mob_reference());
+        cell.tags.truncate(12);
+        assert!(!cell.is_mob_reference());
+    }
 }

@@ -25,7 +25,7 @@ pub mod snapshot;
 mod trailer;
 
 pub use block::BlockType;
-pub use cell::{kind, Cell, Format};
+pub use cell::{kind, tag, Cell, Format};
 pub use compression::Codec;
 pub use file_info::FileInfo;
 pub use reader::{Cells, HFile, Source};

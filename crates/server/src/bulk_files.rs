@@ -185,6 +185,18 @@ impl BulkFiles {
     }
 }
 
+/// Why a file of an HBase MOB family is refused: its reference cells' values are the names of
+/// files in HBase's `mobdir`, which are not read here.
+pub fn mob_reference(row: &[u8]) -> String {
+    format!(
+        "a MOB reference cell (row '{}'): the file is from a MOB family, whose values are in \
+         HBase's MOB files, which Cellar does not load; move them into the store files on HBase \
+         first (MOB_THRESHOLD above the largest value, a major compaction, then IS_MOB => \
+         false; docs/migration.md)",
+        row.escape_ascii()
+    )
+}
+
 /// `host:port/path` split into the NameNode and an absolute path without `.` or `..`.
 fn split_hdfs(rest: &str) -> Option<(String, PathBuf)> {
     let (namenode, path) = match rest.find('/') {

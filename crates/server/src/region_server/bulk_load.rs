@@ -163,6 +163,9 @@ fn copy_cells(
                 String::from_utf8_lossy(&bounds.end)
             )));
         }
+        if cell.is_mob_reference() {
+            return Err(bad(crate::bulk_files::mob_reference(&cell.row)));
+        }
         let kind = CellType::from_code(cell.kind)
             .ok_or_else(|| bad(format!("a cell of type {}", cell.kind)))?;
         let ts = u64::try_from(cell.timestamp)

@@ -316,6 +316,9 @@ fn apply_file(rs: &RegionServer, table: &str, f: &Found) -> Result<u64, HbaseErr
                 f.family
             )));
         }
+        if cell.is_mob_reference() {
+            return Err(bad(bulk_files::mob_reference(&cell.row)));
+        }
         let kind = CellType::from_code(cell.kind)
             .ok_or_else(|| bad(format!("a cell of type {}", cell.kind)))?;
         let timestamp = u64::try_from(cell.timestamp)
