@@ -100,6 +100,11 @@ pub struct RowMutation {
     pub durability: Durability,
     /// Set on increments and appends a client may retry (see [`Nonce`]).
     pub nonce: Option<Nonce>,
+    /// The clusters this change has already been through, as HBase's WAL keys name them
+    /// (`clusterIds`, UUIDs, the originating cluster first): set on edits replicated in, and
+    /// logged with the edit, so that replication out never ships a change back to a cluster
+    /// that has it (a loop in master-master replication). Empty for a client's own writes.
+    pub cluster_ids: Vec<u128>,
 }
 
 impl RowMutation {
@@ -147,6 +152,7 @@ impl RowMutation {
             entries: Vec::new(),
             durability: Durability::UseDefault,
             nonce: None,
+            cluster_ids: Vec::new(),
         }
     }
 

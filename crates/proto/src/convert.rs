@@ -196,8 +196,16 @@ pub fn mutation_to_pb(m: &RowMutation, kind: MutationKind, cells: &mut BytesMut)
         kind: mutation_kind_to_pb(kind) as i32,
         cell_count: m.entries.len() as u32,
         durability: durability_to_pb(m.durability) as i32,
+        cluster_ids: m
+            .cluster_ids
+            .iter()
+            .map(|id| Bytes::copy_from_slice(&id.to_be_bytes()))
+            .collect(),
     }
 }
+
+/// The most cluster ids one mutation may carry (a chain of replication peers).
+pub const MAX_CLUSTER_IDS: usize = 64;
 
 /// Reads a mutation's entries from the request's cell block; every cell must be of the
 /// mutation's row.
@@ -252,9 +260,25 @@ pub fn mutation_from_pb(
             entries,
             durability: durability_from_pb(m.durability)?,
             nonce: None,
+            cluster_ids: cluster_ids_from_pb(&m.cluster_ids)?,
         },
         kind,
     ))
+}
+
+fn cluster_ids_from_pb(ids: &[Bytes]) -> Result<Vec<u128>> {
+    if ids.len() > MAX_CLUSTER_IDS {
+        return bad(format!(
+            "{} cluster ids on one mutation; at most {MAX_CLUSTER_IDS}",
+            ids.len()
+        ));
+    }
+    ids.iter()
+        .map(|id| match <[u8; 16]>::try_from(id.as_ref()) {
+            Ok(b) => Ok(u128::from_be_bytes(b)),
+            Err(_) => bad(format!("a cluster id of {} bytes; a UUID is 16", id.len())),
+        })
+        .collect()
 }
 
 pub fn condition_to_pb(c: &Condition) -> pb::Condition {
@@ -841,6 +865,25 @@ mod tests {
         );
     }
 
+    /// A replicated row sent on to the server of its region keeps the clusters it has been
+    /// through; ids that are not UUIDs, or too many, are refused.
+    #[test]
+    fn cluster_ids_travel_with_a_mutation_and_bad_ones_are_refused() {
+        let mut m = RowMutation::new(b"r".to_vec()).put(b"f", b"q", 1, b"v".to_vec());
+        m.cluster_ids = vec![u128::MAX, 7];
+        let mut cells = BytesMut::new();
+        let pb = mutation_to_pb(&m, MutationKind::PutDelete, &mut cells);
+        let (back, _) =
+            mutation_from_pb(&pb, &mut CellReader::new(cells.clone().freeze())).expect("decodes");
+        assert_eq!(back.cluster_ids, m.cluster_ids);
+        let mut short = pb.clone();
+        short.cluster_ids.push(Bytes::from_static(b"not16"));
+        assert!(mutation_from_pb(&short, &mut CellReader::new(cells.clone().freeze())).is_err());
+        let mut many = pb;
+        many.cluster_ids = vec![Bytes::from(vec![0u8; 16]); MAX_CLUSTER_IDS + 1];
+        assert!(mutation_from_pb(&many, &mut CellReader::new(cells.freeze())).is_err());
+    }
+
     /// The count of a mutation's cells comes from the peer: u32::MAX of them in an empty cell
     /// block is an error, not a buffer of u32::MAX entries (what the `cellblock` fuzz target
     /// found in `CellReader::take`, which this conversion sized its buffer like).
@@ -851,6 +894,7 @@ mod tests {
             kind: pb::MutationKind::PutDelete as i32,
             cell_count: u32::MAX,
             durability: 0,
+            cluster_ids: vec![],
         };
         let e = mutation_from_pb(&m, &mut CellReader::new(Bytes::new())).expect_err("no cells");
         assert!(e.0.contains("expected 4294967295 cells"), "{e}");

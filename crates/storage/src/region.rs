@@ -957,7 +957,7 @@ impl RegionInner {
                 .iter()
                 .map(|(i, k, v)| (&self.stores[*i].name[..], &k[..], &v[..]))
                 .collect();
-            wal_payload::encode(&mut payload, m.nonce, &refs);
+            wal_payload::encode(&mut payload, m.nonce, &m.cluster_ids, &refs);
             match self.services.wal.append(self.info.id, seq, &payload) {
                 Ok(t) => ticket = Some(t),
                 Err(e) => {

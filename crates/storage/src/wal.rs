@@ -28,6 +28,8 @@ use cellar_model::{Durability, Error, Result};
 use commit::Shared;
 pub use commit::WalHealth;
 use parking_lot::Mutex;
+/// One segment's records, for readers outside the log (tests, tools).
+pub use reader::{replay_segment, SegmentReplay};
 use segments::{SegmentMeta, SegmentSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -862,6 +862,7 @@ fn storage(out: &mut Vec<Seed>) {
     wal_payload::encode(
         &mut payload,
         None,
+        &[],
         &[(b"f", &key1, b"value"), (b"g", &key2, b"")],
     );
     out.push(("wal_edit", "two-cells".into(), payload.clone()));
@@ -870,8 +871,16 @@ fn storage(out: &mut Vec<Seed>) {
         group: 77,
         nonce: 1001,
     };
-    wal_payload::encode(&mut with_nonce, Some(nonce), &[(b"f", &key1, b"8bytes!!")]);
+    wal_payload::encode(&mut with_nonce, Some(nonce), &[], &[(b"f", &key1, b"8bytes!!")]);
     out.push(("wal_edit", "nonce".into(), with_nonce));
+    let mut replicated = Vec::new();
+    wal_payload::encode(
+        &mut replicated,
+        Some(nonce),
+        &[(2u128 << 64) | 1, u128::MAX],
+        &[(b"f", &key1, b"value")],
+    );
+    out.push(("wal_edit", "cluster-ids".into(), replicated));
     let framer = wal_segment::RecordFramer::new(crate::targets::FUZZ_SALT);
     let mut seg = wal_segment::segment_header(crate::targets::FUZZ_SALT).to_vec();
     for (region, seq) in [(7u64, 11u64), (7, 12), (9, 1)] {

@@ -702,16 +702,18 @@ pub fn store_refs(data: &[u8]) {
     }
 }
 
-/// A WAL edit payload (the cells of one row mutation, with a nonce in version 2). One that
-/// decodes is exactly what the encoder writes for its cells and nonce.
+/// A WAL edit payload (the cells of one row mutation, with a nonce in version 2, cluster ids
+/// and maybe a nonce in version 3). One that decodes is exactly what the encoder writes for
+/// its cells, nonce and cluster ids.
 pub fn wal_edit(data: &[u8]) {
     let Ok(cells) = wal_payload::decode(data, "fuzz edit") else {
         return;
     };
+    let header = wal_payload::edit_header(data).expect("an edit that decodes has a header");
     let triples: Vec<(&[u8], &[u8], &[u8])> =
         cells.iter().map(|c| (c.family, c.key, c.value)).collect();
     let mut out = Vec::new();
-    wal_payload::encode(&mut out, wal_payload::nonce(data), &triples);
+    wal_payload::encode(&mut out, header.nonce, &header.cluster_ids, &triples);
     assert_eq!(out, data, "edit does not round-trip");
 }
 

@@ -402,6 +402,7 @@ pub(crate) fn mutation_from_hbase(
                 group: nonce_group.unwrap_or(0),
                 nonce,
             }),
+            cluster_ids: Vec::new(),
         },
         kind,
         whole_row_delete,

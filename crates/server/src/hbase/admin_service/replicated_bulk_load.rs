@@ -62,6 +62,8 @@ pub(crate) struct ReplicatedBulkLoad {
     /// The source region's encoded name: the directory its files are in.
     pub(crate) region: String,
     pub(crate) stores: Vec<Store>,
+    /// The marker's WAL entry's cluster ids: kept with every cell written from the files.
+    pub(crate) cluster_ids: Vec<u128>,
 }
 
 /// One family's files.
@@ -102,6 +104,7 @@ impl ReplicatedBulkLoad {
             table: table.to_string(),
             region,
             stores,
+            cluster_ids: Vec::new(),
         }))
     }
 
@@ -278,15 +281,20 @@ fn refused(path: &str) -> HbaseError {
 
 /// Writes the cells of `files` into `table` as replicated row mutations, file after file, each
 /// in its order; returns the cells written.
-pub(crate) fn apply(rs: &RegionServer, table: &str, files: &[Found]) -> Result<u64, HbaseError> {
+pub(crate) fn apply(
+    rs: &RegionServer,
+    load: &ReplicatedBulkLoad,
+    files: &[Found],
+) -> Result<u64, HbaseError> {
     let mut cells = 0;
     for f in files {
-        cells += apply_file(rs, table, f)?;
+        cells += apply_file(rs, load, f)?;
     }
     Ok(cells)
 }
 
-fn apply_file(rs: &RegionServer, table: &str, f: &Found) -> Result<u64, HbaseError> {
+fn apply_file(rs: &RegionServer, load: &ReplicatedBulkLoad, f: &Found) -> Result<u64, HbaseError> {
+    let table = load.table.as_str();
     let name = f.location.to_string();
     let unreadable = |e: cellar_hfile::Error| match e {
         cellar_hfile::Error::Io { .. } => HbaseError::new(IO, e.to_string(), false),
@@ -350,6 +358,7 @@ fn apply_file(rs: &RegionServer, table: &str, f: &Found) -> Result<u64, HbaseErr
                     entries: vec![entry],
                     durability: Durability::UseDefault,
                     nonce: None,
+                    cluster_ids: load.cluster_ids.clone(),
                 });
             }
         }

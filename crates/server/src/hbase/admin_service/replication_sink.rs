@@ -102,7 +102,21 @@ impl ReplicateWalEntry {
                 tracing::debug!(table, "replicated edit of a system table skipped");
                 continue;
             }
-            for step in steps_of(&table, entry_cells).map_err(bad)? {
+            // The clusters the edit has been through, kept with the write (HBase's sink does
+            // the same), so that replication out never ships it back to one of them.
+            let cluster_ids: Vec<u128> = key
+                .cluster_ids
+                .iter()
+                .map(|id| (u128::from(id.most_sig_bits) << 64) | u128::from(id.least_sig_bits))
+                .collect();
+            if cluster_ids.len() > cellar_proto::convert::MAX_CLUSTER_IDS {
+                return Err(bad(format!(
+                    "{} cluster ids; at most {}",
+                    cluster_ids.len(),
+                    cellar_proto::convert::MAX_CLUSTER_IDS
+                )));
+            }
+            for step in steps_of(&table, entry_cells, &cluster_ids).map_err(bad)? {
                 match step {
                     Step::Rows(t) => {
                         for m in &t.rows {
@@ -192,7 +206,7 @@ impl ReplicateWalEntry {
                 Step::Rows(t) => svc.rs.apply_replicated(std::slice::from_ref(t))?,
                 Step::BulkLoad(load) => {
                     let these = found.next().unwrap_or_default();
-                    cells += replicated_bulk_load::apply(&svc.rs, &load.table, &these)?;
+                    cells += replicated_bulk_load::apply(&svc.rs, load, &these)?;
                     files += these.len() as u64;
                 }
             }
@@ -204,13 +218,14 @@ impl ReplicateWalEntry {
 /// An entry's cells as steps: each run of cells of one row, in order, is one row mutation
 /// (HBase's WAL entry holds one region's edits of a batch, a row's cells together), a
 /// bulk-load marker a bulk load in its place, HBase's other markers skipped.
-fn steps_of(table: &str, cells: Vec<Cell>) -> Result<Vec<Step>, String> {
+fn steps_of(table: &str, cells: Vec<Cell>, cluster_ids: &[u128]) -> Result<Vec<Step>, String> {
     let mut steps = Vec::new();
     let mut rows: Vec<RowMutation> = Vec::new();
     for c in cells {
         if c.family.as_ref() == HBASE_METAFAMILY {
             if c.qualifier.as_ref() == BULK_LOAD_QUALIFIER {
-                if let Some(load) = ReplicatedBulkLoad::decode(table, &c.value)? {
+                if let Some(mut load) = ReplicatedBulkLoad::decode(table, &c.value)? {
+                    load.cluster_ids = cluster_ids.to_vec();
                     if !rows.is_empty() {
                         steps.push(Step::Rows(ReplicatedTable {
                             table: table.to_string(),
@@ -236,6 +251,7 @@ fn steps_of(table: &str, cells: Vec<Cell>) -> Result<Vec<Step>, String> {
                 entries: vec![entry],
                 durability: Durability::UseDefault,
                 nonce: None,
+                cluster_ids: cluster_ids.to_vec(),
             }),
         }
     }
@@ -890,6 +906,71 @@ mod tests {
             e.message.contains("sourceBaseNamespaceDirPath"),
             "{}",
             e.message
+        );
+    }
+
+    /// The WAL keeps, with every replicated write, the clusters the source's WAL entry says the
+    /// edit has been through (the request's entries name `(2 << 64) | 1`), rows and
+    /// bulk-loaded cells alike; a client's own write carries none.
+    #[test]
+    fn replicated_writes_keep_their_cluster_ids_in_the_wal() {
+        use cellar_model::key::KeyRef;
+        use cellar_storage::region::wal_payload;
+        let f = fixture_reading(false, &["hbase-root"]);
+        place(&f, "none-none.hfile", "f1", false);
+        let (req, block) = bulk_request(
+            &f,
+            &[
+                ("t", vec![cell("a", "cf", "q", 1, CellType::Put, "v")]),
+                ("t", vec![marker(&["f1"], None)]),
+            ],
+        );
+        replicate(&f, &user("replicator"), &req, &block).expect("applied");
+        let own = RowMutation::new(b"own".to_vec()).put(b"cf", b"q", 1, b"mine".to_vec());
+        let region = f
+            .svc
+            .rs
+            .router
+            .locate("t", b"own")
+            .expect("located")
+            .info
+            .id;
+        f.svc
+            .rs
+            .mutate(
+                "t",
+                region,
+                &own,
+                cellar_model::MutationKind::PutDelete,
+                None,
+            )
+            .expect("own write");
+        let wal = &f.svc.rs.services.wal;
+        wal.roll().expect("roll");
+        let (mut replicated, mut own_records) = (0, 0);
+        for segment in wal.segments() {
+            let data = Bytes::from(std::fs::read(&segment).expect("segment"));
+            let replay = cellar_storage::wal::replay_segment("segment", &data).expect("replay");
+            for r in replay.records {
+                let header = wal_payload::edit_header(&r.payload).expect("header");
+                let cells = wal_payload::decode(&r.payload, "record").expect("cells");
+                let rows: Vec<&[u8]> = cells
+                    .iter()
+                    .filter_map(|c| KeyRef::parse(c.key).map(|k| k.row()))
+                    .collect();
+                if rows.iter().any(|r| *r == b"own") {
+                    assert!(header.cluster_ids.is_empty(), "a client's write");
+                    own_records += 1;
+                } else if rows.iter().any(|r| *r == b"a" || r.starts_with(b"\x00")) {
+                    assert_eq!(header.cluster_ids, [(2u128 << 64) | 1], "rows {rows:?}");
+                    replicated += 1;
+                }
+            }
+        }
+        assert_eq!(own_records, 1);
+        assert!(
+            replicated >= 2,
+            "the row and the file's cells: {replicated} records"
         );
     }
 }
