@@ -126,3 +126,37 @@ fn a_session_that_ends_without_close_loses_its_ephemeral_nodes() {
     }
     watcher.close();
 }
+
+/// A master restarted at its own address after a crash finds the node its previous run left
+/// (that run's session not yet expired) and takes over at once, as HBase's master does; a
+/// master at another port of the same host still waits as a backup.
+#[test]
+fn a_master_restarted_at_its_own_address_replaces_the_node_its_crashed_run_left() {
+    let zk = ZooKeeper::start(200).expect("start ZooKeeper");
+    let crashed = connect(&zk, "/cellar-restart");
+    assert_eq!(crashed.try_become_master(&server(9)), Ok(Election::Active));
+    // The crashed run's session lives on (as it does for up to the session timeout after a
+    // kill -9); nothing of it answers any more.
+    let other = connect(&zk, "/cellar-restart");
+    assert_eq!(
+        other.try_become_master(&server(10)),
+        Ok(Election::Backup {
+            active: Some(server(9))
+        }),
+        "another port of the same host is another master"
+    );
+    let mut again = server(9);
+    again.name.start_code += 1;
+    let restarted = connect(&zk, "/cellar-restart");
+    assert_eq!(restarted.try_become_master(&again), Ok(Election::Active));
+    assert_eq!(other.active_master(), Ok(Some(again.clone())));
+    drop(crashed);
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(
+        other.active_master(),
+        Ok(Some(again)),
+        "the new run's node stays"
+    );
+    other.close();
+    restarted.close();
+}

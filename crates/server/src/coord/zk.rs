@@ -321,6 +321,24 @@ impl Coordination for ZkCoordination {
             self.announced.lock().master = true;
             return Ok(Election::Active);
         }
+        // HBase's rule for a master restarted at its own address: the node names this
+        // server's host and port with another start code, so it is the run before this one
+        // (which held the port this run has bound since), dead, its session not yet expired.
+        // Its node is deleted and the election run again, rather than waiting out the session.
+        if let Some(previous) = active.as_ref().filter(|a| {
+            a.name.host == me.name.host
+                && a.name.port == me.name.port
+                && a.name.start_code != me.name.start_code
+        }) {
+            tracing::warn!(previous = %previous.name, server = %me.name,
+                "the active master's node names this server's own address: left by a run \
+                 that ended without closing its session (a crash); deleting it");
+            self.delete(&path)?;
+            if self.create_ephemeral(&path, znodes::encode_master(&self.writer, me))? {
+                self.announced.lock().master = true;
+                return Ok(Election::Active);
+            }
+        }
         let backup = self.paths.backup_master(&me.name);
         self.create_ephemeral(&backup, znodes::encode_master(&self.writer, me))?;
         self.announced.lock().backup = Some(backup);
