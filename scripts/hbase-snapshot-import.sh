@@ -6,7 +6,8 @@
 # a 6 MiB cell, two flushes, a region split whose daughters still read their parent's files),
 # snapshotted, imported with `cellar import-hbase`, and compared cell for cell (raw, every
 # version) with HBase's clone of the same snapshot; a damaged HFile and a missing one refused
-# before anything is created; a MOB family refused with HBase's steps out of MOB, and imported
+# before anything is created, and so is a clone's snapshot whose HFileLink target is gone; a
+# family's TTL and another's KEEP_DELETED_CELLS with their effects; a MOB family refused with HBase's steps out of MOB, and imported
 # once they are done. With --hdfs, HBase's root is on a MiniDFS (scripts/minidfs.sh),
 # Cellar is given the HDFS directory as its bulk-load dir, and the import reads the snapshot
 # and its HFiles over HDFS (the damaged-file case, which edits files in place, is local only).
@@ -83,7 +84,7 @@ timeout 900 mvn -B -f "$suite/pom.xml" test -Dtest=SnapshotImportTest "${props[@
   >"$work/junit.log" 2>&1
 status=$?
 skipped=$(( hdfs ? 1 : 0 ))
-ok=$(grep -cE "Tests run: 3, Failures: 0, Errors: 0, Skipped: $skipped" "$work/junit.log")
+ok=$(grep -cE "Tests run: 4, Failures: 0, Errors: 0, Skipped: $skipped" "$work/junit.log")
 cells="$(grep -ahoE 'snapshot-import: [0-9]+ cells compared' "$work/junit.log" \
   "$suite"/target/surefire-reports/*SnapshotImportTest*-output.txt 2>/dev/null | head -n1 | grep -oE '[0-9]+' || true)"
 if (( status == 0 && ok > 0 )); then

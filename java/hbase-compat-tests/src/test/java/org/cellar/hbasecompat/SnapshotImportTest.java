@@ -27,6 +27,7 @@ import org.apache.hadoop.hbase.client.ColumnFamilyDescriptorBuilder;
 import org.apache.hadoop.hbase.client.CompactionState;
 import org.apache.hadoop.hbase.client.Connection;
 import org.apache.hadoop.hbase.client.ConnectionFactory;
+import org.apache.hadoop.hbase.KeepDeletedCells;
 import org.apache.hadoop.hbase.client.Delete;
 import org.apache.hadoop.hbase.client.Put;
 import org.apache.hadoop.hbase.client.Result;
@@ -241,6 +242,9 @@ class SnapshotImportTest {
     }
     sourceAdmin.flush(t);
     sourceAdmin.snapshot("snapbad1", t);
+    // A clone shares the table's file through an HFileLink; its snapshot names the link.
+    sourceAdmin.cloneSnapshot("snapbad1", TableName.valueOf("snapbadclone"));
+    sourceAdmin.snapshot("snapbadclone1", TableName.valueOf("snapbadclone"));
     Path family;
     try (Stream<Path> dirs = Files.walk(Paths.get(root, "data", "default", "snapbad"))) {
       family = dirs.filter(p -> p.getFileName().toString().equals("f") && Files.isDirectory(p))
@@ -271,6 +275,13 @@ class SnapshotImportTest {
     assertNotEquals(0, missing[0]);
     assertTrue(((String) missing[1]).contains("in neither the data directory nor the archive"),
         (String) missing[1]);
+    assertFalse(cellarAdmin.tableExists(TableName.valueOf("snapbadimport")));
+    // The link's target gone: the clone's snapshot is refused, naming the link.
+    Object[] link = importSnapshot("snapbadclone1", "snapbadimport");
+    assertNotEquals(0, link[0]);
+    String linkOut = (String) link[1];
+    assertTrue(linkOut.contains("snapbad=") && linkOut.contains(hfile.getFileName().toString())
+        && linkOut.contains("in neither the data directory nor the archive"), linkOut);
     assertFalse(cellarAdmin.tableExists(TableName.valueOf("snapbadimport")));
     Files.write(hfile, original);
     assertTrue(new File(hfile.toString()).isFile());
@@ -343,5 +354,68 @@ class SnapshotImportTest {
     assertEquals(expected, got, "every cell, the large values included");
     System.out.println("snapshot-import: MOB family refused, then " + got.size()
         + " cells imported after HBase's steps out of MOB");
+  }
+
+  /** Every cell a scan returns, one line each, as {@link #dump} writes them. */
+  static List<String> dumpScan(Connection c, TableName t, Scan scan) throws Exception {
+    List<String> out = new ArrayList<>();
+    try (Table table = c.getTable(t); ResultScanner s = table.getScanner(scan)) {
+      for (Result r : s) {
+        for (Cell cell : r.rawCells()) {
+          out.add(Bytes.toStringBinary(CellUtil.cloneRow(cell)) + "/"
+              + Bytes.toString(CellUtil.cloneFamily(cell)) + ":"
+              + Bytes.toStringBinary(CellUtil.cloneQualifier(cell)) + "/" + cell.getTimestamp()
+              + "/" + Bytes.toStringBinary(CellUtil.cloneValue(cell)));
+        }
+      }
+    }
+    return out;
+  }
+
+  /**
+   * A family's TTL and another's KEEP_DELETED_CELLS come over with their effects: cells past
+   * the TTL stay hidden, and cells a delete masks stay readable by a time range that ends
+   * before the delete, on Cellar as on HBase.
+   */
+  @Test
+  void ttlAndKeepDeletedCellsComeOverWithTheirEffects() throws Exception {
+    TableName t = TableName.valueOf("snapttl");
+    sourceAdmin.createTable(TableDescriptorBuilder.newBuilder(t)
+        .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(F).setTimeToLive(3600)
+            .setMaxVersions(5).build())
+        .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(G)
+            .setKeepDeletedCells(KeepDeletedCells.TRUE).setMaxVersions(5).build())
+        .build());
+    long now = System.currentTimeMillis();
+    try (Table table = source.getTable(t)) {
+      for (int i = 0; i < 300; i++) {
+        table.put(new Put(row(i))
+            .addColumn(F, Bytes.toBytes("live"), now - 60_000, Bytes.toBytes("live" + i))
+            .addColumn(F, Bytes.toBytes("old"), now - 7_200_000, Bytes.toBytes("expired" + i))
+            .addColumn(G, Bytes.toBytes("a"), now - 50_000, Bytes.toBytes("kept" + i))
+            .addColumn(G, Bytes.toBytes("a"), now - 40_000, Bytes.toBytes("newer" + i)));
+      }
+      for (int i = 0; i < 300; i += 3) {
+        table.delete(new Delete(row(i)).addColumns(G, Bytes.toBytes("a"), now - 20_000));
+      }
+    }
+    sourceAdmin.flush(t);
+    sourceAdmin.snapshot("snapttl1", t);
+    Object[] result = importSnapshot("snapttl1", "snapttlimport");
+    assertEquals(0, result[0], (String) result[1]);
+    TableName imported = TableName.valueOf("snapttlimport");
+    List<String> expected = dump(source, t, false);
+    assertEquals(expected, dump(cellar, imported, false), "what a reader sees");
+    assertTrue(expected.stream().noneMatch(c -> c.contains(":old/")), "HBase hides expired");
+    Scan before = new Scan().setTimeRange(0, now - 30_000).readAllVersions();
+    List<String> kept = dumpScan(source, t, before);
+    assertEquals(kept, dumpScan(cellar, imported, before), "deleted cells kept");
+    assertTrue(kept.stream().anyMatch(c -> c.startsWith("d000003/g:a/")),
+        "a deleted row's cells read before its delete: " + kept.size());
+    assertEquals(3600, cellarAdmin.getDescriptor(imported).getColumnFamily(F).getTimeToLive());
+    assertEquals(KeepDeletedCells.TRUE,
+        cellarAdmin.getDescriptor(imported).getColumnFamily(G).getKeepDeletedCells());
+    System.out.println("snapshot-import: TTL and KEEP_DELETED_CELLS: " + expected.size()
+        + " cells and " + kept.size() + " kept cells equal");
   }
 }
