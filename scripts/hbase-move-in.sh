@@ -9,9 +9,12 @@
 #   2. writes start on HBase and run to the end: YCSB (load, then workload A for a while) on
 #      usertable, and puts, increments, appends and every kind of delete on orders;
 #   3. snapshots of both tables, taken during the writes, imported with `cellar import-hbase`;
-#   4. the peer enabled: replication catches up while the writes go on;
+#   4. the peer enabled: replication catches up while the writes go on; a few seconds in,
+#      Cellar is killed with SIGKILL while the source's batches arrive and started again on
+#      the same data and ports (--no-kill leaves it running): the source retries;
 #   5. writes stop; `cellar verify-against` compares every version of every cell of both
-#      tables (deletes applied), re-reading ranges still in flight, and HBase's own
+#      tables (deletes applied: nothing lost, nothing applied twice across the kill),
+#      re-reading ranges still in flight, and HBase's own
 #      HashTable/SyncTable (scripts/lib/sync-table.sh) must report 0 differences;
 #   6. HBase stopped; YCSB reads every record from Cellar (the clients switched).
 # Ends with one line
@@ -19,8 +22,10 @@
 # and exits non-zero on failure. Every process is stopped by its PID on exit.
 #
 # Usage: scripts/hbase-move-in.sh [--cellar BIN] [--work DIR] [--records N] [--seconds S]
+#                                 [--port-offset N] [--no-kill]
 #   --records  YCSB records loaded while the snapshot is taken (default 20000)
 #   --seconds  how long YCSB workload A runs after the load (default 30)
+#   --port-offset  HBase's ports are 2181/16000-16030 plus N (default 800)
 set -uo pipefail
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -29,6 +34,7 @@ work=""
 records=20000
 seconds=30
 offset=800
+kill_sink=1
 say() { echo "hbase-move-in: $*" >&2; }
 die() { say "$*"; echo "hbase-move-in: failed ($*)"; exit 1; }
 need_value() { [[ $# -ge 2 && -n "$2" ]] || die "option $1 needs a value"; }
@@ -38,12 +44,15 @@ while [[ $# -gt 0 ]]; do
     --work) need_value "$@"; work="$2"; shift 2 ;;
     --records) need_value "$@"; records="$2"; shift 2 ;;
     --seconds) need_value "$@"; seconds="$2"; shift 2 ;;
-    -h|--help) sed -n '2,24p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    --no-kill) kill_sink=0; shift ;;
+    --port-offset) need_value "$@"; offset="$2"; shift 2 ;;
+    -h|--help) sed -n '2,28p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) die "unknown option '$1' (see --help)" ;;
   esac
 done
 [[ "$records" =~ ^[1-9][0-9]*$ ]] || die "--records: '$records' is not a positive number"
 [[ "$seconds" =~ ^[1-9][0-9]*$ ]] || die "--seconds: '$seconds' is not a positive number"
+[[ "$offset" =~ ^[0-9]+$ ]] || die "--port-offset: '$offset' is not a number"
 [[ -x "$cellar_bin" ]] || die "no Cellar binary at $cellar_bin (cargo build --release -p cellar-cli, or --cellar BIN)"
 work="${work:-$(mktemp -d -t cellar-move-in.XXXXXX)}"
 mkdir -p "$work/hbase/root"
@@ -152,6 +161,22 @@ enabled=$(date +%s)
 ) >"$work/lag-samples.txt" &
 sampler_pid=$!
 bg_pids+=("$sampler_pid")
+if (( kill_sink )); then
+  # The sink dies while batches arrive: wait until it has applied some, then SIGKILL it.
+  batches_total() {
+    curl -s --max-time 2 "http://$http/metrics" \
+      | awk '$1 == "cellar_replication_sink_batches_total" {print $2}'
+  }
+  for _ in $(seq 1 60); do
+    [[ "$(batches_total)" =~ ^[0-9]+$ ]] && (( $(batches_total) >= 5 )) && break
+    sleep 0.5
+  done
+  before="$(batches_total)"
+  kill9_restart_standalone "$cellar_bin" "$work" --zk "$zk" --bulk-load-dir "$work/hbase/root" \
+    || die "cellar standalone did not start again after kill -9 (log: $work/cellar.log)"
+  say "Cellar killed with SIGKILL after ${before:-no} replicated batches, and started again (pid $cellar_pid)"
+  summary_kill="sink killed with SIGKILL after ${before:-0} batches"
+fi
 
 # --- 5. writes stop; replication catches up; both tables compared ---------------------------
 wait "$ycsb_pid"
@@ -168,6 +193,7 @@ say "writes stopped after $(( $(date +%s) - started )) s ($(( $(date +%s) - enab
 grep -hE '^\[(INSERT|UPDATE)\], Operations' "$work/ycsb-load.txt" "$work/ycsb-a.txt" >&2
 
 summary=()
+[[ -n "${summary_kill:-}" ]] && summary+=("$summary_kill")
 for t in usertable orders; do
   "$cellar_bin" verify-against --hbase "$hbase_addr" --cellar "$cellar_addr" --table "$t" \
     --recheck 20 --recheck-pause 3 >"$work/verify-$t.txt" 2>"$work/verify-$t.err"
