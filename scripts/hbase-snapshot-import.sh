@@ -71,7 +71,7 @@ native="$(sed -n 's/^listening native=//p' "$work/cellar.out" | head -n1)"
 echo "cellar pid $cellar_pid at $cellar_addr (native $native)" >&2
 
 echo "starting Apache HBase 2.6.4 (ports +$offset)..." >&2
-hb_line="$(HBASE_HEAP="${HBASE_HEAP:-1g}" HBASE_PORT_OFFSET="$offset" \
+hb_line="$(HBASE_HEAP="${HBASE_HEAP:-1g}" HBASE_PORT_OFFSET="$offset" HBASE_CODECS=1 \
   HBASE_SITE_PROPERTIES="$site${HBASE_SITE_PROPERTIES:+ $HBASE_SITE_PROPERTIES}" \
   "$repo/scripts/hbase/start.sh" "$work/hbase")" \
   || die "starting Apache HBase failed (scripts/hbase/start.sh, logs in $work/hbase/logs)"

@@ -3,10 +3,12 @@
 # $CELLAR_CACHE/hbase-2.6.4/lib (default ~/.cache/cellar). Idempotent: a completed fetch
 # leaves a marker and later calls return at once. Prints the lib directory.
 #
-# Usage: scripts/hbase/fetch.sh [server|mapreduce]
+# Usage: scripts/hbase/fetch.sh [server|mapreduce|codecs]
 #   server     (the default) the server's jars (server-pom.xml), in .../hbase-2.6.4/lib
 #   mapreduce  a MapReduce client's: the same HBase and Hadoop, hbase-mapreduce and Hadoop's
 #              local job runner (mapreduce-pom.xml), in .../hbase-2.6.4/mapreduce-lib
+#   codecs     the LZ4 and ZSTD codecs a server or writer adds to the jars above
+#              (scripts/hfile/codecs-pom.xml), in .../hbase-2.6.4/codecs-lib
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -15,7 +17,8 @@ home="$cache/hbase-2.6.4"
 case "${1:-server}" in
   server) pom="$here/server-pom.xml"; lib="$home/lib"; marker="$home/.fetched" ;;
   mapreduce) pom="$here/mapreduce-pom.xml"; lib="$home/mapreduce-lib"; marker="$home/.fetched-mapreduce" ;;
-  *) echo "fetch.sh: unknown set '$1' (server or mapreduce)" >&2; exit 2 ;;
+  codecs) pom="$here/../hfile/codecs-pom.xml"; lib="$home/codecs-lib"; marker="$home/.fetched-codecs" ;;
+  *) echo "fetch.sh: unknown set '$1' (server, mapreduce or codecs)" >&2; exit 2 ;;
 esac
 
 if [[ -f "$marker" && -d "$lib" ]]; then

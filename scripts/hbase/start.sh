@@ -11,7 +11,9 @@
 #   HBASE_PORT_OFFSET (default 0): added to every port (ZooKeeper 2181, master 16000 and
 #   16010, region server 16020 and 16030), so a second standalone can run beside another,
 #   HBASE_SITE_PROPERTIES: more hbase-site.xml settings, "name=value" separated by spaces
-#   (e.g. "replication.source.sleepforretries=100").
+#   (e.g. "replication.source.sleepforretries=100"),
+#   HBASE_CODECS=1: LZ4 and ZSTD on the server too (`fetch.sh codecs`; HBase's own ZSTD codec,
+#   as Hadoop's needs libhadoop), for tables that use them.
 set -euo pipefail
 
 if [[ $# -ne 1 ]]; then
@@ -30,6 +32,11 @@ if [[ -n "$cleaner_ms" ]]; then
   for key in hbase.master.hfilecleaner.ttl hbase.master.logcleaner.ttl hbase.master.cleaner.interval; do
     cleaner_props+="  <property><name>$key</name><value>$cleaner_ms</value></property>"$'\n'
   done
+fi
+codecs_cp=""
+if [[ "${HBASE_CODECS:-0}" == 1 ]]; then
+  codecs_cp=":$("$here/fetch.sh" codecs)/*"
+  cleaner_props+="  <property><name>hbase.io.compress.zstd.codec</name><value>org.apache.hadoop.hbase.io.compress.zstd.ZstdCodec</value></property>"$'\n'
 fi
 for kv in ${HBASE_SITE_PROPERTIES:-}; do
   [[ "$kv" =~ ^[A-Za-z0-9_.-]+=[^\<\>\&]*$ ]] \
@@ -119,7 +126,7 @@ java_flags=(
   "-Dhbase.log.dir=$data/logs" -Dzookeeper.admin.enableServer=false
 )
 # conf first (hbase-site.xml), then the empty hbase-webapps folders, then the jars.
-classpath="$conf:$home/webapps:$lib/*"
+classpath="$conf:$home/webapps:$lib/*$codecs_cp"
 
 nohup java "${java_flags[@]}" -cp "$classpath" org.apache.hadoop.hbase.master.HMaster start \
   >"$data/logs/hbase.out" 2>&1 </dev/null &

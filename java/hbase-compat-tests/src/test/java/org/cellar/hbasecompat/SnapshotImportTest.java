@@ -55,6 +55,9 @@ import org.junit.jupiter.api.Test;
 class SnapshotImportTest {
   static final byte[] F = Bytes.toBytes("f");
   static final byte[] G = Bytes.toBytes("g");
+  static final byte[] H = Bytes.toBytes("h");
+  static final byte[] I = Bytes.toBytes("i");
+  static final byte[] J = Bytes.toBytes("j");
   static final long T0 = 1_700_000_000_000L;
 
   static Connection source;
@@ -148,6 +151,14 @@ class SnapshotImportTest {
         .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(G).setMaxVersions(1)
             .setCompressionType(Compression.Algorithm.SNAPPY)
             .setDataBlockEncoding(DataBlockEncoding.PREFIX).build())
+        // The other encodings and compressions HBase writes, one family each.
+        .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(H).setMaxVersions(2)
+            .setCompressionType(Compression.Algorithm.LZ4)
+            .setDataBlockEncoding(DataBlockEncoding.DIFF).build())
+        .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(I).setMaxVersions(2)
+            .setCompressionType(Compression.Algorithm.ZSTD)
+            .setDataBlockEncoding(DataBlockEncoding.ROW_INDEX_V1).build())
+        .setColumnFamily(ColumnFamilyDescriptorBuilder.newBuilder(J).setMaxVersions(2).build())
         .build(), new byte[][] {Bytes.toBytes("g"), Bytes.toBytes("p")});
     try (Table table = source.getTable(t)) {
       List<Put> puts = new ArrayList<>();
@@ -157,6 +168,10 @@ class SnapshotImportTest {
           p.addColumn(F, Bytes.toBytes("q" + (i % 3)), T0 + i + v, Bytes.toBytes("v" + i + "." + v));
         }
         p.addColumn(G, Bytes.toBytes("a"), T0 + i, Bytes.toBytes("g" + i));
+        for (byte[] fam : new byte[][] {H, I, J}) {
+          p.addColumn(fam, Bytes.toBytes("c" + (i % 5)), T0 + i, Bytes.toBytes("x" + i));
+          p.addColumn(fam, Bytes.toBytes("c" + (i % 5)), T0 + i + 1, Bytes.toBytes("y" + i));
+        }
         puts.add(p);
       }
       table.put(puts);
