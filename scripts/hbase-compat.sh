@@ -254,6 +254,7 @@ if (( ! against_hbase )); then
   move_in_test hbase-snapshot-import.sh 1200 "a snapshot import from Apache HBase into Cellar"
   move_in_test hbase-snapshot-import.sh 1200 "a snapshot import from an HBase root on HDFS" --hdfs
   move_in_test hbase-bulk-load.sh 900 "HBase's bulk load tool against Cellar"
+  move_in_test hbase-bulk-load.sh 900 "HBase's bulk load tool with its HFiles on HDFS" --hdfs
   move_in_test hbase-sync-table.sh 900 "HBase's HashTable/SyncTable against Cellar"
   move_in_test hbase-move-in.sh 1200 "the move-in runbook with HBase taking writes"
 fi

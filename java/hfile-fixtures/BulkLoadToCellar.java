@@ -41,16 +41,25 @@ public class BulkLoadToCellar {
   static final long T0 = 1_700_000_000_000L;
 
   public static void main(String[] args) throws Exception {
-    if (args.length != 2) {
-      System.err.println("usage: BulkLoadToCellar CELLAR_HBASE_ADDR WORK_DIR");
+    if (args.length < 2 || args.length > 3) {
+      System.err.println("usage: BulkLoadToCellar CELLAR_HBASE_ADDR WORK_DIR [INPUT_URL]");
       System.exit(2);
     }
     Configuration conf = HBaseConfiguration.create();
     conf.set("hbase.client.bootstrap.servers", args[0]);
     conf.set("hbase.client.registry.impl", "org.apache.hadoop.hbase.client.RpcConnectionRegistry");
     conf.setInt("hbase.client.retries.number", 3);
-    FileSystem fs = FileSystem.getLocal(conf).getRawFileSystem();
-    Path input = new Path(new java.io.File(args[1], "input").getAbsolutePath());
+    // The HFiles are written under WORK_DIR/input, or under INPUT_URL (an hdfs:// directory:
+    // the tool then names files on HDFS to the server).
+    Path input;
+    FileSystem fs;
+    if (args.length > 2) {
+      input = new Path(args[2]);
+      fs = input.getFileSystem(conf);
+    } else {
+      input = new Path(new java.io.File(args[1], "input").getAbsolutePath());
+      fs = FileSystem.getLocal(conf).getRawFileSystem();
+    }
     TableName t = TableName.valueOf("bulk");
     List<KeyValue> written = new ArrayList<>();
     try (Connection c = ConnectionFactory.createConnection(conf); Admin admin = c.getAdmin()) {
