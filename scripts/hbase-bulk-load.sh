@@ -51,10 +51,12 @@ mrlib="$("$repo/scripts/hbase/fetch.sh" mapreduce)" || die "fetching HBase's Map
 
 # shellcheck source=lib/standalone.sh
 . "$repo/scripts/lib/standalone.sh"
+# shellcheck source=lib/minidfs.sh
+. "$repo/scripts/lib/minidfs.sh"
 cleanup() {
   stop_standalone
   (( against_hbase )) && "$repo/scripts/hbase/stop.sh" "$work/hbase" >&2
-  (( hdfs )) && "$repo/scripts/minidfs.sh" stop "$work/dfs" >&2
+  stop_minidfs "$work/dfs"
   true
 }
 trap cleanup EXIT
@@ -65,9 +67,8 @@ if (( against_hbase )); then
   cellar_addr="${hb_line#listening hbase=}"
   echo "Apache HBase at $cellar_addr" >&2
 elif (( hdfs )); then
-  dfs_line="$("$repo/scripts/minidfs.sh" start "$work/dfs" 1 | grep '^hdfs=')" \
-    || die "the MiniDFS did not start (scripts/minidfs.sh, log in $work/dfs)"
-  input_url="${dfs_line#hdfs=}/bulk-input"
+  start_minidfs "$work/dfs" || die "the MiniDFS did not start (scripts/minidfs.sh, log in $work/dfs)"
+  input_url="$minidfs_url/bulk-input"
   start_standalone "$cellar_bin" "$work" --bulk-load-dir "$input_url" \
     || die "cellar standalone did not start (log: $work/cellar.log)"
 else

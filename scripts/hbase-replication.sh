@@ -47,11 +47,13 @@ suite="$repo/java/hbase-compat-tests"
 
 # shellcheck source=lib/standalone.sh
 . "$repo/scripts/lib/standalone.sh"
+# shellcheck source=lib/minidfs.sh
+. "$repo/scripts/lib/minidfs.sh"
 cleanup() {
   "$repo/scripts/hbase/stop.sh" "$work/hbase" >&2 || true
   stop_standalone
   "$repo/scripts/zookeeper.sh" stop "$work/zookeeper" >&2 || true
-  if (( hdfs )); then "$repo/scripts/minidfs.sh" stop "$work/dfs" >&2 || true; fi
+  stop_minidfs "$work/dfs"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -65,10 +67,8 @@ hbase_root="$work/hbase/root"
 mkdir -p "$hbase_root"
 site=""
 if (( hdfs )); then
-  echo "starting a MiniDFS for HBase's root..." >&2
-  dfs_line="$("$repo/scripts/minidfs.sh" start "$work/dfs" 1 | grep '^hdfs=')" \
-    || die "the MiniDFS did not start (scripts/minidfs.sh, log in $work/dfs)"
-  hbase_root="${dfs_line#hdfs=}/hbase"
+  start_minidfs "$work/dfs" || die "the MiniDFS did not start (scripts/minidfs.sh, log in $work/dfs)"
+  hbase_root="$minidfs_url/hbase"
   site=" hbase.rootdir=$hbase_root"
 fi
 start_standalone "$cellar_bin" "$work" --zk "$zk" --bulk-load-dir "$hbase_root" \

@@ -48,10 +48,12 @@ suite="$repo/java/hbase-compat-tests"
 
 # shellcheck source=lib/standalone.sh
 . "$repo/scripts/lib/standalone.sh"
+# shellcheck source=lib/minidfs.sh
+. "$repo/scripts/lib/minidfs.sh"
 cleanup() {
   "$repo/scripts/hbase/stop.sh" "$work/hbase" >&2 || true
   stop_standalone
-  if (( hdfs )); then "$repo/scripts/minidfs.sh" stop "$work/dfs" >&2 || true; fi
+  stop_minidfs "$work/dfs"
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -59,10 +61,8 @@ trap 'exit 130' INT TERM
 root="$work/hbase/root"
 site=""
 if (( hdfs )); then
-  echo "starting a MiniDFS for HBase's root..." >&2
-  dfs_line="$("$repo/scripts/minidfs.sh" start "$work/dfs" 1 | grep '^hdfs=')" \
-    || die "the MiniDFS did not start (scripts/minidfs.sh, log in $work/dfs)"
-  root="${dfs_line#hdfs=}/hbase"
+  start_minidfs "$work/dfs" || die "the MiniDFS did not start (scripts/minidfs.sh, log in $work/dfs)"
+  root="$minidfs_url/hbase"
   site="hbase.rootdir=$root"
 fi
 start_standalone "$cellar_bin" "$work" --bulk-load-dir "$root" \
