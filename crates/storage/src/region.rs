@@ -24,6 +24,7 @@ mod ingest;
 mod inspect;
 mod levels;
 mod matcher;
+mod merge;
 mod mvcc;
 mod runs;
 mod scanner;
