@@ -401,3 +401,99 @@ fn the_shell_grants_and_revokes() {
     let (ok, out) = run("admin", "grant 'bob', 'RZ', 't'");
     assert!(!ok && out.contains("'Z' is not a permission"), "{out}");
 }
+
+/// A merge needs ADMIN on the table (HBase's rule), on both front ends: refused to a caller
+/// without a user, to one with no rights and to one with read and write only; a refused merge
+/// changes nothing; a table admin's merge goes through.
+#[test]
+fn merges_need_table_admin_on_both_front_ends() {
+    use cellar_proto::hbase;
+    use support::hbase::Conn;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let server = start(tmp.path());
+    let addr = server.native.clone();
+    let admin = as_user(&addr, Some("admin"));
+    admin
+        .admin()
+        .create_table(
+            TableSchema::new("t", vec![FamilySchema::new("f")]),
+            vec![
+                bytes::Bytes::from_static(b"m"),
+                bytes::Bytes::from_static(b"t"),
+            ],
+        )
+        .expect("create t");
+    admin
+        .admin()
+        .grant("rw", scope("t", None), "RW")
+        .expect("grant rw");
+    admin
+        .admin()
+        .grant("tadmin", scope("t", None), "A")
+        .expect("grant tadmin");
+    let ids: Vec<String> = admin
+        .admin()
+        .list_regions("t")
+        .expect("regions")
+        .iter()
+        .map(|r| r.region_id.to_string())
+        .collect();
+    let pair = [ids[0].as_str(), ids[1].as_str()];
+
+    let e = as_user(&addr, None)
+        .admin()
+        .merge_regions(&pair, false)
+        .expect_err("no user");
+    assert_eq!(e.code(), Some(ErrorCode::Unauthenticated), "{e}");
+    for user in ["bob", "rw"] {
+        let msg = denied(
+            as_user(&addr, Some(user))
+                .admin()
+                .merge_regions(&pair, false),
+            "a merge without ADMIN",
+        );
+        assert!(msg.contains(&format!("user '{user}'")), "{msg}");
+    }
+    // HBase's MergeTableRegions, as its Java client sends it.
+    let mut meta = Conn::open_as(&server.hbase, "ClientService", "admin");
+    let specifiers = vec![
+        support::hbase::region(&meta.locate("t", "a")),
+        support::hbase::region(&meta.locate("t", "n")),
+    ];
+    let req = hbase::MergeTableRegionsRequest {
+        region: specifiers,
+        ..Default::default()
+    };
+    for user in ["", "bob", "rw"] {
+        let e = Conn::open_as(&server.hbase, "MasterService", user)
+            .call("MergeTableRegions", &req)
+            .expect_err("refused");
+        assert_eq!(
+            e.exception_class_name.as_deref(),
+            Some("org.apache.hadoop.hbase.security.AccessDeniedException"),
+            "{user:?}: {e:?}"
+        );
+    }
+    assert_eq!(admin.admin().list_regions("t").expect("regions").len(), 3);
+    Conn::open_as(&server.hbase, "MasterService", "tadmin")
+        .call("MergeTableRegions", &req)
+        .expect("a table admin merges over HBase's protocol");
+    let merged = as_user(&addr, Some("tadmin"))
+        .admin()
+        .merge_regions(
+            &admin
+                .admin()
+                .list_regions("t")
+                .expect("regions")
+                .iter()
+                .map(|r| r.region_id.to_string())
+                .collect::<Vec<_>>()
+                .iter()
+                .map(String::as_str)
+                .collect::<Vec<_>>(),
+            false,
+        )
+        .expect("a table admin merges natively")
+        .expect("the merged region");
+    assert!(merged.start_key.is_empty() && merged.end_key.is_empty());
+}

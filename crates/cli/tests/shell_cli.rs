@@ -129,6 +129,28 @@ fn shell_runs_every_command_against_a_real_server() {
         d.contains("2 region(s)") && d.contains("ENDKEY => 'm'"),
         "{d}"
     );
+    // list_regions names the regions merge_region takes; the two halves merge back.
+    server.ok("create 'halves', 'f', {SPLITS => ['m']}");
+    let listed = lines(&server.ok("list_regions 'halves'"));
+    assert_eq!(listed.len(), 3, "{listed:?}");
+    assert_eq!(listed[2], "2 region(s)");
+    let ids: Vec<&str> = listed[..2]
+        .iter()
+        .map(|l| l.trim().split(':').next().unwrap_or_default())
+        .collect();
+    let gap = server.fails(&format!(
+        "merge_region '{}', '{}'; merge_region '{}'",
+        ids[0], ids[0], ids[1]
+    ));
+    assert!(gap.contains("named twice"), "{gap}");
+    let merged = server.ok(&format!("merge_region '{}', '{}'", ids[0], ids[1]));
+    assert!(merged.contains("merged into halves,,"), "{merged}");
+    let listed = lines(&server.ok("list_regions 'halves'"));
+    assert_eq!(listed.len(), 2, "{listed:?}");
+    assert!(
+        listed[0].contains("STARTKEY => '', ENDKEY => ''"),
+        "{listed:?}"
+    );
 
     // Writes, including a binary row key.
     server.ok(

@@ -255,6 +255,27 @@ impl Admin {
         Ok(r.previous)
     }
 
+    /// Merges two or more adjacent regions of one table (each named by id, region name or
+    /// encoded name) into one; returns the merged region. Regions with a gap between them are
+    /// refused, `forcible` or not. Not retried once sent.
+    pub async fn merge_regions(
+        &self,
+        regions: &[&str],
+        forcible: bool,
+    ) -> Result<Option<RegionLocation>> {
+        let req = pb::MergeRegionsRequest {
+            regions: regions.iter().map(|r| r.to_string()).collect(),
+            forcible,
+        };
+        let r = self
+            .inner
+            .master_call(Method::MergeRegions, &req, false)
+            .await;
+        self.inner.cache.clear();
+        let r: pb::MergeRegionsResponse = r?.decode("MergeRegionsResponse")?;
+        Ok(r.merged.map(RegionLocation::from_pb))
+    }
+
     /// Moves a region (id, name or encoded name) to `server` (`host,port,startcode` or the
     /// native `host:port`), or to the least loaded other server.
     pub async fn move_region(&self, region: &str, server: Option<&str>) -> Result<()> {
@@ -453,6 +474,23 @@ impl Admin {
             daughter_b: daughters.1,
         };
         self.server_call(server, Method::SplitRegion, &req).await
+    }
+
+    /// Region server control: closes adjacent regions on `server` (in key order) and writes
+    /// region `merged` reading their files. One attempt.
+    pub async fn merge_regions_on(
+        &self,
+        server: &str,
+        table: &str,
+        region_ids: &[u64],
+        merged: u64,
+    ) -> Result<()> {
+        let req = pb::MergeRegionRequest {
+            table: table.to_string(),
+            region_ids: region_ids.to_vec(),
+            merged,
+        };
+        self.server_call(server, Method::MergeRegion, &req).await
     }
 
     async fn server_call(

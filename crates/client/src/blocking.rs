@@ -323,6 +323,15 @@ impl Admin {
         block_on(self.inner.balance_switch(on))?
     }
 
+    /// See [`crate::Admin::merge_regions`].
+    pub fn merge_regions(
+        &self,
+        regions: &[&str],
+        forcible: bool,
+    ) -> Result<Option<RegionLocation>> {
+        block_on(self.inner.merge_regions(regions, forcible))?
+    }
+
     /// See [`crate::Admin::move_region`].
     pub fn move_region(&self, region: &str, server: Option<&str>) -> Result<()> {
         block_on(self.inner.move_region(region, server))?

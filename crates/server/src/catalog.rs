@@ -195,7 +195,7 @@ impl Master {
             self.rs.meta()?.delete_region(name, &hosted.info)?;
         }
         let parents: Vec<_> = {
-            let mut all = self.rs.split_parents.lock();
+            let mut all = self.rs.retired_regions.lock();
             let (mine, others) = all.drain(..).partition(|p| p.table == name);
             *all = others;
             mine

@@ -16,9 +16,11 @@
 
 mod balance;
 mod crash;
+mod merge_procedure;
 mod split_procedure;
 mod split_remote;
 
+pub use merge_procedure::MergeStep;
 pub use split_procedure::SplitStep;
 
 pub use balance::plan as balance_plan;
@@ -769,8 +771,12 @@ impl Master {
                 continue;
             }
             for hosted in t.regions.values() {
-                // CLOSED: unassigned by an operator; SPLITTING: its split is under way.
-                if matches!(hosted.state(), RegionState::Splitting | RegionState::Closed) {
+                // CLOSED: unassigned by an operator; SPLITTING, MERGING: a split or merge is
+                // under way.
+                if matches!(
+                    hosted.state(),
+                    RegionState::Splitting | RegionState::Merging | RegionState::Closed
+                ) {
                     continue;
                 }
                 let placed = hosted.server();

@@ -4,10 +4,12 @@
 //! - one row per region, keyed by its HBase region name `<table>,<start_key>,<region_id>`,
 //!   family `info`: `regioninfo` (a `RegionLocation` message holding table, id, start and end
 //!   keys and name), `server` (host:port), `serverstartcode` (u64 BE), `state` (`OPEN`,
-//!   `CLOSED`, `SPLITTING`, `SPLIT`, `OFFLINE`), `openseq` (u64 BE: the number of the last
-//!   OPEN_REGION a cluster's master sent, written before it sends it; absent: 0) and, for a
-//!   region being or having been split,
-//!   `splitA` / `splitB` (the daughters, encoded as `regioninfo`);
+//!   `CLOSED`, `SPLITTING`, `SPLIT`, `OFFLINE`, `MERGING`, `MERGED`), `openseq` (u64 BE: the
+//!   number of the last OPEN_REGION a cluster's master sent, written before it sends it;
+//!   absent: 0) and, for a region being or having been split, `splitA` / `splitB` (the
+//!   daughters, encoded as `regioninfo`); for the region a merge makes, until its parents are
+//!   marked, `mergeParents` (a `ListRegionsResponse` of the parents); for a merged parent,
+//!   `mergedInto` (the region it became part of, encoded as `regioninfo`);
 //! - one row per table, keyed by its name, family `table`: `state` (`ENABLED` / `DISABLED`),
 //!   `schema` (a `TableSchema` message), `splits` (u64 BE, splits so far) and, while a
 //!   truncate is in progress, `truncate` (u64 BE, the id of the region that replaces them all).
@@ -52,6 +54,8 @@ pub const STATE: &[u8] = b"state";
 pub const OPEN_SEQ: &[u8] = b"openseq";
 pub const SPLIT_A: &[u8] = b"splitA";
 pub const SPLIT_B: &[u8] = b"splitB";
+pub const MERGE_PARENTS: &[u8] = b"mergeParents";
+pub const MERGED_INTO: &[u8] = b"mergedInto";
 pub const SCHEMA: &[u8] = b"schema";
 pub const SPLITS: &[u8] = b"splits";
 pub const TRUNCATE: &[u8] = b"truncate";
@@ -83,6 +87,11 @@ pub struct RegionRecord {
     /// The daughters of a region being split (`SPLITTING`) or split (`SPLIT`).
     pub split_a: Option<RegionInfo>,
     pub split_b: Option<RegionInfo>,
+    /// The regions a merge makes this one of (`MERGING`, and after the commit until the
+    /// parents' rows say `MERGED`), in key order.
+    pub merge_parents: Vec<RegionInfo>,
+    /// The region a merged parent (`MERGED`) became part of.
+    pub merged_into: Option<RegionInfo>,
 }
 
 impl RegionRecord {
@@ -96,6 +105,8 @@ impl RegionRecord {
             open_seq: 0,
             split_a: None,
             split_b: None,
+            merge_parents: Vec::new(),
+            merged_into: None,
         }
     }
 
@@ -255,7 +266,23 @@ impl Meta {
                 ts,
                 Bytes::copy_from_slice(&r.open_seq.to_be_bytes()),
             );
-        for (q, d) in [(SPLIT_A, &r.split_a), (SPLIT_B, &r.split_b)] {
+        m = if r.merge_parents.is_empty() {
+            m.delete_column(INFO, MERGE_PARENTS, ts)
+        } else {
+            let list = pb::ListRegionsResponse {
+                regions: r
+                    .merge_parents
+                    .iter()
+                    .filter_map(|p| pb::RegionLocation::decode(encode_info(&r.table, p)).ok())
+                    .collect(),
+            };
+            m.put(INFO, MERGE_PARENTS, ts, Bytes::from(list.encode_to_vec()))
+        };
+        for (q, d) in [
+            (SPLIT_A, &r.split_a),
+            (SPLIT_B, &r.split_b),
+            (MERGED_INTO, &r.merged_into),
+        ] {
             m = match d {
                 Some(d) => m.put(INFO, q, ts, encode_info(&r.table, d)),
                 None => m.delete_column(INFO, q, ts),
@@ -391,7 +418,7 @@ fn parse_region(row: &[u8], cells: &[&Cell]) -> Result<RegionRecord, ServerError
             None => Ok(None),
             Some(v) => decode_info(v)
                 .map(|(_, i)| Some(i))
-                .ok_or_else(|| corrupt(row, "undecodable split daughter")),
+                .ok_or_else(|| corrupt(row, "undecodable split daughter or merged region")),
         }
     };
     Ok(RegionRecord {
@@ -409,6 +436,20 @@ fn parse_region(row: &[u8], cells: &[&Cell]) -> Result<RegionRecord, ServerError
             .unwrap_or(0),
         split_a: daughter(SPLIT_A)?,
         split_b: daughter(SPLIT_B)?,
+        merged_into: daughter(MERGED_INTO)?,
+        merge_parents: match column(cells, MERGE_PARENTS) {
+            None => Vec::new(),
+            Some(v) => pb::ListRegionsResponse::decode(v.clone())
+                .map_err(|_| corrupt(row, "undecodable info:mergeParents"))?
+                .regions
+                .into_iter()
+                .map(|l| RegionInfo {
+                    id: l.region_id,
+                    start_key: l.start_key,
+                    end_key: l.end_key,
+                })
+                .collect(),
+        },
         table,
         info,
     })

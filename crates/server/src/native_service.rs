@@ -383,6 +383,7 @@ impl NativeService {
             | Method::FlushRegion
             | Method::PrepareSplit
             | Method::SplitRegion
+            | Method::MergeRegion
             | Method::Balance
             | Method::BalanceSwitch
             | Method::MoveRegion
@@ -454,6 +455,12 @@ impl NativeService {
                 )?;
                 empty()
             }
+            Method::MergeRegion => {
+                let req: pb::MergeRegionRequest = decode(param, "MergeRegionRequest")?;
+                self.rs
+                    .merge_regions_call(&req.table, &req.region_ids, req.merged)?;
+                empty()
+            }
             Method::Balance => {
                 let moved = self.require_master()?.balance()?;
                 Ok(Reply::message(&pb::BalanceResponse {
@@ -489,6 +496,22 @@ impl NativeService {
                 self.require_master()?
                     .split_table(&req.table, req.split_row)?;
                 empty()
+            }
+            Method::MergeRegions => {
+                let req: pb::MergeRegionsRequest = decode(param, "MergeRegionsRequest")?;
+                let master = self.require_master()?;
+                for table in master.tables_of_regions(&req.regions)? {
+                    self.rs
+                        .authz
+                        .require_table_admin(&ctx.caller, &table, "merge regions")?;
+                }
+                let info = master.merge_regions(&req.regions, req.forcible)?;
+                let merged = self
+                    .rs
+                    .router
+                    .region(info.id)
+                    .map(|h| location_to_pb(&h.location(&self.rs.advertised)));
+                Ok(Reply::message(&pb::MergeRegionsResponse { merged }))
             }
             Method::Grant | Method::Revoke => {
                 let (perm, what) = if method == Method::Grant {
@@ -806,6 +829,8 @@ pub fn location_to_pb(l: &RegionLocation) -> pb::RegionLocation {
             RegionState::Splitting => pb::RegionState::Splitting,
             RegionState::Split => pb::RegionState::Split,
             RegionState::Offline => pb::RegionState::Offline,
+            RegionState::Merging => pb::RegionState::Merging,
+            RegionState::Merged => pb::RegionState::Merged,
         } as i32,
     }
 }
@@ -839,6 +864,7 @@ fn admin_what(method: Method) -> &'static str {
         Method::CloseRegion => "close a region",
         Method::FlushRegion => "flush a region",
         Method::PrepareSplit | Method::SplitRegion => "split a region",
+        Method::MergeRegion => "merge regions",
         Method::Balance => "run the balancer",
         Method::BalanceSwitch => "switch the balancer",
         Method::MoveRegion => "move a region",

@@ -65,12 +65,14 @@ impl Role {
     }
 }
 
-/// A split region whose directory waits for its daughters to stop referencing its files.
+/// A region split or merged away, whose directory waits for the regions that replaced it
+/// (its successors: a split's two daughters, or a merge's one region) to stop referencing its
+/// files.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SplitParent {
+pub struct RetiredRegion {
     pub table: String,
     pub info: RegionInfo,
-    pub daughters: [u64; 2],
+    pub successors: Vec<u64>,
 }
 
 /// Asks the master to split a region of a table at a row.
@@ -117,8 +119,9 @@ pub struct RegionServer {
     pub(crate) prepared: crate::prepared::PreparedRegistry,
     /// Serializes admin operations and splits with each other (never data calls).
     pub(crate) admin: Mutex<()>,
-    /// Split parents whose directories wait for their daughters to drop their references.
-    pub(crate) split_parents: Mutex<Vec<SplitParent>>,
+    /// Split and merge parents whose directories wait for their successors to drop their
+    /// references.
+    pub(crate) retired_regions: Mutex<Vec<RetiredRegion>>,
     /// A cluster's region server: per region, the highest open number a CLOSE_REGION fenced
     /// off (opens numbered up to it are refused: the master gave up on them).
     pub(crate) open_fences: Mutex<std::collections::HashMap<u64, u64>>,
@@ -270,7 +273,7 @@ impl RegionServer {
                 config.scanner.max_prepared_per_connection,
             ),
             admin: Mutex::new(()),
-            split_parents: Mutex::new(Vec::new()),
+            retired_regions: Mutex::new(Vec::new()),
             open_fences: Mutex::new(std::collections::HashMap::new()),
             coordination: std::sync::OnceLock::new(),
             namespaces: RwLock::new(BTreeMap::new()),

@@ -228,6 +228,24 @@ impl Router {
     }
 }
 
+impl Router {
+    /// Replaces a merge's parents by the merged region, in one step.
+    pub fn swap_merge(&self, table: &str, parents: &[u64], merged: Arc<HostedRegion>) {
+        let mut st = self.state.write();
+        let State { tables, by_id } = &mut *st;
+        let Some(t) = tables.get_mut(table) else {
+            return;
+        };
+        for id in parents {
+            if let Some(p) = by_id.remove(id) {
+                t.regions.remove(&p.info.start_key);
+            }
+        }
+        by_id.insert(merged.info.id, Arc::clone(&merged));
+        t.regions.insert(merged.info.start_key.clone(), merged);
+    }
+}
+
 /// A table as `describe` and `list` report it.
 #[derive(Debug, Clone)]
 pub struct TableInfo {

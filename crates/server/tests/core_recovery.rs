@@ -205,13 +205,13 @@ fn a_split_interrupted_after_its_commit_rolls_forward() {
     assert_row_count(&ts, "t", 300);
     put_rows(&ts, "t", 300..310, "a");
     // The parent waits for the janitor, which runs once the daughters compacted.
-    let pending = ts.master().pending_split_parents();
+    let pending = ts.master().pending_retired_regions();
     assert!(
         pending.is_empty() || pending[0].info.id == parent,
         "{pending:?}"
     );
     let deadline = Instant::now() + Duration::from_secs(60);
-    while !ts.master().pending_split_parents().is_empty() {
+    while !ts.master().pending_retired_regions().is_empty() {
         assert!(Instant::now() < deadline, "the parent was never removed");
         std::thread::sleep(Duration::from_millis(20));
     }

@@ -120,7 +120,7 @@ fn regions_split_under_load_without_losing_or_repeating_rows() {
         let before = ts.server().current_gauges().splits;
         std::thread::sleep(Duration::from_millis(500));
         let settled = ts.server().current_gauges().splits == before
-            && ts.master().pending_split_parents().is_empty();
+            && ts.master().pending_retired_regions().is_empty();
         if settled {
             break;
         }
@@ -148,7 +148,7 @@ fn regions_split_under_load_without_losing_or_repeating_rows() {
 
     // The janitor removes parents once the daughters compacted their references away.
     let deadline = Instant::now() + Duration::from_secs(120);
-    while !ts.master().pending_split_parents().is_empty() {
+    while !ts.master().pending_retired_regions().is_empty() {
         assert!(Instant::now() < deadline, "split parents never cleaned up");
         std::thread::sleep(Duration::from_millis(50));
     }

@@ -301,6 +301,9 @@ pub fn native_request(data: &[u8]) {
         M::SplitTable => {
             decode::<pb::SplitTableRequest>(&param, "SplitTableRequest");
         }
+        M::MergeRegions => {
+            decode::<pb::MergeRegionsRequest>(&param, "MergeRegionsRequest");
+        }
         M::Balance => {}
         M::BalanceSwitch => {
             decode::<pb::BalanceSwitchRequest>(&param, "BalanceSwitchRequest");
@@ -332,6 +335,9 @@ pub fn native_request(data: &[u8]) {
         }
         M::SplitRegion => {
             decode::<pb::SplitRegionRequest>(&param, "SplitRegionRequest");
+        }
+        M::MergeRegion => {
+            decode::<pb::MergeRegionRequest>(&param, "MergeRegionRequest");
         }
         M::BulkLoadRegion => {
             decode::<pb::BulkLoadRegionRequest>(&param, "BulkLoadRegionRequest");

@@ -291,6 +291,11 @@ impl Cluster for RemoteCluster {
     fn balance(&mut self) -> Result<(u32, bool), String> {
         self.admin()?.balance().map_err(msg)
     }
+    fn merge_regions(&mut self, regions: &[String], force: bool) -> Result<Option<String>, String> {
+        let names: Vec<&str> = regions.iter().map(String::as_str).collect();
+        let merged = self.admin()?.merge_regions(&names, force).map_err(msg)?;
+        Ok(merged.map(|l| l.name))
+    }
     fn move_region(&mut self, region: &str, server: Option<&str>) -> Result<(), String> {
         self.admin()?.move_region(region, server).map_err(msg)
     }

@@ -31,6 +31,7 @@ pub enum Action {
         pattern: Option<String>,
     },
     Describe(String),
+    ListRegions(String),
     Exists(String),
     Put {
         table: String,
@@ -89,6 +90,10 @@ pub enum Action {
     Move {
         region: String,
         server: Option<String>,
+    },
+    Merge {
+        regions: Vec<String>,
+        force: bool,
     },
     Assign(String),
     Unassign(String),
@@ -183,6 +188,7 @@ pub const COMMANDS: &[CommandHelp] = &[
     CommandHelp { name: "create", group: "ddl", usage: "create 't', 'cf1', {NAME => 'cf2', VERSIONS => 3, TTL => 60, COMPRESSION => 'ZSTD',\n       BLOOMFILTER => 'ROWCOL', BLOCKSIZE => 65536, IN_MEMORY => true, MIN_VERSIONS => 1},\n       {SPLITS => ['a', 'm']}", summary: "Create a table with the given column families (and optional split points)." },
     CommandHelp { name: "alter", group: "ddl", usage: "alter 't', {NAME => 'cf', VERSIONS => 5}\nalter 't', {NAME => 'cf', QUERY_CACHE => true}\nalter 't', QUERY_CACHE => true\nalter 't', {NAME => 'cf', METHOD => 'delete'}\nalter 't', 'delete' => 'cf'\nalter 't', MAX_FILESIZE => '134217728', DURABILITY => 'ASYNC_WAL', READONLY => true", summary: "Add or change column families (options not named keep their values), or delete one. QUERY_CACHE without NAME applies to every family; MAX_FILESIZE, DURABILITY and READONLY are the table's own (describe shows them under TABLE_ATTRIBUTES)." },
     CommandHelp { name: "list", group: "ddl", usage: "list\nlist 'regex'", summary: "List tables, optionally those whose whole name matches a regular expression." },
+    CommandHelp { name: "list_regions", group: "tools", usage: "list_regions 't'", summary: "List a table's regions: id, start and end keys, server (what merge_region and move take)." },
     CommandHelp { name: "describe", group: "ddl", usage: "describe 't'", summary: "Show a table's state, families and regions (alias: desc)." },
     CommandHelp { name: "exists", group: "ddl", usage: "exists 't'", summary: "Tell whether a table exists." },
     CommandHelp { name: "disable", group: "ddl", usage: "disable 't'", summary: "Take a table offline (needed before drop)." },
@@ -208,6 +214,7 @@ SKIP, WHILE and parentheses." },
     CommandHelp { name: "user_permission", group: "security", usage: "user_permission[ '@ns' | 'table']", summary: "List the permissions granted globally, on a namespace, or on a table (its families and columns too)." },
     CommandHelp { name: "balance_switch", group: "tools", usage: "balance_switch true|false", summary: "Turn the balancer on or off (a cluster's master); prints whether it was on." },
     CommandHelp { name: "balancer", group: "tools", usage: "balancer", summary: "Run the balancer now: even out region counts across region servers." },
+    CommandHelp { name: "merge_region", group: "tools", usage: "merge_region 'REGION_A', 'REGION_B'[, true]\n       merge_region ['REGION_A', 'REGION_B', 'REGION_C'][, true]", summary: "Merge adjacent regions of a table (ids, names or encoded names) into one. Regions with a\ngap between them are refused, forced or not." },
     CommandHelp { name: "move", group: "tools", usage: "move 'REGION'[, 'SERVER']", summary: "Move a region (id, name or encoded name) to a region server (host,port,startcode or\nnative host:port), or to the least loaded other one." },
     CommandHelp { name: "assign", group: "tools", usage: "assign 'REGION'", summary: "Open a region that is not open." },
     CommandHelp { name: "unassign", group: "tools", usage: "unassign 'REGION'", summary: "Close a region and keep it closed until assigned." },
@@ -241,6 +248,7 @@ pub fn translate(cmd: &Command) -> Result<Action, String> {
             Action::List { pattern }
         }
         "describe" | "desc" => Action::Describe(args.only_table()?),
+        "list_regions" => Action::ListRegions(args.only_table()?),
         "exists" => Action::Exists(args.only_table()?),
         "disable" => Action::Disable(args.only_table()?),
         "enable" => Action::Enable(args.only_table()?),
@@ -415,6 +423,45 @@ pub fn translate(cmd: &Command) -> Result<Action, String> {
             Action::Move {
                 region: args.text(&args.values[0], "region")?,
                 server: args.opt(1).map(|v| args.text(v, "server")).transpose()?,
+            }
+        }
+        "merge_region" => {
+            // `merge_region 'A', 'B'[, true]` or `merge_region ['A', 'B', ...][, true]`.
+            args.count(1, 3)?;
+            let (names, force_at): (Vec<&Value>, usize) = match &args.values[0] {
+                Value::Array(items) => (items.iter().collect(), 1),
+                first => (
+                    vec![
+                        first,
+                        args.opt(1).ok_or_else(|| {
+                            "merge_region: name two regions, or give a list of them".to_string()
+                        })?,
+                    ],
+                    2,
+                ),
+            };
+            if args.values.len() > force_at + 1 {
+                return Err("merge_region: too many arguments".into());
+            }
+            let force = match args.opt(force_at) {
+                None => false,
+                Some(Value::Bool(b)) => *b,
+                Some(v) => match args.text(v, "force")?.as_str() {
+                    "true" => true,
+                    "false" => false,
+                    other => {
+                        return Err(format!(
+                            "merge_region: force is true or false, got '{other}'"
+                        ))
+                    }
+                },
+            };
+            Action::Merge {
+                regions: names
+                    .into_iter()
+                    .map(|v| args.text(v, "region"))
+                    .collect::<Result<_, _>>()?,
+                force,
             }
         }
         "assign" => {
@@ -1366,6 +1413,7 @@ mod tests {
         );
         assert_eq!(action("truncate 't'"), Action::Truncate("t".into()));
         assert_eq!(action("desc 't'"), Action::Describe("t".into()));
+        assert_eq!(action("list_regions 't'"), Action::ListRegions("t".into()));
         assert_eq!(action("is_disabled 't'"), Action::IsDisabled("t".into()));
         assert_eq!(
             action("split 't', 'm'"),
@@ -1381,6 +1429,22 @@ mod tests {
         );
         assert!(error("status 'loud'").contains("unknown format"));
         assert_eq!(action("balance_switch false"), Action::BalanceSwitch(false));
+        let merge = |regions: &[&str], force| Action::Merge {
+            regions: regions.iter().map(|r| r.to_string()).collect(),
+            force,
+        };
+        assert_eq!(action("merge_region 'a', 'b'"), merge(&["a", "b"], false));
+        assert_eq!(
+            action("merge_region 'a', 'b', true"),
+            merge(&["a", "b"], true)
+        );
+        assert_eq!(
+            action("merge_region ['a', 'b', 'c'], 'true'"),
+            merge(&["a", "b", "c"], true)
+        );
+        assert!(error("merge_region 'a'").contains("name two regions"));
+        assert!(error("merge_region ['a', 'b'], true, 'x'").contains("too many"));
+        assert!(error("merge_region 'a', 'b', 'maybe'").contains("true or false"));
         let scope = |ns: &str, table: &str, f: Option<&str>, q: Option<&str>| {
             cellar_client::PermissionScope {
                 namespace: ns.into(),

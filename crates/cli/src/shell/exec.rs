@@ -66,6 +66,8 @@ pub trait Cluster {
     /// Runs the balancer: (regions moved, whether it is on).
     fn balance(&mut self) -> Result<(u32, bool), String>;
     fn move_region(&mut self, region: &str, server: Option<&str>) -> Result<(), String>;
+    /// Merges regions; the merged region's name, if the server told it.
+    fn merge_regions(&mut self, regions: &[String], force: bool) -> Result<Option<String>, String>;
     fn assign(&mut self, region: &str) -> Result<(), String>;
     fn unassign(&mut self, region: &str) -> Result<(), String>;
     fn grant(
@@ -190,6 +192,11 @@ pub fn execute(
             lines.extend(t.schema.families.iter().map(format::family_description));
             lines.push(format::rows(t.schema.families.len() as u64));
             lines.push("REGIONS".into());
+            lines.extend(t.regions.iter().map(|r| format!(" {r}")));
+            lines.push(format!("{} region(s)", t.regions.len()));
+        }
+        Action::ListRegions(table) => {
+            let t = cluster.describe_table(&table)?;
             lines.extend(t.regions.iter().map(|r| format!(" {r}")));
             lines.push(format!("{} region(s)", t.regions.len()));
         }
@@ -384,6 +391,11 @@ pub fn execute(
             });
         }
         Action::Move { region, server } => cluster.move_region(&region, server.as_deref())?,
+        Action::Merge { regions, force } => {
+            if let Some(merged) = cluster.merge_regions(&regions, force)? {
+                lines.push(format!("merged into {merged}"));
+            }
+        }
         Action::Assign(region) => cluster.assign(&region)?,
         Action::Unassign(region) => cluster.unassign(&region)?,
         Action::Flush(table) => cluster.flush(&table)?,

@@ -243,6 +243,10 @@ impl Cluster for Fake {
         self.calls.push("balance".into());
         Ok((0, true))
     }
+    fn merge_regions(&mut self, regions: &[String], force: bool) -> Result<Option<String>, String> {
+        self.calls.push(format!("merge {regions:?} {force}"));
+        Ok(None)
+    }
     fn move_region(&mut self, region: &str, server: Option<&str>) -> Result<(), String> {
         self.calls.push(format!("move {region} {server:?}"));
         Ok(())

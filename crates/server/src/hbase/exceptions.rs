@@ -32,6 +32,8 @@ pub const BAD_AUTH: &str = "org.apache.hadoop.hbase.ipc.BadAuthException";
 pub const SECURITY_NOT_ENABLED: &str = "org.apache.hadoop.hbase.ipc.SecurityNotEnabledException";
 pub const REQUEST_TOO_BIG: &str = "org.apache.hadoop.hbase.exceptions.RequestTooBigException";
 pub const ACCESS_DENIED: &str = "org.apache.hadoop.hbase.security.AccessDeniedException";
+pub const UNKNOWN_REGION: &str = "org.apache.hadoop.hbase.UnknownRegionException";
+pub const MERGE_REGION: &str = "org.apache.hadoop.hbase.exceptions.MergeRegionException";
 
 /// An error on its way to an HBase client.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

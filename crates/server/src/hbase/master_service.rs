@@ -59,6 +59,7 @@ pub(crate) enum Call {
     DeleteColumn(tables::DeleteColumn),
     FlushTable(tables::FlushTable),
     SplitRegion(tables::SplitRegion),
+    MergeRegions(tables::MergeRegions),
     GetSchemaAlterStatus(tables::GetSchemaAlterStatus),
     GetProcedureResult(procedures::GetProcedureResult),
     GetTableDescriptors(table_info::GetTableDescriptors),
@@ -107,6 +108,7 @@ pub(crate) const SERVICE: Service = Service {
         ("DeleteColumn", tables::DeleteColumn::decode),
         ("FlushTable", tables::FlushTable::decode),
         ("SplitRegion", tables::SplitRegion::decode),
+        ("MergeTableRegions", tables::MergeRegions::decode),
         ("GetSchemaAlterStatus", tables::GetSchemaAlterStatus::decode),
         ("getProcedureResult", procedures::GetProcedureResult::decode),
         (
@@ -182,6 +184,7 @@ pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: Call) -> Result<R
         Call::DeleteColumn(call) => call.execute(svc, ctx),
         Call::FlushTable(call) => call.execute(svc, ctx),
         Call::SplitRegion(call) => call.execute(svc, ctx),
+        Call::MergeRegions(call) => call.execute(svc, ctx),
         Call::GetSchemaAlterStatus(call) => call.execute(svc),
         Call::GetProcedureResult(call) => call.execute(svc),
         Call::GetTableDescriptors(call) => call.execute(svc, ctx),
@@ -283,6 +286,7 @@ fn needs_global_admin(method: &str) -> bool {
             | "DeleteColumn"
             | "FlushTable"
             | "SplitRegion"
+            | "MergeTableRegions"
             | "GetSchemaAlterStatus"
             | "getProcedureResult"
             | "GetTableDescriptors"

@@ -216,7 +216,7 @@ impl Master {
     }
 
     /// Closes `hosted` where it is and opens it on `target`; meta follows.
-    fn move_to(
+    pub(super) fn move_to(
         &self,
         a: &Assignment,
         hosted: &Arc<HostedRegion>,
@@ -247,7 +247,7 @@ impl Master {
     }
 
     /// A user region by id, region name (`table,start,id`) or HBase encoded name.
-    fn find_region(&self, region: &str) -> Result<Arc<HostedRegion>, ServerError> {
+    pub(super) fn find_region(&self, region: &str) -> Result<Arc<HostedRegion>, ServerError> {
         let found = self.rs.router.all_regions().into_iter().find(|r| {
             r.info.id.to_string() == region
                 || r.name() == region

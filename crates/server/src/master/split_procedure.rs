@@ -22,7 +22,7 @@ use crate::error::ServerError;
 use crate::master::Master;
 use crate::names;
 use crate::region_server::split_check::{split_point, table_split_size};
-use crate::region_server::SplitParent;
+use crate::region_server::RetiredRegion;
 use crate::router::{HostedRegion, RegionState, TableRoute, TableState};
 use bytes::Bytes;
 use cellar_storage::region::RegionInfo;
@@ -302,10 +302,10 @@ impl Master {
             .try_into()
             .map_err(|_| ServerError::Internal("split made other than two daughters".into()))?;
         self.rs.router.swap_split(&table, parent.id, [da, db]);
-        self.rs.split_parents.lock().push(SplitParent {
+        self.rs.retired_regions.lock().push(RetiredRegion {
             table: table.clone(),
             info: parent.clone(),
-            daughters: [a.id, b.id],
+            successors: vec![a.id, b.id],
         });
         self.rs.splits_done.fetch_add(1, Ordering::Relaxed);
         if let Some(t) = self.rs.router.table(&table) {
@@ -329,29 +329,32 @@ impl Master {
 
     /// Removes split parents neither of whose daughters still reads the parent's files.
     fn janitor(&self) {
-        let parents = self.rs.split_parents.lock().clone();
+        let parents = self.rs.retired_regions.lock().clone();
         for p in parents {
-            let done = p.daughters.iter().all(|d| match self.rs.router.region(*d) {
-                // Open and compacted: no reference left.
-                Some(h) => h.if_open(|r| !r.has_references()).unwrap_or(false),
-                // Split again itself, which needs no references: nothing of ours is read.
-                None => true,
-            });
+            let done = p
+                .successors
+                .iter()
+                .all(|d| match self.rs.router.region(*d) {
+                    // Open and compacted: no reference left.
+                    Some(h) => h.if_open(|r| !r.has_references()).unwrap_or(false),
+                    // Split again itself, which needs no references: nothing of ours is read.
+                    None => true,
+                });
             if !done {
                 continue;
             }
             let _admin = self.rs.admin.lock();
-            let still_listed = self.rs.split_parents.lock().contains(&p);
+            let still_listed = self.rs.retired_regions.lock().contains(&p);
             if !still_listed || self.rs.check_running().is_err() {
                 continue;
             }
-            self.remove_split_parent(&p);
+            self.remove_retired_region(&p);
         }
     }
 
     /// Deletes a split parent's directory and meta row, and forgets it; a failure is logged
     /// and the parent stays listed for a later pass.
-    pub(crate) fn remove_split_parent(&self, p: &SplitParent) {
+    pub(crate) fn remove_retired_region(&self, p: &RetiredRegion) {
         let removed = self
             .rs
             .services
@@ -361,11 +364,11 @@ impl Master {
             .and_then(|()| self.rs.meta()?.delete_region(&p.table, &p.info));
         match removed {
             Ok(()) => {
-                self.rs.split_parents.lock().retain(|q| q != p);
-                tracing::info!(table = %p.table, region = p.info.id, "split parent removed");
+                self.rs.retired_regions.lock().retain(|q| q != p);
+                tracing::info!(table = %p.table, region = p.info.id, "retired region removed (a split or merge parent)");
             }
             Err(e) => {
-                tracing::warn!(table = %p.table, region = p.info.id, error = %e, "could not remove a split parent; will retry")
+                tracing::warn!(table = %p.table, region = p.info.id, error = %e, "could not remove a retired region; will retry")
             }
         }
     }
@@ -387,7 +390,7 @@ impl Master {
     }
 
     /// Split parents not yet removed (for tests and status).
-    pub fn pending_split_parents(&self) -> Vec<SplitParent> {
-        self.rs.split_parents.lock().clone()
+    pub fn pending_retired_regions(&self) -> Vec<RetiredRegion> {
+        self.rs.retired_regions.lock().clone()
     }
 }

@@ -80,12 +80,12 @@ impl Master {
             .router
             .swap_split(&table, parent.id, [a_region, b_region]);
         self.rs
-            .split_parents
+            .retired_regions
             .lock()
-            .push(crate::region_server::SplitParent {
+            .push(crate::region_server::RetiredRegion {
                 table: table.clone(),
                 info: parent.clone(),
-                daughters: [da.id, db.id],
+                successors: vec![da.id, db.id],
             });
         self.rs
             .splits_done
@@ -107,13 +107,13 @@ impl Master {
     /// after twice the scanner lease: a scanner opened on a daughter before its compaction may
     /// still read the parent's files, and HDFS has no unlink-while-open.
     pub(super) fn cluster_janitor(&self, a: &Assignment) {
-        let parents = self.rs.split_parents.lock().clone();
+        let parents = self.rs.retired_regions.lock().clone();
         if parents.is_empty() {
             return;
         }
         let grace = Duration::from_millis(self.rs.config.scanner.lease_ms.saturating_mul(2));
         for p in parents {
-            let referenced = p.daughters.iter().any(|d| {
+            let referenced = p.successors.iter().any(|d| {
                 has_reference_files(&*self.rs.services.fs, &self.rs.region_dir(&p.table, *d))
                     .unwrap_or(true)
             });
@@ -130,7 +130,7 @@ impl Master {
             }
             clean.remove(&p.info.id);
             drop(clean);
-            self.remove_split_parent(&p);
+            self.remove_retired_region(&p);
         }
     }
 }

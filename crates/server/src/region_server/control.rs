@@ -241,4 +241,62 @@ impl RegionServer {
             )))
         }
     }
+
+    /// Closes adjacent regions served here (in key order) and writes the directory of region
+    /// `merged` that reads their files. On failure after they closed, the server stops (their
+    /// unflushed edits are in its log only), as for a split.
+    pub fn merge_regions_call(
+        &self,
+        table: &str,
+        ids: &[u64],
+        merged: u64,
+    ) -> Result<(), ServerError> {
+        self.check_region_server("MERGE_REGION")?;
+        let _admin = self.admin.lock();
+        let hosted = ids
+            .iter()
+            .map(|id| self.router.region_for_call(table, *id))
+            .collect::<Result<Vec<_>, _>>()?;
+        // Checked before any closes: a refused merge leaves every region serving.
+        let adjacent = hosted.len() >= 2
+            && hosted
+                .windows(2)
+                .all(|p| !p[0].info.end_key.is_empty() && p[0].info.end_key == p[1].info.start_key);
+        if !adjacent {
+            return Err(ServerError::invalid(format!(
+                "merge: regions {ids:?} of table '{table}' are not two or more adjacent regions \
+                 in key order"
+            )));
+        }
+        if let Some(h) = hosted.iter().find(|h| !h.is_open()) {
+            return Err(h.not_serving("it is closed"));
+        }
+        let mut regions = Vec::with_capacity(hosted.len());
+        for h in &hosted {
+            if let Some(r) = h.take(RegionState::Merging) {
+                regions.push(r);
+            }
+        }
+        if regions.len() != hosted.len() {
+            for (h, r) in hosted.iter().zip(regions) {
+                h.put(r);
+            }
+            return Err(ServerError::invalid(format!(
+                "merge: a region of table '{table}' closed during the merge"
+            )));
+        }
+        let dir = self.region_dir(table, merged);
+        let result = cellar_storage::region::Region::merge(regions, &dir, merged);
+        for id in ids {
+            self.router.remove_region(*id);
+        }
+        if let Err(e) = result {
+            let _ = self.services.fs.delete_dir_all(&dir);
+            tracing::error!(table, regions = ?ids, error = %e, "merge failed after the regions closed; this server stops so that its log is recovered");
+            self.fence();
+            return Err(e.into());
+        }
+        tracing::info!(table, regions = ?ids, merged, "regions closed for a merge; merged region written");
+        Ok(())
+    }
 }

@@ -7,7 +7,7 @@
 //! table row names the replacing region. Anything on disk or in meta that no commit point
 //! vouches for is garbage and goes.
 
-use super::SplitParent;
+use super::RetiredRegion;
 use super::{RegionServer, Role};
 use crate::error::ServerError;
 use crate::meta::{RegionRecord, TableRecord, META_REGION_ID};
@@ -42,7 +42,11 @@ impl RegionServer {
         let mut regions = Vec::new();
         for r in contents.regions {
             self.note_region_id(r.info.id);
-            for d in [&r.split_a, &r.split_b].into_iter().flatten() {
+            for d in [&r.split_a, &r.split_b, &r.merged_into]
+                .into_iter()
+                .flatten()
+                .chain(&r.merge_parents)
+            {
                 self.note_region_id(d.id);
             }
             if tables.contains_key(&r.table) {
@@ -58,6 +62,7 @@ impl RegionServer {
                 self.finish_truncate(t, id, &mut regions)?;
             }
         }
+        let regions = self.recover_merges(regions)?;
         let serving = self.recover_splits(regions)?;
 
         let mut by_region: HashMap<u64, Vec<WalRecord>> = HashMap::new();
@@ -162,6 +167,61 @@ impl RegionServer {
         self.meta()?.put_table(t)
     }
 
+    /// Rolls back merges that did not reach their commit point (merged row `MERGING`: its
+    /// directory and row go, the parents serve again) and rolls forward committed ones (a
+    /// merged row that still names its parents: their rows are marked `MERGED`). `MERGED`
+    /// regions wait for the janitor. Returns the other regions.
+    fn recover_merges(&self, regions: Vec<RegionRecord>) -> Result<Vec<RegionRecord>, ServerError> {
+        let mut merged_into: HashMap<u64, RegionInfo> = HashMap::new();
+        for r in &regions {
+            if r.state != RegionState::Merging {
+                for p in &r.merge_parents {
+                    merged_into.insert(p.id, r.info.clone());
+                }
+            }
+        }
+        let mut rest = Vec::with_capacity(regions.len());
+        for mut r in regions {
+            if r.state == RegionState::Merging {
+                tracing::info!(table = %r.table, region = r.info.id, "rolling back an interrupted merge");
+                self.services
+                    .fs
+                    .delete_dir_all(&self.region_dir(&r.table, r.info.id))?;
+                self.meta()?.delete_region(&r.table, &r.info)?;
+                continue;
+            }
+            if let Some(m) = merged_into.get(&r.info.id) {
+                if r.state != RegionState::Merged {
+                    tracing::info!(table = %r.table, region = r.info.id, merged = m.id, "finishing an interrupted merge: marking the parent merged");
+                    self.mark_merged(&r.table, std::iter::once(&r.info), m)?;
+                    r.state = RegionState::Merged;
+                    r.merged_into = Some(m.clone());
+                }
+            }
+            if r.state == RegionState::Merged {
+                let Some(m) = &r.merged_into else {
+                    return Err(Error::corruption(
+                        crate::meta::META_TABLE,
+                        0,
+                        format!(
+                            "region row {:?} is MERGED without the region it became part of",
+                            String::from_utf8_lossy(&r.row())
+                        ),
+                    )
+                    .into());
+                };
+                self.retired_regions.lock().push(RetiredRegion {
+                    table: r.table.clone(),
+                    info: r.info.clone(),
+                    successors: vec![m.id],
+                });
+                continue;
+            }
+            rest.push(r);
+        }
+        Ok(rest)
+    }
+
     /// Rolls back splits that did not reach their commit point (parent `SPLITTING`: daughter
     /// directories removed, parent serves again) and rolls forward committed ones (parent
     /// `SPLIT`: missing daughter rows written, parent left for the janitor). Returns the
@@ -192,10 +252,10 @@ impl RegionServer {
                             added.push(rec);
                         }
                     }
-                    self.split_parents.lock().push(SplitParent {
+                    self.retired_regions.lock().push(RetiredRegion {
                         table: r.table.clone(),
                         info: r.info.clone(),
-                        daughters: [a.id, b.id],
+                        successors: vec![a.id, b.id],
                     });
                 }
                 RegionState::Splitting => {
@@ -218,6 +278,21 @@ impl RegionServer {
         Ok(serving)
     }
 
+    /// Marks merged parents' rows `MERGED`, naming the region they became part of.
+    pub(crate) fn mark_merged<'a>(
+        &self,
+        table: &str,
+        parents: impl Iterator<Item = &'a RegionInfo>,
+        merged: &RegionInfo,
+    ) -> Result<(), ServerError> {
+        for p in parents {
+            let mut r = RegionRecord::new(table, p.clone(), RegionState::Merged);
+            r.merged_into = Some(merged.clone());
+            self.meta()?.put_region(&r)?;
+        }
+        Ok(())
+    }
+
     /// Removes table and region directories meta does not know: leftovers of creates,
     /// deletes, truncates and splits interrupted before (or after) their commit point.
     fn sweep_orphan_dirs(&self) -> Result<(), ServerError> {
@@ -232,7 +307,7 @@ impl RegionServer {
             .iter()
             .map(|r| r.info.id)
             .collect();
-        keep.extend(self.split_parents.lock().iter().map(|p| p.info.id));
+        keep.extend(self.retired_regions.lock().iter().map(|p| p.info.id));
         for ns in fs.list(&root)? {
             let ns_dir = root.join(&ns);
             for q in fs.list(&ns_dir)? {

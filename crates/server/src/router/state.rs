@@ -12,6 +12,10 @@ pub enum RegionState {
     Splitting,
     Split,
     Offline,
+    /// Being merged with its neighbours (a parent), or not yet committed (the merged region).
+    Merging,
+    /// Merged into another region; its directory waits for the janitor.
+    Merged,
 }
 
 impl RegionState {
@@ -23,6 +27,8 @@ impl RegionState {
             RegionState::Splitting => "SPLITTING",
             RegionState::Split => "SPLIT",
             RegionState::Offline => "OFFLINE",
+            RegionState::Merging => "MERGING",
+            RegionState::Merged => "MERGED",
         }
     }
 
@@ -33,6 +39,8 @@ impl RegionState {
             b"SPLITTING" => RegionState::Splitting,
             b"SPLIT" => RegionState::Split,
             b"OFFLINE" => RegionState::Offline,
+            b"MERGING" => RegionState::Merging,
+            b"MERGED" => RegionState::Merged,
             _ => return None,
         })
     }
@@ -44,6 +52,8 @@ impl RegionState {
             RegionState::Splitting => 3,
             RegionState::Split => 4,
             RegionState::Offline => 5,
+            RegionState::Merging => 6,
+            RegionState::Merged => 7,
         }
     }
 
@@ -53,6 +63,8 @@ impl RegionState {
             2 => RegionState::Closed,
             3 => RegionState::Splitting,
             4 => RegionState::Split,
+            6 => RegionState::Merging,
+            7 => RegionState::Merged,
             _ => RegionState::Offline,
         }
     }
@@ -82,6 +94,8 @@ mod tests {
             RegionState::Splitting,
             RegionState::Split,
             RegionState::Offline,
+            RegionState::Merging,
+            RegionState::Merged,
         ] {
             assert_eq!(RegionState::from_name(s.name().as_bytes()), Some(s));
             assert_eq!(RegionState::from_code(s.code()), s);

@@ -1,5 +1,6 @@
 //! Table DDL: create, delete, disable, enable, truncate and modify tables, add, modify and
-//! delete families, flush a table, split a region, and the alter status clients poll.
+//! delete families, flush a table, split a region, merge regions, and the alter status clients
+//! poll.
 //!
 //! Where an error surfaces mirrors HBase 2.6's master: create and delete table wait for their
 //! procedure's prepare step (HBASE-19953), so "table exists", "not found" and "not disabled"
@@ -483,6 +484,80 @@ impl SplitRegion {
             reply,
             split,
             Ok,
+        )
+    }
+}
+
+/// MergeTableRegions (Admin.mergeRegionsAsync, the shell's `merge_region`). As in HBase, the
+/// regions are checked by the call itself (an unknown region is an UnknownRegionException,
+/// regions that cannot merge a MergeRegionException); the merge then runs before the answer.
+#[derive(Debug, Clone)]
+pub(crate) struct MergeRegions {
+    pub(crate) regions: Vec<crate::hbase::names::RegionRef>,
+    pub(crate) forcible: bool,
+    pub(crate) nonce: Nonce,
+}
+
+impl MergeRegions {
+    pub(crate) fn decode(param: Bytes, _cellblock: Bytes) -> Result<Request> {
+        let req: hbase::MergeTableRegionsRequest = message(param, "MergeTableRegionsRequest")?;
+        let regions = req
+            .region
+            .iter()
+            .map(|r| crate::hbase::names::region_ref(r.r#type, &r.value))
+            .collect::<Result<Vec<_>>>()?;
+        Ok(Call::MergeRegions(MergeRegions {
+            regions,
+            forcible: req.forcible.unwrap_or(false),
+            nonce: nonce_key(req.nonce_group, req.nonce),
+        })
+        .into())
+    }
+
+    pub(crate) fn execute(self, svc: &HbaseService, ctx: &CallCtx) -> Result<Reply> {
+        use crate::hbase::exceptions::{MERGE_REGION, UNKNOWN_REGION};
+        use crate::hbase::names::RegionTarget;
+        let mut ids = Vec::with_capacity(self.regions.len());
+        let mut tables: Vec<String> = Vec::new();
+        for r in self.regions {
+            let target = r.resolve(svc).map_err(|e| {
+                HbaseError::new(UNKNOWN_REGION, format!("merge: {}", e.message), true)
+            })?;
+            match target {
+                RegionTarget::Meta => {
+                    return Err(HbaseError::new(
+                        MERGE_REGION,
+                        "hbase:meta has one region and cannot be merged",
+                        true,
+                    ))
+                }
+                RegionTarget::User { table, region_id } => {
+                    if !tables.contains(&table) {
+                        tables.push(table);
+                    }
+                    ids.push(region_id.to_string());
+                }
+            }
+        }
+        for table in &tables {
+            table_admin(svc, ctx, table, "merge regions")?;
+        }
+        let reply = |id| hbase::MergeTableRegionsResponse { proc_id: Some(id) };
+        let merge = || {
+            svc.master()?
+                .merge_regions(&ids, self.forcible)
+                .map_err(|e| match e {
+                    ServerError::InvalidArgument(m) => HbaseError::new(MERGE_REGION, m, true),
+                    e => e.into(),
+                })
+        };
+        svc.procedures.submit_checked(
+            "assignment.MergeTableRegionsProcedure",
+            ctx,
+            self.nonce,
+            reply,
+            merge,
+            |_| Ok(()),
         )
     }
 }
