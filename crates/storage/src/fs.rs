@@ -9,10 +9,12 @@
 //! directory creation survives a power cut only once its parent directory was synced
 //! ([`FileSystem::sync_dir`], [`create_dir_durable`]).
 
+mod archive;
 mod fault;
 mod hdfs;
 mod local;
 
+pub use archive::{archive_root, archived_path, ArchivingFs};
 pub use fault::FaultFs;
 pub use hdfs::{HdfsFs, DEFAULT_WRITE_BUFFER as HDFS_DEFAULT_WRITE_BUFFER};
 pub use local::LocalFs;

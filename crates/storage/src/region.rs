@@ -29,6 +29,7 @@ mod mvcc;
 mod runs;
 mod scanner;
 mod sink;
+mod snapshot;
 mod split;
 mod store;
 pub(crate) mod store_files;
@@ -41,10 +42,11 @@ pub use ingest::IngestFile;
 
 pub use compaction::Compacted;
 pub use config::{Clock, CompactionStyle, ManualClock, StorageConfig, SystemClock};
-pub use descriptor::RegionInfo;
+pub use descriptor::{write as write_descriptor, RegionInfo};
 pub use inspect::{FileCheck, RegionDir};
 pub use scanner::RegionScanner;
 pub use sink::RowCells;
+pub use snapshot::{reference_parent, write_region_of_files, SnapshotFile};
 pub use throttle::Throttle;
 
 use crate::block_cache::{BlockCache, CacheStats};

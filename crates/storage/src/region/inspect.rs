@@ -56,6 +56,14 @@ impl RegionDir {
         &self.schema
     }
 
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    pub fn fs(&self) -> &FsRef {
+        &self.fs
+    }
+
     /// The names of the files in `family`'s store directory, as the file system lists them;
     /// `None` when the family has no directory yet.
     pub fn store_files(&self, family: &str) -> Result<Option<Vec<String>>> {
