@@ -151,6 +151,34 @@ fn shell_runs_every_command_against_a_real_server() {
         listed[0].contains("STARTKEY => '', ENDKEY => ''"),
         "{listed:?}"
     );
+    // Snapshots: take, list, clone, restore, delete.
+    server.ok("put 'halves', 'a', 'f:q', 'one'; snapshot 'halves', 'snap1'");
+    let listed = lines(&server.ok("list_snapshots"));
+    assert!(
+        listed[0].starts_with("SNAPSHOT") && listed[1].starts_with("snap1 "),
+        "{listed:?}"
+    );
+    assert!(listed[1].contains(" halves "), "{listed:?}");
+    assert_eq!(listed[2], "1 row(s)");
+    server.ok("put 'halves', 'a', 'f:q', 'two'; clone_snapshot 'snap1', 'halves_copy'");
+    assert!(server.ok("get 'halves_copy', 'a'").contains("value=one"));
+    let e = server.fails("restore_snapshot 'snap1'");
+    assert!(e.contains("not disabled") || e.contains("disable"), "{e}");
+    server.ok("disable 'halves'; restore_snapshot 'snap1'; enable 'halves'");
+    assert!(server.ok("get 'halves', 'a'").contains("value=one"));
+    server.ok("delete_snapshot 'snap1'");
+    assert_eq!(
+        lines(&server.ok("list_snapshots"))
+            .last()
+            .map(String::as_str),
+        Some("0 row(s)")
+    );
+    let e = server.fails("clone_snapshot 'snap1', 'again'");
+    assert!(e.contains("does not exist"), "{e}");
+    assert!(
+        server.ok("get 'halves_copy', 'a'").contains("value=one"),
+        "the clone outlives its snapshot"
+    );
 
     // Writes, including a binary row key.
     server.ok(

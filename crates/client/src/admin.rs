@@ -276,6 +276,59 @@ impl Admin {
         Ok(r.merged.map(RegionLocation::from_pb))
     }
 
+    /// Takes snapshot `name` of `table`: each region is flushed first unless `skip_flush`.
+    pub async fn snapshot(&self, table: &str, name: &str, skip_flush: bool) -> Result<()> {
+        let req = pb::SnapshotRequest {
+            table: table.to_string(),
+            name: name.to_string(),
+            skip_flush,
+        };
+        self.change(Method::Snapshot, &req, table).await
+    }
+
+    /// Every snapshot, oldest first.
+    pub async fn list_snapshots(&self) -> Result<Vec<pb::SnapshotInfo>> {
+        let r: pb::ListSnapshotsResponse = self
+            .inner
+            .master_call(Method::ListSnapshots, &pb::Empty {}, true)
+            .await?
+            .decode("ListSnapshotsResponse")?;
+        Ok(r.snapshots)
+    }
+
+    /// Deletes snapshot `name`.
+    pub async fn delete_snapshot(&self, name: &str) -> Result<()> {
+        let req = pb::SnapshotNameRequest {
+            name: name.to_string(),
+        };
+        self.inner
+            .master_call(Method::DeleteSnapshot, &req, false)
+            .await
+            .map(|_| ())
+    }
+
+    /// Creates table `table` from snapshot `name` (no data is copied).
+    pub async fn clone_snapshot(&self, name: &str, table: &str) -> Result<()> {
+        let req = pb::CloneSnapshotRequest {
+            name: name.to_string(),
+            table: table.to_string(),
+        };
+        self.change(Method::CloneSnapshot, &req, table).await
+    }
+
+    /// Brings the snapshot's (disabled) table back to snapshot `name`.
+    pub async fn restore_snapshot(&self, name: &str) -> Result<()> {
+        let req = pb::SnapshotNameRequest {
+            name: name.to_string(),
+        };
+        let r = self
+            .inner
+            .master_call(Method::RestoreSnapshot, &req, false)
+            .await;
+        self.inner.cache.clear();
+        r.map(|_| ())
+    }
+
     /// Moves a region (id, name or encoded name) to `server` (`host,port,startcode` or the
     /// native `host:port`), or to the least loaded other server.
     pub async fn move_region(&self, region: &str, server: Option<&str>) -> Result<()> {
@@ -491,6 +544,30 @@ impl Admin {
             merged,
         };
         self.server_call(server, Method::MergeRegion, &req).await
+    }
+
+    /// Region server control: flushes a region on `server` (unless `skip_flush`) and names
+    /// its store files, for a snapshot. One attempt.
+    pub async fn snapshot_region_on(
+        &self,
+        server: &str,
+        table: &str,
+        region_id: u64,
+        skip_flush: bool,
+    ) -> Result<Vec<pb::SnapshotFileRef>> {
+        let req = pb::SnapshotRegionRequest {
+            region: Some(pb::RegionRef {
+                table: table.to_string(),
+                region_id,
+            }),
+            skip_flush,
+        };
+        let conn = self.inner.connection(server).await?;
+        let r: pb::SnapshotRegionResponse = conn
+            .call(Method::SnapshotRegion, &req, &[])
+            .await?
+            .decode("SnapshotRegionResponse")?;
+        Ok(r.files)
     }
 
     async fn server_call(

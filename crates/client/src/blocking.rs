@@ -323,6 +323,31 @@ impl Admin {
         block_on(self.inner.balance_switch(on))?
     }
 
+    /// See [`crate::Admin::snapshot`].
+    pub fn snapshot(&self, table: &str, name: &str, skip_flush: bool) -> Result<()> {
+        block_on(self.inner.snapshot(table, name, skip_flush))?
+    }
+
+    /// See [`crate::Admin::list_snapshots`].
+    pub fn list_snapshots(&self) -> Result<Vec<cellar_proto::pb::SnapshotInfo>> {
+        block_on(self.inner.list_snapshots())?
+    }
+
+    /// See [`crate::Admin::delete_snapshot`].
+    pub fn delete_snapshot(&self, name: &str) -> Result<()> {
+        block_on(self.inner.delete_snapshot(name))?
+    }
+
+    /// See [`crate::Admin::clone_snapshot`].
+    pub fn clone_snapshot(&self, name: &str, table: &str) -> Result<()> {
+        block_on(self.inner.clone_snapshot(name, table))?
+    }
+
+    /// See [`crate::Admin::restore_snapshot`].
+    pub fn restore_snapshot(&self, name: &str) -> Result<()> {
+        block_on(self.inner.restore_snapshot(name))?
+    }
+
     /// See [`crate::Admin::merge_regions`].
     pub fn merge_regions(
         &self,

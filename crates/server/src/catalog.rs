@@ -60,33 +60,67 @@ impl Master {
         bounds.push(Bytes::new());
         bounds.extend(split_keys.iter().cloned());
         bounds.push(Bytes::new());
+        let ranges = bounds.windows(2).map(|w| (w[0].clone(), w[1].clone()));
+        self.create_regions(schema, ranges.collect(), TableState::Enabled, |_, _, _| {
+            Ok(())
+        })
+    }
+
+    /// Creates table `schema.name` (checked, not existing; the admin lock is held) with one
+    /// region per `(start, end)` range, in `state`. `prepare(range index, region, directory)`
+    /// fills each new region's directory before it opens (a clone's references). On failure
+    /// nothing of the table is left.
+    pub(crate) fn create_regions(
+        &self,
+        schema: TableSchema,
+        ranges: Vec<(Bytes, Bytes)>,
+        state: TableState,
+        prepare: impl Fn(usize, &RegionInfo, &std::path::Path) -> Result<(), ServerError>,
+    ) -> Result<(), ServerError> {
+        let name = schema.name.clone();
         // Leftovers of an earlier create that crashed have no meta rows: they go.
         self.rs
             .services
             .fs
             .delete_dir_all(&names::table_dir(self.rs.data_dir(), &name))?;
-        let mut route = TableRoute::new(schema.clone(), TableState::Enabled, 0);
+        let mut route = TableRoute::new(schema.clone(), state, 0);
+        let count = ranges.len();
         let result = (|| {
-            for w in bounds.windows(2) {
+            for (i, (start_key, end_key)) in ranges.into_iter().enumerate() {
                 let info = RegionInfo {
                     id: self.rs.next_region_id(),
-                    start_key: w[0].clone(),
-                    end_key: w[1].clone(),
+                    start_key,
+                    end_key,
                 };
                 let dir = self.rs.region_dir(&name, info.id);
+                prepare(i, &info, &dir)?;
                 let hosted = HostedRegion::new(&name, info.clone(), &dir, None);
                 route
                     .regions
                     .insert(info.start_key.clone(), Arc::clone(&hosted));
-                self.rs.bring_up(&hosted, &schema)?;
+                let region_state = if state == TableState::Enabled {
+                    self.rs.bring_up(&hosted, &schema)?;
+                    RegionState::Open
+                } else {
+                    // A disabled table's region: its directory, closed.
+                    cellar_storage::fs::create_dir_durable(&*self.rs.services.fs, &dir)?;
+                    cellar_storage::region::write_descriptor(
+                        &*self.rs.services.fs,
+                        &dir,
+                        &info,
+                        &schema,
+                    )?;
+                    hosted.set_state(RegionState::Closed);
+                    RegionState::Closed
+                };
                 self.rs
                     .meta()?
-                    .put_region(&self.rs.record_of(&hosted, RegionState::Open))?;
+                    .put_region(&self.rs.record_of(&hosted, region_state))?;
             }
             // The commit point: the table exists once its row does.
             self.rs.meta()?.put_table(&TableRecord {
                 schema: schema.clone(),
-                state: TableState::Enabled,
+                state,
                 splits: 0,
                 truncate_to: None,
             })
@@ -106,7 +140,7 @@ impl Master {
             return Err(e);
         }
         self.rs.router.insert_table(&name, route);
-        tracing::info!(table = %name, regions = bounds.len() - 1, "table created");
+        tracing::info!(table = %name, regions = count, "table created");
         Ok(())
     }
 
@@ -190,7 +224,7 @@ impl Master {
     }
 
     /// Deletes the meta rows of a table's regions and of its split parents.
-    fn forget_regions(&self, name: &str, t: &TableRoute) -> Result<(), ServerError> {
+    pub(crate) fn forget_regions(&self, name: &str, t: &TableRoute) -> Result<(), ServerError> {
         for hosted in t.regions.values() {
             self.rs.meta()?.delete_region(name, &hosted.info)?;
         }

@@ -30,6 +30,7 @@ pub mod router;
 pub mod rpc;
 pub mod scanners;
 pub mod security;
+pub mod snapshot;
 pub mod status;
 pub mod thrift;
 pub mod web;

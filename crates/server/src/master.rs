@@ -17,6 +17,7 @@
 mod balance;
 mod crash;
 mod merge_procedure;
+mod snapshot_procedure;
 mod split_procedure;
 mod split_remote;
 
@@ -73,6 +74,8 @@ pub struct Master {
     /// A cluster master's assignment; `None` standalone.
     assignment: Option<Arc<Assignment>>,
     workers: Workers<Master>,
+    /// When the archive was last cleaned (`snapshot_procedure.rs`).
+    archive_cleaned: parking_lot::Mutex<Option<std::time::Instant>>,
 }
 
 impl Master {
@@ -91,6 +94,7 @@ impl Master {
             rs,
             assignment,
             workers: Workers::new(),
+            archive_cleaned: parking_lot::Mutex::new(None),
         });
         let weak = Arc::downgrade(&master);
         match &master.assignment {
@@ -763,6 +767,9 @@ impl Master {
             return;
         }
         self.cluster_janitor(a);
+        if self.archive_due() {
+            self.clean_archive_locked();
+        }
         if !a.reconciled.load(Ordering::SeqCst) && self.close_unknown_regions(a) {
             a.reconciled.store(true, Ordering::SeqCst);
         }

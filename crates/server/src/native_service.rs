@@ -384,6 +384,7 @@ impl NativeService {
             | Method::PrepareSplit
             | Method::SplitRegion
             | Method::MergeRegion
+            | Method::SnapshotRegion
             | Method::Balance
             | Method::BalanceSwitch
             | Method::MoveRegion
@@ -455,6 +456,22 @@ impl NativeService {
                 )?;
                 empty()
             }
+            Method::SnapshotRegion => {
+                let req: pb::SnapshotRegionRequest = decode(param, "SnapshotRegionRequest")?;
+                let r = region_ref(req.region, "SnapshotRegionRequest")?;
+                let files = self
+                    .rs
+                    .snapshot_region_call(&r.table, r.region_id, req.skip_flush)?
+                    .into_iter()
+                    .map(|f| pb::SnapshotFileRef {
+                        family: f.family,
+                        path: f.path.to_string_lossy().into_owned(),
+                        start: f.start.into(),
+                        end: f.end.into(),
+                    })
+                    .collect();
+                Ok(Reply::message(&pb::SnapshotRegionResponse { files }))
+            }
             Method::MergeRegion => {
                 let req: pb::MergeRegionRequest = decode(param, "MergeRegionRequest")?;
                 self.rs
@@ -495,6 +512,70 @@ impl NativeService {
                     .require_table_admin(&ctx.caller, &req.table, "split a table")?;
                 self.require_master()?
                     .split_table(&req.table, req.split_row)?;
+                empty()
+            }
+            Method::Snapshot => {
+                let req: pb::SnapshotRequest = decode(param, "SnapshotRequest")?;
+                self.rs
+                    .authz
+                    .require_table_admin(&ctx.caller, &req.table, "take a snapshot")?;
+                self.require_master()?
+                    .snapshot(&req.table, &req.name, req.skip_flush)?;
+                empty()
+            }
+            Method::ListSnapshots => {
+                self.rs.authz.require(
+                    &ctx.caller,
+                    Action::Admin,
+                    &Scope::Global,
+                    "list snapshots",
+                )?;
+                let snapshots = self
+                    .require_master()?
+                    .list_snapshots()?
+                    .into_iter()
+                    .map(|m| pb::SnapshotInfo {
+                        files: u32::try_from(
+                            m.regions.iter().map(|r| r.files.len()).sum::<usize>(),
+                        )
+                        .unwrap_or(u32::MAX),
+                        regions: u32::try_from(m.regions.len()).unwrap_or(u32::MAX),
+                        name: m.name,
+                        table: m.table,
+                        created_ms: m.created_ms,
+                    })
+                    .collect();
+                Ok(Reply::message(&pb::ListSnapshotsResponse { snapshots }))
+            }
+            Method::DeleteSnapshot | Method::RestoreSnapshot => {
+                let req: pb::SnapshotNameRequest = decode(param, "SnapshotNameRequest")?;
+                let master = self.require_master()?;
+                let m = master.snapshot_named(&req.name)?;
+                let what = if method == Method::DeleteSnapshot {
+                    "delete a snapshot"
+                } else {
+                    "restore a snapshot"
+                };
+                self.rs
+                    .authz
+                    .require_table_admin(&ctx.caller, &m.table, what)?;
+                if method == Method::DeleteSnapshot {
+                    master.delete_snapshot(&req.name)?;
+                } else {
+                    master.restore_snapshot(&req.name)?;
+                }
+                empty()
+            }
+            Method::CloneSnapshot => {
+                let req: pb::CloneSnapshotRequest = decode(param, "CloneSnapshotRequest")?;
+                let master = self.require_master()?;
+                let m = master.snapshot_named(&req.name)?;
+                self.rs
+                    .authz
+                    .require_table_admin(&ctx.caller, &m.table, "clone a snapshot")?;
+                self.rs.authz.require_create(&ctx.caller, &req.table)?;
+                master.clone_snapshot(&req.name, &req.table)?;
+                master.grant_owner(&ctx.caller, &req.table)?;
                 empty()
             }
             Method::MergeRegions => {
@@ -865,6 +946,7 @@ fn admin_what(method: Method) -> &'static str {
         Method::FlushRegion => "flush a region",
         Method::PrepareSplit | Method::SplitRegion => "split a region",
         Method::MergeRegion => "merge regions",
+        Method::SnapshotRegion => "snapshot a region",
         Method::Balance => "run the balancer",
         Method::BalanceSwitch => "switch the balancer",
         Method::MoveRegion => "move a region",

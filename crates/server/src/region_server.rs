@@ -220,6 +220,9 @@ impl RegionServer {
             .map_err(ServerError::InvalidArgument)?,
         );
         let clock = Arc::clone(&storage.clock);
+        // Store files a region stops using go to the archive, where snapshots and clones
+        // still read them (`cellar_storage::fs::ArchivingFs`, `docs/snapshots.md`).
+        let fs: FsRef = Arc::new(cellar_storage::fs::ArchivingFs::new(fs, &config.data_dir));
         let (services, records) = StorageServices::open(fs, &wal_dir, storage)?;
         let router = Router::new();
         let nonces = nonces::Nonces::default();

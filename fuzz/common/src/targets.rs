@@ -304,6 +304,16 @@ pub fn native_request(data: &[u8]) {
         M::MergeRegions => {
             decode::<pb::MergeRegionsRequest>(&param, "MergeRegionsRequest");
         }
+        M::Snapshot => {
+            decode::<pb::SnapshotRequest>(&param, "SnapshotRequest");
+        }
+        M::ListSnapshots => {}
+        M::DeleteSnapshot | M::RestoreSnapshot => {
+            decode::<pb::SnapshotNameRequest>(&param, "SnapshotNameRequest");
+        }
+        M::CloneSnapshot => {
+            decode::<pb::CloneSnapshotRequest>(&param, "CloneSnapshotRequest");
+        }
         M::Balance => {}
         M::BalanceSwitch => {
             decode::<pb::BalanceSwitchRequest>(&param, "BalanceSwitchRequest");
@@ -338,6 +348,9 @@ pub fn native_request(data: &[u8]) {
         }
         M::MergeRegion => {
             decode::<pb::MergeRegionRequest>(&param, "MergeRegionRequest");
+        }
+        M::SnapshotRegion => {
+            decode::<pb::SnapshotRegionRequest>(&param, "SnapshotRegionRequest");
         }
         M::BulkLoadRegion => {
             decode::<pb::BulkLoadRegionRequest>(&param, "BulkLoadRegionRequest");

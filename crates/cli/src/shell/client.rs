@@ -291,6 +291,27 @@ impl Cluster for RemoteCluster {
     fn balance(&mut self) -> Result<(u32, bool), String> {
         self.admin()?.balance().map_err(msg)
     }
+    fn snapshot(&mut self, table: &str, name: &str, skip_flush: bool) -> Result<(), String> {
+        self.admin()?.snapshot(table, name, skip_flush).map_err(msg)
+    }
+    fn list_snapshots(&mut self) -> Result<Vec<(String, String, u64)>, String> {
+        Ok(self
+            .admin()?
+            .list_snapshots()
+            .map_err(msg)?
+            .into_iter()
+            .map(|s| (s.name, s.table, s.created_ms))
+            .collect())
+    }
+    fn delete_snapshot(&mut self, name: &str) -> Result<(), String> {
+        self.admin()?.delete_snapshot(name).map_err(msg)
+    }
+    fn clone_snapshot(&mut self, name: &str, table: &str) -> Result<(), String> {
+        self.admin()?.clone_snapshot(name, table).map_err(msg)
+    }
+    fn restore_snapshot(&mut self, name: &str) -> Result<(), String> {
+        self.admin()?.restore_snapshot(name).map_err(msg)
+    }
     fn merge_regions(&mut self, regions: &[String], force: bool) -> Result<Option<String>, String> {
         let names: Vec<&str> = regions.iter().map(String::as_str).collect();
         let merged = self.admin()?.merge_regions(&names, force).map_err(msg)?;

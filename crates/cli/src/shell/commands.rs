@@ -95,6 +95,18 @@ pub enum Action {
         regions: Vec<String>,
         force: bool,
     },
+    Snapshot {
+        table: String,
+        name: String,
+        skip_flush: bool,
+    },
+    ListSnapshots,
+    DeleteSnapshot(String),
+    CloneSnapshot {
+        name: String,
+        table: String,
+    },
+    RestoreSnapshot(String),
     Assign(String),
     Unassign(String),
     Flush(String),
@@ -179,7 +191,7 @@ pub struct CommandHelp {
     pub summary: &'static str,
 }
 
-pub const GROUPS: &[&str] = &["general", "ddl", "dml", "tools", "security"];
+pub const GROUPS: &[&str] = &["general", "ddl", "dml", "tools", "snapshots", "security"];
 
 pub const COMMANDS: &[CommandHelp] = &[
     CommandHelp { name: "status", group: "general", usage: "status\nstatus 'detailed'", summary: "Show the cluster's servers, regions and tables; 'detailed' lists every region server\nand the regions on it." },
@@ -214,6 +226,11 @@ SKIP, WHILE and parentheses." },
     CommandHelp { name: "user_permission", group: "security", usage: "user_permission[ '@ns' | 'table']", summary: "List the permissions granted globally, on a namespace, or on a table (its families and columns too)." },
     CommandHelp { name: "balance_switch", group: "tools", usage: "balance_switch true|false", summary: "Turn the balancer on or off (a cluster's master); prints whether it was on." },
     CommandHelp { name: "balancer", group: "tools", usage: "balancer", summary: "Run the balancer now: even out region counts across region servers." },
+    CommandHelp { name: "snapshot", group: "snapshots", usage: "snapshot 't', 'name'[, {SKIP_FLUSH => true}]", summary: "Take a snapshot of a table: no data is copied; each region is flushed first unless\nSKIP_FLUSH." },
+    CommandHelp { name: "list_snapshots", group: "snapshots", usage: "list_snapshots", summary: "List snapshots: name, table, when taken." },
+    CommandHelp { name: "delete_snapshot", group: "snapshots", usage: "delete_snapshot 'name'", summary: "Delete a snapshot (clones made from it keep their data)." },
+    CommandHelp { name: "clone_snapshot", group: "snapshots", usage: "clone_snapshot 'name', 'new_table'", summary: "Create a table from a snapshot without copying data." },
+    CommandHelp { name: "restore_snapshot", group: "snapshots", usage: "restore_snapshot 'name'", summary: "Bring the snapshot's table, disabled, back to the snapshot (enable it afterwards)." },
     CommandHelp { name: "merge_region", group: "tools", usage: "merge_region 'REGION_A', 'REGION_B'[, true]\n       merge_region ['REGION_A', 'REGION_B', 'REGION_C'][, true]", summary: "Merge adjacent regions of a table (ids, names or encoded names) into one. Regions with a\ngap between them are refused, forced or not." },
     CommandHelp { name: "move", group: "tools", usage: "move 'REGION'[, 'SERVER']", summary: "Move a region (id, name or encoded name) to a region server (host,port,startcode or\nnative host:port), or to the least loaded other one." },
     CommandHelp { name: "assign", group: "tools", usage: "assign 'REGION'", summary: "Open a region that is not open." },
@@ -424,6 +441,47 @@ pub fn translate(cmd: &Command) -> Result<Action, String> {
                 region: args.text(&args.values[0], "region")?,
                 server: args.opt(1).map(|v| args.text(v, "server")).transpose()?,
             }
+        }
+        "snapshot" => {
+            // `snapshot 't', 'name'[, {SKIP_FLUSH => true}]`
+            args.count(2, 3)?;
+            let mut skip_flush = false;
+            if let Some(opts) = args.opt(2) {
+                for (k, v) in args.hash(opts, "snapshot")? {
+                    match (k.as_str(), v) {
+                        ("SKIP_FLUSH", Value::Bool(b)) => skip_flush = *b,
+                        (other, _) => {
+                            return Err(format!(
+                                "snapshot: unknown option {other} (SKIP_FLUSH => true|false)"
+                            ))
+                        }
+                    }
+                }
+            }
+            Action::Snapshot {
+                table: args.table()?,
+                name: args.text(&args.values[1], "snapshot name")?,
+                skip_flush,
+            }
+        }
+        "list_snapshots" => {
+            args.count(0, 0)?;
+            Action::ListSnapshots
+        }
+        "delete_snapshot" => {
+            args.count(1, 1)?;
+            Action::DeleteSnapshot(args.text(&args.values[0], "snapshot name")?)
+        }
+        "clone_snapshot" => {
+            args.count(2, 2)?;
+            Action::CloneSnapshot {
+                name: args.text(&args.values[0], "snapshot name")?,
+                table: args.text(&args.values[1], "table name")?,
+            }
+        }
+        "restore_snapshot" => {
+            args.count(1, 1)?;
+            Action::RestoreSnapshot(args.text(&args.values[0], "snapshot name")?)
         }
         "merge_region" => {
             // `merge_region 'A', 'B'[, true]` or `merge_region ['A', 'B', ...][, true]`.

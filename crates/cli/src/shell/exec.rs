@@ -66,6 +66,12 @@ pub trait Cluster {
     /// Runs the balancer: (regions moved, whether it is on).
     fn balance(&mut self) -> Result<(u32, bool), String>;
     fn move_region(&mut self, region: &str, server: Option<&str>) -> Result<(), String>;
+    fn snapshot(&mut self, table: &str, name: &str, skip_flush: bool) -> Result<(), String>;
+    /// (name, table, created ms since the epoch) of every snapshot.
+    fn list_snapshots(&mut self) -> Result<Vec<(String, String, u64)>, String>;
+    fn delete_snapshot(&mut self, name: &str) -> Result<(), String>;
+    fn clone_snapshot(&mut self, name: &str, table: &str) -> Result<(), String>;
+    fn restore_snapshot(&mut self, name: &str) -> Result<(), String>;
     /// Merges regions; the merged region's name, if the server told it.
     fn merge_regions(&mut self, regions: &[String], force: bool) -> Result<Option<String>, String>;
     fn assign(&mut self, region: &str) -> Result<(), String>;
@@ -391,6 +397,25 @@ pub fn execute(
             });
         }
         Action::Move { region, server } => cluster.move_region(&region, server.as_deref())?,
+        Action::Snapshot {
+            table,
+            name,
+            skip_flush,
+        } => cluster.snapshot(&table, &name, skip_flush)?,
+        Action::ListSnapshots => {
+            let all = cluster.list_snapshots()?;
+            lines.push(format!("{:<30} {:<30} CREATION TIME", "SNAPSHOT", "TABLE"));
+            for (name, table, created_ms) in &all {
+                lines.push(format!(
+                    "{name:<30} {table:<30} {}",
+                    format::format_timestamp(*created_ms)
+                ));
+            }
+            lines.push(format!("{} row(s)", all.len()));
+        }
+        Action::DeleteSnapshot(name) => cluster.delete_snapshot(&name)?,
+        Action::CloneSnapshot { name, table } => cluster.clone_snapshot(&name, &table)?,
+        Action::RestoreSnapshot(name) => cluster.restore_snapshot(&name)?,
         Action::Merge { regions, force } => {
             if let Some(merged) = cluster.merge_regions(&regions, force)? {
                 lines.push(format!("merged into {merged}"));

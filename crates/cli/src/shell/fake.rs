@@ -243,6 +243,26 @@ impl Cluster for Fake {
         self.calls.push("balance".into());
         Ok((0, true))
     }
+    fn snapshot(&mut self, table: &str, name: &str, skip_flush: bool) -> Result<(), String> {
+        self.calls
+            .push(format!("snapshot {table} {name} {skip_flush}"));
+        Ok(())
+    }
+    fn list_snapshots(&mut self) -> Result<Vec<(String, String, u64)>, String> {
+        Ok(Vec::new())
+    }
+    fn delete_snapshot(&mut self, name: &str) -> Result<(), String> {
+        self.calls.push(format!("delete_snapshot {name}"));
+        Ok(())
+    }
+    fn clone_snapshot(&mut self, name: &str, table: &str) -> Result<(), String> {
+        self.calls.push(format!("clone_snapshot {name} {table}"));
+        Ok(())
+    }
+    fn restore_snapshot(&mut self, name: &str) -> Result<(), String> {
+        self.calls.push(format!("restore_snapshot {name}"));
+        Ok(())
+    }
     fn merge_regions(&mut self, regions: &[String], force: bool) -> Result<Option<String>, String> {
         self.calls.push(format!("merge {regions:?} {force}"));
         Ok(None)

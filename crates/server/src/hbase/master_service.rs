@@ -9,6 +9,7 @@ pub(super) mod access;
 pub(super) mod cluster;
 pub(super) mod namespaces;
 pub(super) mod procedures;
+pub(super) mod snapshots;
 pub(super) mod table_info;
 pub(super) mod tables;
 
@@ -60,6 +61,12 @@ pub(crate) enum Call {
     FlushTable(tables::FlushTable),
     SplitRegion(tables::SplitRegion),
     MergeRegions(tables::MergeRegions),
+    Snapshot(snapshots::Snapshot),
+    IsSnapshotDone(snapshots::IsSnapshotDone),
+    GetCompletedSnapshots(snapshots::GetCompletedSnapshots),
+    DeleteSnapshot(snapshots::DeleteSnapshot),
+    RestoreSnapshot(snapshots::RestoreSnapshot),
+    IsRestoreSnapshotDone(snapshots::IsRestoreSnapshotDone),
     GetSchemaAlterStatus(tables::GetSchemaAlterStatus),
     GetProcedureResult(procedures::GetProcedureResult),
     GetTableDescriptors(table_info::GetTableDescriptors),
@@ -109,6 +116,18 @@ pub(crate) const SERVICE: Service = Service {
         ("FlushTable", tables::FlushTable::decode),
         ("SplitRegion", tables::SplitRegion::decode),
         ("MergeTableRegions", tables::MergeRegions::decode),
+        ("Snapshot", snapshots::Snapshot::decode),
+        ("IsSnapshotDone", snapshots::IsSnapshotDone::decode),
+        (
+            "GetCompletedSnapshots",
+            snapshots::GetCompletedSnapshots::decode,
+        ),
+        ("DeleteSnapshot", snapshots::DeleteSnapshot::decode),
+        ("RestoreSnapshot", snapshots::RestoreSnapshot::decode),
+        (
+            "IsRestoreSnapshotDone",
+            snapshots::IsRestoreSnapshotDone::decode,
+        ),
         ("GetSchemaAlterStatus", tables::GetSchemaAlterStatus::decode),
         ("getProcedureResult", procedures::GetProcedureResult::decode),
         (
@@ -185,6 +204,12 @@ pub(crate) fn execute(svc: &HbaseService, ctx: &CallCtx, call: Call) -> Result<R
         Call::FlushTable(call) => call.execute(svc, ctx),
         Call::SplitRegion(call) => call.execute(svc, ctx),
         Call::MergeRegions(call) => call.execute(svc, ctx),
+        Call::Snapshot(call) => call.execute(svc, ctx),
+        Call::IsSnapshotDone(call) => call.execute(svc),
+        Call::GetCompletedSnapshots(call) => call.execute(svc, ctx),
+        Call::DeleteSnapshot(call) => call.execute(svc, ctx),
+        Call::RestoreSnapshot(call) => call.execute(svc, ctx),
+        Call::IsRestoreSnapshotDone(call) => call.execute(),
         Call::GetSchemaAlterStatus(call) => call.execute(svc),
         Call::GetProcedureResult(call) => call.execute(svc),
         Call::GetTableDescriptors(call) => call.execute(svc, ctx),
@@ -287,6 +312,12 @@ fn needs_global_admin(method: &str) -> bool {
             | "FlushTable"
             | "SplitRegion"
             | "MergeTableRegions"
+            | "Snapshot"
+            | "IsSnapshotDone"
+            | "GetCompletedSnapshots"
+            | "DeleteSnapshot"
+            | "RestoreSnapshot"
+            | "IsRestoreSnapshotDone"
             | "GetSchemaAlterStatus"
             | "getProcedureResult"
             | "GetTableDescriptors"

@@ -44,6 +44,12 @@ impl Master {
     /// One round of the split thread: the janitor, then automatic splits.
     pub(crate) fn split_tick(&self) {
         self.janitor();
+        if self.archive_due() {
+            let _admin = self.rs.admin.lock();
+            if self.rs.check_running().is_ok() {
+                self.clean_archive_locked();
+            }
+        }
         if self.rs.config.split.auto {
             self.auto_split();
         }

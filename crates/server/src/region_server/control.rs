@@ -299,4 +299,17 @@ impl RegionServer {
         tracing::info!(table, regions = ?ids, merged, "regions closed for a merge; merged region written");
         Ok(())
     }
+
+    /// Flushes a region served here (unless `skip_flush`) and names its store files, for a
+    /// snapshot the master takes.
+    pub fn snapshot_region_call(
+        &self,
+        table: &str,
+        id: u64,
+        skip_flush: bool,
+    ) -> Result<Vec<cellar_storage::region::SnapshotFile>, ServerError> {
+        self.check_region_server("SNAPSHOT_REGION")?;
+        let hosted = self.router.region_for_call(table, id)?;
+        hosted.with(|r| Ok(r.snapshot_files(!skip_flush)?))
+    }
 }
