@@ -82,6 +82,11 @@ impl Writers {
         self.acked.lock().expect("lock").len()
     }
 
+    /// The rows acknowledged so far.
+    pub fn acked_rows(&self) -> BTreeSet<Bytes> {
+        self.acked.lock().expect("lock").clone()
+    }
+
     /// Waits until `more` rows beyond `from` are acknowledged (at most a minute).
     pub fn wait_progress(&self, from: usize, more: usize, what: &str) {
         self.wait_progress_or(from, more, what, String::new);
