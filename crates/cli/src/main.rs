@@ -4,6 +4,7 @@
 mod backup;
 mod bench;
 mod cert;
+mod export_snapshot;
 mod hfile;
 mod import_hbase;
 mod shell;
@@ -71,6 +72,10 @@ enum Command {
     /// never through the write path (the server must be started with --bulk-load-dir on the
     /// HBase root; docs/migration.md).
     ImportHbase(import_hbase::Args),
+    /// Copy a snapshot and the store files it names to another root (local or HDFS), where
+    /// that server or cluster lists it and can clone it (HBase's ExportSnapshot;
+    /// docs/snapshots.md). Either side may be serving.
+    ExportSnapshot(export_snapshot::Args),
     /// Compare a table on an HBase cluster with the same table on Cellar (or any two
     /// clusters speaking HBase's protocol), range by range with digests, naming the rows
     /// that differ; exits non-zero when any does (docs/migration.md).
@@ -101,6 +106,7 @@ fn main() -> ExitCode {
         Command::Verify { dir } => verify::run(&dir).map_err(|e| e.to_string()),
         Command::Hfile(args) => hfile::run(args),
         Command::ImportHbase(args) => import_hbase::run(args),
+        Command::ExportSnapshot(args) => export_snapshot::run(args),
         Command::VerifyAgainst(args) => verify_against::run(args),
     };
     match result {

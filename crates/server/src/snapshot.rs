@@ -34,6 +34,10 @@ const HEADER: &str = "cellar-snapshot v1";
 /// The directory of a root that holds its snapshots.
 pub const SNAPSHOTS_DIR: &str = ".snapshots";
 const MANIFEST: &str = "manifest";
+/// A snapshot being copied in from another root (`cellar export-snapshot`): its manifest under
+/// this name while its files arrive. The cleaner keeps the files it names; once they are all
+/// there the manifest proper is written and this goes.
+const IMPORTING: &str = "importing";
 
 /// A snapshot of a table.
 #[derive(Debug, Clone, PartialEq)]
@@ -222,11 +226,42 @@ impl Manifest {
 
     /// Writes the manifest of a new snapshot (whole or not at all).
     pub fn write(&self, fs: &dyn FileSystem, root: &Path) -> Result<(), ServerError> {
+        self.write_as(fs, root, MANIFEST)
+    }
+
+    /// Writes this manifest as snapshot `name`'s `importing` file: its files are arriving.
+    pub fn write_importing(&self, fs: &dyn FileSystem, root: &Path) -> Result<(), ServerError> {
+        self.write_as(fs, root, IMPORTING)
+    }
+
+    /// Removes the `importing` file once the manifest proper is written.
+    pub fn imported(&self, fs: &dyn FileSystem, root: &Path) -> Result<(), ServerError> {
+        let path = snapshot_dir(root, &self.name).join(IMPORTING);
+        if fs.exists(&path)? {
+            fs.delete(&path)?;
+        }
+        Ok(())
+    }
+
+    fn write_as(&self, fs: &dyn FileSystem, root: &Path, file: &str) -> Result<(), ServerError> {
         let dir = snapshot_dir(root, &self.name);
         cellar_storage::fs::create_dir_durable(fs, &dir)?;
         let text = self.encode(root)?;
-        write_atomic(fs, &dir.join(MANIFEST), text.as_bytes())?;
+        write_atomic(fs, &dir.join(file), text.as_bytes())?;
         Ok(())
+    }
+
+    /// The same snapshot with its files under another root (same relative paths).
+    pub fn rerooted(&self, from: &Path, to: &Path) -> Manifest {
+        let mut m = self.clone();
+        for r in &mut m.regions {
+            for f in &mut r.files {
+                if let Ok(rel) = f.path.strip_prefix(from) {
+                    f.path = to.join(rel);
+                }
+            }
+        }
+        m
     }
 
     /// The manifest of snapshot `name`; `None` if there is none.
@@ -235,7 +270,15 @@ impl Manifest {
         root: &Path,
         name: &str,
     ) -> Result<Option<Manifest>, ServerError> {
-        let path = snapshot_dir(root, name).join(MANIFEST);
+        Manifest::read_file(fs, root, &snapshot_dir(root, name).join(MANIFEST))
+    }
+
+    fn read_file(
+        fs: &dyn FileSystem,
+        root: &Path,
+        path: &Path,
+    ) -> Result<Option<Manifest>, ServerError> {
+        let path = path.to_path_buf();
         if !fs.exists(&path)? {
             return Ok(None);
         }
@@ -267,14 +310,33 @@ pub fn list(fs: &dyn FileSystem, root: &Path) -> Result<Vec<Manifest>, ServerErr
     Ok(out)
 }
 
-/// Removes snapshot directories without a manifest (interrupted before their commit).
+/// Snapshots being copied in (`importing`, see [`Manifest::write_importing`]): their files
+/// must be kept although no manifest names them yet.
+pub fn importing(fs: &dyn FileSystem, root: &Path) -> Result<Vec<Manifest>, ServerError> {
+    let dir = root.join(SNAPSHOTS_DIR);
+    if !fs.exists(&dir)? {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for name in fs.list(&dir)? {
+        if let Some(m) = Manifest::read_file(fs, root, &dir.join(&name).join(IMPORTING))? {
+            out.push(m);
+        }
+    }
+    Ok(out)
+}
+
+/// Removes snapshot directories without a manifest (interrupted before their commit); one
+/// being copied in (`importing`) stays.
 pub fn remove_incomplete(fs: &dyn FileSystem, root: &Path) -> Result<(), ServerError> {
     let dir = root.join(SNAPSHOTS_DIR);
     if !fs.exists(&dir)? {
         return Ok(());
     }
     for name in fs.list(&dir)? {
-        if !fs.exists(&dir.join(&name).join(MANIFEST))? {
+        if !fs.exists(&dir.join(&name).join(MANIFEST))?
+            && !fs.exists(&dir.join(&name).join(IMPORTING))?
+        {
             tracing::info!(snapshot = %name, "removing a snapshot that was interrupted before it was written");
             fs.delete_dir_all(&dir.join(&name))?;
         }

@@ -249,7 +249,8 @@ impl Master {
             return Ok(0);
         }
         let mut kept: HashSet<PathBuf> = HashSet::new();
-        for m in snapshot::list(&**fs, root)? {
+        let importing = snapshot::importing(&**fs, root)?;
+        for m in snapshot::list(&**fs, root)?.into_iter().chain(importing) {
             kept.extend(m.regions.into_iter().flat_map(|r| r.files).map(|f| f.path));
         }
         let mut refs = Vec::new();
