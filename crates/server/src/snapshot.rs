@@ -12,6 +12,7 @@
 //! name=<snapshot name>
 //! table=<table name>
 //! created_ms=<ms since the epoch>
+//! type=flush|skip_flush|disabled                        how it was taken (HBase's type)
 //! schema=<hex of a cellar.v1.TableSchema>
 //! region=<index>,<hex start key>,<hex end key>          one per region, in key order
 //! file=<region index>,<hex family>,<hex path>,<hex start>,<hex end>
@@ -45,8 +46,39 @@ pub struct Manifest {
     pub name: String,
     pub table: String,
     pub created_ms: u64,
+    pub kind: SnapshotKind,
     pub schema: TableSchema,
     pub regions: Vec<SnapshotRegion>,
+}
+
+/// How a snapshot was taken (HBase's `SnapshotDescription.Type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SnapshotKind {
+    /// Each region flushed first.
+    Flush,
+    /// Only what the regions had flushed (`SKIP_FLUSH`).
+    SkipFlush,
+    /// Of a disabled table (its regions closed, so everything flushed).
+    Disabled,
+}
+
+impl SnapshotKind {
+    fn name(self) -> &'static str {
+        match self {
+            SnapshotKind::Flush => "flush",
+            SnapshotKind::SkipFlush => "skip_flush",
+            SnapshotKind::Disabled => "disabled",
+        }
+    }
+
+    fn parse(s: &str) -> Option<SnapshotKind> {
+        Some(match s {
+            "flush" => SnapshotKind::Flush,
+            "skip_flush" => SnapshotKind::SkipFlush,
+            "disabled" => SnapshotKind::Disabled,
+            _ => return None,
+        })
+    }
 }
 
 /// One region of a snapshot: its key range and its files (paths relative to the root).
@@ -100,10 +132,11 @@ impl Manifest {
     fn encode(&self, root: &Path) -> Result<String, ServerError> {
         let schema = convert::schema_to_pb(&self.schema).encode_to_vec();
         let mut body = format!(
-            "{HEADER}\nname={}\ntable={}\ncreated_ms={}\nschema={}\n",
+            "{HEADER}\nname={}\ntable={}\ncreated_ms={}\ntype={}\nschema={}\n",
             self.name,
             self.table,
             self.created_ms,
+            self.kind.name(),
             hex(&schema)
         );
         for (i, r) in self.regions.iter().enumerate() {
@@ -171,6 +204,7 @@ impl Manifest {
         let created_ms = field("created_ms")?
             .parse()
             .map_err(|_| bad("created_ms is not a number"))?;
+        let kind = SnapshotKind::parse(&field("type")?).ok_or_else(|| bad("unknown type"))?;
         let schema = unhex(&field("schema")?)
             .and_then(|b| pb::TableSchema::decode(&b[..]).ok())
             .ok_or_else(|| bad("undecodable schema"))?;
@@ -219,6 +253,7 @@ impl Manifest {
             name,
             table,
             created_ms,
+            kind,
             schema,
             regions,
         })
@@ -359,6 +394,7 @@ mod tests {
             name: "s1".into(),
             table: "ns:t".into(),
             created_ms: 42,
+            kind: SnapshotKind::SkipFlush,
             schema: TableSchema::new("ns:t", vec![FamilySchema::new("cf")]),
             regions: vec![
                 SnapshotRegion {

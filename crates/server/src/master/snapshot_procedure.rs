@@ -18,7 +18,7 @@ use super::Master;
 use crate::error::ServerError;
 use crate::names;
 use crate::router::TableState;
-use crate::snapshot::{self, Manifest, SnapshotRegion};
+use crate::snapshot::{self, Manifest, SnapshotKind, SnapshotRegion};
 use cellar_storage::fs::{archive_root, FileSystem};
 use cellar_storage::region::{RegionDir, SnapshotFile};
 use std::collections::HashSet;
@@ -91,6 +91,11 @@ impl Master {
             name: name.to_string(),
             table: table.clone(),
             created_ms: self.rs.services.config.clock.now_millis(),
+            kind: match (t.state, skip_flush) {
+                (TableState::Disabled, _) => SnapshotKind::Disabled,
+                (_, true) => SnapshotKind::SkipFlush,
+                (_, false) => SnapshotKind::Flush,
+            },
             schema: (*t.schema).clone(),
             regions,
         };

@@ -10,7 +10,7 @@ use super::procedures::nonce_key;
 use super::{table_admin, Call};
 use crate::error::ServerError;
 use crate::hbase::{message, CallCtx, HbaseError, HbaseService, Reply, Request};
-use crate::snapshot::Manifest;
+use crate::snapshot::{Manifest, SnapshotKind};
 use bytes::Bytes;
 use cellar_proto::hbase;
 
@@ -36,7 +36,11 @@ fn description(m: &Manifest) -> hbase::SnapshotDescription {
         name: m.name.clone(),
         table: Some(m.table.clone()),
         creation_time: Some(i64::try_from(m.created_ms).unwrap_or(i64::MAX)),
-        r#type: Some(hbase::snapshot_description::Type::Flush as i32),
+        r#type: Some(match m.kind {
+            SnapshotKind::Flush => hbase::snapshot_description::Type::Flush,
+            SnapshotKind::SkipFlush => hbase::snapshot_description::Type::Skipflush,
+            SnapshotKind::Disabled => hbase::snapshot_description::Type::Disabled,
+        } as i32),
         version: Some(2),
         owner: None,
         ttl: Some(0),
