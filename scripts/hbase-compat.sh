@@ -257,6 +257,7 @@ if (( ! against_hbase )); then
   move_in_test hbase-bulk-load.sh 900 "HBase's bulk load tool with its HFiles on HDFS" --hdfs
   move_in_test hbase-sync-table.sh 900 "HBase's HashTable/SyncTable against Cellar"
   move_in_test hbase-move-in.sh 1200 "the move-in runbook with HBase taking writes"
+  move_in_test hbase-shell-parity.sh 600 "HBase's own shell against HBase and Cellar"
 fi
 
 # --- YCSB: the real core with Cellar's binding -----------------------------------------------

@@ -3,12 +3,14 @@
 # $CELLAR_CACHE/hbase-2.6.4/lib (default ~/.cache/cellar). Idempotent: a completed fetch
 # leaves a marker and later calls return at once. Prints the lib directory.
 #
-# Usage: scripts/hbase/fetch.sh [server|mapreduce|codecs]
+# Usage: scripts/hbase/fetch.sh [server|mapreduce|codecs|shell]
 #   server     (the default) the server's jars (server-pom.xml), in .../hbase-2.6.4/lib
 #   mapreduce  a MapReduce client's: the same HBase and Hadoop, hbase-mapreduce and Hadoop's
 #              local job runner (mapreduce-pom.xml), in .../hbase-2.6.4/mapreduce-lib
 #   codecs     the LZ4 and ZSTD codecs a server or writer adds to the jars above
 #              (scripts/hfile/codecs-pom.xml), in .../hbase-2.6.4/codecs-lib
+#   shell      HBase's own JRuby shell: hbase-shell 2.4.17 with its JRuby and its HBase 2.4.17
+#              client (shell-pom.xml), in .../hbase-shell-2.4.17/lib
 set -euo pipefail
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -18,7 +20,8 @@ case "${1:-server}" in
   server) pom="$here/server-pom.xml"; lib="$home/lib"; marker="$home/.fetched" ;;
   mapreduce) pom="$here/mapreduce-pom.xml"; lib="$home/mapreduce-lib"; marker="$home/.fetched-mapreduce" ;;
   codecs) pom="$here/../hfile/codecs-pom.xml"; lib="$home/codecs-lib"; marker="$home/.fetched-codecs" ;;
-  *) echo "fetch.sh: unknown set '$1' (server, mapreduce or codecs)" >&2; exit 2 ;;
+  shell) pom="$here/shell-pom.xml"; lib="$cache/hbase-shell-2.4.17/lib"; marker="$cache/hbase-shell-2.4.17/.fetched" ;;
+  *) echo "fetch.sh: unknown set '$1' (server, mapreduce, codecs or shell)" >&2; exit 2 ;;
 esac
 
 if [[ -f "$marker" && -d "$lib" ]]; then
