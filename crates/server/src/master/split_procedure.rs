@@ -1,5 +1,6 @@
 //! Region splits: the automatic split checker, SPLIT_TABLE, the crash-safe split procedure
-//! and the janitor that removes split parents once nothing reads their files.
+//! and the janitor that removes retired regions (split parents, and merge parents from
+//! `merge_procedure.rs`) once nothing reads their files.
 //!
 //! Split size (Hypertable's policy): a table's regions split once they hold
 //! `split.initial_bytes`; each split of the table doubles that, up to `split.max_bytes`. The
@@ -333,7 +334,8 @@ impl Master {
         Ok(())
     }
 
-    /// Removes split parents neither of whose daughters still reads the parent's files.
+    /// Removes retired regions (split or merge parents) none of whose successors still reads
+    /// their files.
     fn janitor(&self) {
         let parents = self.rs.retired_regions.lock().clone();
         for p in parents {
