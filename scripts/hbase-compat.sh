@@ -16,7 +16,9 @@
 # load tool loading HBase-written HFiles into Cellar, and a MapReduce job's HFileOutputFormat2
 # output (scripts/hbase-bulk-load.sh; one test), HBase's HashTable/SyncTable jobs between HBase and
 # Cellar (scripts/hbase-sync-table.sh; one test), the whole move-in runbook with HBase taking writes
-# (scripts/hbase-move-in.sh; one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
+# (scripts/hbase-move-in.sh; one test), HBase's own JRuby shell running one command file against
+# HBase and Cellar with equal results (scripts/hbase-shell-parity.sh: merge_region and the
+# snapshot commands among them; one test), then the real YCSB core with Cellar's HBase binding (load, workloads A and C). Ends with one summary line
 #   hbase-compat: N tests passed, M failed; ycsb: ok|failed|skipped
 # and exits non-zero on any failure. See docs/hbase-compat-tests.md.
 #
@@ -233,7 +235,7 @@ if (( ! against_hbase )); then
 fi
 
 # --- Moving in from an unmodified Apache HBase (Cellar only: each script starts its own
-# servers, HBase on ports +300 to +800) ---
+# servers, HBase on ports +300 to +1200) ---
 # move_in_test SCRIPT TIMEOUT WHAT [OPTION]: one test, passed only when SCRIPT's last line
 # says so; OPTION (e.g. --hdfs) is passed on and names its own work directory and log.
 move_in_test() {
