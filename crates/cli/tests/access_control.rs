@@ -497,3 +497,173 @@ fn merges_need_table_admin_on_both_front_ends() {
         .expect("the merged region");
     assert!(merged.start_key.is_empty() && merged.end_key.is_empty());
 }
+
+/// Snapshots need ADMIN on the table, on both front ends: taking, cloning, restoring and
+/// deleting one are refused to a caller without a user, to one with no rights and to one with
+/// read and write only, and change nothing; a table admin's go through. The region server
+/// calls a master makes for snapshots and merges are refused to a user without global ADMIN.
+#[test]
+fn snapshots_need_table_admin_on_both_front_ends() {
+    use cellar_proto::hbase;
+    use support::hbase::Conn;
+    let tmp = tempfile::tempdir().expect("tmp");
+    let server = start(tmp.path());
+    let addr = server.native.clone();
+    let admin = as_user(&addr, Some("admin"));
+    admin
+        .admin()
+        .create_table(TableSchema::new("t", vec![FamilySchema::new("f")]), vec![])
+        .expect("create t");
+    admin.table("t").put(put("r", "f", "v")).expect("put");
+    admin
+        .admin()
+        .grant("rw", scope("t", None), "RW")
+        .expect("grant rw");
+    admin
+        .admin()
+        .grant("tadmin", scope("t", None), "A")
+        .expect("grant");
+    admin
+        .admin()
+        .snapshot("t", "s", false)
+        .expect("a superuser snapshots");
+    let region = admin.admin().list_regions("t").expect("regions")[0].region_id;
+
+    let e = as_user(&addr, None)
+        .admin()
+        .snapshot("t", "x", false)
+        .expect_err("no user");
+    assert_eq!(e.code(), Some(ErrorCode::Unauthenticated), "{e}");
+    for user in ["bob", "rw"] {
+        let c = as_user(&addr, Some(user));
+        let a = c.admin();
+        denied(a.snapshot("t", "x", false), "a snapshot without ADMIN");
+        denied(a.clone_snapshot("s", "copy"), "a clone without ADMIN");
+        denied(a.restore_snapshot("s"), "a restore without ADMIN");
+        denied(a.delete_snapshot("s"), "a delete without ADMIN");
+        denied(a.list_snapshots(), "a listing without global ADMIN");
+        // The master's calls to a region server.
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("runtime");
+        let (native, who) = (addr.clone(), user.to_string());
+        let refused = rt.block_on(async move {
+            let client = cellar_client::Client::connect_with(
+                &native,
+                ClientConfig {
+                    user: Some(who),
+                    retries: 0,
+                    ..ClientConfig::default()
+                },
+            )
+            .await?;
+            let a = client.admin();
+            let snap = a.snapshot_region_on(&native, "t", region, false).await;
+            let merge = a.merge_regions_on(&native, "t", &[region], 1).await;
+            Ok::<_, cellar_client::Error>((snap.err(), merge.err()))
+        });
+        let (snap, merge) = refused.expect("connect");
+        for e in [snap, merge] {
+            let e = e.expect("refused");
+            assert_eq!(e.code(), Some(ErrorCode::PermissionDenied), "{user}: {e}");
+        }
+    }
+    // Over HBase's protocol, as its Java client sends them.
+    let desc = |name: &str, table: Option<&str>| hbase::SnapshotDescription {
+        name: name.into(),
+        table: table.map(str::to_string),
+        ..Default::default()
+    };
+    for user in ["", "bob", "rw"] {
+        let mut m = Conn::open_as(&server.hbase, "MasterService", user);
+        let calls: Vec<(
+            &str,
+            Result<(bytes::Bytes, bytes::Bytes), hbase::ExceptionResponse>,
+        )> = vec![
+            (
+                "Snapshot",
+                m.call(
+                    "Snapshot",
+                    &hbase::SnapshotRequest {
+                        snapshot: desc("x", Some("t")),
+                        ..Default::default()
+                    },
+                ),
+            ),
+            (
+                "RestoreSnapshot (clone)",
+                m.call(
+                    "RestoreSnapshot",
+                    &hbase::RestoreSnapshotRequest {
+                        snapshot: desc("s", Some("copy")),
+                        ..Default::default()
+                    },
+                ),
+            ),
+            (
+                "DeleteSnapshot",
+                m.call(
+                    "DeleteSnapshot",
+                    &hbase::DeleteSnapshotRequest {
+                        snapshot: desc("s", None),
+                    },
+                ),
+            ),
+        ];
+        for (what, r) in calls {
+            let e = r.expect_err("refused");
+            assert_eq!(
+                e.exception_class_name.as_deref(),
+                Some("org.apache.hadoop.hbase.security.AccessDeniedException"),
+                "{user:?} {what}: {e:?}"
+            );
+        }
+        // The listing is refused to a caller without a user, and shows the others nothing.
+        let listed = m.call(
+            "GetCompletedSnapshots",
+            &hbase::GetCompletedSnapshotsRequest {},
+        );
+        if user.is_empty() {
+            let e = listed.expect_err("no user");
+            assert_eq!(
+                e.exception_class_name.as_deref(),
+                Some("org.apache.hadoop.hbase.security.AccessDeniedException"),
+                "{e:?}"
+            );
+            continue;
+        }
+        let (listed, _) = listed.expect("list");
+        let listed = <hbase::GetCompletedSnapshotsResponse as prost::Message>::decode(listed)
+            .expect("decode");
+        assert!(listed.snapshots.is_empty(), "{user:?}: {listed:?}");
+    }
+    let names: Vec<String> = admin
+        .admin()
+        .list_snapshots()
+        .expect("list")
+        .into_iter()
+        .map(|s| s.name)
+        .collect();
+    assert_eq!(names, ["s"], "nothing changed");
+    assert!(!admin.admin().table_exists("copy").unwrap_or(true));
+    // A table admin may (the clone also needs CREATE where it goes: the admin grants it).
+    admin
+        .admin()
+        .grant("tadmin", PermissionScope::default(), "C")
+        .expect("grant create");
+    let t = as_user(&addr, Some("tadmin"));
+    t.admin()
+        .snapshot("t", "mine", false)
+        .expect("table admin snapshots");
+    t.admin()
+        .clone_snapshot("mine", "copy")
+        .expect("and clones");
+    assert!(!t
+        .table("copy")
+        .get(Get::new("r"))
+        .expect("get")
+        .cells
+        .is_empty());
+    t.admin().delete_snapshot("mine").expect("and deletes");
+}

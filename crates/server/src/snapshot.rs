@@ -27,7 +27,7 @@ use bytes::Bytes;
 use cellar_model::{Error, TableSchema};
 use cellar_proto::{convert, pb};
 use cellar_storage::fs::{read_all, write_atomic, FileSystem};
-use cellar_storage::region::SnapshotFile;
+use cellar_storage::region::{hex, unhex, SnapshotFile};
 use prost::Message;
 use std::path::{Path, PathBuf};
 
@@ -112,20 +112,6 @@ pub fn check_name(name: &str) -> Result<(), ServerError> {
              with '.' or '-', at most 200 characters"
         )))
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
-}
-
-fn unhex(s: &str) -> Option<Vec<u8>> {
-    if !s.len().is_multiple_of(2) {
-        return None;
-    }
-    (0..s.len())
-        .step_by(2)
-        .map(|i| u8::from_str_radix(s.get(i..i + 2)?, 16).ok())
-        .collect()
 }
 
 impl Manifest {

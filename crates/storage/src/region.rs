@@ -42,7 +42,7 @@ pub use ingest::IngestFile;
 
 pub use compaction::Compacted;
 pub use config::{Clock, CompactionStyle, ManualClock, StorageConfig, SystemClock};
-pub use descriptor::{write as write_descriptor, RegionInfo};
+pub use descriptor::{hex, unhex, write as write_descriptor, RegionInfo};
 pub use inspect::{FileCheck, RegionDir};
 pub use scanner::RegionScanner;
 pub use sink::RowCells;

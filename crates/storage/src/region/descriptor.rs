@@ -38,12 +38,14 @@ impl RegionInfo {
     }
 }
 
-/// Lower-case hex, for keys in text files.
-pub(crate) fn hex(b: &[u8]) -> String {
+/// Lower-case hex, for keys in text files (region descriptors, references, snapshot
+/// manifests).
+pub fn hex(b: &[u8]) -> String {
     b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
-pub(crate) fn unhex(s: &str) -> Option<Vec<u8>> {
+/// The bytes [`hex`] wrote; `None` for anything else.
+pub fn unhex(s: &str) -> Option<Vec<u8>> {
     if !s.len().is_multiple_of(2) {
         return None;
     }
