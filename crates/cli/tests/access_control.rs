@@ -577,10 +577,8 @@ fn snapshots_need_table_admin_on_both_front_ends() {
     };
     for user in ["", "bob", "rw"] {
         let mut m = Conn::open_as(&server.hbase, "MasterService", user);
-        let calls: Vec<(
-            &str,
-            Result<(bytes::Bytes, bytes::Bytes), hbase::ExceptionResponse>,
-        )> = vec![
+        type Answer = Result<(bytes::Bytes, bytes::Bytes), hbase::ExceptionResponse>;
+        let calls: Vec<(&str, Answer)> = vec![
             (
                 "Snapshot",
                 m.call(
