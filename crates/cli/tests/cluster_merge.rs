@@ -6,11 +6,9 @@
 
 mod support;
 
-use bytes::Bytes;
-use cellar_client::{FamilySchema, TableSchema};
 use std::path::Path;
 use std::time::Duration;
-use support::cluster::{assert_writer_rows, client, Writers, TABLE};
+use support::cluster::{assert_writer_rows, client, create_spread_table, Writers, TABLE};
 use support::{wait_for, Server};
 
 fn region_dirs(root: &Path) -> usize {
@@ -51,35 +49,7 @@ fn regions_on_two_servers_merge_under_load_and_survive_a_kill() {
         out
     };
     let c = client(&master.native);
-    let both = wait_for(Duration::from_secs(30), || {
-        let s = c.admin().status().ok()?;
-        (s.servers
-            .iter()
-            .filter(|l| !l.native_addr.is_empty())
-            .count()
-            >= 2)
-            .then_some(())
-    });
-    assert!(
-        both.is_some(),
-        "two region servers registered\n{}",
-        logs(&servers)
-    );
-    let splits: Vec<Bytes> = ["2", "4", "6", "8"]
-        .iter()
-        .map(|s| Bytes::from_static(s.as_bytes()))
-        .collect();
-    c.admin()
-        .create_table(
-            TableSchema::new(TABLE, vec![FamilySchema::new("f")]),
-            splits,
-        )
-        .expect("create");
-    let open = wait_for(Duration::from_secs(60), || {
-        let r = c.admin().list_regions(TABLE).ok()?;
-        (r.len() == 5 && r.iter().all(|l| !l.server.is_empty())).then_some(r)
-    })
-    .unwrap_or_else(|| panic!("every region opened\n{}", logs(&servers)));
+    let open = create_spread_table(&c, 2).unwrap_or_else(|e| panic!("{e}\n{}", logs(&servers)));
     let servers_used: std::collections::BTreeSet<&str> =
         open.iter().map(|l| l.server.as_str()).collect();
     assert_eq!(servers_used.len(), 2, "regions on both servers: {open:?}");

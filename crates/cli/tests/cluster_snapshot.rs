@@ -18,7 +18,7 @@ use cellar_server::coord::zk::{ZkCoordination, ZkOptions};
 use cellar_server::coord::Coordination;
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
-use support::cluster::{client, Writers, TABLE};
+use support::cluster::{client, create_spread_table, Writers, TABLE};
 use support::{wait_for, Server};
 
 fn rows(c: &Client, table: &str) -> BTreeSet<Bytes> {
@@ -65,31 +65,7 @@ fn snapshots_on_a_cluster_clone_every_acknowledged_row_through_a_kill_and_a_drop
     .expect("a backup master registered");
     let masters = format!("{},{}", master.native, backup);
     let c = client(&masters);
-    let both = wait_for(Duration::from_secs(30), || {
-        let s = c.admin().status().ok()?;
-        (s.servers
-            .iter()
-            .filter(|l| !l.native_addr.is_empty())
-            .count()
-            >= 2)
-            .then_some(())
-    });
-    assert!(both.is_some(), "two region servers\n{}", logs(&servers));
-    let splits: Vec<Bytes> = ["2", "4", "6", "8"]
-        .iter()
-        .map(|s| Bytes::from_static(s.as_bytes()))
-        .collect();
-    c.admin()
-        .create_table(
-            TableSchema::new(TABLE, vec![FamilySchema::new("f")]),
-            splits,
-        )
-        .expect("create");
-    let open = wait_for(Duration::from_secs(60), || {
-        let r = c.admin().list_regions(TABLE).ok()?;
-        (r.len() == 5 && r.iter().all(|l| !l.server.is_empty())).then_some(r)
-    })
-    .unwrap_or_else(|| panic!("regions open\n{}", logs(&servers)));
+    let open = create_spread_table(&c, 2).unwrap_or_else(|e| panic!("{e}\n{}", logs(&servers)));
 
     let writers = Writers::start(&masters, 3);
     writers.wait_progress_or(0, 400, "before the snapshot", || logs(&servers));

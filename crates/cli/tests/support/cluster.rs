@@ -121,6 +121,40 @@ impl Writers {
     }
 }
 
+/// Waits until `servers` region servers are registered, creates `TABLE` split at 2, 4, 6 and 8
+/// (the writers' rows spread over its five regions) and waits until every region is open;
+/// their locations, or what was not reached in time.
+pub fn create_spread_table(
+    c: &Client,
+    servers: usize,
+) -> Result<Vec<cellar_client::RegionLocation>, String> {
+    wait_for(Duration::from_secs(30), || {
+        let s = c.admin().status().ok()?;
+        (s.servers
+            .iter()
+            .filter(|l| !l.native_addr.is_empty())
+            .count()
+            >= servers)
+            .then_some(())
+    })
+    .ok_or_else(|| format!("{servers} region servers did not register"))?;
+    let splits: Vec<Bytes> = ["2", "4", "6", "8"]
+        .iter()
+        .map(|s| Bytes::from_static(s.as_bytes()))
+        .collect();
+    c.admin()
+        .create_table(
+            TableSchema::new(TABLE, vec![FamilySchema::new("f")]),
+            splits,
+        )
+        .map_err(|e| format!("create {TABLE}: {e}"))?;
+    wait_for(Duration::from_secs(60), || {
+        let r = c.admin().list_regions(TABLE).ok()?;
+        (r.len() == 5 && r.iter().all(|l| !l.server.is_empty())).then_some(r)
+    })
+    .ok_or_else(|| format!("the regions of {TABLE} did not all open"))
+}
+
 /// Every acknowledged writer row is in the table once, in order (rows a writer sent but did
 /// not see acknowledged may or may not be there).
 pub fn assert_writer_rows(c: &Client, acked: &BTreeSet<Bytes>, when: &str) {
